@@ -1,0 +1,34 @@
+# make demo / make test / make bench: each creates .venv and installs jitgrad itself if needed.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-dev
+EXAMPLES_STAMP := $(VENV)/.installed-examples
+
+.PHONY: demo test lint bench kernels clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/quickstart.py
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m jitgrad.ops.gen_kernels --check
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+kernels: $(STAMP)
+	$(BIN)/python -m jitgrad.ops.gen_kernels
+
+bench: $(STAMP)
+	cd asv_benchmarks && ../$(BIN)/asv run --python=same --quick --show-stderr
+	$(BIN)/python asv_benchmarks/compare.py --quick
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache asv_benchmarks/.asv

@@ -1,0 +1,105 @@
+"""Seed 000 (olxtar, "Autograd-03: Practice02"): retain_graph, an extra stem, an extra leaf,
+a custom Function (MyPow) and no_grad — run with ``import jitgrad as torch``."""
+
+import jitgrad as torch
+
+try:
+    from ._info import get_tensor_info
+except ImportError:
+    from _info import get_tensor_info
+
+# 06. retain_graph
+x = torch.tensor(5.0, requires_grad=True)
+y = x**3
+z = torch.log(y)
+
+z.backward(retain_graph=True)
+
+print('x after backward', get_tensor_info(x))
+print('y after backward', get_tensor_info(y))
+print('z after backward', get_tensor_info(z))
+
+z.backward()
+
+print('x after 2backward', get_tensor_info(x))
+print('y after 2backward', get_tensor_info(y))
+print('z after 2backward', get_tensor_info(z))
+
+# 07. an extra stem
+x = torch.tensor(5.0, requires_grad=True)
+y = x ** 3
+w = x ** 2
+z = torch.log(y) + torch.sqrt(w)
+
+print('x', get_tensor_info(x))
+print('y', get_tensor_info(y))
+print('w', get_tensor_info(w))
+print('z', get_tensor_info(z))
+
+y.retain_grad()
+w.retain_grad()
+z.retain_grad()
+
+z.backward()
+
+print('x after backward', get_tensor_info(x))
+print('y after backward', get_tensor_info(y))
+print('w after backward', get_tensor_info(w))
+print('z after backward', get_tensor_info(z))
+
+# 08. an extra leaf
+q = torch.tensor(3.0, requires_grad=True)
+x = torch.tensor(5.0, requires_grad=True)
+y = x ** q
+z = torch.log(y)
+
+print('q', get_tensor_info(q))
+print('x', get_tensor_info(x))
+print('y', get_tensor_info(y))
+print('z', get_tensor_info(z))
+
+z.backward()
+
+print('q_after_backward', get_tensor_info(q))
+print('x_after_backward', get_tensor_info(x))
+print('y_after_backward', get_tensor_info(y))
+print('z_after_backward', get_tensor_info(z))
+
+print("z gradient w.r.t q:", q.grad)
+print("z gradient w.r.t x:", x.grad)
+
+
+# 09. Operation: a custom autograd.Function
+class MyPow(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input_1, input_2):
+        ctx.save_for_backward(input_1, input_2)
+        result = input_1 ** input_2
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input_1, input_2 = ctx.saved_tensors
+        grad_input_1 = grad_output * input_2 * input_1 ** (input_2 - 1)
+        grad_input_2 = grad_output * input_1 ** input_2 * torch.log(input_1)
+        print('input_1', input_1)
+        print('input_2', input_2)
+        print('grad_output', grad_output)
+        print('grad_input_1', grad_input_1)
+        print('grad_input_2', grad_input_2)
+        return grad_input_1, grad_input_2
+
+
+q = torch.tensor(3.0, requires_grad=True)
+x = torch.tensor(5.0, requires_grad=True)
+y = MyPow.apply(x, q)
+z = torch.log(y)
+z.backward()
+
+# 10. no_grad
+with torch.no_grad():
+    q = torch.tensor(3.0, requires_grad=True)
+    x = torch.tensor(5.0, requires_grad=True)
+    y = x ** q
+print('inside no_grad: y.requires_grad =', y.requires_grad, '| q is a leaf requiring grad:',
+      q.requires_grad)

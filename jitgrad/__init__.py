@@ -1,0 +1,238 @@
+"""jitgrad: PyTorch-style autograd for NumPy arrays, made fast by compiling to Numba.
+
+Code written for PyTorch's autograd subset runs with ``import jitgrad as torch``.
+
+>>> import jitgrad as torch
+>>> x = torch.tensor(5.0, requires_grad=True)
+>>> z = torch.log(x ** 3)
+>>> z.backward()
+>>> x.grad
+tensor(0.6000)
+"""
+
+from __future__ import annotations
+
+import builtins as _builtins
+
+from . import (  # ops first: attaches Tensor methods
+    autograd,
+    nn,  # noqa: E402,I001 - needs the ops above
+    ops,
+)
+from ._tensor_str import get_printoptions, set_printoptions
+from .autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from .creation import (
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    logspace,
+    normal,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+    scalar_tensor,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from .dtypes import (
+    DType as dtype,
+)
+from .dtypes import bool_ as bool  # noqa: A001 - PyTorch's name
+from .dtypes import (
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    result_type,
+    set_default_dtype,
+    uint8,
+)
+from .ops.elementwise import (
+    abs,
+    add,
+    clamp,
+    clip,
+    cos,
+    div,
+    eq,
+    exp,
+    expm1,
+    ge,
+    gt,
+    le,
+    log,
+    log1p,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    lt,
+    masked_fill,
+    maximum,
+    minimum,
+    mul,
+    ne,
+    neg,
+    pow,
+    reciprocal,
+    relu,
+    rsqrt,
+    rsub,
+    sigmoid,
+    sign,
+    sin,
+    sqrt,
+    square,
+    sub,
+    tanh,
+    true_divide,
+    where,
+)
+from .ops.linalg import bmm, dot, matmul, mm, mv, outer
+from .ops.movement import (
+    cat,
+    chunk,
+    clone,
+    concatenate,
+    expand,
+    flatten,
+    movedim,
+    narrow,
+    permute,
+    reshape,
+    select,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    t,
+    transpose,
+    unbind,
+    unflatten,
+    unsqueeze,
+)
+from .ops.reduce import (
+    amax,
+    amin,
+    argmax,
+    argmin,
+    log_softmax,
+    logsumexp,
+    max,
+    mean,
+    min,
+    prod,
+    softmax,
+    std,
+    sum,
+    var,
+)
+from .random import Generator, default_generator, initial_seed, manual_seed, seed
+from .tensor import Size, Tensor
+
+float = float32  # noqa: A001 - PyTorch's aliases
+double = float64
+half = float16
+int = int32  # noqa: A001
+long = int64
+short = int16
+
+subtract = sub
+multiply = mul
+divide = div
+negative = neg
+absolute = abs
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj) -> _builtins.bool:
+    """Whether ``obj`` is a jitgrad Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input: Tensor) -> _builtins.bool:
+    """Whether ``input`` has a floating dtype."""
+    return input.is_floating_point()
+
+
+def numel(input: Tensor) -> _builtins.int:
+    """Number of elements."""
+    return input.numel()
+
+
+def allclose(input: Tensor, other: Tensor, rtol: _builtins.float = 1e-5,
+             atol: _builtins.float = 1e-8, equal_nan: _builtins.bool = False) -> _builtins.bool:
+    """Whether all elements are close (as ``numpy.allclose``)."""
+    return input.allclose(other, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def equal(input: Tensor, other: Tensor) -> _builtins.bool:
+    """Same shape and elements."""
+    return input.equal(other)
+
+
+def isnan(input: Tensor) -> Tensor:
+    """Element-wise NaN test (bool)."""
+    return input.isnan()
+
+
+def isinf(input: Tensor) -> Tensor:
+    """Element-wise infinity test (bool)."""
+    return input.isinf()
+
+
+def isfinite(input: Tensor) -> Tensor:
+    """Element-wise finiteness test (bool)."""
+    return input.isfinite()
+
+
+__all__ = [
+    "Tensor", "Size", "dtype", "autograd", "nn", "ops", "Generator", "default_generator",
+    "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
+    "float", "double", "half", "int", "long", "short",
+    "get_default_dtype", "set_default_dtype", "result_type", "set_printoptions",
+    "get_printoptions", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+    "is_grad_enabled", "is_inference_mode_enabled", "manual_seed", "seed", "initial_seed",
+    "tensor", "as_tensor", "from_numpy", "scalar_tensor", "zeros", "ones", "full", "empty",
+    "eye", "arange", "linspace", "logspace", "rand", "randn", "randint", "randperm", "normal",
+    "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
+    "randint_like",
+    "abs", "absolute", "add", "sub", "subtract", "rsub", "mul", "multiply", "div", "divide",
+    "true_divide", "neg", "negative", "pow", "square", "reciprocal", "rsqrt", "sqrt", "exp",
+    "expm1", "log", "log1p", "sin", "cos", "tanh", "sigmoid", "relu", "sign", "clamp", "clip",
+    "maximum", "minimum", "where", "masked_fill", "eq", "ne", "lt", "le", "gt", "ge",
+    "logical_and", "logical_or", "logical_not", "logical_xor",
+    "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "logsumexp", "softmax",
+    "log_softmax", "var", "std", "prod",
+    "matmul", "mm", "mv", "dot", "bmm", "outer",
+    "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "permute", "transpose",
+    "swapaxes", "t", "movedim", "expand", "cat", "concatenate", "stack", "split", "chunk",
+    "unbind", "select", "narrow", "clone",
+    "is_tensor", "is_floating_point", "numel", "allclose", "equal", "isnan", "isinf",
+    "isfinite", "__version__",
+]

@@ -1,0 +1,43 @@
+"""Automatic differentiation: the backward engine, grad modes, custom Functions, gradcheck."""
+
+from .engine import backward, grad
+from .function import Function, FunctionCtx, once_differentiable
+from .grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .node import Node
+
+__all__ = [
+    "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
+    "gradgradcheck", "GradcheckError", "no_grad", "enable_grad", "set_grad_enabled",
+    "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "Node",
+    "set_detect_anomaly", "detect_anomaly",
+]
+
+_anomaly = False
+
+
+def set_detect_anomaly(mode: bool, check_nan: bool = True) -> None:
+    """Accepted for PyTorch compatibility; jitgrad's errors already name the failing op."""
+    global _anomaly
+    _anomaly = bool(mode)
+
+
+class detect_anomaly:
+    """Context manager accepted for PyTorch compatibility (see :func:`set_detect_anomaly`)."""
+
+    def __init__(self, check_nan: bool = True) -> None:
+        self.check_nan = check_nan
+
+    def __enter__(self):
+        set_detect_anomaly(True)
+        return self
+
+    def __exit__(self, *exc):
+        set_detect_anomaly(False)

@@ -1,0 +1,27 @@
+"""Environment configuration: ``JITGRAD_LOGS``, ``JITGRAD_CACHE_DIR``, ``JITGRAD_DISABLE_JIT``."""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["log_topics", "cache_dir", "jit_disabled"]
+
+
+def log_topics() -> frozenset[str]:
+    """Topics named in ``JITGRAD_LOGS`` (comma separated: graph, fusion, code, cache...)."""
+    raw = os.environ.get("JITGRAD_LOGS", "")
+    return frozenset(t.strip() for t in raw.split(",") if t.strip())
+
+
+def cache_dir() -> str:
+    """Where generated kernels are cached (``JITGRAD_CACHE_DIR`` or the user cache dir)."""
+    env = os.environ.get("JITGRAD_CACHE_DIR")
+    if env:
+        return env
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "jitgrad")
+
+
+def jit_disabled() -> bool:
+    """``JITGRAD_DISABLE_JIT=1`` runs plans in plain Python for debugging."""
+    return os.environ.get("JITGRAD_DISABLE_JIT", "") not in ("", "0")

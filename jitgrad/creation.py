@@ -1,0 +1,322 @@
+"""Tensor factories: ``tensor``, ``zeros``, ``arange``, ``randn``... with PyTorch's dtype rules
+(Python floats -> float32, ints -> int64, bools -> bool)."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+
+from . import dtypes
+from .random import rng
+from .shapes import as_shape
+from .tensor import Tensor, wrap
+
+__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
+           "arange", "linspace", "logspace", "rand", "randn", "randint", "randperm",
+           "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
+           "randint_like", "scalar_tensor", "normal"]
+
+
+def _infer_dtype(data) -> np.dtype:
+    """PyTorch's dtype inference for nested Python sequences."""
+    kind = 0  # 0 bool, 1 int, 2 float
+    seen = False
+    stack = [data]
+    np_float = None
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Tensor):
+            d = x._data.dtype
+            k = 2 if d.kind == "f" else (1 if d.kind in "iu" else 0)
+            if k == 2 and (np_float is None or d.itemsize > np_float.itemsize):
+                np_float = d
+            kind = max(kind, k)
+            seen = True
+        elif isinstance(x, np.ndarray):
+            stack.extend(x.ravel().tolist()) if x.dtype == object else None
+            if x.dtype != object:
+                k = 2 if x.dtype.kind == "f" else (1 if x.dtype.kind in "iu" else 0)
+                kind = max(kind, k)
+                seen = True
+        elif isinstance(x, (bool, np.bool_)):
+            seen = True
+        elif isinstance(x, numbers.Integral):
+            kind = max(kind, 1)
+            seen = True
+        elif isinstance(x, numbers.Real):
+            kind = 2
+            seen = True
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, numbers.Complex):
+            raise TypeError("complex tensors are not supported by jitgrad")
+        else:
+            raise TypeError(
+                f"Could not infer dtype of {type(x).__name__}"
+            )
+    if not seen:
+        return dtypes.get_default_dtype().np
+    if kind == 2:
+        return dtypes.get_default_dtype().np if np_float is None else np_float
+    return np.dtype(np.int64) if kind == 1 else np.dtype(np.bool_)
+
+
+def _to_nested(data):
+    if isinstance(data, Tensor):
+        return data._data
+    if isinstance(data, (list, tuple)):
+        return [_to_nested(x) for x in data]
+    return data
+
+
+def _array_from_data(data, dtype) -> np.ndarray:
+    """A fresh C-contiguous array for ``jitgrad.tensor(data, dtype=...)``."""
+    if isinstance(data, Tensor):
+        arr = data._data
+        np_dt = arr.dtype if dtype is None else dtypes.to_dtype(dtype).np
+        return np.array(arr, dtype=np_dt, copy=True, order="C")
+    if isinstance(data, np.ndarray):
+        if dtype is None:
+            dtypes.from_numpy_dtype(data.dtype)  # raises for unsupported dtypes
+            return np.array(data, copy=True, order="C")
+        return np.array(data, dtype=dtypes.to_dtype(dtype).np, copy=True, order="C")
+    if isinstance(data, np.generic):
+        np_dt = data.dtype if dtype is None else dtypes.to_dtype(dtype).np
+        dtypes.from_numpy_dtype(np_dt)
+        return np.array(data, dtype=np_dt)
+    np_dt = _infer_dtype(data) if dtype is None else dtypes.to_dtype(dtype).np
+    nested = _to_nested(data)
+    try:
+        arr = np.array(nested, dtype=np_dt)
+    except ValueError as e:
+        raise ValueError(f"could not build a tensor from the given data: {e}") from None
+    if arr.dtype == object:
+        raise ValueError("expected a rectangular (non-ragged) sequence")
+    return arr
+
+
+def _finish(arr: np.ndarray, requires_grad: bool) -> Tensor:
+    t = wrap(arr)
+    if requires_grad:
+        if arr.dtype.kind != "f":
+            raise RuntimeError(
+                "Only Tensors of floating point and complex dtype can require gradients"
+            )
+        t._requires_grad = True
+    return t
+
+
+def tensor(data, dtype=None, device=None, requires_grad: bool = False,
+           pin_memory: bool = False) -> Tensor:
+    """A new leaf tensor holding a copy of ``data`` (numbers, nested sequences, arrays).
+
+    >>> import jitgrad
+    >>> jitgrad.tensor([[1, 2], [3, 4.5]])
+    tensor([[1.0000, 2.0000],
+            [3.0000, 4.5000]])
+    """
+    if isinstance(data, Tensor):
+        warnings.warn(
+            "To copy construct from a tensor, it is recommended to use sourceTensor.clone()."
+            "detach() or sourceTensor.clone().detach().requires_grad_(True), rather than "
+            "jitgrad.tensor(sourceTensor).", UserWarning, stacklevel=2)
+    _check_device(device)
+    return _finish(_array_from_data(data, dtype), requires_grad)
+
+
+def scalar_tensor(s, dtype=None, requires_grad: bool = False) -> Tensor:
+    """A 0-dim tensor (float32 unless ``dtype``)."""
+    d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    return _finish(np.array(s, dtype=d.np), requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """``data`` as a tensor, sharing memory with tensors/arrays when no conversion is needed."""
+    _check_device(device)
+    if isinstance(data, Tensor):
+        return data if dtype is None else data.to(dtype)
+    if isinstance(data, np.ndarray) and (dtype is None or
+                                         dtypes.to_dtype(dtype).np == data.dtype):
+        dtypes.from_numpy_dtype(data.dtype)
+        return wrap(data)
+    return wrap(_array_from_data(data, dtype))
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A tensor sharing memory with ``ndarray``."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    dtypes.from_numpy_dtype(ndarray.dtype)
+    return wrap(ndarray)
+
+
+def _check_device(device) -> None:
+    if device is not None and str(device) not in ("cpu", "cpu:0"):
+        raise RuntimeError(f"jitgrad tensors live on the CPU; device {device!r} is not available")
+
+
+def _dt(dtype, default=None) -> np.dtype:
+    if dtype is None:
+        return (default or dtypes.get_default_dtype()).np
+    return dtypes.to_dtype(dtype).np
+
+
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
+    """A tensor of zeros."""
+    _check_device(device)
+    return _finish(np.zeros(as_shape(size), _dt(dtype)), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
+    """A tensor of ones."""
+    _check_device(device)
+    return _finish(np.ones(as_shape(size), _dt(dtype)), requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor."""
+    _check_device(device)
+    return _finish(np.empty(as_shape(size), _dt(dtype)), requires_grad)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor filled with ``fill_value`` (dtype inferred from it, as PyTorch)."""
+    _check_device(device)
+    if dtype is None:
+        dtype = dtypes.scalar_dtype(fill_value)
+    return _finish(np.full(as_shape((size,)), fill_value, _dt(dtype)), requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype=None, device=None,
+        requires_grad: bool = False) -> Tensor:
+    """The identity matrix (``n x m``)."""
+    _check_device(device)
+    return _finish(np.eye(n, m, dtype=_dt(dtype)), requires_grad)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None,
+           requires_grad: bool = False) -> Tensor:
+    """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 for integer args."""
+    _check_device(device)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if dtype is None:
+        ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                   for v in (start, end, step))
+        dtype = dtypes.int64 if ints else dtypes.get_default_dtype()
+    d = _dt(dtype)
+    n = max(int(np.ceil((end - start) / step)), 0)
+    arr = (start + step * np.arange(n, dtype=np.float64 if d.kind == "f" else np.int64))
+    return _finish(arr.astype(d), requires_grad)
+
+
+def linspace(start, end, steps: int, *, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    _check_device(device)
+    return _finish(np.linspace(start, end, steps).astype(_dt(dtype)), requires_grad)
+
+
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None,
+             requires_grad: bool = False) -> Tensor:
+    """``base ** linspace(start, end, steps)``."""
+    return _finish(np.logspace(start, end, steps, base=base).astype(_dt(dtype)), requires_grad)
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples in ``[0, 1)``."""
+    _check_device(device)
+    d = _dt(dtype)
+    arr = rng(generator).random(as_shape(size), dtype=d if d.kind == "f" and d.itemsize >= 4
+                                else np.float64)
+    return _finish(arr.astype(d, copy=False), requires_grad)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples."""
+    _check_device(device)
+    d = _dt(dtype)
+    arr = rng(generator).standard_normal(as_shape(size), dtype=d if d.kind == "f" and
+                                         d.itemsize >= 4 else np.float64)
+    return _finish(arr.astype(d, copy=False), requires_grad)
+
+
+def normal(mean: float, std: float, size, *, generator=None, dtype=None,
+           requires_grad: bool = False) -> Tensor:
+    """Normal samples with the given ``mean`` and ``std``."""
+    arr = rng(generator).normal(mean, std, as_shape((size,)))
+    return _finish(arr.astype(_dt(dtype)), requires_grad)
+
+
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
+            requires_grad: bool = False) -> Tensor:
+    """Integers uniform in ``[low, high)`` (``randint(high, size)`` also works)."""
+    _check_device(device)
+    if size is None:
+        if high is None:
+            raise TypeError("randint() missing required argument 'size'")
+        low, high, size = 0, low, high
+    elif high is None:
+        low, high = 0, low
+    arr = rng(generator).integers(low, high, size=as_shape((size,)))
+    return _finish(arr.astype(_dt(dtype, dtypes.int64)), requires_grad)
+
+
+def randperm(n: int, *, generator=None, dtype=None) -> Tensor:
+    """A random permutation of ``0..n-1``."""
+    return wrap(rng(generator).permutation(n).astype(_dt(dtype, dtypes.int64)))
+
+
+def _like(t: Tensor, dtype):
+    return t._data.shape, (t._data.dtype if dtype is None else dtypes.to_dtype(dtype).np)
+
+
+def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Zeros with ``input``'s shape and dtype."""
+    shape, d = _like(input, dtype)
+    return _finish(np.zeros(shape, d), requires_grad)
+
+
+def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Ones with ``input``'s shape and dtype."""
+    shape, d = _like(input, dtype)
+    return _finish(np.ones(shape, d), requires_grad)
+
+
+def empty_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Uninitialised, with ``input``'s shape and dtype."""
+    shape, d = _like(input, dtype)
+    return _finish(np.empty(shape, d), requires_grad)
+
+
+def full_like(input: Tensor, fill_value, *, dtype=None, device=None,
+              requires_grad: bool = False) -> Tensor:
+    """``fill_value`` with ``input``'s shape and dtype."""
+    shape, d = _like(input, dtype)
+    return _finish(np.full(shape, fill_value, d), requires_grad)
+
+
+def rand_like(input: Tensor, *, dtype=None, generator=None, requires_grad: bool = False
+              ) -> Tensor:
+    """Uniform samples with ``input``'s shape and dtype."""
+    shape, d = _like(input, dtype)
+    return rand(shape, dtype=dtypes.from_numpy_dtype(d), generator=generator,
+                requires_grad=requires_grad)
+
+
+def randn_like(input: Tensor, *, dtype=None, generator=None, requires_grad: bool = False
+               ) -> Tensor:
+    """Normal samples with ``input``'s shape and dtype."""
+    shape, d = _like(input, dtype)
+    return randn(shape, dtype=dtypes.from_numpy_dtype(d), generator=generator,
+                 requires_grad=requires_grad)
+
+
+def randint_like(input: Tensor, low, high=None, *, dtype=None, generator=None) -> Tensor:
+    """Random integers with ``input``'s shape."""
+    shape, d = _like(input, dtype)
+    return randint(low, high, shape, dtype=dtypes.from_numpy_dtype(d), generator=generator)

@@ -1,0 +1,203 @@
+"""The dtype table and PyTorch's type-promotion rules (pure, no tensors here).
+
+A :class:`DType` wraps a NumPy dtype. Promotion follows PyTorch, not NumPy: a Python float
+combined with an integer tensor gives the default float dtype (float32), and a zero-dim tensor
+only widens the result when it is of a higher category (bool < integer < floating) than every
+dimensioned operand.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "DType",
+    "float32",
+    "float64",
+    "int32",
+    "int64",
+    "bool_",
+    "float16",
+    "int8",
+    "int16",
+    "uint8",
+    "get_default_dtype",
+    "set_default_dtype",
+    "to_dtype",
+    "from_numpy_dtype",
+    "promote",
+    "result_type",
+]
+
+
+class DType:
+    """A tensor element type; ``jitgrad.float32`` and friends are its instances."""
+
+    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "category",
+                 "tensor_type", "__weakref__")
+
+    def __init__(self, name: str, np_dtype: type, category: int, tensor_type: str) -> None:
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.category = category  # 0 bool, 1 integer, 2 floating
+        self.is_floating_point = category == 2
+        self.is_signed = self.np.kind in "if"
+        self.itemsize = self.np.itemsize
+        self.tensor_type = tensor_type
+
+    def __repr__(self) -> str:
+        return f"jitgrad.{self.name}"
+
+    def __reduce__(self):
+        return (to_dtype, (self.name,))
+
+    def to_numpy(self) -> np.dtype:
+        """The NumPy dtype backing this dtype."""
+        return self.np
+
+
+float16 = DType("float16", np.float16, 2, "HalfTensor")
+float32 = DType("float32", np.float32, 2, "FloatTensor")
+float64 = DType("float64", np.float64, 2, "DoubleTensor")
+uint8 = DType("uint8", np.uint8, 1, "ByteTensor")
+int8 = DType("int8", np.int8, 1, "CharTensor")
+int16 = DType("int16", np.int16, 1, "ShortTensor")
+int32 = DType("int32", np.int32, 1, "IntTensor")
+int64 = DType("int64", np.int64, 1, "LongTensor")
+bool_ = DType("bool", np.bool_, 0, "BoolTensor")
+
+_ALL = (float16, float32, float64, uint8, int8, int16, int32, int64, bool_)
+_BY_NP: dict[np.dtype, DType] = {d.np: d for d in _ALL}
+_BY_NAME: dict[str, DType] = {d.name: d for d in _ALL}
+_BY_NAME.update({"float": float32, "double": float64, "half": float16, "int": int32,
+                 "long": int64, "short": int16})
+
+_default_float = float32
+
+
+def get_default_dtype() -> DType:
+    """The dtype Python floats and float factories default to (float32, as PyTorch)."""
+    return _default_float
+
+
+def set_default_dtype(dtype: DType) -> None:
+    """Set the default floating dtype (float32 or float64)."""
+    global _default_float
+    d = to_dtype(dtype)
+    if not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default_float = d
+
+
+def from_numpy_dtype(np_dtype) -> DType:
+    """The jitgrad dtype for a NumPy dtype; raises TypeError for unsupported ones."""
+    try:
+        return _BY_NP[np_dtype]
+    except KeyError:
+        pass
+    try:
+        return _BY_NP[np.dtype(np_dtype)]
+    except (KeyError, TypeError):
+        raise TypeError(
+            f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types "
+            "are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+        ) from None
+
+
+def to_dtype(dtype) -> DType:
+    """Normalise a ``dtype=`` argument (DType, NumPy dtype, Python type or name)."""
+    if type(dtype) is DType:
+        return dtype
+    if dtype is float:
+        return _default_float
+    if dtype is int:
+        return int64
+    if dtype is bool:
+        return bool_
+    if isinstance(dtype, str):
+        name = dtype.removeprefix("jitgrad.").removeprefix("torch.")
+        if name in _BY_NAME:
+            return _BY_NAME[name]
+        raise TypeError(f"unknown dtype {dtype!r}")
+    try:
+        return from_numpy_dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a jitgrad dtype, got {dtype!r}") from None
+
+
+def _wider(a: DType, b: DType) -> DType:
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    return _BY_NP[np.promote_types(a.np, b.np)]
+
+
+_promote_cache: dict[tuple, DType] = {}
+
+
+def promote(a: DType, a_dim: bool, b: DType, b_dim: bool) -> DType:
+    """Result dtype of a binary op on two tensors (``*_dim``: the operand has ndim > 0)."""
+    key = (a, a_dim, b, b_dim)
+    r = _promote_cache.get(key)
+    if r is None:
+        r = _promote_uncached(((a, a_dim),(b, b_dim)), ())
+        _promote_cache[key] = r
+    return r
+
+
+def scalar_dtype(value) -> DType:
+    """The category-representative dtype of a Python scalar."""
+    t = type(value)
+    if t is bool or t is np.bool_:
+        return bool_
+    if t is int or isinstance(value, np.integer):
+        return int64
+    if t is float or isinstance(value, np.floating):
+        return _default_float
+    raise TypeError(f"unsupported scalar type {t.__name__}")
+
+
+def promote_scalar(a: DType, value) -> DType:
+    """Result dtype of tensor ``a`` combined with a Python scalar (a "wrapped number")."""
+    t = type(value)
+    if t is float:
+        return a if a.category == 2 else _default_float
+    if t is int:
+        return a if a.category >= 1 else int64
+    if t is bool:
+        return a
+    return _promote_uncached(((a, True),), (value,))
+
+
+def _promote_uncached(tensors, scalars) -> DType:
+    dim = zero = None
+    for d, has_dim in tensors:
+        if has_dim:
+            dim = d if dim is None else _wider(dim, d)
+        else:
+            zero = d if zero is None else _wider(zero, d)
+    result = dim
+    if zero is not None and (result is None or zero.category > result.category):
+        result = zero
+    for s in scalars:
+        sd = scalar_dtype(s)
+        if result is None:
+            result = sd
+        elif sd.category > result.category:
+            result = _default_float if sd.category == 2 else sd
+    if result is None:
+        raise TypeError("cannot determine a result dtype without operands")
+    return result
+
+
+def result_type(*operands) -> DType:
+    """PyTorch's ``result_type`` over tensors and Python scalars."""
+    tensors, scalars = [], []
+    for o in operands:
+        d = getattr(o, "dtype", None)
+        if type(d) is DType:
+            tensors.append((d, o.ndim > 0))
+        else:
+            scalars.append(o)
+    return _promote_uncached(tensors, scalars)

@@ -1,0 +1,216 @@
+"""Eager execution of registered ops: run the forward, then record a backward node.
+
+The element-wise paths (:func:`unary`, :func:`binary`) are the per-op hot path of eager mode,
+so they avoid generic machinery: no kwargs, no per-op dicts unless the op has params, one
+output tensor and one node object. Every other op goes through :func:`call`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..autograd import grad_mode
+from ..autograd.node import _seq, save_input, save_output
+from ..shapes import broadcast_many, broadcast_shapes
+from ..tensor import Tensor, wrap
+from . import eager_kernels
+from .registry import BOOL, FLOAT, OpDef
+
+__all__ = ["call", "unary", "binary", "elementwise", "record", "as_tensor_arg"]
+
+_STATE = grad_mode.STATE
+_new = object.__new__
+_from_np = dtypes.from_numpy_dtype
+_SCALARS = (int, float, bool)
+
+
+def _edge(t: Tensor):
+    if not t._requires_grad:
+        return None
+    fn = t._grad_fn
+    return t if fn is None else (fn, t._output_nr)
+
+
+def record(op: OpDef, out: Tensor, inputs: tuple, params: dict | None) -> Tensor:
+    """Attach a backward node for ``op`` to ``out`` if grad mode is on and an input needs it."""
+    if not _STATE.enabled or op.vjp is None:
+        return out
+    edges = tuple(_edge(t) if type(t) is Tensor else None for t in inputs)
+    for e in edges:
+        if e is not None:
+            break
+    else:
+        return out
+    if out._data.dtype.kind != "f":
+        return out
+    cls = op.node_cls or op.node_class_for(params)
+    node = _new(cls)
+    node.next_edges = edges
+    node.in_meta = tuple((t._data.shape, t._data.dtype) if type(t) is Tensor else None
+                         for t in inputs)
+    node.seq = next(_seq)
+    node.op = op
+    node.params = params
+    out._requires_grad = True
+    out._grad_fn = node
+    save = op.save
+    if save or op.save_out:
+        saved = [None] * (op.nin + op.save_out)
+        for i in save:
+            t = inputs[i]
+            saved[i] = save_input(t) if type(t) is Tensor else t  # scalars saved as-is
+        if op.save_out:
+            saved[op.nin] = save_output(out)
+        node.saved = tuple(saved)
+    else:
+        node.saved = None
+    return out
+
+
+def as_tensor_arg(x, name: str = "input") -> Tensor:
+    """Accept tensors; convert NumPy arrays and sequences (never scalars) to tensors."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, np.ndarray):
+        return wrap(x)
+    from ..creation import tensor
+
+    try:
+        return tensor(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a Tensor, got {type(x).__name__}") from None
+
+
+def call(op: OpDef, inputs: tuple, params: dict | None = None, view_of: Tensor | None = None
+         ) -> Tensor:
+    """Run a non-element-wise op eagerly (``op.fwd`` on arrays) and record its node.
+
+    ``view_of``: the output shares memory with this input (movement ops), so it shares its
+    version counter and base, as PyTorch views do.
+    """
+    arrays = [t._data for t in inputs]
+    fwd = op.fwd or op.ref
+    res = fwd(*arrays, **params) if params else fwd(*arrays)
+    out = wrap(res)
+    if view_of is not None and res.base is not None:
+        out._vc = view_of._vc
+        out._base = view_of._base if view_of._base is not None else view_of
+    return record(op, out, inputs, params)
+
+
+# ------------------------------------------------------------------------ element-wise
+def _dtype_of(op: OpDef, a, b=None):
+    """(compute dtype, output dtype) for an element-wise op on tensors/scalars."""
+    if b is None:
+        d = a.dtype if type(a) is Tensor else dtypes.scalar_dtype(a)
+    elif type(a) is Tensor and type(b) is Tensor:
+        da, db = a._data.dtype, b._data.dtype
+        if da is db or da == db:
+            d = _from_np(da)
+        else:
+            d = dtypes.promote(_from_np(da), a._data.ndim > 0, _from_np(db), b._data.ndim > 0)
+    elif type(a) is Tensor:
+        d = dtypes.promote_scalar(_from_np(a._data.dtype), b)
+    else:
+        d = dtypes.promote_scalar(_from_np(b._data.dtype), a)
+    rule = op.dtype_rule
+    if rule == FLOAT and d.category < 2:
+        d = dtypes.get_default_dtype()
+    return d, (dtypes.bool_ if rule == BOOL else d)
+
+
+def _operand(x, np_dtype):
+    """Array (cast when needed) or NumPy scalar of ``np_dtype`` for a kernel argument."""
+    if type(x) is Tensor:
+        a = x._data
+        return a if a.dtype == np_dtype else a.astype(np_dtype)
+    return np_dtype.type(x)
+
+
+def _check_bool_arith(op: OpDef, a, b) -> None:
+    if op.name == "sub" and all(
+        (type(x) is Tensor and x._data.dtype == np.bool_) or type(x) is bool for x in (a, b)
+    ):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+            "or `logical_xor()` operator instead."
+        )
+
+
+def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
+    """Eager element-wise op with one tensor input."""
+    dt = a._data.dtype
+    if op.dtype_rule == FLOAT and dt.kind != "f":
+        cdt = dtypes.get_default_dtype().np
+        arr = a._data.astype(cdt)
+    else:
+        cdt = dt
+        arr = a._data
+    res = eager_kernels.run(op, (arr,), params, cdt, np.bool_ if op.dtype_rule == BOOL else cdt)
+    out = _new(Tensor)
+    out._data = res
+    out._requires_grad = False
+    out._grad_fn = None
+    out._grad = None
+    out._vc = [0]
+    if a._requires_grad and _STATE.enabled and op.vjp is not None:
+        record(op, out, (a,), params)
+    return out
+
+
+def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
+    """Eager element-wise op with two inputs (tensors or Python scalars, one a tensor)."""
+    ta = type(a) is Tensor
+    tb = type(b) is Tensor
+    if not ta and type(a) not in _SCALARS:
+        a = as_tensor_arg(a, "input")
+        ta = True
+    if not tb and type(b) not in _SCALARS:
+        if isinstance(b, (np.floating, np.integer, np.bool_)):
+            b = b.item()
+        else:
+            b = as_tensor_arg(b, "other")
+            tb = True
+    if ta and tb:
+        sa, sb = a._data.shape, b._data.shape
+        if sa != sb:
+            broadcast_shapes(sa, sb, op.name)
+    cd, od = _dtype_of(op, a, b)
+    if cd.category == 0 and op.name == "sub":
+        _check_bool_arith(op, a, b)
+    cdt = cd.np
+    res = eager_kernels.run(op, (_operand(a, cdt), _operand(b, cdt)), params, cdt, od.np)
+    out = _new(Tensor)
+    out._data = res
+    out._requires_grad = False
+    out._grad_fn = None
+    out._grad = None
+    out._vc = [0]
+    if _STATE.enabled and op.vjp is not None and (
+        (ta and a._requires_grad) or (tb and b._requires_grad)
+    ):
+        record(op, out, (a, b), params)
+    return out
+
+
+def elementwise(op: OpDef, args: tuple, params: dict | None = None) -> Tensor:
+    """Eager element-wise op with any number of inputs (tensors or scalars)."""
+    tensors = [x for x in args if type(x) is Tensor]
+    if not tensors:
+        raise TypeError(f"{op.name}: expected at least one Tensor argument")
+    if len(tensors) > 1:
+        broadcast_many([t._data.shape for t in tensors], op.name)
+    cd = dtypes.result_type(*[x for i, x in enumerate(args) if i not in op.extra.get(
+        "no_promote", ())])
+    if op.dtype_rule == FLOAT and cd.category < 2:
+        cd = dtypes.get_default_dtype()
+    od = dtypes.bool_ if op.dtype_rule == BOOL else cd
+    ops_in = []
+    for i, x in enumerate(args):
+        if i in op.extra.get("no_promote", ()):
+            ops_in.append(x._data if type(x) is Tensor else np.bool_(x))
+        else:
+            ops_in.append(_operand(x, cd.np))
+    res = eager_kernels.run(op, tuple(ops_in), params, cd.np, od.np)
+    return record(op, wrap(res), args, params)

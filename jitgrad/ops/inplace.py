@@ -1,0 +1,168 @@
+"""In-place ops (``add_``, ``x[i] = v``...) with PyTorch's autograd rules.
+
+An in-place op is its out-of-place op plus a write-back: the result is copied into the
+tensor's memory, its version counter is bumped (so saved copies of the old value raise when
+used), and, when recording, the tensor is rebased onto the result's backward node.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import grad_mode
+from ..autograd.node import save_output
+from ..tensor import Tensor, wrap
+from .dispatch import record
+from .registry import MOVEMENT, defop
+
+__all__ = ["apply_inplace", "setitem", "check_inplace_allowed"]
+
+_STATE = grad_mode.STATE
+
+
+def check_inplace_allowed(self: Tensor, result_requires_grad: bool) -> None:
+    """PyTorch's errors for in-place ops on leaves (and views of leaves) that require grad."""
+    if not _STATE.enabled:
+        return
+    if self._requires_grad and self._grad_fn is None:
+        if self._base is not None and self._base._grad_fn is None and self._base._requires_grad:
+            raise RuntimeError(
+                "a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation."
+            )
+        raise RuntimeError(
+            "a leaf Variable that requires grad is being used in an in-place operation."
+        )
+    if self._base is not None and (result_requires_grad or self._requires_grad):
+        base = self._base
+        if base._requires_grad and base._grad_fn is None:
+            raise RuntimeError(
+                "a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation."
+            )
+        raise RuntimeError(
+            "in-place operations on views of tensors that take part in autograd are not "
+            "supported by jitgrad (the view shares memory with a tensor whose graph would need "
+            "rewriting); use the out-of-place op, e.g. `y = y.add(x)` instead of `y.add_(x)`"
+        )
+
+
+def apply_inplace(self: Tensor, result: Tensor) -> Tensor:
+    """Write ``result`` (computed out of place from ``self``) into ``self``; rebase history."""
+    check_inplace_allowed(self, result._requires_grad)
+    dst = self._data
+    src = result._data
+    if src.shape != dst.shape:
+        try:
+            np.broadcast_shapes(src.shape, dst.shape)
+            if np.broadcast_shapes(src.shape, dst.shape) != dst.shape:
+                raise ValueError
+        except ValueError:
+            raise RuntimeError(
+                f"output with shape {list(dst.shape)} doesn't match the broadcast shape "
+                f"{list(np.broadcast_shapes(src.shape, dst.shape))}"
+            ) from None
+    if src.dtype != dst.dtype and not np.can_cast(src.dtype, dst.dtype, "same_kind"):
+        from ..dtypes import from_numpy_dtype
+
+        raise RuntimeError(
+            f"result type {from_numpy_dtype(src.dtype).tensor_type.replace('Tensor', '')} can't "
+            f"be cast to the desired output type "
+            f"{from_numpy_dtype(dst.dtype).tensor_type.replace('Tensor', '')}"
+        )
+    if not dst.flags.writeable:
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a "
+            "single memory location. Please clone() the tensor before performing the operation."
+        )
+    node = result._grad_fn if _STATE.enabled else None
+    if node is not None and node.saved:
+        node.saved = _snapshot_self(node.saved, self, result)
+    np.copyto(dst, src, casting="same_kind")
+    self._vc[0] += 1
+    if node is not None:
+        if node.saved:
+            node.saved = tuple(
+                save_output(self) if (type(e) is tuple and e[0] is None and e[1] is src) else e
+                for e in node.saved
+            ) if _has_output_entry(node.saved, src) else node.saved
+        self._grad_fn = node
+        self._requires_grad = True
+        if self._output_nr:
+            self._output_nr = 0
+    elif _STATE.enabled and self._grad_fn is not None:
+        # the new value no longer depends on the old history
+        self._grad_fn = None
+        self._requires_grad = False
+    return self
+
+
+def _has_output_entry(saved, src) -> bool:
+    return any(type(e) is tuple and e[0] is None and e[1] is src for e in saved)
+
+
+def _snapshot_self(saved: tuple, self: Tensor, result: Tensor) -> tuple:
+    """Saved inputs that are ``self`` keep its pre-modification value (a copy)."""
+    if not any(type(e) is tuple and e[0] is self for e in saved):
+        return saved
+    snap = wrap(self._data.copy())
+    snap._requires_grad = self._requires_grad
+    snap._grad_fn = self._grad_fn
+    if self._output_nr:
+        snap._output_nr = self._output_nr
+    return tuple((snap, 0) if type(e) is tuple and e[0] is self else e for e in saved)
+
+
+# ---------------------------------------------------------------------- x[i] = v
+def _index_put_ref(a, v, index):
+    out = np.array(a, copy=True)
+    out[index] = v
+    return out
+
+
+def _index_put_vjp(g, ins, out, p, n):
+    index = p["index"]
+    ga = gv = None
+    if n[0]:
+        mask = np.ones(g._data.shape, dtype=g._data.dtype)
+        mask[index] = 0
+        ga = g * wrap(mask)
+    if n[1]:
+        vshape = p["vshape"]
+        gv = g[index]
+        if gv._data.shape != vshape:
+            from .registry import _sum_to
+
+            gv = _sum_to(gv, vshape)
+    return ga, gv
+
+
+INDEX_PUT = defop(name="index_put", kind=MOVEMENT, inputs=("a", "value"),
+                  params=("index", "vshape"), node="IndexPutBackward0",
+                  ref=lambda a, v, index, vshape: _index_put_ref(a, v, index),
+                  vjp=_index_put_vjp, cast_grads=True)
+
+
+def setitem(self: Tensor, index, value) -> None:
+    """``self[index] = value`` (value: tensor or number); differentiable w.r.t. both."""
+    from .movement import _normalise_index
+
+    idx, _ = _normalise_index(index, self._data.shape)
+    v_is_t = isinstance(value, Tensor)
+    v = value._data if v_is_t else value
+    recording = _STATE.enabled and (self._requires_grad or (v_is_t and value._requires_grad))
+    if not recording:
+        if not self._data.flags.writeable:
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers to "
+                "a single memory location. Please clone() the tensor before performing the "
+                "operation."
+            )
+        self._data[idx] = v
+        self._vc[0] += 1
+        return
+    if not v_is_t:
+        value = wrap(np.asarray(v, dtype=self._data.dtype))
+    res = wrap(_index_put_ref(self._data, value._data.astype(self._data.dtype, copy=False), idx))
+    res = record(INDEX_PUT, res, (self, value), {"index": idx, "vshape": value._data.shape})
+    apply_inplace(self, res)

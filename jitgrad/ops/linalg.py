@@ -1,0 +1,167 @@
+"""Matrix products on BLAS (NumPy's ``matmul``): 1-D, 2-D and batched with broadcasting."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..shapes import broadcast_shapes, fmt_shape
+from ..tensor import Tensor
+from .dispatch import as_tensor_arg, call
+from .registry import OPAQUE, defop
+
+__all__ = ["matmul", "mm", "mv", "dot", "bmm", "outer", "linear"]
+
+
+def _node_name(p) -> str:
+    na, nb = p["ndims"]
+    if na == 1 and nb == 1:
+        return "DotBackward0"
+    if na == 2 and nb == 1:
+        return "MvBackward0"
+    if na == 2 and nb == 2:
+        return "MmBackward0"
+    if na == 1 and nb == 2:
+        return "SqueezeBackward4"
+    return "UnsafeViewBackward0"
+
+
+def _matmul_vjp(g, ins, out, p, n):
+    a, b = ins
+    na, nb = p["ndims"]
+    # lift 1-D operands to matrices, as matmul does, so one rule covers every case
+    a2 = a.unsqueeze(0) if na == 1 else a
+    b2 = b.unsqueeze(-1) if nb == 1 else b
+    g2 = g
+    if na == 1:
+        g2 = g2.unsqueeze(-2)
+    if nb == 1:
+        g2 = g2.unsqueeze(-1)
+    ga = gb = None
+    if n[0]:
+        ga = matmul(g2, b2.transpose(-1, -2))
+        ga = _reduce_to(ga, a2._data.shape)
+        if na == 1:
+            ga = ga.reshape(a._data.shape)
+    if n[1]:
+        gb = matmul(a2.transpose(-1, -2), g2)
+        gb = _reduce_to(gb, b2._data.shape)
+        if nb == 1:
+            gb = gb.reshape(b._data.shape)
+    return ga, gb
+
+
+def _reduce_to(g: Tensor, shape) -> Tensor:
+    gs = g._data.shape
+    if gs == shape:
+        return g
+    lead = len(gs) - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, s in enumerate(shape) if s == 1 and gs[lead + i] != 1)
+    r = g.sum(dim=axes, keepdim=True)
+    return r.reshape(shape)
+
+
+MATMUL = defop(name="matmul", kind=OPAQUE, inputs=("a", "b"), params=("ndims",),
+               node=_node_name, ref=lambda a, b, ndims: np.asarray(np.matmul(a, b)),
+               vjp=_matmul_vjp, save=(0, 1), cast_grads=True)
+
+
+def _check_shapes(sa, sb) -> None:
+    na, nb = len(sa), len(sb)
+    if na == 0 or nb == 0:
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {na}D and {nb}D"
+        )
+    if na == 1 and nb == 1:
+        if sa[0] != sb[0]:
+            raise RuntimeError(
+                f"inconsistent tensor size, expected tensor [{sa[0]}] and src [{sb[0]}] to have "
+                f"the same number of elements, but got {sa[0]} and {sb[0]} elements respectively"
+            )
+        return
+    if na == 2 and nb == 1:
+        if sa[1] != sb[0]:
+            raise RuntimeError(
+                f"size mismatch, got input ({sa[0]}), mat ({sa[0]}x{sa[1]}), vec ({sb[0]})"
+            )
+        return
+    k_a = sa[-1]
+    k_b = sb[-2] if nb >= 2 else sb[0]
+    if k_a != k_b:
+        if na <= 2 and nb <= 2:
+            ma = f"{sa[0]}x{sa[1]}" if na == 2 else f"1x{sa[0]}"
+            raise RuntimeError(
+                f"mat1 and mat2 shapes cannot be multiplied ({ma} and {sb[0]}x{sb[1]})"
+            )
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: "
+            f"[{fmt_shape(sa[:-2])[1:-1]}, {k_a}] but got: [{fmt_shape(sb[:-2])[1:-1]}, {k_b}]; "
+            f"matmul shapes {fmt_shape(sa)} and {fmt_shape(sb)} cannot be multiplied"
+        )
+    if na > 2 or nb > 2:
+        broadcast_shapes(sa[:-2] if na > 1 else (), sb[:-2] if nb > 1 else (), "matmul")
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """Matrix product with NumPy/PyTorch semantics (1-D, 2-D, batched, broadcast batch dims)."""
+    input = as_tensor_arg(input, "input")
+    other = as_tensor_arg(other, "other")
+    sa, sb = input._data.shape, other._data.shape
+    _check_shapes(sa, sb)
+    da, db = input._data.dtype, other._data.dtype
+    if da != db:
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: {input.dtype.name} != "
+            f"{other.dtype.name}"
+        )
+    return call(MATMUL, (input, other), {"ndims": (len(sa), len(sb))})
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Product of two matrices."""
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(
+            f"mm: expected 2D tensors, got {input.ndim}D and {mat2.ndim}D tensors"
+        )
+    return matmul(input, mat2)
+
+
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """Matrix-vector product."""
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(
+            f"vector + matrix @ vector expected, got {input.ndim}, {vec.ndim}"
+        )
+    return matmul(input, vec)
+
+
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors."""
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(
+            f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors"
+        )
+    return matmul(input, other)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Batched product of 3-D tensors (no broadcasting)."""
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor" if input.ndim != 3
+                           else "batch2 must be a 3D tensor")
+    if input.shape[0] != mat2.shape[0]:
+        raise RuntimeError(
+            f"bmm: batch sizes differ: {input.shape[0]} and {mat2.shape[0]}"
+        )
+    return matmul(input, mat2)
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """Outer product of two 1-D tensors."""
+    return input.unsqueeze(1) * vec2.unsqueeze(0)
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias``."""
+    out = matmul(input, weight.t() if weight.ndim == 2 else weight)
+    return out + bias if bias is not None else out

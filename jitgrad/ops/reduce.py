@@ -1,0 +1,359 @@
+"""Reductions and normalisations: sum, mean, max/min (whole tensor and ``dim``), amax/amin,
+logsumexp, softmax, log_softmax."""
+
+from __future__ import annotations
+
+import builtins as _b
+from collections import namedtuple
+
+import numpy as np
+
+from .. import dtypes
+from ..shapes import fmt_shape, wrap_dim, wrap_dims
+from ..tensor import Tensor, wrap
+from . import samples as S
+from .dispatch import call, record
+from .registry import REDUCE, defop
+
+__all__ = ["sum", "mean", "max", "min", "amax", "amin", "logsumexp", "softmax", "log_softmax",
+           "argmax", "argmin", "var", "std", "prod"]
+
+min_max = namedtuple("min_max", ["values", "indices"])  # torch.return_types.max
+
+
+def _kept_shape(shape, dims):
+    return tuple(1 if i in dims else s for i, s in enumerate(shape))
+
+
+def _expand_back(g: Tensor, p: dict) -> Tensor:
+    """Broadcast a reduced gradient back to the input shape."""
+    shape, dims = p["shape"], p["dims"]
+    if not p["keepdim"]:
+        g = g.reshape(_kept_shape(shape, dims))
+    return g.expand(shape)
+
+
+def _count(shape, dims) -> int:
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    return n
+
+
+# ----------------------------------------------------------------------------- sum/mean
+def _sum_ref(a, dims, keepdim, shape, dtype=None):
+    if a.dtype.kind in "biu":
+        r = np.sum(a, axis=dims, keepdims=keepdim, dtype=np.int64)
+    else:
+        r = np.add.reduce(a, axis=dims, keepdims=keepdim)
+    return np.asarray(r if dtype is None else r.astype(dtype))
+
+
+SUM = defop(name="sum", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "shape"),
+            node=lambda p: "SumBackward0" if p.get("full") else "SumBackward1",
+            ref=_sum_ref, vjp=lambda g, ins, out, p, n: (_expand_back(g, p),),
+            samples=S.reduce)
+
+
+def _mean_ref(a, dims, keepdim, shape):
+    return np.asarray(np.mean(a, axis=dims, keepdims=keepdim))
+
+
+MEAN = defop(name="mean", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "shape"),
+             node=lambda p: "MeanBackward0" if p.get("full") else "MeanBackward1",
+             ref=_mean_ref,
+             vjp=lambda g, ins, out, p, n: (_expand_back(g, p) / float(
+                 _b.max(_count(p["shape"], p["dims"]), 1)),),
+             samples=S.reduce)
+
+
+def _reduce_params(a: Tensor, dim, keepdim, name):
+    nd = a._data.ndim
+    full = dim is None
+    dims = wrap_dims(dim, nd, name) if not full else tuple(range(nd))
+    if full:
+        keepdim = False
+    return {"dims": dims, "keepdim": bool(keepdim), "shape": a._data.shape, "full": full}
+
+
+def _call_reduce(op, a, p):
+    arrays = a._data
+    res = op.ref(arrays, p["dims"], p["keepdim"], p["shape"])
+    return record(op, wrap(res), (a,), p)
+
+
+def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
+    """Sum over all elements, or over ``dim`` (int or tuple)."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return _call_reduce(SUM, input, _reduce_params(input, dim, keepdim, "sum"))
+
+
+def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Arithmetic mean over all elements, or over ``dim``."""
+    if dtype is not None:
+        input = input.to(dtype)
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point "
+            f"or complex dtype. Got: {input.dtype.tensor_type.replace('Tensor', '')}"
+        )
+    return _call_reduce(MEAN, input, _reduce_params(input, dim, keepdim, "mean"))
+
+
+# ----------------------------------------------------------------------- max / min
+def _evenly(g: Tensor, a: Tensor, out: Tensor, p) -> Tensor:
+    """Gradient of a full or dim-wise amax/amin: split evenly between tied extrema."""
+    shape, dims = p["shape"], p["dims"]
+    o = out if p["keepdim"] else out.reshape(_kept_shape(shape, dims))
+    mask = a == o
+    cnt = mask.sum(dim=dims, keepdim=True).to(g.dtype)
+    return where_(mask, _expand_back(g, p) / cnt, 0.0)
+
+
+def where_(c, x, y):
+    from .elementwise import where
+
+    return where(c, x, y)
+
+
+def _extreme_ref(fn):
+    def ref(a, dims, keepdim, shape):
+        if a.size == 0:
+            raise RuntimeError(
+                "max(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+                "the reduction dim with the 'dim' argument."
+            )
+        return np.asarray(fn(a, axis=dims, keepdims=keepdim))
+    return ref
+
+
+AMAX = defop(name="amax", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "shape"),
+             node=lambda p: "MaxBackward1" if p.get("full") else "AmaxBackward0",
+             ref=_extreme_ref(np.max), save=(0,), save_out=True,
+             vjp=lambda g, ins, out, p, n: (_evenly(g, ins[0], out, p),),
+             samples=S.reduce_distinct)
+AMIN = defop(name="amin", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "shape"),
+             node=lambda p: "MinBackward1" if p.get("full") else "AminBackward0",
+             ref=_extreme_ref(np.min), save=(0,), save_out=True,
+             vjp=lambda g, ins, out, p, n: (_evenly(g, ins[0], out, p),),
+             samples=S.reduce_distinct)
+
+
+def _select_grad(g: Tensor, p) -> Tensor:
+    """Gradient of max/min along ``dim``: to the returned index only."""
+    dim, shape = p["dim"], p["shape"]
+    idx = p["indices"] if p["keepdim"] else np.expand_dims(p["indices"], dim)
+    onehot = np.arange(shape[dim]).reshape(
+        tuple(shape[dim] if i == dim else 1 for i in range(len(shape)))) == idx
+    gk = g if p["keepdim"] else g.unsqueeze(dim)
+    return where_(wrap(onehot), gk.expand(shape), 0.0)
+
+
+def _dim_ref(fn):
+    def ref(a, dim, keepdim, shape, indices=None):
+        return np.asarray(fn(a, axis=dim, keepdims=keepdim))
+    return ref
+
+
+MAX_DIM = defop(name="max_dim", kind=REDUCE, inputs=("a",),
+                params=("dim", "keepdim", "shape", "indices"), node="MaxBackward0",
+                ref=_dim_ref(np.max), vjp=lambda g, ins, out, p, n: (_select_grad(g, p),))
+MIN_DIM = defop(name="min_dim", kind=REDUCE, inputs=("a",),
+                params=("dim", "keepdim", "shape", "indices"), node="MinBackward0",
+                ref=_dim_ref(np.min), vjp=lambda g, ins, out, p, n: (_select_grad(g, p),))
+
+
+def _extreme(op_full, op_dim, argfn, input, dim, keepdim, name):
+    if dim is None:
+        p = _reduce_params(input, None, False, name)
+        return _call_reduce(op_full, input, p)
+    a = input._data
+    d = wrap_dim(dim, a.ndim)
+    if a.ndim and a.shape[d] == 0:
+        raise IndexError(
+            f"{name}(): Expected reduction dim {d} to have non-zero size."
+        )
+    idx = argfn(a, axis=d, keepdims=True) if a.ndim else np.zeros((), np.int64)
+    values = np.take_along_axis(a, idx, axis=d) if a.ndim else a.copy()
+    if not keepdim and a.ndim:
+        idx = np.squeeze(idx, axis=d)
+        values = np.squeeze(values, axis=d)
+    p = {"dim": d, "keepdim": bool(keepdim), "shape": a.shape, "indices": idx}
+    out = record(op_dim, wrap(np.ascontiguousarray(values)), (input,), p)
+    return min_max(out, wrap(np.asarray(idx, dtype=np.int64)))
+
+
+def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
+    """Largest element; with ``dim``: ``(values, indices)`` along ``dim``. With a tensor as
+    second argument: element-wise maximum."""
+    if isinstance(dim, Tensor):
+        from .elementwise import maximum
+
+        return maximum(input, dim)
+    return _extreme(AMAX, MAX_DIM, np.argmax, input, dim, keepdim, "max")
+
+
+def min(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
+    """Smallest element; with ``dim``: ``(values, indices)`` along ``dim``."""
+    if isinstance(dim, Tensor):
+        from .elementwise import minimum
+
+        return minimum(input, dim)
+    return _extreme(AMIN, MIN_DIM, np.argmin, input, dim, keepdim, "min")
+
+
+def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+    """Maximum over ``dim`` (all dims when empty); ties share the gradient."""
+    p = _reduce_params(input, dim if dim != () else None, keepdim, "amax")
+    p["full"] = False
+    return _call_reduce(AMAX, input, p)
+
+
+def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+    """Minimum over ``dim`` (all dims when empty); ties share the gradient."""
+    p = _reduce_params(input, dim if dim != () else None, keepdim, "amin")
+    p["full"] = False
+    return _call_reduce(AMIN, input, p)
+
+
+def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the largest element (flattened when ``dim`` is None)."""
+    a = input._data
+    if dim is None:
+        return wrap(np.asarray(np.argmax(a), dtype=np.int64))
+    return wrap(np.asarray(np.argmax(a, axis=wrap_dim(dim, a.ndim), keepdims=keepdim),
+                           dtype=np.int64))
+
+
+def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the smallest element (flattened when ``dim`` is None)."""
+    a = input._data
+    if dim is None:
+        return wrap(np.asarray(np.argmin(a), dtype=np.int64))
+    return wrap(np.asarray(np.argmin(a, axis=wrap_dim(dim, a.ndim), keepdims=keepdim),
+                           dtype=np.int64))
+
+
+# ------------------------------------------------------------ logsumexp / softmax
+def _lse_ref(a, dims, keepdim, shape):
+    m = np.max(a, axis=dims, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    with np.errstate(divide="ignore"):
+        r = np.log(np.sum(np.exp(a - m), axis=dims, keepdims=True)) + m
+    if not keepdim:
+        r = np.squeeze(r, axis=dims)
+    return np.asarray(r.astype(a.dtype))
+
+
+def _lse_vjp(g, ins, out, p, n):
+    a = ins[0]
+    shape, dims = p["shape"], p["dims"]
+    o = out if p["keepdim"] else out.reshape(_kept_shape(shape, dims))
+    from .elementwise import exp
+
+    return (_expand_back(g, p) * exp(a - o),)
+
+
+LOGSUMEXP = defop(name="logsumexp", kind=REDUCE, inputs=("a",),
+                  params=("dims", "keepdim", "shape"), node="LogsumexpBackward0",
+                  ref=_lse_ref, vjp=_lse_vjp, save=(0,), save_out=True, samples=S.reduce)
+
+
+def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(input), dim))``, computed stably."""
+    if input._data.dtype.kind != "f":
+        input = input.to(dtypes.get_default_dtype())
+    return _call_reduce(LOGSUMEXP, input, _reduce_params(input, dim, keepdim, "logsumexp"))
+
+
+def _softmax_ref(a, dim):
+    m = np.max(a, axis=dim, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.exp(a - m)
+    e /= np.sum(e, axis=dim, keepdims=True)
+    return e
+
+
+def _log_softmax_ref(a, dim):
+    m = np.max(a, axis=dim, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    s = a - m
+    with np.errstate(divide="ignore"):
+        return s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))
+
+
+def _softmax_vjp(g, ins, out, p, n):
+    d = p["dim"]
+    return (out * (g - (g * out).sum(dim=d, keepdim=True)),)
+
+
+def _log_softmax_vjp(g, ins, out, p, n):
+    from .elementwise import exp
+
+    d = p["dim"]
+    return (g - exp(out) * g.sum(dim=d, keepdim=True),)
+
+
+SOFTMAX = defop(name="softmax", kind=REDUCE, inputs=("a",), params=("dim",),
+                node="SoftmaxBackward0", ref=_softmax_ref, vjp=_softmax_vjp, save_out=True,
+                samples=S.single_dim)
+LOG_SOFTMAX = defop(name="log_softmax", kind=REDUCE, inputs=("a",), params=("dim",),
+                    node="LogSoftmaxBackward0", ref=_log_softmax_ref, vjp=_log_softmax_vjp,
+                    save_out=True, samples=S.single_dim)
+
+
+def _dim_op(op, input, dim, dtype, name):
+    if dtype is not None:
+        input = input.to(dtype)
+    elif input._data.dtype.kind != "f":
+        input = input.to(dtypes.get_default_dtype())
+    if dim is None:
+        raise TypeError(f"{name}() missing required argument 'dim'")
+    a = input._data
+    d = wrap_dim(dim, a.ndim) if a.ndim else 0
+    if a.ndim == 0:
+        res = op.ref(a.reshape(1), 0).reshape(())
+        return record(op, wrap(res), (input,), {"dim": None})
+    return call(op, (input,), {"dim": d})
+
+
+def softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
+    """``exp(x) / sum(exp(x), dim)``, computed stably."""
+    return _dim_op(SOFTMAX, input, dim, dtype, "softmax")
+
+
+def log_softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
+    """``x - logsumexp(x, dim)``, computed stably."""
+    return _dim_op(LOG_SOFTMAX, input, dim, dtype, "log_softmax")
+
+
+# ---------------------------------------------------------- composites (no own node)
+def var(input: Tensor, dim=None, *, correction: int = 1, keepdim: bool = False,
+        unbiased=None) -> Tensor:
+    """Variance with Bessel's ``correction`` (composite of mean/sum)."""
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    mu = mean(input, dim, keepdim=True)
+    d = input - mu
+    n = input.numel() if dim is None else _count(input._data.shape,
+                                                 wrap_dims(dim, input._data.ndim))
+    return sum(d * d, dim, keepdim=keepdim) / float(n - correction)
+
+
+def std(input: Tensor, dim=None, *, correction: int = 1, keepdim: bool = False,
+        unbiased=None) -> Tensor:
+    """Standard deviation (``sqrt(var)``)."""
+    return var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased).sqrt()
+
+
+def prod(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Product of elements (no gradient: use ``exp(sum(log))`` for a differentiable form)."""
+    if input._requires_grad:
+        raise NotImplementedError(
+            f"prod() is not differentiable in jitgrad yet (input shape "
+            f"{fmt_shape(input._data.shape)})"
+        )
+    a = input._data
+    return wrap(np.asarray(np.prod(a, axis=None if dim is None else wrap_dim(dim, a.ndim),
+                                   keepdims=keepdim)))

@@ -1,0 +1,150 @@
+"""The op registry: every primitive is declared once, as an :class:`OpDef`.
+
+An ``OpDef`` holds everything about an op: its name and the PyTorch name of its backward node,
+its fusion kind, the NumPy reference (test oracle and reference interpreter), the scalar
+expression the kernel generators compile (element-wise ops), the VJP rule (written with jitgrad
+ops, so it runs on tensors in eager backward, builds a graph under ``create_graph=True``, and
+runs on tracers when the compiler differentiates a graph), which inputs/outputs the rule needs
+saved, the dtype rule and test samples. Tests and code generators iterate over ``REGISTRY``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..autograd.node import Node, node_class
+
+__all__ = ["OpDef", "OpNode", "REGISTRY", "defop", "get", "ELEMENTWISE", "REDUCE", "MOVEMENT",
+           "OPAQUE"]
+
+ELEMENTWISE = "elementwise"
+REDUCE = "reduce"
+MOVEMENT = "movement"
+OPAQUE = "opaque"
+
+# dtype rules for element-wise ops
+PROMOTE = "promote"   # PyTorch promotion of the inputs
+FLOAT = "float"       # promote, then integers/bool -> default float (exp, div, ...)
+BOOL = "bool"         # comparisons
+
+
+class OpNode(Node):
+    """Backward node of a registered op: runs the op's VJP rule."""
+
+    __slots__ = ("op", "params")
+
+    def apply(self, grads: list) -> tuple:
+        op = self.op
+        saved = self.unpack_saved()
+        nin = len(self.next_edges)
+        ins = saved[:nin] if saved else (None,) * nin
+        out = saved[nin] if op.save_out and saved else None
+        needs = tuple(e is not None for e in self.next_edges)
+        res = op.vjp(grads[0] if op.n_outputs == 1 else grads, ins, out, self.params, needs)
+        if op.kind != ELEMENTWISE and not op.cast_grads:
+            return res
+        meta = self.in_meta
+        fixed = []
+        for g, m, need in zip(res, meta, needs):
+            if g is None or not need:
+                fixed.append(None)
+                continue
+            shape, dtype = m
+            gd = g._data
+            if gd.shape != shape:
+                g = _sum_to(g, shape)
+            if gd.dtype != dtype:
+                g = g.to(_jdtype(dtype))
+            fixed.append(g)
+        return tuple(fixed)
+
+
+def _sum_to(g, shape):
+    from ..shapes import sum_axes_to
+
+    axes, reshape = sum_axes_to(g._data.shape, shape)
+    r = g.sum(dim=axes, keepdim=True) if axes else g
+    return r.reshape(shape) if reshape else r
+
+
+def _jdtype(np_dtype):
+    from ..dtypes import from_numpy_dtype
+
+    return from_numpy_dtype(np_dtype)
+
+
+@dataclass(eq=False)
+class OpDef:
+    """Everything about one primitive op.
+
+    ``vjp(g, ins, out, p, needs) -> tuple`` gets the output cotangent ``g``, the saved inputs
+    ``ins`` (``None`` where not saved), the saved output ``out`` (or ``None``), the op params
+    ``p`` (a dict) and which inputs need a gradient; it returns one gradient (or ``None``) per
+    input, written with jitgrad ops. Element-wise gradients are reduced to the input shapes
+    (broadcasting) and cast to the input dtypes by the caller.
+    """
+
+    name: str
+    kind: str
+    node: str | Callable[[dict], str] | None
+    inputs: tuple[str, ...]
+    ref: Callable
+    params: tuple[str, ...] = ()
+    expr: str | None = None
+    vjp: Callable | None = None
+    save: tuple[int, ...] = ()
+    save_out: bool = False
+    dtype_rule: str = PROMOTE
+    fwd: Callable | None = None
+    n_outputs: int = 1
+    cast_grads: bool = False
+    samples: Callable | None = None
+    doc: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def nin(self) -> int:
+        return len(self.inputs)
+
+    @property
+    def differentiable(self) -> bool:
+        return self.vjp is not None
+
+    def __post_init__(self) -> None:
+        self._node_classes: dict[str, type] = {}
+        if isinstance(self.node, str):
+            self.node_cls = node_class(self.node, OpNode)
+        else:
+            self.node_cls = None
+
+    def node_class_for(self, params: dict) -> type:
+        """The node class for these params (names can depend on them, e.g. SumBackward0/1)."""
+        cls = self.node_cls
+        if cls is not None:
+            return cls
+        name = self.node(params)
+        cls = self._node_classes.get(name)
+        if cls is None:
+            cls = self._node_classes[name] = node_class(name, OpNode)
+        return cls
+
+    def __repr__(self) -> str:
+        return f"OpDef({self.name!r}, kind={self.kind!r})"
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def defop(**kwargs) -> OpDef:
+    """Declare and register an op (see :class:`OpDef` for the fields)."""
+    op = OpDef(**kwargs)
+    if op.name in REGISTRY:
+        raise ValueError(f"op {op.name!r} is declared twice")
+    REGISTRY[op.name] = op
+    return op
+
+
+def get(name: str) -> OpDef:
+    """The registered op called ``name``."""
+    return REGISTRY[name]

@@ -1,0 +1,86 @@
+"""Random number generation: a seeded default generator and ``Generator`` objects.
+
+Streams come from NumPy's PCG64, so they are reproducible for a seed but differ from
+PyTorch's (which uses a Mersenne twister with its own transforms).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
+           "get_rng_state", "set_rng_state"]
+
+_DEFAULT_SEED = 67280421310721  # PyTorch's default CPU seed
+
+
+class Generator:
+    """A random stream; pass it as ``generator=`` to random factories and ``nn.init``.
+
+    >>> import jitgrad
+    >>> g = jitgrad.Generator().manual_seed(0)
+    >>> a = jitgrad.rand(2, generator=g)
+    >>> b = jitgrad.rand(2, generator=jitgrad.Generator().manual_seed(0))
+    >>> bool((a == b).all())
+    True
+    """
+
+    def __init__(self, device: str = "cpu") -> None:
+        self.device = device
+        self._seed = _DEFAULT_SEED
+        self.np = np.random.Generator(np.random.PCG64(self._seed))
+
+    def manual_seed(self, seed: int) -> Generator:
+        """Reset the stream to ``seed``; returns self."""
+        self._seed = int(seed)
+        self.np = np.random.Generator(np.random.PCG64(self._seed))
+        return self
+
+    def seed(self) -> int:
+        """Reseed from OS entropy; returns the new seed."""
+        s = int(np.random.SeedSequence().entropy % (2**63))
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self):
+        return self.np.bit_generator.state
+
+    def set_state(self, state) -> Generator:
+        self.np.bit_generator.state = state
+        return self
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed the default generator (as ``torch.manual_seed``)."""
+    return default_generator.manual_seed(seed)
+
+
+def seed() -> int:
+    """Seed the default generator from OS entropy."""
+    return default_generator.seed()
+
+
+def initial_seed() -> int:
+    """The seed the default generator was last seeded with."""
+    return default_generator.initial_seed()
+
+
+def get_rng_state():
+    """State of the default generator (restore with :func:`set_rng_state`)."""
+    return default_generator.get_state()
+
+
+def set_rng_state(state) -> None:
+    """Restore the default generator's state."""
+    default_generator.set_state(state)
+
+
+def rng(generator: Generator | None) -> np.random.Generator:
+    """The NumPy generator behind ``generator`` (the default one when None)."""
+    return (generator or default_generator).np

@@ -1,0 +1,114 @@
+"""Shape helpers: broadcasting, reduction axes, dimension wrapping (pure, no tensors)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+Shape = tuple[int, ...]
+
+
+def fmt_shape(shape: Sequence[int]) -> str:
+    """A shape as PyTorch writes it in messages: ``[2, 3]``."""
+    return "[" + ", ".join(str(int(s)) for s in shape) + "]"
+
+
+def broadcast_shapes(a: Shape, b: Shape, op: str = "") -> Shape:
+    """NumPy/PyTorch broadcast of two shapes; the error names the op and both shapes."""
+    if a == b:
+        return a
+    na, nb = len(a), len(b)
+    n = max(na, nb)
+    out = []
+    for i in range(n):
+        da = a[na - n + i] if na - n + i >= 0 else 1
+        db = b[nb - n + i] if nb - n + i >= 0 else 1
+        if da == db or db == 1:
+            out.append(da)
+        elif da == 1:
+            out.append(db)
+        else:
+            where = f"{op}: " if op else ""
+            raise RuntimeError(
+                f"{where}shapes {fmt_shape(a)} and {fmt_shape(b)} cannot be broadcast: "
+                f"the size of tensor a ({da}) must match the size of tensor b ({db}) at "
+                f"non-singleton dimension {i}"
+            )
+    return tuple(out)
+
+
+def broadcast_many(shapes: Sequence[Shape], op: str = "") -> Shape:
+    """Broadcast any number of shapes."""
+    out: Shape = ()
+    for s in shapes:
+        out = broadcast_shapes(out, tuple(s), op)
+    return out
+
+
+def sum_axes_to(shape: Shape, target: Shape) -> tuple[tuple[int, ...], bool]:
+    """Axes to sum so an array of ``shape`` reduces to ``target`` (its broadcast source).
+
+    Returns ``(axes, needs_reshape)``: sum over ``axes`` with keepdims, then reshape to
+    ``target`` when ``needs_reshape`` (leading broadcast dimensions were added).
+    """
+    lead = len(shape) - len(target)
+    axes = list(range(lead))
+    for i, t in enumerate(target):
+        if t == 1 and shape[lead + i] != 1:
+            axes.append(lead + i)
+    return tuple(axes), lead > 0
+
+
+def wrap_dim(dim: int, ndim: int, op: str = "") -> int:
+    """Wrap a possibly negative ``dim`` into ``[0, ndim)``; 0-d tensors accept -1 and 0."""
+    n = ndim if ndim > 0 else 1
+    if not -n <= dim < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
+    return dim + n if dim < 0 else dim
+
+
+def wrap_dims(dim, ndim: int, op: str = "") -> tuple[int, ...]:
+    """Normalise ``dim`` (None, int or sequence) into a sorted tuple of axes."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        dims = (dim,)
+    else:
+        dims = tuple(dim)
+    out = sorted({wrap_dim(d, ndim, op) for d in dims})
+    if len(out) != len(dims):
+        raise RuntimeError(f"{op}: dim {dims} appears multiple times in the list of dims")
+    return tuple(d for d in out if ndim > 0)
+
+
+def infer_size(shape: Sequence[int], numel: int) -> Shape:
+    """Resolve a single ``-1`` in ``shape`` for a tensor of ``numel`` elements."""
+    shape = tuple(int(s) for s in shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            if s < 0:
+                raise RuntimeError(f"invalid shape dimension {s}")
+            known *= s
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{fmt_shape(shape)}' is invalid for input of size {numel}")
+        i = neg[0]
+        return shape[:i] + (numel // known,) + shape[i + 1:]
+    if known != numel:
+        raise RuntimeError(f"shape '{fmt_shape(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+def as_shape(args) -> Shape:
+    """Accept ``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` alike."""
+    if len(args) == 1 and not isinstance(args[0], int):
+        args = args[0]
+    try:
+        return tuple(int(a) for a in args)
+    except TypeError:
+        raise TypeError(f"size must be a sequence of ints, got {args!r}") from None

@@ -1,0 +1,448 @@
+"""The Tensor: a NumPy array plus autograd state. No maths here — operators are attached by
+:mod:`jitgrad.ops.methods`, which delegates every one of them to the op registry."""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+
+import numpy as np
+
+from . import dtypes
+from ._tensor_str import dtype_suffix_needed, format_tensor
+
+__all__ = ["Tensor", "Size", "wrap", "RemovableHandle"]
+
+
+class Size(tuple):
+    """A tensor shape; a tuple that prints like PyTorch's ``torch.Size``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"jitgrad.Size({list(self)})"
+
+    __str__ = __repr__
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class RemovableHandle:
+    """Handle returned by ``register_*hook``; ``remove()`` unregisters the hook."""
+
+    __slots__ = ("_container", "_key")
+    _next_id = 0
+
+    def __init__(self, container: dict) -> None:
+        RemovableHandle._next_id += 1
+        self._container = weakref.ref(container) if _weakrefable(container) else lambda: container
+        self._key = RemovableHandle._next_id
+
+    @property
+    def id(self) -> int:
+        return self._key
+
+    def remove(self) -> None:
+        c = self._container()
+        if c is not None:
+            c.pop(self._key, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def _weakrefable(obj) -> bool:
+    try:
+        weakref.ref(obj)
+        return True
+    except TypeError:
+        return False
+
+
+class _HookDict(dict):
+    """A dict that can be weakly referenced (hook handles must not keep it alive)."""
+
+    __slots__ = ("__weakref__",)
+
+
+_NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
+    "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+    "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See "
+    "github.com/pytorch/pytorch/pull/30531 for more information."
+)
+
+
+class Tensor:
+    """An n-dimensional array with PyTorch's autograd semantics.
+
+    Hot state lives in slots; rarely-set state (hooks, view base, retain_grad) lives in the
+    instance ``__dict__`` with class-level defaults, so creating a tensor stays cheap.
+
+    >>> import jitgrad
+    >>> x = jitgrad.tensor(5.0, requires_grad=True)
+    >>> y = x ** 3
+    >>> y
+    tensor(125., grad_fn=<PowBackward0>)
+    >>> y.backward()
+    >>> x.grad
+    tensor(75.)
+    """
+
+    __slots__ = ("_data", "_requires_grad", "_grad_fn", "_grad", "_vc", "__dict__",
+                 "__weakref__")
+
+    # rarely-set state (instance __dict__ overrides these class defaults)
+    _base = None            # the tensor this one is a view of (always the root base)
+    _output_nr = 0          # which output of grad_fn this tensor is
+    _retains_grad = False
+    _hooks = None           # leaf tensor hooks: _HookDict id -> fn
+    _post_acc_hooks = None  # leaf post-accumulate-grad hooks
+    _accumulator = None     # weakref to this leaf's AccumulateGrad node
+    _is_param = False
+
+    __array_priority__ = 1000  # so ndarray (op) Tensor defers to Tensor's reflected ops
+
+    def __init__(self, data=None, *, dtype=None, requires_grad: bool = False) -> None:
+        # Direct construction mirrors jitgrad.tensor(); internal code uses wrap().
+        from .creation import _array_from_data
+
+        arr = _array_from_data([] if data is None else data, dtype)
+        self._data = arr
+        self._requires_grad = False
+        self._grad_fn = None
+        self._grad = None
+        self._vc = [0]
+        if requires_grad:
+            self.requires_grad_(True)
+
+    # ----------------------------------------------------------------------- basic info
+    @property
+    def data(self) -> Tensor:
+        """A tensor sharing storage with this one, detached, with its own version counter."""
+        return wrap(self._data)
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._data = value._data
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        """The shape, or the size of one dimension."""
+        if dim is None:
+            return Size(self._data.shape)
+        from .shapes import wrap_dim
+
+        return self._data.shape[wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    nelement = numel
+
+    @property
+    def dtype(self) -> dtypes.DType:
+        return dtypes.from_numpy_dtype(self._data.dtype)
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    def is_contiguous(self) -> bool:
+        return self._data.flags.c_contiguous
+
+    def stride(self, dim: int | None = None):
+        st = tuple(s // self._data.itemsize for s in self._data.strides)
+        return st if dim is None else st[dim]
+
+    def data_ptr(self) -> int:
+        return self._data.ctypes.data
+
+    # ------------------------------------------------------------------------ autograd
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach()."
+            )
+        value = bool(value)
+        if value and self._data.dtype.kind != "f":
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self._requires_grad = value
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` in place and return self."""
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def grad(self) -> Tensor | None:
+        if self._grad_fn is not None and not self._retains_grad and self._grad is None:
+            warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type "
+                    f"{type(value).__name__}"
+                )
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value._data.shape)}' to a "
+                    f"tensor of size '{list(self._data.shape)}'. Please ensure that the gradient "
+                    "and the tensor are the same size"
+                )
+            if value._data.dtype != self._data.dtype:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{value.dtype.name}' to a tensor "
+                    f"with dtype '{self.dtype.name}'. The gradient must match the tensor's dtype"
+                )
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def retain_grad(self) -> None:
+        """Populate ``.grad`` for this non-leaf tensor during backward."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None:
+            return
+        if not self._retains_grad:
+            self._retains_grad = True
+            self._grad_fn._add_retain(self._output_nr, self)
+
+    def register_hook(self, hook) -> RemovableHandle:
+        """Register ``hook(grad) -> Tensor | None``, run before the gradient is used."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            return self._grad_fn._add_tensor_hook(self._output_nr, hook)
+        if self._hooks is None:
+            self._hooks = _HookDict()
+        handle = RemovableHandle(self._hooks)
+        self._hooks[handle.id] = hook
+        return handle
+
+    def register_post_accumulate_grad_hook(self, hook) -> RemovableHandle:
+        """Register ``hook(tensor)``, run on a leaf after its ``.grad`` was accumulated."""
+        if not self._requires_grad:
+            raise RuntimeError(
+                "cannot register a hook on a tensor that doesn't require gradient"
+            )
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors"
+            )
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = _HookDict()
+        handle = RemovableHandle(self._post_acc_hooks)
+        self._post_acc_hooks[handle.id] = hook
+        return handle
+
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False,
+                 inputs=None) -> None:
+        """Accumulate the gradient of this tensor into the ``.grad`` of graph leaves."""
+        from .autograd.engine import backward
+
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self) -> Tensor:
+        """A tensor sharing storage (and version counter) that is cut from the graph."""
+        t = wrap(self._data)
+        t._vc = self._vc
+        if self._base is not None or self._data.base is not None:
+            t._base = self._base if self._base is not None else self
+        return t
+
+    def detach_(self) -> Tensor:
+        """Cut this tensor from the graph in place."""
+        if self._base is not None and self._requires_grad and self._grad_fn is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead."
+            )
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    # --------------------------------------------------------------- conversions / Python
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The underlying NumPy array (shared memory)."""
+        if self._requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead."
+            )
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead."
+            )
+        a = self._data
+        if dtype is not None and a.dtype != dtype:
+            return a.astype(dtype)
+        return a.copy() if copy else a
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        d = self._data
+        if d.size != 1:
+            raise RuntimeError(f"a Tensor with {d.size} elements cannot be converted to Scalar")
+        return d.reshape(()).item() if d.ndim else d.item()
+
+    def tolist(self):
+        """The data as (nested) Python lists."""
+        return self._data.tolist()
+
+    def __float__(self) -> float:
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return float(self._data.reshape(()))
+
+    def __int__(self) -> int:
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return int(self._data.reshape(()))
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self._data.reshape(()))
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(()))
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        suffixes = []
+        d = self._data
+        if dtype_suffix_needed(d.dtype):
+            dsuf = f"dtype=jitgrad.{dtypes.from_numpy_dtype(d.dtype).name}"
+        else:
+            dsuf = None
+        if self._grad_fn is not None:
+            suffixes.append(f"grad_fn=<{self._grad_fn.name()}>")
+        elif self._requires_grad:
+            suffixes.append("requires_grad=True")
+        return format_tensor(d, suffixes=suffixes, dtype_suffix=dsuf)
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0 and spec:
+            return format(self._data.item(), spec)
+        return repr(self)
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild, (self._data.copy(), self._requires_grad))
+
+    def __deepcopy__(self, memo):
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                "protocol at the moment."
+            )
+        t = wrap(self._data.copy())
+        t._requires_grad = self._requires_grad
+        if self._grad is not None:
+            t._grad = wrap(self._grad._data.copy())
+        memo[id(self)] = t
+        return t
+
+
+def _rebuild(data, requires_grad):
+    t = wrap(data)
+    t._requires_grad = requires_grad
+    return t
+
+
+_new = object.__new__
+
+
+def wrap(arr: np.ndarray, requires_grad: bool = False) -> Tensor:
+    """Wrap a NumPy array (no copy) as a tensor with no history."""
+    t = _new(Tensor)
+    t._data = arr
+    t._requires_grad = requires_grad
+    t._grad_fn = None
+    t._grad = None
+    t._vc = [0]
+    return t

@@ -1,0 +1,1 @@
+"""Generated eager element-wise kernels (see jitgrad.ops.gen_kernels)."""

@@ -1,0 +1,57 @@
+"""The scalar function namespace of generated kernels: what an op's ``expr`` may call.
+
+Transcendentals come from :mod:`jitgrad.kernels.vmath` (inlined, vectorisable, never libm);
+the selection helpers below are written so NaN propagates as in PyTorch.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+try:
+    from .vmath import (
+        KERNEL_FASTMATH,
+        cos,
+        erf,
+        exp,
+        expm1,
+        log,
+        log1p,
+        pow,
+        rsqrt,
+        sigmoid,
+        sin,
+        softplus,
+        sqrt,
+        tanh,
+    )
+except ImportError:  # TEMP until vmath lands
+    import math
+
+    import numpy as np
+    cos, exp, expm1, log, log1p, sin, sqrt, tanh = np.cos, np.exp, np.expm1, np.log, np.log1p, np.sin, np.sqrt, np.tanh
+    erf = math.erf
+    pow = np.power
+    @njit(inline="always")
+    def sigmoid(x):
+        return 1 / (1 + np.exp(-x))
+    @njit(inline="always")
+    def rsqrt(x):
+        return 1 / np.sqrt(x)
+    softplus = None
+    KERNEL_FASTMATH = {'contract'}
+
+__all__ = ["cos", "erf", "exp", "expm1", "log", "log1p", "pow", "rsqrt", "sigmoid", "sin",
+           "softplus", "sqrt", "tanh", "maximum", "minimum"]
+
+
+@njit(inline="always")
+def maximum(a, b):
+    """Larger of ``a`` and ``b``; NaN if either is NaN."""
+    return a if (a > b or a != a) else b
+
+
+@njit(inline="always")
+def minimum(a, b):
+    """Smaller of ``a`` and ``b``; NaN if either is NaN."""
+    return a if (a < b or a != a) else b
