@@ -3,10 +3,19 @@ a custom Function (MyPow) and no_grad — run with ``import jitgrad as torch``."
 
 import jitgrad as torch
 
-try:
-    from ._info import get_tensor_info
-except ImportError:
-    from _info import get_tensor_info
+
+
+def get_tensor_info(tensor):
+    """One line with a tensor's autograd attributes (the blog defines it in an earlier post)."""
+    info = []
+    for name in ["requires_grad", "is_leaf", "retains_grad", "grad_fn", "grad"]:
+        value = getattr(tensor, name)
+        if name == "grad" and value is not None:
+            value = value.item()
+        info.append(f"{name}({value})")
+    info.append(f"tensor({str(tensor)})")
+    return " ".join(info)
+
 
 # 06. retain_graph
 x = torch.tensor(5.0, requires_grad=True)

@@ -15,7 +15,6 @@ import numpy as np
 from ..shapes import fmt_shape
 from ..tensor import Tensor, wrap
 from . import grad_mode
-from .node import Node
 
 __all__ = ["backward", "grad", "accumulate_into_leaf"]
 
@@ -54,8 +53,9 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
                 f"Mismatch in shape: grad_output[{i}] has a shape of {_size_str(g._data.shape)} "
                 f"and output[{i}] has a shape of {_size_str(t._data.shape)}."
             )
-        if g._data.dtype.kind not in "fc" and t._data.dtype.kind == "f":
-            g = wrap(g._data.astype(t._data.dtype))
+        if g._data.dtype != t._data.dtype and t._data.dtype.kind == "f":
+            # gradients flow in the output's dtype (node rules rely on it)
+            g = g.to(t.dtype) if g._requires_grad else wrap(g._data.astype(t._data.dtype))
             out.append((g, True))
             continue
         out.append((g, False))
@@ -205,10 +205,16 @@ _LEAF_PRIORITY = float("-inf")
 
 
 class _Run:
-    """One backward pass over the graph reachable from ``roots``."""
+    """One backward pass over the graph reachable from ``roots``.
+
+    The pass is transactional: gradients are computed first, and only when every node has
+    run are they accumulated into ``.grad`` (then post-accumulate hooks run) and the saved
+    tensors of the executed nodes freed. A pass that raises (a hook, a custom Function's bad
+    gradient, a modified saved tensor) leaves every ``.grad`` and the graph as they were.
+    """
 
     __slots__ = ("roots", "grads", "retain", "create", "inputs", "capture", "captured",
-                 "_input_slots", "_needed")
+                 "_slots", "_effects", "_executed")
 
     def __init__(self, roots, grads, retain, create, inputs, capture):
         self.roots = roots
@@ -218,59 +224,76 @@ class _Run:
         self.inputs = inputs
         self.capture = capture
         self.captured = [None] * len(inputs) if inputs is not None else None
+        self._effects = []   # ("acc", leaf, grad, shared) / ("retain", tensor, grad)
+        self._executed = []  # nodes whose saved tensors are freed at the end
         # where to intercept gradients of the requested inputs
-        self._input_slots = None
+        self._slots = None
         if inputs is not None:
             slots = {}
             for i, t in enumerate(inputs):
                 key = (id(t),) if t._grad_fn is None else (id(t._grad_fn), t._output_nr)
                 slots.setdefault(key, []).append(i)
-            self._input_slots = slots
+            self._slots = slots
 
     def run(self) -> None:
-        prev = grad_mode.STATE.enabled
-        grad_mode.STATE.enabled = self.create
+        state = grad_mode.STATE
+        prev = state.enabled
+        state.enabled = self.create
         try:
-            self._run()
+            self._traverse()
+            self._commit()
         finally:
-            grad_mode.STATE.enabled = prev
+            state.enabled = prev
+
+    def _commit(self) -> None:
+        for eff in self._effects:
+            if eff[0] == "acc":
+                accumulate_into_leaf(eff[1], eff[2], eff[3])
+            else:
+                t, g = eff[1], eff[2]
+                t._grad = (g if self.create else wrap(g._data.copy())) if t._grad is None \
+                    else t._grad + g
+        if not self.retain:
+            for node in self._executed:
+                node.release()
 
     # -------------------------------------------------------------------- bookkeeping
-    def _dependencies(self, root_nodes):
+    @staticmethod
+    def _dependencies(root_nodes):
         """In-degree of every node (and leaf) reachable from the roots; iterative DFS."""
         deps: dict = {}
-        seen = set()
+        seen = {id(n) for n in root_nodes}
         stack = list(root_nodes)
-        for n in stack:
-            seen.add(id(n))
         while stack:
             n = stack.pop()
             for e in n.next_edges:
                 if e is None:
                     continue
-                tgt = e[0] if type(e) is tuple else e
-                k = id(tgt)
-                deps[k] = deps.get(k, 0) + 1
-                if k not in seen:
-                    seen.add(k)
-                    if type(e) is tuple:
+                if type(e) is tuple:
+                    tgt = e[0]
+                    k = id(tgt)
+                    deps[k] = deps.get(k, 0) + 1
+                    if k not in seen:
+                        seen.add(k)
                         stack.append(tgt)
+                else:
+                    k = id(e)
+                    deps[k] = deps.get(k, 0) + 1
         return deps
 
     def _needed_nodes(self, root_nodes):
         """ids of nodes/leaves from which some requested input is reachable."""
-        slots = self._input_slots
+        slots = self._slots
+        capture_nodes = {k[0] for k in slots if len(k) == 2}
         needed = set()
-        # post-order iterative DFS
         visited = set()
         for r in root_nodes:
             if id(r) in visited:
                 continue
-            stack = [(r, iter(r.next_edges))]
             visited.add(id(r))
+            stack = [(r, iter(r.next_edges))]
             while stack:
                 node, it = stack[-1]
-                advanced = False
                 for e in it:
                     if e is None:
                         continue
@@ -279,31 +302,25 @@ class _Run:
                         if id(child) not in visited:
                             visited.add(id(child))
                             stack.append((child, iter(child.next_edges)))
-                            advanced = True
                             break
                     elif (id(e),) in slots:
                         needed.add(id(e))
-                if advanced:
-                    continue
-                stack.pop()
-                nid = id(node)
-                if any(k[0] == nid for k in slots if len(k) == 2):
-                    needed.add(nid)
                 else:
+                    stack.pop()
+                    nid = id(node)
+                    if nid in capture_nodes:
+                        needed.add(nid)
+                        continue
                     for e in node.next_edges:
-                        if e is None:
-                            continue
-                        tgt = e[0] if type(e) is tuple else e
-                        if id(tgt) in needed:
+                        if e is not None and id(e[0] if type(e) is tuple else e) in needed:
                             needed.add(nid)
                             break
         return needed
 
-    # ------------------------------------------------------------------------ the run
-    def _run(self) -> None:
-        buffers: dict = {}   # id(node) -> list of per-output grads
-        objs: dict = {}      # id -> node or leaf tensor (keeps them alive during the run)
-        shared_ids = set()   # ids of grad tensors that we don't own (or routed twice)
+    # ------------------------------------------------------------------------ traversal
+    def _traverse(self) -> None:
+        buffers: dict = {}   # id(node) -> per-output grads
+        shared_ids = set()   # ids of grads we don't own (user's, hook results, routed twice)
         root_nodes = []
         leaf_roots = []
         for t, (g, owned) in zip(self.roots, self.grads):
@@ -319,58 +336,44 @@ class _Run:
             buf = buffers.get(k)
             if buf is None:
                 buf = buffers[k] = [None] * fn.n_outputs
-                objs[k] = fn
                 root_nodes.append(fn)
             nr = t._output_nr
-            if buf[nr] is None:
-                buf[nr] = g
-            else:
-                buf[nr] = buf[nr] + g
+            buf[nr] = g if buf[nr] is None else buf[nr] + g
         deps = self._dependencies(root_nodes)
-        needed = self._needed_nodes(root_nodes) if self.inputs is not None else None
-
-        heap = []
-        counter = 0
-        for n in root_nodes:
-            if deps.get(id(n), 0) == 0:
-                heap.append((-n.seq, counter, n))
-                counter += 1
-        heapq.heapify(heap)
+        needed = self._needed_nodes(root_nodes) if self._slots is not None else None
         for t, g in leaf_roots:
-            self._deliver_leaf(t, g, True)
+            self._deliver_leaf(t, g, id(g) in shared_ids)
 
+        heap = [(-n.seq, i, n) for i, n in enumerate(root_nodes) if id(n) not in deps]
+        heapq.heapify(heap)
+        counter = len(heap)
         leaf_bufs: dict = {}
-        retain = self.retain
-        slots = self._input_slots
+        executed = self._executed
+        pop, push = heapq.heappop, heapq.heappush
         while heap:
-            _, _, obj = heapq.heappop(heap)
+            obj = pop(heap)[2]
             k = id(obj)
             if type(obj) is Tensor:  # a leaf: all contributions have arrived
                 g = leaf_bufs.pop(k)
                 self._deliver_leaf(obj, g, id(g) in shared_ids)
                 continue
             node = obj
-            grads = buffers.pop(k, None)
-            objs.pop(k, None)
+            grads = buffers.pop(k)
             edges = node.next_edges
-            run_node = needed is None or any(
-                e is not None and id(e[0] if type(e) is tuple else e) in needed for e in edges)
-            out_grads = None
-            if grads is not None and any(g is not None for g in grads):
-                grads = self._pre_node(node, grads, slots, shared_ids)
-                if run_node:
-                    out_grads = self._apply(node, grads)
-            if not retain:
-                node.release()
-            if out_grads is not None:
-                seen_here = set()
-                for e, g in zip(edges, out_grads):
-                    if g is None or e is None:
-                        continue
-                    gid = id(g)
-                    if gid in seen_here:
-                        shared_ids.add(gid)
-                    seen_here.add(gid)
+            if (node._tensor_hooks is not None or node._retain is not None
+                    or node._pre_hooks is not None or self._slots is not None):
+                grads = self._pre_node(node, grads, shared_ids)
+            if needed is None or any(
+                    e is not None and id(e[0] if type(e) is tuple else e) in needed
+                    for e in edges):
+                out_grads = node.apply(grads)
+                if node._post_hooks is not None:
+                    out_grads = self._post_node(node, out_grads, grads)
+                if len(out_grads) > 1:
+                    _mark_repeats(out_grads, shared_ids)
+            else:
+                out_grads = None
+            executed.append(node)
             for i, e in enumerate(edges):
                 if e is None:
                     continue
@@ -384,16 +387,12 @@ class _Run:
                         buf = buffers.get(tk)
                         if buf is None:
                             buf = buffers[tk] = [None] * tgt.n_outputs
-                            objs[tk] = tgt
-                        if buf[nr] is None:
-                            buf[nr] = g
-                        else:
-                            buf[nr] = buf[nr] + g
+                        buf[nr] = g if buf[nr] is None else buf[nr] + g
                     d = deps[tk] - 1
                     deps[tk] = d
                     if d == 0:
                         if tk in buffers:
-                            heapq.heappush(heap, (-tgt.seq, counter, tgt))
+                            push(heap, (-tgt.seq, counter, tgt))
                             counter += 1
                         else:
                             self._skip(tgt, deps, buffers, needed)
@@ -407,16 +406,15 @@ class _Run:
                     d = deps[tk] - 1
                     deps[tk] = d
                     if d == 0 and tk in leaf_bufs:
-                        heapq.heappush(heap, (_LEAF_PRIORITY, counter, e))
+                        push(heap, (_LEAF_PRIORITY, counter, e))
                         counter += 1
 
     def _skip(self, node, deps, buffers, needed):
-        """A node reached with no gradient at all: release it and propagate 'nothing'."""
+        """A node reached with no gradient at all: it runs no rule; propagate 'nothing'."""
         stack = [node]
         while stack:
             n = stack.pop()
-            if not self.retain:
-                n.release()
+            self._executed.append(n)
             for e in n.next_edges:
                 if e is None:
                     continue
@@ -429,7 +427,7 @@ class _Run:
                 if d == 0 and type(e) is tuple and tk not in buffers:
                     stack.append(tgt)
 
-    def _pre_node(self, node, grads, slots, shared_ids):
+    def _pre_node(self, node, grads, shared_ids):
         """Tensor hooks, retain_grad, captures for grad(), node pre-hooks."""
         th = node._tensor_hooks
         if th:
@@ -444,13 +442,9 @@ class _Run:
         if rt:
             for nr, ref in rt.items():
                 t = ref()
-                g = grads[nr]
-                if t is None or g is None:
-                    continue
-                if t._grad is None:
-                    t._grad = g if self.create else wrap(g._data.copy())
-                else:
-                    t._grad = t._grad + g
+                if t is not None and grads[nr] is not None:
+                    self._effects.append(("retain", t, grads[nr]))
+        slots = self._slots
         if slots is not None:
             nid = id(node)
             for nr in range(node.n_outputs):
@@ -466,32 +460,36 @@ class _Run:
                     grads = list(r)
         return grads
 
+    @staticmethod
+    def _post_node(node, out, grads):
+        for fn in list(node._post_hooks.values()):
+            r = fn(tuple(out), tuple(grads))
+            if r is not None:
+                out = tuple(r)
+        return out
+
     def _capture(self, i, g):
         t = self.inputs[i]
         if self.capture:
             prev = self.captured[i]
             self.captured[i] = g if prev is None else prev + g
-        else:  # backward(inputs=[non-leaf]): accumulate into its .grad
-            if t._grad_fn is not None:
-                accumulate_into_leaf(t, g, True)
-
-    def _apply(self, node: Node, grads):
-        out = node.apply(grads)
-        ph = node._post_hooks
-        if ph:
-            for fn in list(ph.values()):
-                r = fn(tuple(out), tuple(grads))
-                if r is not None:
-                    out = tuple(r)
-        return out
+        elif t._grad_fn is not None:  # backward(inputs=[non-leaf]): accumulate into .grad
+            self._effects.append(("acc", t, g, True))
 
     def _deliver_leaf(self, t: Tensor, g: Tensor, shared: bool) -> None:
+        acc = t._accumulator
+        acc = acc() if acc is not None else None
+        if acc is not None and acc._pre_hooks:
+            for fn in list(acc._pre_hooks.values()):
+                r = fn((g,))
+                if r is not None:
+                    g, shared = r[0], True
         hooks = t._hooks
         if hooks:
             ng = _call_tensor_hooks(hooks, g)
             if ng is not g:
                 g, shared = ng, True
-        slots = self._input_slots
+        slots = self._slots
         if slots is not None:
             idx = slots.get((id(t),))
             if idx is None:
@@ -501,15 +499,18 @@ class _Run:
                     prev = self.captured[i]
                     self.captured[i] = g if prev is None else prev + g
                 return
-        acc = t._accumulator
-        acc = acc() if acc is not None else None
-        if acc is not None and (acc._pre_hooks or acc._post_hooks):
-            grads = [g]
-            if acc._pre_hooks:
-                grads = self._pre_node(acc, grads, None, set())
-            accumulate_into_leaf(t, grads[0], True)
-            if acc._post_hooks:
-                for fn in list(acc._post_hooks.values()):
-                    fn((), tuple(grads))
-            return
-        accumulate_into_leaf(t, g, shared)
+        self._effects.append(("acc", t, g, shared))
+        if acc is not None and acc._post_hooks:
+            for fn in list(acc._post_hooks.values()):
+                fn((), (g,))
+
+
+def _mark_repeats(grads, shared_ids) -> None:
+    """A gradient object routed to two inputs (e.g. AddBackward) must not be stolen twice."""
+    seen = set()
+    for g in grads:
+        if g is not None:
+            gid = id(g)
+            if gid in seen:
+                shared_ids.add(gid)
+            seen.add(gid)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import Tensor, wrap
-from . import grad_mode
 from .engine import grad as autograd_grad
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
@@ -29,25 +28,25 @@ def _outputs(fn, inputs):
 def _numerical_jacobian(fn, inputs, out_index, eps):
     """Jacobian blocks d out[out_index] / d input[i] by central differences."""
     jac = []
-    with grad_mode.no_grad():
-        for x in inputs:
-            if not (isinstance(x, Tensor) and x._requires_grad):
-                jac.append(None)
-                continue
-            flat = x._data.reshape(-1)  # a view: perturb in place
-            if not np.shares_memory(flat, x._data):
-                raise GradcheckError("gradcheck needs contiguous inputs")
-            out0 = _outputs(fn, inputs)[out_index]._data
-            J = np.zeros((out0.size, flat.size))
-            for k in range(flat.size):
-                orig = flat[k]
-                flat[k] = orig + eps
-                plus = _outputs(fn, inputs)[out_index]._data.astype(np.float64).reshape(-1)
-                flat[k] = orig - eps
-                minus = _outputs(fn, inputs)[out_index]._data.astype(np.float64).reshape(-1)
-                flat[k] = orig
-                J[:, k] = (plus - minus) / (2 * eps)
-            jac.append(J)
+    # evaluated with grad mode on: gradgradcheck's function calls autograd.grad
+    for x in inputs:
+        if not (isinstance(x, Tensor) and x._requires_grad):
+            jac.append(None)
+            continue
+        flat = x._data.reshape(-1)  # a view: perturb in place
+        if not np.shares_memory(flat, x._data):
+            raise GradcheckError("gradcheck needs contiguous inputs")
+        out0 = _outputs(fn, inputs)[out_index]._data
+        J = np.zeros((out0.size, flat.size))
+        for k in range(flat.size):
+            orig = flat[k]
+            flat[k] = orig + eps
+            plus = _outputs(fn, inputs)[out_index]._data.astype(np.float64).reshape(-1)
+            flat[k] = orig - eps
+            minus = _outputs(fn, inputs)[out_index]._data.astype(np.float64).reshape(-1)
+            flat[k] = orig
+            J[:, k] = (plus - minus) / (2 * eps)
+        jac.append(J)
     return jac
 
 

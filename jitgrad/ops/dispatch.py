@@ -138,29 +138,134 @@ def _check_bool_arith(op: OpDef, a, b) -> None:
         )
 
 
-def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
-    """Eager element-wise op with one tensor input."""
-    dt = a._data.dtype
-    if op.dtype_rule == FLOAT and dt.kind != "f":
-        cdt = dtypes.get_default_dtype().np
-        arr = a._data.astype(cdt)
-    else:
-        cdt = dt
-        arr = a._data
-    res = eager_kernels.run(op, (arr,), params, cdt, np.bool_ if op.dtype_rule == BOOL else cdt)
+def _node(op: OpDef, params, edges, in_meta, saved) -> object:
+    node = _new(op.node_cls or op.node_class_for(params))
+    node.next_edges = edges
+    node.in_meta = in_meta
+    node.seq = next(_seq)
+    node.op = op
+    node.params = params
+    node.saved = saved
+    return node
+
+
+def _finish(op: OpDef, res, params, a, b, same_meta: bool) -> Tensor:
+    """Wrap an element-wise result and record its node (one or two inputs)."""
     out = _new(Tensor)
     out._data = res
     out._requires_grad = False
     out._grad_fn = None
     out._grad = None
     out._vc = [0]
-    if a._requires_grad and _STATE.enabled and op.vjp is not None:
-        record(op, out, (a,), params)
+    if not _STATE.enabled or op.vjp is None:
+        return out
+    ta = type(a) is Tensor
+    ea = (a if a._grad_fn is None else (a._grad_fn, a._output_nr)) if (
+        ta and a._requires_grad) else None
+    if b is _NO_ARG:
+        if ea is None or res.dtype.kind != "f":
+            return out
+        edges = (ea,)
+        in_meta = None if same_meta else ((a._data.shape, a._data.dtype),)
+    else:
+        tb = type(b) is Tensor
+        eb = (b if b._grad_fn is None else (b._grad_fn, b._output_nr)) if (
+            tb and b._requires_grad) else None
+        if (ea is None and eb is None) or res.dtype.kind != "f":
+            return out
+        edges = (ea, eb)
+        in_meta = None if same_meta else (
+            (a._data.shape, a._data.dtype) if ta else None,
+            (b._data.shape, b._data.dtype) if tb else None)
+    saved = None
+    save = op.save
+    if save or op.save_out:
+        out._requires_grad = True
+        ins = (a,) if b is _NO_ARG else (a, b)
+        sv = [None] * (len(ins) + op.save_out)
+        for i in save:
+            t = ins[i]
+            sv[i] = (t, t._vc[0]) if type(t) is Tensor else t
+        if op.save_out:
+            sv[-1] = save_output(out)
+        saved = tuple(sv)
+    out._requires_grad = True
+    out._grad_fn = _node(op, params, edges, in_meta, saved)
     return out
+
+
+_NO_ARG = object()
+_PAR_MIN = eager_kernels.PARALLEL_MIN_SIZE
+_empty = np.empty
+
+
+def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
+    """Eager element-wise op with one tensor input."""
+    ad = a._data
+    dt = ad.dtype
+    ks = op.fast_kernels.get(dt, _MISSING)
+    if ks is _MISSING:
+        ks = eager_kernels.fast_kernels(op, dt)
+    if ks is not None:
+        out = _empty(ad.shape, ks[2])
+        k = ks[1] if out.size >= _PAR_MIN else ks[0]
+        pargs = eager_kernels.param_args(op, params, dt) if params else ()
+        if ad.ndim == 1:
+            k(ad, *pargs, out)
+        else:
+            k(ad.reshape(-1), *pargs, out.reshape(-1))
+        return _finish(op, out, params, a, _NO_ARG, True)
+    if op.dtype_rule == FLOAT and dt.kind != "f":
+        cdt = dtypes.get_default_dtype().np
+        arr = ad.astype(cdt)
+    else:
+        cdt = dt
+        arr = ad
+    res = eager_kernels.run(op, (arr,), params, cdt, np.bool_ if op.dtype_rule == BOOL else cdt)
+    return _finish(op, res, params, a, _NO_ARG, res.dtype == dt)
+
+
+_MISSING = object()
 
 
 def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
     """Eager element-wise op with two inputs (tensors or Python scalars, one a tensor)."""
+    if type(a) is Tensor:
+        ad = a._data
+        dt = ad.dtype
+        if type(b) is Tensor:
+            bd = b._data
+            if (dt is bd.dtype or dt == bd.dtype) and ad.shape == bd.shape:
+                ks = op.fast_kernels.get(dt, _MISSING)
+                if ks is _MISSING:
+                    ks = eager_kernels.fast_kernels(op, dt)
+                if ks is not None:
+                    out = _empty(ad.shape, ks[2])
+                    k = ks[1] if out.size >= _PAR_MIN else ks[0]
+                    pargs = eager_kernels.param_args(op, params, dt) if params else ()
+                    if ad.ndim == 1:
+                        k(ad, bd, *pargs, out)
+                    else:
+                        k(ad.reshape(-1), bd.reshape(-1), *pargs, out.reshape(-1))
+                    return _finish(op, out, params, a, b, True)
+        elif type(b) is float or type(b) is int:
+            if dt.kind == "f":  # float tensor (op) Python number: stays in the tensor's dtype
+                ks = op.fast_kernels.get(dt, _MISSING)
+                if ks is _MISSING:
+                    ks = eager_kernels.fast_kernels(op, dt)
+                if ks is not None:
+                    out = _empty(ad.shape, ks[2])
+                    k = ks[1] if out.size >= _PAR_MIN else ks[0]
+                    pargs = eager_kernels.param_args(op, params, dt) if params else ()
+                    if ad.ndim == 1:
+                        k(ad, dt.type(b), *pargs, out)
+                    else:
+                        k(ad.reshape(-1), dt.type(b), *pargs, out.reshape(-1))
+                    return _finish(op, out, params, a, b, True)
+    return _binary_general(op, a, b, params)
+
+
+def _binary_general(op: OpDef, a, b, params) -> Tensor:
     ta = type(a) is Tensor
     tb = type(b) is Tensor
     if not ta and type(a) not in _SCALARS:
@@ -181,17 +286,9 @@ def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
         _check_bool_arith(op, a, b)
     cdt = cd.np
     res = eager_kernels.run(op, (_operand(a, cdt), _operand(b, cdt)), params, cdt, od.np)
-    out = _new(Tensor)
-    out._data = res
-    out._requires_grad = False
-    out._grad_fn = None
-    out._grad = None
-    out._vc = [0]
-    if _STATE.enabled and op.vjp is not None and (
-        (ta and a._requires_grad) or (tb and b._requires_grad)
-    ):
-        record(op, out, (a, b), params)
-    return out
+    same = (not ta or (a._data.shape == res.shape and a._data.dtype == res.dtype)) and (
+        not tb or (b._data.shape == res.shape and b._data.dtype == res.dtype))
+    return _finish(op, res, params, a, b, same)
 
 
 def elementwise(op: OpDef, args: tuple, params: dict | None = None) -> Tensor:

@@ -17,7 +17,7 @@ import numpy as np
 
 from .registry import OpDef
 
-__all__ = ["run", "PARALLEL_MIN_SIZE", "kernel"]
+__all__ = ["run", "PARALLEL_MIN_SIZE", "kernel", "fast_kernels", "param_args"]
 
 #: size from which the parallel (``prange``) kernels are used; below it threads cost more
 #: than they save (see asv_benchmarks for the measurement behind it).
@@ -49,6 +49,24 @@ def kernel(name: str, dt, variant: str):
     if k is None:
         k = _cache[key] = getattr(_module(dt), f"{name}_{variant}")
     return k
+
+
+def fast_kernels(op: OpDef, dt):
+    """``(kernel_1d, kernel_1d_par, out_dtype)`` for ``op`` on dtype ``dt``, or None when the
+    op has no kernel for it (cached on the op)."""
+    ks = None
+    if op.expr is not None and (dt == _F32 or dt == _F64):
+        dt = _F32 if dt == _F32 else _F64
+        odt = np.dtype(np.bool_) if op.dtype_rule == "bool" else dt
+        ks = (kernel(op.name, dt, "1d"), kernel(op.name, dt, "1d_par"), odt)
+    op.fast_kernels[dt] = ks
+    return ks
+
+
+def param_args(op: OpDef, params, cdt) -> tuple:
+    """The op's params as kernel arguments of the compute dtype, in declaration order."""
+    t = cdt.type
+    return tuple(t(params[p]) for p in op.params)
 
 
 def _param_args(op: OpDef, params, cdt) -> tuple:

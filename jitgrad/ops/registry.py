@@ -42,9 +42,9 @@ class OpNode(Node):
         out = saved[nin] if op.save_out and saved else None
         needs = tuple(e is not None for e in self.next_edges)
         res = op.vjp(grads[0] if op.n_outputs == 1 else grads, ins, out, self.params, needs)
-        if op.kind != ELEMENTWISE and not op.cast_grads:
-            return res
         meta = self.in_meta
+        if meta is None or (op.kind != ELEMENTWISE and not op.cast_grads):
+            return res
         fixed = []
         for g, m, need in zip(res, meta, needs):
             if g is None or not need:
@@ -113,6 +113,7 @@ class OpDef:
 
     def __post_init__(self) -> None:
         self._node_classes: dict[str, type] = {}
+        self.fast_kernels: dict = {}  # dtype -> eager kernels (filled on first use)
         if isinstance(self.node, str):
             self.node_cls = node_class(self.node, OpNode)
         else:
