@@ -91,7 +91,8 @@ def test_attributes():
 
 
 def test_python_protocol_errors():
-    with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted to Scalar"):
+    with pytest.raises(RuntimeError,
+                       match="a Tensor with 2 elements cannot be converted to Scalar"):
         jg.ones(2).item()
     with pytest.raises(RuntimeError,
                        match="Boolean value of Tensor with more than one value is ambiguous"):

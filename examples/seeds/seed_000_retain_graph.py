@@ -4,7 +4,6 @@ a custom Function (MyPow) and no_grad — run with ``import jitgrad as torch``."
 import jitgrad as torch
 
 
-
 def get_tensor_info(tensor):
     """One line with a tensor's autograd attributes (the blog defines it in an earlier post)."""
     info = []
