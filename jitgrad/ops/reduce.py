@@ -13,6 +13,7 @@ from ..shapes import fmt_shape, wrap_dim, wrap_dims
 from ..tensor import Tensor, wrap
 from . import samples as S
 from .dispatch import call, record
+from .eager_reduce import sum_float
 from .registry import REDUCE, defop
 
 __all__ = ["sum", "mean", "max", "min", "amax", "amin", "logsumexp", "softmax", "log_softmax",
@@ -49,9 +50,20 @@ def _sum_ref(a, dims, keepdim, shape, dtype=None):
     return np.asarray(r if dtype is None else r.astype(dtype))
 
 
+def _sum_eager(a, dims, keepdim, shape):
+    if a.dtype.kind == "f":
+        return sum_float(a, dims, keepdim)
+    return _sum_ref(a, dims, keepdim, shape)
+
+
+def _mean_eager(a, dims, keepdim, shape):
+    n = _count(shape, dims)
+    return sum_float(a, dims, keepdim, 1.0 / n if n else float("nan"))
+
+
 SUM = defop(name="sum", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "shape"),
             node=lambda p: "SumBackward0" if p.get("full") else "SumBackward1",
-            ref=_sum_ref, vjp=lambda g, ins, out, p, n: (_expand_back(g, p),),
+            ref=_sum_ref, fwd=_sum_eager, vjp=lambda g, ins, out, p, n: (_expand_back(g, p),),
             samples=S.reduce)
 
 
@@ -61,7 +73,7 @@ def _mean_ref(a, dims, keepdim, shape):
 
 MEAN = defop(name="mean", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "shape"),
              node=lambda p: "MeanBackward0" if p.get("full") else "MeanBackward1",
-             ref=_mean_ref,
+             ref=_mean_ref, fwd=_mean_eager,
              vjp=lambda g, ins, out, p, n: (_expand_back(g, p) / float(
                  _b.max(_count(p["shape"], p["dims"]), 1)),),
              samples=S.reduce)
@@ -77,8 +89,7 @@ def _reduce_params(a: Tensor, dim, keepdim, name):
 
 
 def _call_reduce(op, a, p):
-    arrays = a._data
-    res = op.ref(arrays, p["dims"], p["keepdim"], p["shape"])
+    res = (op.fwd or op.ref)(a._data, p["dims"], p["keepdim"], p["shape"])
     return record(op, wrap(res), (a,), p)
 
 

@@ -1,0 +1,68 @@
+"""Float sums: float64 accumulation, every axis layout, determinism across thread counts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+
+
+@pytest.mark.parametrize("shape,dims", [
+    ((1000,), None), ((300_000,), None), ((300, 500), 0), ((300, 500), 1), ((1024, 256), 0),
+    ((4, 300, 500), (0, 2)), ((2, 3, 4), 1), ((2, 3, 4), (1, 2)), ((5, 1, 3), 1), ((0, 3), 0),
+    ((2, 200_000), 1), ((200_000, 2), 0), ((3, 70_000, 2), 1),
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sum_matches_float64_reference(shape, dims, dtype, rng):
+    a = rng.standard_normal(shape).astype(dtype)
+    got = jg.tensor(a).sum(dim=dims) if dims is not None else jg.tensor(a).sum()
+    ref = a.astype(np.float64).sum(axis=dims)
+    assert got.dtype == jg.from_numpy(a).dtype and got.shape == np.shape(ref)
+    tol = 1e-6 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(got.numpy(), ref, rtol=tol, atol=tol * np.sqrt(a.size + 1))
+
+
+def test_mean_keepdim_and_empty(rng):
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    got = jg.tensor(a).mean(dim=(0, 2), keepdim=True)
+    np.testing.assert_allclose(got.numpy(), a.mean(axis=(0, 2), keepdims=True), rtol=1e-6)
+    assert np.isnan(jg.zeros(0).mean().item())
+
+
+def test_float32_sum_of_1e7_elements_is_accurate():
+    x = np.full(10_000_000, 0.1, np.float32)
+    exact = 1e7 * float(np.float32(0.1))
+    got = jg.tensor(x).sum().item()
+    assert abs(got - exact) / exact <= 1e-6
+
+
+def test_sum_propagates_nan_and_inf():
+    assert np.isnan(jg.tensor([1.0, float("nan"), 2.0]).sum().item())
+    assert jg.tensor([1.0, float("inf")]).sum().item() == float("inf")
+    big = np.ones(300_000, np.float32)
+    big[5] = np.nan
+    assert np.isnan(jg.tensor(big).sum().item())
+
+
+_PROBE = """
+import numpy as np, jitgrad as jg
+rng = np.random.default_rng(7)
+a = jg.tensor(rng.standard_normal(3_000_001).astype(np.float32))
+m = jg.tensor(rng.standard_normal((4, 500_000)).astype(np.float32))
+print(a.sum().item().hex(), m.sum(1).numpy().tobytes().hex(), m.sum(0)[:64].numpy().tobytes().hex())
+"""
+
+
+def test_parallel_sums_are_deterministic_across_thread_counts():
+    outs = []
+    for threads in ("1", "2"):
+        env = dict(os.environ, NUMBA_NUM_THREADS=threads)
+        r = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
+                           env=env, check=True, timeout=300)
+        outs.append(r.stdout)
+    assert outs[0] == outs[1]
