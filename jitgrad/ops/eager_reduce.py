@@ -62,3 +62,53 @@ def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> 
     else:
         k.sum_mid_par_inner(a3, scale, out)
     return out.reshape(out_shape)
+
+
+_sm = None
+
+
+def _softmax_kernels():
+    global _sm
+    if _sm is None:
+        from ..kernels import softmax as mod
+        from ..kernels.parallel import configure_threading
+
+        configure_threading()
+        _sm = mod
+    return _sm
+
+
+def rowwise(name: str, arrays: tuple, dim: int, reduce_out: bool = False) -> np.ndarray:
+    """Run softmax-family kernel ``name`` along ``dim`` of float arrays of one shape.
+
+    The kernels work on the last axis of ``(R, C)`` arrays; another ``dim`` is moved last
+    (one copy) and moved back. ``reduce_out``: the result drops ``dim`` (logsumexp).
+    """
+    a0 = arrays[0]
+    nd = a0.ndim
+    last = dim == nd - 1
+    if last:
+        arrs = [np.ascontiguousarray(a) for a in arrays]
+    else:
+        arrs = [np.ascontiguousarray(np.moveaxis(a, dim, -1)) for a in arrays]
+    mshape = arrs[0].shape
+    C = mshape[-1]
+    R = a0.size // C if C else 0
+    two = [a.reshape(R, C) for a in arrs]
+    k = _softmax_kernels()
+    par = a0.size >= PARALLEL_MIN_SIZE and R > 1
+    fn = getattr(k, name + ("_par" if par else ""))
+    if reduce_out:
+        out = np.empty(R, a0.dtype)
+        fn(*two, out)
+        return out.reshape(mshape[:-1])
+    out = np.empty((R, C), a0.dtype)
+    fn(*two, out)
+    out = out.reshape(mshape)
+    return out if last else np.moveaxis(out, -1, dim)
+
+
+def kernel_ok(a: np.ndarray, dim) -> bool:
+    """Whether the softmax kernels apply (float32/64, non-empty, a real dim)."""
+    return (a.dtype == _F32 or a.dtype == _F64) and a.size > 0 and a.ndim > 0 and \
+        dim is not None

@@ -13,10 +13,11 @@ from ..shapes import fmt_shape, wrap_dim, wrap_dims
 from ..tensor import Tensor, wrap
 from . import samples as S
 from .dispatch import call, record
-from .eager_reduce import sum_float
+from .eager_reduce import kernel_ok, rowwise, sum_float
 from .registry import REDUCE, defop
 
 __all__ = ["sum", "mean", "max", "min", "amax", "amin", "logsumexp", "softmax", "log_softmax",
+           "softmax_backward", "log_softmax_backward",
            "argmax", "argmin", "var", "std", "prod"]
 
 min_max = namedtuple("min_max", ["values", "indices"])  # torch.return_types.max
@@ -266,9 +267,17 @@ def _lse_vjp(g, ins, out, p, n):
     return (_expand_back(g, p) * exp(a - o),)
 
 
+def _lse_eager(a, dims, keepdim, shape):
+    if len(dims) == 1 and kernel_ok(a, dims[0]):
+        r = rowwise("logsumexp", (a,), dims[0], reduce_out=True)
+        return np.expand_dims(r, dims[0]) if keepdim else r
+    return _lse_ref(a, dims, keepdim, shape)
+
+
 LOGSUMEXP = defop(name="logsumexp", kind=REDUCE, inputs=("a",),
                   params=("dims", "keepdim", "shape"), node="LogsumexpBackward0",
-                  ref=_lse_ref, vjp=_lse_vjp, save=(0,), save_out=True, samples=S.reduce)
+                  ref=_lse_ref, fwd=_lse_eager, vjp=_lse_vjp, save=(0,), save_out=True,
+                  samples=S.reduce)
 
 
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
@@ -294,23 +303,84 @@ def _log_softmax_ref(a, dim):
         return s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))
 
 
-def _softmax_vjp(g, ins, out, p, n):
+def _softmax_eager(a, dim):
+    if kernel_ok(a, dim):
+        return rowwise("softmax", (a,), dim)
+    return _softmax_ref(a, dim)
+
+
+def _log_softmax_eager(a, dim):
+    if kernel_ok(a, dim):
+        return rowwise("log_softmax", (a,), dim)
+    return _log_softmax_ref(a, dim)
+
+
+def _softmax_bwd_ref(g, y, dim):
+    return y * (g - np.sum(g * y, axis=dim, keepdims=True))
+
+
+def _log_softmax_bwd_ref(g, y, dim):
+    return g - np.exp(y) * np.sum(g, axis=dim, keepdims=True)
+
+
+def _softmax_bwd_eager(g, y, dim):
+    if kernel_ok(g, dim) and g.dtype == y.dtype:
+        return rowwise("softmax_backward", (g, y), dim)
+    return _softmax_bwd_ref(g, y, dim)
+
+
+def _log_softmax_bwd_eager(g, y, dim):
+    if kernel_ok(g, dim) and g.dtype == y.dtype:
+        return rowwise("log_softmax_backward", (g, y), dim)
+    return _log_softmax_bwd_ref(g, y, dim)
+
+
+def _softmax_bwd_vjp(gg, ins, out, p, n):
+    g, y = ins
     d = p["dim"]
-    return (out * (g - (g * out).sum(dim=d, keepdim=True)),)
+    ggy = (gg * y).sum(dim=d, keepdim=True)
+    return (softmax_backward(gg, y, d) if n[0] else None,
+            gg * (g - (g * y).sum(dim=d, keepdim=True)) - g * ggy if n[1] else None)
 
 
-def _log_softmax_vjp(g, ins, out, p, n):
+def _log_softmax_bwd_vjp(gg, ins, out, p, n):
     from .elementwise import exp
 
+    g, y = ins
     d = p["dim"]
-    return (g - exp(out) * g.sum(dim=d, keepdim=True),)
+    ey = exp(y)
+    return (gg - (gg * ey).sum(dim=d, keepdim=True) if n[0] else None,
+            -gg * ey * g.sum(dim=d, keepdim=True) if n[1] else None)
+
+
+SOFTMAX_BACKWARD = defop(name="softmax_backward", kind=REDUCE, inputs=("g", "y"),
+                         params=("dim",), node="SoftmaxBackwardDataBackward0",
+                         ref=_softmax_bwd_ref, fwd=_softmax_bwd_eager, vjp=_softmax_bwd_vjp,
+                         save=(0, 1), samples=S.single_dim_pair)
+LOG_SOFTMAX_BACKWARD = defop(name="log_softmax_backward", kind=REDUCE, inputs=("g", "y"),
+                             params=("dim",), node="LogSoftmaxBackwardDataBackward0",
+                             ref=_log_softmax_bwd_ref, fwd=_log_softmax_bwd_eager,
+                             vjp=_log_softmax_bwd_vjp, save=(0, 1),
+                             samples=S.single_dim_pair)
+
+
+def softmax_backward(grad: Tensor, output: Tensor, dim: int) -> Tensor:
+    """Gradient of softmax from its output: ``y * (g - sum(g * y, dim))``."""
+    return call(SOFTMAX_BACKWARD, (grad, output), {"dim": dim})
+
+
+def log_softmax_backward(grad: Tensor, output: Tensor, dim: int) -> Tensor:
+    """Gradient of log_softmax from its output: ``g - exp(y) * sum(g, dim)``."""
+    return call(LOG_SOFTMAX_BACKWARD, (grad, output), {"dim": dim})
 
 
 SOFTMAX = defop(name="softmax", kind=REDUCE, inputs=("a",), params=("dim",),
-                node="SoftmaxBackward0", ref=_softmax_ref, vjp=_softmax_vjp, save_out=True,
-                samples=S.single_dim)
+                node="SoftmaxBackward0", ref=_softmax_ref, fwd=_softmax_eager,
+                vjp=lambda g, ins, out, p, n: (softmax_backward(g, out, p["dim"]),),
+                save_out=True, samples=S.single_dim)
 LOG_SOFTMAX = defop(name="log_softmax", kind=REDUCE, inputs=("a",), params=("dim",),
-                    node="LogSoftmaxBackward0", ref=_log_softmax_ref, vjp=_log_softmax_vjp,
+                    node="LogSoftmaxBackward0", ref=_log_softmax_ref, fwd=_log_softmax_eager,
+                    vjp=lambda g, ins, out, p, n: (log_softmax_backward(g, out, p["dim"]),),
                     save_out=True, samples=S.single_dim)
 
 

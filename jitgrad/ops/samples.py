@@ -132,3 +132,13 @@ def single_dim(rng, dtype):
 def masked_fill(rng, dtype):
     return [((_r(rng, s, dtype), rng.random(size=s) < 0.5), {"value": -0.75})
             for s in SHAPES]
+
+
+def single_dim_pair(rng, dtype):
+    """Samples for (grad, output) ops along one dim (softmax backward family)."""
+    out = []
+    for s in ((5,), (2, 3), (2, 3, 4)):
+        for d in range(len(s)):
+            y = rng.uniform(0.05, 1.0, size=s).astype(dtype)
+            out.append(((_r(rng, s, dtype), y), {"dim": d}))
+    return out
