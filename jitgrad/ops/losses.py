@@ -7,6 +7,7 @@ import numpy as np
 from ..shapes import fmt_shape
 from ..tensor import Tensor
 from .dispatch import as_tensor_arg
+from .eager_kernels import PARALLEL_MIN_SIZE
 from .registry import REDUCE, defop
 
 __all__ = ["binary_cross_entropy_with_logits"]
@@ -34,24 +35,128 @@ def _bce_logits_ref(x, y, weight=None, pos_weight=None, *, reduction="mean"):
     return loss.astype(x.dtype, copy=False)
 
 
+def _kernel_operands(x, y, w, pw):
+    """Flat contiguous operands for the fused kernels (weights broadcast to x's shape)."""
+    shape = x.shape
+
+    def flat(a):
+        if a is None:
+            return None
+        if a.shape != shape:
+            a = np.broadcast_to(a, shape)
+        return np.ascontiguousarray(a).reshape(-1)
+
+    return flat(x), flat(y), flat(w), flat(pw)
+
+
+def _kernels():
+    from ..kernels import losses
+    from ..kernels.parallel import configure_threading
+
+    configure_threading()
+    return losses
+
+
+def _use_kernel(x, y) -> bool:
+    return x.dtype in (np.float32, np.float64) and x.dtype == y.dtype and x.size > 0
+
+
+def _bce_logits_eager(x, y, w, pw, reduction, shape):
+    if not _use_kernel(x, y):
+        return _bce_logits_ref(x, y, w, pw, reduction=reduction)
+    k = _kernels()
+    fx, fy, fw, fpw = _kernel_operands(x, y, w, pw)
+    if reduction == "none":
+        out = np.empty(x.size, x.dtype)
+        k.bce_logits_none(fx, fy, fw, fpw, out)
+        return out.reshape(shape)
+    big = x.size >= PARALLEL_MIN_SIZE
+    total = (k.bce_logits_sum_par if big else k.bce_logits_sum)(fx, fy, fw, fpw)
+    if reduction == "mean":
+        total /= x.size
+    return np.asarray(total, dtype=x.dtype)
+
+
+def _bce_grad_ref(g, x, y, w, pw, reduction, shape):
+    s = 1.0 / (1.0 + np.exp(-x))
+    d = s - y if pw is None else (1 + (pw - 1) * y) * s - pw * y
+    if reduction == "mean":
+        g = g / max(x.size, 1)
+    d = d * g
+    if w is not None:
+        d = d * w
+    return np.asarray(d, dtype=x.dtype)
+
+
+def _bce_grad_eager(g, x, y, w, pw, reduction, shape):
+    if not _use_kernel(x, y) or g.dtype != x.dtype:
+        return _bce_grad_ref(g, x, y, w, pw, reduction, shape)
+    k = _kernels()
+    fx, fy, fw, fpw = _kernel_operands(x, y, w, pw)
+    if reduction == "none":
+        fg = np.ascontiguousarray(g).reshape(-1)
+    else:
+        fg = g.reshape(()).item() / (x.size if reduction == "mean" else 1)
+        fg = x.dtype.type(fg)
+    out = np.empty(x.size, x.dtype)
+    fn = k.bce_logits_grad_par if x.size >= PARALLEL_MIN_SIZE else k.bce_logits_grad
+    fn(fx, fy, fw, fpw, fg, out)
+    return out.reshape(shape)
+
+
+def _expanded_grad(g, p):
+    red, shape = p["reduction"], p["shape"]
+    if red == "mean":
+        return (g / float(max(int(np.prod(shape)), 1))).expand(shape)
+    if red == "sum":
+        return g.expand(shape)
+    return g
+
+
+def _bce_grad_vjp(gg, ins, out, p, n):
+    """Double backward of the fused gradient op (written with jitgrad ops)."""
+    from .elementwise import sigmoid
+
+    g, x, y, w, pw = ins
+    ge = _expanded_grad(g, p)
+    s = sigmoid(x)
+    lw = 1.0 if pw is None else 1.0 + (pw - 1.0) * y
+    res = [None] * 5
+    if n[0]:  # d/dg: the first-order gradient without g, reduced like g
+        d = s - y if pw is None else lw * s - pw * y
+        d = gg * d if w is None else gg * d * w
+        red = p["reduction"]
+        res[0] = d if red == "none" else (d.sum() / float(
+            max(int(np.prod(p["shape"])), 1)) if red == "mean" else d.sum())
+    gw = gg * ge if w is None else gg * ge * w
+    if n[1]:
+        res[1] = gw * lw * s * (1.0 - s)
+    if n[2]:
+        res[2] = gw * (s - 1.0) if pw is None else gw * ((pw - 1.0) * s - pw)
+    if n[3]:
+        d = s - y if pw is None else lw * s - pw * y
+        res[3] = gg * ge * d
+    if n[4]:
+        res[4] = gw * y * (s - 1.0)
+    return tuple(res)
+
+
+BCE_LOGITS_BACKWARD = defop(
+    name="binary_cross_entropy_with_logits_backward", kind=REDUCE,
+    inputs=("grad", "input", "target", "weight", "pos_weight"), params=("reduction", "shape"),
+    node="BinaryCrossEntropyWithLogitsBackwardBackward0", ref=_bce_grad_ref,
+    fwd=_bce_grad_eager, vjp=_bce_grad_vjp, save=(0, 1, 2, 3, 4), cast_grads=True,
+)
+
+
 def _bce_logits_vjp(g, ins, out, p, n):
-    from .elementwise import exp, log1p, sigmoid
+    from .elementwise import exp, log1p
 
     x, y, w, pw = ins
-    red = p["reduction"]
-    shape = p["shape"]
-    if red == "mean":
-        g = (g / float(max(int(np.prod(shape)), 1))).expand(shape)
-    elif red == "sum":
-        g = g.expand(shape)
     gx = gy = gw = gpw = None
-    s = sigmoid(x)
     if n[0]:
-        if pw is None:
-            gx = s - y
-        else:
-            gx = (pw * y + (1.0 - y)) * s - pw * y
-        gx = gx * g if w is None else gx * (g * w)
+        gx = _call_optional(BCE_LOGITS_BACKWARD, [g, x, y, w, pw], p)
+    g = _expanded_grad(g, p)
     if n[1] or n[2] or n[3]:
         sp = (-x).relu() + log1p(exp(-x.abs()))  # softplus(-x)
         if n[1]:
@@ -70,7 +175,7 @@ BCE_WITH_LOGITS = defop(
     inputs=("input", "target", "weight", "pos_weight"), params=("reduction", "shape"),
     node="BinaryCrossEntropyWithLogitsBackward0",
     ref=lambda x, y, w, pw, reduction, shape: _bce_logits_ref(x, y, w, pw, reduction=reduction),
-    vjp=_bce_logits_vjp, save=(0, 1, 2, 3), cast_grads=True,
+    fwd=_bce_logits_eager, vjp=_bce_logits_vjp, save=(0, 1, 2, 3), cast_grads=True,
 )
 
 
@@ -124,6 +229,6 @@ def _call_optional(op, args, params):
     from .dispatch import record
 
     arrays = [None if t is None else t._data for t in args]
-    out = wrap(op.ref(*arrays, **params))
+    out = wrap((op.fwd or op.ref)(*arrays, **params))
     return record(op, out, tuple(args), params)
 
