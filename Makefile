@@ -27,7 +27,8 @@ kernels: $(STAMP)
 	$(BIN)/python -m jitgrad.ops.gen_kernels
 
 bench: $(STAMP)
-	cd asv_benchmarks && ../$(BIN)/asv run --python=same --quick --show-stderr
+	cd asv_benchmarks && ../$(BIN)/asv machine --yes >/dev/null && \
+		../$(BIN)/asv run --python=same --quick --show-stderr
 	$(BIN)/python asv_benchmarks/compare.py --quick
 
 clean:
