@@ -42,7 +42,7 @@ except ImportError:  # TEMP until vmath lands
     KERNEL_FASTMATH = {'contract'}
 
 __all__ = ["cos", "erf", "exp", "expm1", "log", "log1p", "pow", "rsqrt", "sigmoid", "sin",
-           "softplus", "sqrt", "tanh", "maximum", "minimum"]
+           "softplus", "sqrt", "tanh", "maximum", "minimum", "pow_scalar"]
 
 
 @njit(inline="always")
@@ -55,3 +55,24 @@ def maximum(a, b):
 def minimum(a, b):
     """Smaller of ``a`` and ``b``; NaN if either is NaN."""
     return a if (a < b or a != a) else b
+
+
+@njit(inline="always")
+def pow_scalar(a, e):
+    """``a ** e`` for a loop-invariant exponent, with PyTorch's fast paths (2, 3 -> products,
+    +-0.5 -> (r)sqrt, -1, -2 -> reciprocals); LLVM unswitches the loop on ``e``."""
+    if e == 2.0:
+        return a * a
+    if e == 3.0:
+        return a * a * a
+    if e == 1.0:
+        return a
+    if e == 0.5:
+        return sqrt(a)
+    if e == -0.5:
+        return (e / e) / sqrt(a)
+    if e == -1.0:
+        return (e / e) / a
+    if e == -2.0:
+        return (e / e) / (a * a)
+    return pow(a, e)

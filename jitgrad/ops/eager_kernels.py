@@ -35,9 +35,11 @@ _empty = np.empty
 def _module(dt):
     m = _loaded.get(dt)
     if m is None:
+        from .._malloc import tune_allocator
         from ..kernels.parallel import configure_threading
 
         configure_threading()
+        tune_allocator()
         m = _loaded[dt] = importlib.import_module(_MODULES[dt])
     return m
 

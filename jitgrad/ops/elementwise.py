@@ -111,7 +111,8 @@ def _pow_scalar_ref(a, exponent):
     return np.power(a, np.asarray(exponent, dtype=a.dtype))
 
 
-POW_SCALAR = _ew("pow_scalar", "PowBackward0", ("a",), "pow(a, exponent)", _pow_scalar_ref,
+POW_SCALAR = _ew("pow_scalar", "PowBackward0", ("a",), "pow_scalar(a, exponent)",
+                 _pow_scalar_ref,
                  lambda g, ins, out, p, n: (pow_backward(g, ins[0], p["exponent"]),),
                  params=("exponent",), save=(0,), samples=S.pow_scalar)
 
@@ -261,7 +262,7 @@ THRESHOLD_BACKWARD = _ew(
 def _pow_bwd_ref(g, a, exponent):
     if exponent == 0.0:
         return np.zeros_like(g)
-    return g * exponent * np.power(a, np.asarray(exponent - 1.0, a.dtype))
+    return g * (np.asarray(exponent, a.dtype) * np.power(a, np.asarray(exponent - 1.0, a.dtype)))
 
 
 def _pow_bwd_vjp(g, ins, out, p, n):
@@ -272,7 +273,7 @@ def _pow_bwd_vjp(g, ins, out, p, n):
 
 
 POW_BACKWARD = _ew("pow_backward", "PowBackwardBackward0", ("g", "a"),
-                   "0.0 if exponent == 0.0 else g * exponent * pow(a, exponent - 1.0)",
+                   "0.0 if exponent == 0.0 else g * (exponent * pow_scalar(a, exponent - 1.0))",
                    _pow_bwd_ref, _pow_bwd_vjp, params=("exponent",), save=(0, 1),
                    samples=S.pow_backward)
 CLAMP_BACKWARD = _ew(

@@ -21,7 +21,7 @@ __all__ = ["generate", "kernel_ops", "main", "math_sources_digest"]
 
 _DTYPES = {"f32": "np.float32", "f64": "np.float64"}
 _MATH_NAMES = ("cos", "erf", "exp", "expm1", "log", "log1p", "pow", "rsqrt", "sigmoid", "sin",
-               "softplus", "sqrt", "tanh", "maximum", "minimum")
+               "softplus", "sqrt", "tanh", "maximum", "minimum", "pow_scalar")
 
 
 def kernel_ops() -> list[OpDef]:
