@@ -34,7 +34,7 @@ def _loss(x, y, w, pw, i):
     return v
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH)
+@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
 def bce_logits_sum(x, y, w, pw):
     """Sum of the element losses, accumulated in float64."""
     s = 0.0
@@ -43,7 +43,7 @@ def bce_logits_sum(x, y, w, pw):
     return s
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, parallel=True)
+@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy", parallel=True)
 def bce_logits_sum_par(x, y, w, pw):
     """Parallel :func:`bce_logits_sum` over fixed 16384-element chunks (deterministic)."""
     n = x.shape[0]
@@ -61,7 +61,7 @@ def bce_logits_sum_par(x, y, w, pw):
     return total
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH)
+@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
 def bce_logits_none(x, y, w, pw, out):
     """Element losses (``reduction="none"``)."""
     for i in range(x.shape[0]):
@@ -85,14 +85,14 @@ def _grad(x, y, w, pw, g, i):
     return d
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH)
+@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
 def bce_logits_grad(x, y, w, pw, g, out):
     """``out = dloss/dx * g`` (``g``: scalar scale for mean/sum, or per-element array)."""
     for i in range(x.shape[0]):
         out[i] = _grad(x, y, w, pw, g, i)
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, parallel=True)
+@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy", parallel=True)
 def bce_logits_grad_par(x, y, w, pw, g, out):
     """Parallel :func:`bce_logits_grad`."""
     for i in prange(x.shape[0]):

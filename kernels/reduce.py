@@ -27,7 +27,7 @@ QBLOCK = 256
 _FM = {"reassoc", "contract"}
 
 
-@njit(cache=True, nogil=True, fastmath=_FM)
+@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
 def sum_flat(a):
     """Sum of a 1-D array, accumulated in float64 (sequential, pairwise-free but exact enough:
     float64 lanes over float32 data)."""
@@ -37,7 +37,7 @@ def sum_flat(a):
     return s
 
 
-@njit(cache=True, nogil=True, fastmath=_FM, parallel=True)
+@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy", parallel=True)
 def sum_flat_par(a):
     """Parallel sum of a 1-D array over fixed-size chunks, combined in chunk order."""
     n = a.shape[0]
@@ -56,7 +56,7 @@ def sum_flat_par(a):
     return total
 
 
-@njit(cache=True, nogil=True, fastmath=_FM)
+@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
 def sum_mid(a, scale, out):
     """``out[p, q] = scale * sum_r a[p, r, q]`` with float64 accumulators (sequential)."""
     P, R, Q = a.shape
@@ -77,7 +77,7 @@ def sum_mid(a, scale, out):
             out[p, q] = acc[q] * scale
 
 
-@njit(cache=True, nogil=True, fastmath=_FM, parallel=True)
+@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy", parallel=True)
 def sum_mid_par_outer(a, scale, out):
     """:func:`sum_mid` with the outer axis ``P`` split across threads."""
     P, R, Q = a.shape
@@ -96,7 +96,7 @@ def sum_mid_par_outer(a, scale, out):
                 out[p, q] = acc[q] * scale
 
 
-@njit(cache=True, nogil=True, fastmath=_FM, parallel=True)
+@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy", parallel=True)
 def sum_mid_par_inner(a, scale, out):
     """:func:`sum_mid` with the inner axis ``Q`` split into fixed blocks across threads
     (column sums of tall matrices, where ``P`` is small)."""

@@ -53,21 +53,21 @@ def _lse_row(x, r):
     return m, s
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH)
+@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
 def softmax(x, out):
     """``out[r] = exp(x[r] - max) / sum(exp(x[r] - max))``."""
     for r in range(x.shape[0]):
         _softmax_row(x, out, r)
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, parallel=True)
+@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy", parallel=True)
 def softmax_par(x, out):
     """Row-parallel :func:`softmax`."""
     for r in prange(x.shape[0]):
         _softmax_row(x, out, r)
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH)
+@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
 def log_softmax(x, out):
     """``out[r] = x[r] - logsumexp(x[r])``."""
     for r in range(x.shape[0]):
@@ -77,7 +77,7 @@ def log_softmax(x, out):
             out[r, c] = x[r, c] - shift
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, parallel=True)
+@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy", parallel=True)
 def log_softmax_par(x, out):
     """Row-parallel :func:`log_softmax`."""
     for r in prange(x.shape[0]):
@@ -87,7 +87,7 @@ def log_softmax_par(x, out):
             out[r, c] = x[r, c] - shift
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH)
+@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
 def logsumexp(x, out):
     """``out[r] = log(sum(exp(x[r])))``, max-shifted."""
     for r in range(x.shape[0]):
@@ -95,7 +95,7 @@ def logsumexp(x, out):
         out[r] = m + log(x.dtype.type(s))
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, parallel=True)
+@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy", parallel=True)
 def logsumexp_par(x, out):
     """Row-parallel :func:`logsumexp`."""
     for r in prange(x.shape[0]):
@@ -113,14 +113,14 @@ def _softmax_bwd_row(g, y, out, r):
         out[r, c] = y[r, c] * (g[r, c] - t)
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH)
+@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
 def softmax_backward(g, y, out):
     """``out[r] = y[r] * (g[r] - sum(g[r] * y[r]))``."""
     for r in range(g.shape[0]):
         _softmax_bwd_row(g, y, out, r)
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, parallel=True)
+@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy", parallel=True)
 def softmax_backward_par(g, y, out):
     """Row-parallel :func:`softmax_backward`."""
     for r in prange(g.shape[0]):
@@ -137,14 +137,14 @@ def _log_softmax_bwd_row(g, y, out, r):
         out[r, c] = g[r, c] - exp(y[r, c]) * t
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH)
+@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
 def log_softmax_backward(g, y, out):
     """``out[r] = g[r] - exp(y[r]) * sum(g[r])``."""
     for r in range(g.shape[0]):
         _log_softmax_bwd_row(g, y, out, r)
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, parallel=True)
+@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy", parallel=True)
 def log_softmax_backward_par(g, y, out):
     """Row-parallel :func:`log_softmax_backward`."""
     for r in prange(g.shape[0]):

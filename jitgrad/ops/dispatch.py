@@ -129,12 +129,17 @@ def _operand(x, np_dtype):
 
 
 def _check_bool_arith(op: OpDef, a, b) -> None:
-    if op.name == "sub" and all(
-        (type(x) is Tensor and x._data.dtype == np.bool_) or type(x) is bool for x in (a, b)
-    ):
+    flags = [(type(x) is Tensor and x._data.dtype == np.bool_) or type(x) is bool
+             for x in (a, b)]
+    if all(flags):
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
             "or `logical_xor()` operator instead."
+        )
+    if any(flags):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+            "trying to invert a mask, use the `~` or `logical_not()` operator instead."
         )
 
 
@@ -281,9 +286,9 @@ def _binary_general(op: OpDef, a, b, params) -> Tensor:
         sa, sb = a._data.shape, b._data.shape
         if sa != sb:
             broadcast_shapes(sa, sb, op.name)
-    cd, od = _dtype_of(op, a, b)
-    if cd.category == 0 and op.name == "sub":
+    if op.name in ("sub", "rsub"):
         _check_bool_arith(op, a, b)
+    cd, od = _dtype_of(op, a, b)
     cdt = cd.np
     res = eager_kernels.run(op, (_operand(a, cdt), _operand(b, cdt)), params, cdt, od.np)
     same = (not ta or (a._data.shape == res.shape and a._data.dtype == res.dtype)) and (

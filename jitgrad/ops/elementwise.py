@@ -31,7 +31,8 @@ ADD = _ew("add", "AddBackward0", ("a", "b"), "a + b", np.add,
           lambda g, ins, out, p, n: (g, g), samples=S.binary)
 SUB = _ew("sub", "SubBackward0", ("a", "b"), "a - b", np.subtract,
           lambda g, ins, out, p, n: (g, -g if n[1] else None), samples=S.binary)
-RSUB = _ew("rsub", "RsubBackward1", ("a", "b"), "b - a", lambda a, b: np.subtract(b, a),
+RSUB = _ew("rsub", lambda p: "RsubBackward0" if p and p.get("tensor_other") else "RsubBackward1",
+           ("a", "b"), "b - a", lambda a, b: np.subtract(b, a),
            lambda g, ins, out, p, n: (-g if n[0] else None, g), samples=S.binary)
 MUL = _ew("mul", "MulBackward0", ("a", "b"), "a * b", np.multiply,
           lambda g, ins, out, p, n: (g * ins[1] if n[0] else None,
@@ -100,7 +101,7 @@ SIGMOID = _ew("sigmoid", "SigmoidBackward0", ("a",), "sigmoid(a)", _sigmoid_ref,
               lambda g, ins, out, p, n: (sigmoid_backward(g, out),), save_out=True,
               dtype_rule=FLOAT, samples=S.unary)
 RELU = _ew("relu", "ReluBackward0", ("a",), "a if (a > 0.0 or a != a) else 0.0",
-           lambda a: np.where(a > 0, a, np.zeros_like(a)) if a.dtype.kind == "f"
+           lambda a: np.where((a > 0) | np.isnan(a), a, np.zeros_like(a)) if a.dtype.kind == "f"
            else np.maximum(a, 0),
            lambda g, ins, out, p, n: (threshold_backward(g, out, 0.0),), save_out=True,
            samples=S.unary_away_from_0)
@@ -255,7 +256,7 @@ THRESHOLD_BACKWARD = _ew(
     "g if x > threshold else 0.0",
     lambda g, x, threshold: np.where(x > threshold, g, np.zeros_like(g)),
     lambda g, ins, out, p, n: (threshold_backward(g, ins[1], p["threshold"]) if n[0] else None,
-                               None),
+                               ins[1] * 0.0 if n[1] else None),
     params=("threshold",), save=(1,), samples=S.binary_same_away_from_0)
 
 
@@ -281,7 +282,7 @@ CLAMP_BACKWARD = _ew(
     "g if (a >= min and a <= max) else 0.0",
     lambda g, a, min, max: np.where((a >= min) & (a <= max), g, np.zeros_like(g)),
     lambda g, ins, out, p, n: (clamp_backward(g, ins[1], p["min"], p["max"]) if n[0] else None,
-                               None),
+                               ins[1] * 0.0 if n[1] else None),
     params=("min", "max"), save=(1,), samples=S.clamp_backward)
 
 
@@ -312,7 +313,7 @@ def rsub(input, other, *, alpha=None) -> Tensor:
     """``other - input``."""
     if alpha is not None and alpha != 1:
         input = mul(input, alpha)
-    return binary(RSUB, input, other)
+    return binary(RSUB, input, other, {"tensor_other": True} if _t(other) else None)
 
 
 def mul(input, other) -> Tensor:
@@ -484,8 +485,19 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch'
         if max is not None:
             r = minimum(r, max if _t(max) else _as_tensor(max))
         return r
-    lo = float("-inf") if min is None else min
-    hi = float("inf") if max is None else max
+    from ..dtypes import result_type
+
+    rt = result_type(input, *[b for b in (min, max) if b is not None])
+    if rt.np != input._data.dtype:
+        input = input.to(rt)
+    dt = input._data.dtype
+    if dt.kind == "f":
+        lo = float("-inf") if min is None else min
+        hi = float("inf") if max is None else max
+    else:
+        info = np.iinfo(dt) if dt.kind in "iu" else None
+        lo = (info.min if info else False) if min is None else min
+        hi = (info.max if info else True) if max is None else max
     return unary(CLAMP, input, {"min": lo, "max": hi})
 
 

@@ -75,7 +75,7 @@ def _kernel_source(op: OpDef) -> tuple[str, set[str]]:
     load2 = "\n".join(f"            v_{n} = ld2({n}_, i, j)" for n in op.inputs)
     sig_in = ", ".join([*[f"{n}_" for n in op.inputs], *params, "out"])
     src = f'''
-@njit(cache=True, fastmath=FASTMATH, nogil=True)
+@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy")
 def {op.name}_1d({sig_in}):
     {doc}
     for i in range(out.shape[0]):
@@ -83,7 +83,7 @@ def {op.name}_1d({sig_in}):
         out[i] = {expr}
 
 
-@njit(cache=True, fastmath=FASTMATH, nogil=True, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy", parallel=True)
 def {op.name}_1d_par({sig_in}):
     {doc}
     for i in prange(out.shape[0]):
@@ -91,7 +91,7 @@ def {op.name}_1d_par({sig_in}):
         out[i] = {expr}
 
 
-@njit(cache=True, fastmath=FASTMATH, nogil=True)
+@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy")
 def {op.name}_2d({sig_in}):
     {doc}
     for i in range(out.shape[0]):

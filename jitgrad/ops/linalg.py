@@ -13,6 +13,8 @@ __all__ = ["matmul", "mm", "mv", "dot", "bmm", "outer", "linear"]
 
 
 def _node_name(p) -> str:
+    if p.get("bmm"):
+        return "BmmBackward0"
     na, nb = p["ndims"]
     if na == 1 and nb == 1:
         return "DotBackward0"
@@ -31,11 +33,12 @@ def _matmul_vjp(g, ins, out, p, n):
     # lift 1-D operands to matrices, as matmul does, so one rule covers every case
     a2 = a.unsqueeze(0) if na == 1 else a
     b2 = b.unsqueeze(-1) if nb == 1 else b
-    g2 = g
-    if na == 1:
-        g2 = g2.unsqueeze(-2)
+    shape2 = list(g._data.shape)
     if nb == 1:
-        g2 = g2.unsqueeze(-1)
+        shape2.append(1)
+    if na == 1:
+        shape2.insert(len(shape2) - 1, 1)
+    g2 = g.reshape(shape2) if len(shape2) != g._data.ndim else g
     ga = gb = None
     if n[0]:
         ga = matmul(g2, b2.transpose(-1, -2))
@@ -153,7 +156,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
         raise RuntimeError(
             f"bmm: batch sizes differ: {input.shape[0]} and {mat2.shape[0]}"
         )
-    return matmul(input, mat2)
+    return call(MATMUL, (input, mat2), {"ndims": (3, 3), "bmm": True})
 
 
 def outer(input: Tensor, vec2: Tensor) -> Tensor:

@@ -132,7 +132,7 @@ def _bce_grad_vjp(gg, ins, out, p, n):
     if n[1]:
         res[1] = gw * lw * s * (1.0 - s)
     if n[2]:
-        res[2] = gw * (s - 1.0) if pw is None else gw * ((pw - 1.0) * s - pw)
+        res[2] = -gw if pw is None else gw * ((pw - 1.0) * s - pw)
     if n[3]:
         d = s - y if pw is None else lw * s - pw * y
         res[3] = gg * ge * d

@@ -51,7 +51,7 @@ def _reshape(input: Tensor, shape, node: str, must_view: bool = False) -> Tensor
         p = {"shape": shape, "in_shape": a.shape, "node": node}
         return call(RESHAPE, (input,), p, view_of=input)
     res = np.reshape(a, shape)
-    copied = res.base is None and a.size > 1
+    copied = a.size > 1 and not np.may_share_memory(res, a)
     if copied and node == "ViewBackward0":
         node = "UnsafeViewBackward0"
     p = {"shape": shape, "in_shape": a.shape, "node": node}
@@ -241,6 +241,8 @@ def expand_as(input: Tensor, other: Tensor) -> Tensor:
 
 # ------------------------------------------------------------------------ indexing
 def _index_kind(index) -> str:
+    if type(index) is _TwoStep:
+        return "IndexBackward0"
     items = index if isinstance(index, tuple) else (index,)
     kinds = set()
     for it in items:
@@ -265,18 +267,59 @@ def _index_kind(index) -> str:
     return "AliasBackward0"
 
 
+class _TwoStep(tuple):
+    """``(basic, rest)``: PyTorch applies integer indices as selects before advanced indexing
+    (NumPy would treat them as advanced indices too, which moves dims differently)."""
+
+    __slots__ = ()
+
+
+def _take(a, index):
+    if type(index) is _TwoStep:
+        return a[index[0]][index[1]]
+    return a[index]
+
+
 def _getitem_bwd_ref(g, index, shape, advanced):
     out = np.zeros(shape, dtype=g.dtype)
-    if advanced:
+    if type(index) is _TwoStep:
+        np.add.at(out[index[0]], index[1], g)
+    elif advanced:
         np.add.at(out, index, g)
     else:
         out[index] = g
     return out
 
 
+def _split_ints(items: list, ndim: int) -> _TwoStep:
+    """Split an index mixing integers and arrays into PyTorch's select-then-index steps."""
+    def width(it):
+        if it is None or it is Ellipsis:
+            return 0
+        if isinstance(it, np.ndarray) and it.dtype == np.bool_:
+            return it.ndim
+        return 1
+
+    if any(it is Ellipsis for it in items):
+        i = next(k for k, it in enumerate(items) if it is Ellipsis)
+        fill = ndim - sum(width(it) for it in items)
+        items = items[:i] + [slice(None)] * fill + items[i + 1:]
+    basic, rest = [], []
+    for it in items:
+        if isinstance(it, (int, np.integer)) and not isinstance(it, bool):
+            basic.append(it)
+        elif isinstance(it, np.ndarray):
+            basic.extend([slice(None)] * width(it))
+            rest.append(it)
+        else:  # slice or None
+            basic.append(it)
+            rest.append(slice(None))
+    return _TwoStep((tuple(basic), tuple(rest)))
+
+
 GETITEM = defop(name="getitem", kind=MOVEMENT, inputs=("a",),
                 params=("index", "shape", "advanced", "node"), node=lambda p: p["node"],
-                ref=lambda a, index, shape, advanced, node: a[index],
+                ref=lambda a, index, shape, advanced, node: _take(a, index),
                 vjp=lambda g, ins, out, p, n: (_getitem_backward(g, p),))
 GETITEM_BACKWARD = defop(
     name="getitem_backward", kind=MOVEMENT, inputs=("g",), params=("index", "shape", "advanced"),
@@ -299,6 +342,8 @@ def _normalise_index(index, shape):
     for it in items:
         if isinstance(it, Tensor):
             it = it._data
+            if it.ndim == 0 and it.dtype.kind in "iu":  # a 0-d integer tensor acts as an int
+                it = int(it)
         elif isinstance(it, (list,)) and not all(isinstance(x, slice) for x in it):
             it = np.asarray(it)
         if isinstance(it, np.ndarray):
@@ -333,6 +378,9 @@ def _normalise_index(index, shape):
             dim += it.ndim
         elif not isinstance(it, bool):
             dim += 1
+    if advanced and any(isinstance(it, (int, np.integer)) and not isinstance(it, bool)
+                        for it in out):
+        return _split_ints(out, len(shape)), True
     index = tuple(out) if isinstance(index, tuple) or len(out) != 1 else out[0]
     return index, advanced
 
@@ -340,13 +388,13 @@ def _normalise_index(index, shape):
 def getitem(input: Tensor, index) -> Tensor:
     """``input[index]``: ints, slices, None, Ellipsis, integer and boolean tensors/arrays."""
     a = input._data
-    if a.ndim == 0 and index not in ((), Ellipsis, None) and not isinstance(index, tuple):
+    if a.ndim == 0 and not (index is Ellipsis or index is None or isinstance(index, tuple)):
         if not isinstance(index, (Tensor, np.ndarray, list, bool)):
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                              "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
     index, advanced = _normalise_index(index, a.shape)
     p = {"index": index, "shape": a.shape, "advanced": advanced, "node": _index_kind(index)}
-    res = a[index]
+    res = _take(a, index)
     if not isinstance(res, np.ndarray):
         res = np.asarray(res)
     out = wrap(res)

@@ -20,7 +20,15 @@ __all__ = ["sum", "mean", "max", "min", "amax", "amin", "logsumexp", "softmax", 
            "softmax_backward", "log_softmax_backward",
            "argmax", "argmin", "var", "std", "prod"]
 
-min_max = namedtuple("min_max", ["values", "indices"])  # torch.return_types.max
+def _return_type(name):
+    cls = namedtuple(name, ["values", "indices"])
+    cls.__repr__ = lambda self: (f"jitgrad.return_types.{name}(values={self.values!r}, "
+                                 f"indices={self.indices!r})")
+    return cls
+
+
+return_max = _return_type("max")  # PyTorch's torch.return_types.max
+return_min = _return_type("min")
 
 
 def _kept_shape(shape, dims):
@@ -155,6 +163,8 @@ AMIN = defop(name="amin", kind=REDUCE, inputs=("a",), params=("dims", "keepdim",
 def _select_grad(g: Tensor, p) -> Tensor:
     """Gradient of max/min along ``dim``: to the returned index only."""
     dim, shape = p["dim"], p["shape"]
+    if not shape:  # 0-d input: the value is the input
+        return g
     idx = p["indices"] if p["keepdim"] else np.expand_dims(p["indices"], dim)
     onehot = np.arange(shape[dim]).reshape(
         tuple(shape[dim] if i == dim else 1 for i in range(len(shape)))) == idx
@@ -177,6 +187,7 @@ MIN_DIM = defop(name="min_dim", kind=REDUCE, inputs=("a",),
 
 
 def _extreme(op_full, op_dim, argfn, input, dim, keepdim, name):
+    rtype = return_max if name == "max" else return_min
     if dim is None:
         p = _reduce_params(input, None, False, name)
         return _call_reduce(op_full, input, p)
@@ -192,8 +203,8 @@ def _extreme(op_full, op_dim, argfn, input, dim, keepdim, name):
         idx = np.squeeze(idx, axis=d)
         values = np.squeeze(values, axis=d)
     p = {"dim": d, "keepdim": bool(keepdim), "shape": a.shape, "indices": idx}
-    out = record(op_dim, wrap(np.ascontiguousarray(values)), (input,), p)
-    return min_max(out, wrap(np.asarray(idx, dtype=np.int64)))
+    out = record(op_dim, wrap(np.array(values, order="C")), (input,), p)
+    return rtype(out, wrap(np.asarray(idx, dtype=np.int64)))
 
 
 def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
@@ -249,6 +260,9 @@ def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
 # ------------------------------------------------------------ logsumexp / softmax
 def _lse_ref(a, dims, keepdim, shape):
+    if a.size == 0:  # log(sum of nothing) = -inf, as PyTorch
+        return np.full(_kept_shape(shape, dims) if keepdim else tuple(
+            s for i, s in enumerate(shape) if i not in dims), -np.inf, dtype=a.dtype)
     m = np.max(a, axis=dims, keepdims=True)
     m = np.where(np.isfinite(m), m, 0)
     with np.errstate(divide="ignore"):
