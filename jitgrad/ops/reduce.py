@@ -423,23 +423,64 @@ def log_softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
     return _dim_op(LOG_SOFTMAX, input, dim, dtype, "log_softmax")
 
 
-# ---------------------------------------------------------- composites (no own node)
-def var(input: Tensor, dim=None, *, correction: int = 1, keepdim: bool = False,
-        unbiased=None) -> Tensor:
-    """Variance with Bessel's ``correction`` (composite of mean/sum)."""
+# ------------------------------------------------------------------------ var / std
+def _moments_ref(fn):
+    def ref(a, dims, keepdim, shape, correction):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = fn(a.astype(np.float64), axis=dims, ddof=correction, keepdims=keepdim)
+        return np.asarray(r, dtype=a.dtype)
+    return ref
+
+
+def _centered(x: Tensor, p) -> tuple:
+    n = _count(p["shape"], p["dims"])
+    return x - mean(x, p["dims"], keepdim=True), float(n - p["correction"])
+
+
+def _var_vjp(g, ins, out, p, n):
+    d, dof = _centered(ins[0], p)
+    return (_expand_back(g, p) * d * (2.0 / dof),)
+
+
+def _std_vjp(g, ins, out, p, n):
+    d, dof = _centered(ins[0], p)
+    o = out if p["keepdim"] else out.reshape(_kept_shape(p["shape"], p["dims"]))
+    return (_expand_back(g, p) * d / (o * dof),)
+
+
+VAR = defop(name="var", kind=REDUCE, inputs=("a",),
+            params=("dims", "keepdim", "shape", "correction"), node="VarBackward0",
+            ref=_moments_ref(np.var), vjp=_var_vjp, save=(0,), samples=S.reduce_var)
+STD = defop(name="std", kind=REDUCE, inputs=("a",),
+            params=("dims", "keepdim", "shape", "correction"), node="StdBackward0",
+            ref=_moments_ref(np.std), vjp=_std_vjp, save=(0,), save_out=True,
+            samples=S.reduce_var)
+
+
+def _moment(op, input, dim, correction, keepdim, unbiased, name):
     if unbiased is not None:
         correction = 1 if unbiased else 0
-    mu = mean(input, dim, keepdim=True)
-    d = input - mu
-    n = input.numel() if dim is None else _count(input._data.shape,
-                                                 wrap_dims(dim, input._data.ndim))
-    return sum(d * d, dim, keepdim=keepdim) / float(n - correction)
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(
+            f"{name}(): could not infer output dtype. Input dtype must be either a floating "
+            f"point or complex dtype. Got: {input.dtype.tensor_type.replace('Tensor', '')}"
+        )
+    p = _reduce_params(input, dim, keepdim, name)
+    p["correction"] = correction
+    res = op.ref(input._data, p["dims"], p["keepdim"], p["shape"], correction)
+    return record(op, wrap(res), (input,), p)
+
+
+def var(input: Tensor, dim=None, *, correction: int = 1, keepdim: bool = False,
+        unbiased=None) -> Tensor:
+    """Variance over ``dim`` (all dims when None) with Bessel's ``correction``."""
+    return _moment(VAR, input, dim, correction, keepdim, unbiased, "var")
 
 
 def std(input: Tensor, dim=None, *, correction: int = 1, keepdim: bool = False,
         unbiased=None) -> Tensor:
-    """Standard deviation (``sqrt(var)``)."""
-    return var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased).sqrt()
+    """Standard deviation over ``dim`` with Bessel's ``correction``."""
+    return _moment(STD, input, dim, correction, keepdim, unbiased, "std")
 
 
 def prod(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:

@@ -142,3 +142,15 @@ def single_dim_pair(rng, dtype):
             y = rng.uniform(0.05, 1.0, size=s).astype(dtype)
             out.append(((_r(rng, s, dtype), y), {"dim": d}))
     return out
+
+
+def reduce_var(rng, dtype):
+    """Reductions with a Bessel correction (var/std), sized so n > correction."""
+    out = []
+    for s in ((5,), (3, 4), (2, 3, 4)):
+        for dims in ((0,), (len(s) - 1,), tuple(range(len(s)))):
+            for keep in (False, True):
+                for corr in (0, 1):
+                    out.append(((_r(rng, s, dtype),), {"dim": dims, "keepdim": keep,
+                                                        "correction": corr}))
+    return out
