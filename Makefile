@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 EXAMPLES_STAMP := $(VENV)/.installed-examples
 
-.PHONY: demo test lint bench kernels clean
+.PHONY: demo test test-all lint bench kernels clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,9 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m jitgrad.ops.gen_kernels --check
 	$(BIN)/pytest
+
+test-all: $(STAMP)  # includes the slow sweeps (dense ulp sweeps: ~15 min)
+	$(BIN)/pytest -m "slow or not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 __all__ = ["sum_flat", "sum_flat_par", "sum_mid", "sum_mid_par_outer", "sum_mid_par_inner",
-           "CHUNK"]
+           "max_abs", "CHUNK"]
 
 #: elements per partial sum of a parallel flat reduction (fixed: determinism)
 CHUNK = 1 << 14
@@ -112,3 +112,15 @@ def sum_mid_par_inner(a, scale, out):
                 acc[q - q0] += a[p, r, q]
         for q in range(q0, q1):
             out[p, q] = acc[q - q0] * scale
+
+
+@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
+def max_abs(a):
+    """Largest ``|a[i]|`` of a 1-D array (NaN if any element is NaN); 0 for an empty array."""
+    m = a.dtype.type(0)
+    nan = False
+    for i in range(a.shape[0]):
+        v = abs(a[i])
+        nan |= v != v
+        m = v if v > m else m
+    return np.nan if nan else m

@@ -8,41 +8,25 @@ from __future__ import annotations
 
 from numba import njit
 
-try:
-    from .vmath import (
-        KERNEL_FASTMATH,
-        cos,
-        erf,
-        exp,
-        expm1,
-        log,
-        log1p,
-        pow,
-        rsqrt,
-        sigmoid,
-        sin,
-        softplus,
-        sqrt,
-        tanh,
-    )
-except ImportError:  # TEMP until vmath lands
-    import math
+from .vmath import (
+    KERNEL_FASTMATH,
+    cos,
+    erf,
+    exp,
+    expm1,
+    log,
+    log1p,
+    pow,
+    rsqrt,
+    sigmoid,
+    sin,
+    softplus,
+    sqrt,
+    tanh,
+)
 
-    import numpy as np
-    cos, exp, expm1, log, log1p, sin, sqrt, tanh = np.cos, np.exp, np.expm1, np.log, np.log1p, np.sin, np.sqrt, np.tanh
-    erf = math.erf
-    pow = np.power
-    @njit(inline="always")
-    def sigmoid(x):
-        return 1 / (1 + np.exp(-x))
-    @njit(inline="always")
-    def rsqrt(x):
-        return 1 / np.sqrt(x)
-    softplus = None
-    KERNEL_FASTMATH = {'contract'}
-
-__all__ = ["cos", "erf", "exp", "expm1", "log", "log1p", "pow", "rsqrt", "sigmoid", "sin",
-           "softplus", "sqrt", "tanh", "maximum", "minimum", "pow_scalar"]
+__all__ = ["KERNEL_FASTMATH", "cos", "erf", "exp", "expm1", "log", "log1p", "pow", "rsqrt",
+           "sigmoid", "sin", "softplus", "sqrt", "tanh", "maximum", "minimum", "pow_scalar"]
 
 
 @njit(inline="always")

@@ -27,6 +27,17 @@ def _kernels():
     return _mod
 
 
+def trig_out_of_domain(name: str, a: np.ndarray) -> bool:
+    """Whether some element of float ``a`` lies outside the vectorised sin/cos domain."""
+    from ..kernels.vmath import ACCURATE_DOMAIN
+
+    limit = ACCURATE_DOMAIN.get((name, "float32" if a.dtype == _F32 else "float64"))
+    if limit is None:
+        return False
+    m = _kernels().max_abs(np.ascontiguousarray(a).reshape(-1))
+    return not m < limit  # NaN takes the libm path too (both give NaN)
+
+
 def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> np.ndarray:
     """``scale * a.sum(dims)`` for float32/float64 ``a``, accumulated in float64."""
     dt = a.dtype

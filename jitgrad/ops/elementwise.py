@@ -9,6 +9,7 @@ import numpy as np
 from ..tensor import Tensor
 from . import samples as S
 from .dispatch import binary, elementwise, unary
+from .eager_reduce import trig_out_of_domain
 from .registry import BOOL, ELEMENTWISE, FLOAT, defop
 
 __all__ = [
@@ -402,14 +403,28 @@ def reciprocal(input: Tensor) -> Tensor:
     return unary(RECIPROCAL, input)
 
 
+def _trig(op, input: Tensor) -> Tensor:
+    # the vectorised sin/cos reduce arguments exactly only below ACCURATE_DOMAIN; beyond it
+    # (|x| >= 6.6e6 in float32) NumPy's libm gives the right answer, so use it
+    a = input._data
+    if a.dtype.kind == "f" and a.size and trig_out_of_domain(op.name, a):
+        from ..tensor import wrap
+        from .dispatch import record
+
+        with np.errstate(all="ignore"):
+            res = op.ref(a)
+        return record(op, wrap(res), (input,), None)
+    return unary(op, input)
+
+
 def sin(input: Tensor) -> Tensor:
     """Sine."""
-    return unary(SIN, input)
+    return _trig(SIN, input)
 
 
 def cos(input: Tensor) -> Tensor:
     """Cosine."""
-    return unary(COS, input)
+    return _trig(COS, input)
 
 
 def tanh(input: Tensor) -> Tensor:

@@ -1,0 +1,1 @@
+"""asv benchmarks of jitgrad (run from ``asv_benchmarks/``; see its README.md)."""

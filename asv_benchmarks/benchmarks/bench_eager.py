@@ -1,0 +1,242 @@
+"""Eager-mode workloads, as measured for the peers in ``shared/peers-bench`` (W1, W2, W4).
+
+* :class:`PerOpOverhead`   W4: ``c = a * b + a`` on 16 float32 elements; one call = one line =
+  2 ops, so per-op overhead = time / 2 (``compare.py`` prints it per op).
+* :class:`SeedGraph`       W1: ``z = log(x**3) + sqrt(x**2)`` forward + backward + read grad.
+* :class:`ElementwiseChain` W2: ``sum(tanh(x*w + b)**2 * sigmoid(x))`` forward + backward.
+* :class:`MatmulChain`     ``((x @ w1).tanh() @ w2).sum()`` forward + backward, 128x784x256x10.
+* :class:`ImportTime`, :class:`FirstOp`: ``import jitgrad``; import + first op + backward,
+  each in a fresh process.
+
+Side-by-side figures against NumPy, Numba, PyTorch and JAX: ``asv_benchmarks/compare.py``.
+``quick_params`` (not an asv attribute) is what ``tests/test_benchmarks_quick.py`` runs.
+"""
+
+import resource
+import subprocess
+import sys
+
+import numpy as np
+
+import jitgrad
+
+
+def _leaf(arr, requires_grad=True):
+    return jitgrad.from_numpy(arr).requires_grad_(requires_grad)
+
+
+def _rel_err(a, ref):
+    a = np.asarray(a, dtype=np.float64)
+    return float(np.max(np.abs(a - ref)) / (np.max(np.abs(ref)) + 1e-30))
+
+
+# --------------------------------------------------------------------------- W4
+class PerOpOverhead:
+    """``c = a * b + a`` (2 ops), 16 float32 elements, ``a`` requires grad (as W4).
+
+    ``grad``: graph recording on; ``no_grad``: grad mode off for the whole timing
+    (``set_grad_enabled(False)`` in setup, so the context-manager cost is not timed).
+    """
+
+    params = [["grad", "no_grad"]]
+    param_names = ["mode"]
+    quick_params = params
+
+    def setup(self, mode):
+        self.a = _leaf(np.linspace(-1, 1, 16, dtype=np.float32))
+        self.b = _leaf(np.linspace(0.5, 2, 16, dtype=np.float32), requires_grad=False)
+        self._prev = jitgrad.is_grad_enabled()
+        jitgrad.set_grad_enabled(mode == "grad")
+        c = self.a * self.b + self.a            # warm: kernels loaded before timing
+        assert c.requires_grad == (mode == "grad")
+
+    def teardown(self, mode):
+        jitgrad.set_grad_enabled(self._prev)
+
+    def time_line(self, mode):
+        a, b = self.a, self.b
+        c = a * b + a  # noqa: F841 - the line under test
+
+    def track_nodes_per_line(self, mode):
+        """Backward nodes one line records (2 with grad, 0 under no_grad)."""
+        c = self.a * self.b + self.a
+        n, fn = 0, c.grad_fn
+        while fn is not None:
+            n += 1
+            nxt = [e[0] for e in fn.next_functions if e[0] is not None
+                   and type(e[0]).__name__ != "AccumulateGrad"]
+            fn = nxt[0] if nxt else None
+        return n
+
+    track_nodes_per_line.unit = "nodes"
+
+
+# --------------------------------------------------------------------------- W1
+class SeedGraph:
+    """``z = log(x**3) + sqrt(x**2)``; ``z.backward()``; ``x.grad.item()`` (== 1.6).
+
+    ``new``: a fresh leaf every iteration; ``reuse``: one leaf, ``x.grad.zero_()`` first.
+    """
+
+    params = [["new", "reuse"]]
+    param_names = ["leaf"]
+    quick_params = params
+
+    def setup(self, leaf):
+        self.x = jitgrad.tensor(5.0, requires_grad=True)
+        self.x.grad = jitgrad.zeros_like(self.x)
+        g = self.time_fwd_bwd(leaf)
+        assert abs(g - 1.6) < 1e-5, g
+
+    def time_fwd_bwd(self, leaf):
+        if leaf == "new":
+            x = jitgrad.tensor(5.0, requires_grad=True)
+        else:
+            x = self.x
+            x.grad.zero_()
+        z = jitgrad.log(x ** 3) + jitgrad.sqrt(x ** 2)
+        z.backward()
+        return x.grad.item()
+
+
+# --------------------------------------------------------------------------- W2
+def chain_reference(x, w, b):
+    """Float64 NumPy loss and (gx, gw, gb) with the hand-derived backward."""
+    x, w, b = (a.astype(np.float64) for a in (x, w, b))
+    t = np.tanh(x * w + b)
+    s = 1.0 / (1.0 + np.exp(-x))
+    t2 = t * t
+    du = 2.0 * t * s * (1.0 - t2)
+    return float((t2 * s).sum()), (du * w + t2 * s * (1.0 - s), du * x, du)
+
+
+class ElementwiseChain:
+    """``sum(tanh(x*w + b)**2 * sigmoid(x))`` forward + backward; x, w, b require grad.
+
+    Configurations as W2: 1e5, 1e6, 1e7 float32 and 1e6 float64 (the other float64 sizes
+    are skipped). Effective bandwidth = 6 arrays * n * itemsize / time.
+    """
+
+    params = [[100_000, 1_000_000, 10_000_000], ["float32", "float64"]]
+    param_names = ["n", "dtype"]
+    quick_params = [[1_000], ["float32", "float64"]]
+    timeout = 300
+    repeat = (3, 10, 30.0)
+
+    def setup(self, n, dtype):
+        if dtype == "float64" and n != 1_000_000 and n in self.params[0]:
+            raise NotImplementedError("float64 only at n=1e6")
+        rng = np.random.default_rng(0)
+        self.arrays = [rng.standard_normal(n, dtype=np.dtype(dtype).type) for _ in range(3)]
+        self.x, self.w, self.b = (_leaf(a.copy()) for a in self.arrays)
+        self.step()
+
+    def step(self):
+        x, w, b = self.x, self.w, self.b
+        x.grad = w.grad = b.grad = None
+        loss = (jitgrad.tanh(x * w + b) ** 2 * jitgrad.sigmoid(x)).sum()
+        loss.backward()
+        return loss
+
+    def time_fwd_bwd(self, n, dtype):
+        self.step()
+
+    def peakmem_fwd_bwd(self, n, dtype):
+        self.step()
+
+    def track_grad_max_rel_err(self, n, dtype):
+        """max |g - ref| / max |ref| over the three gradients, against float64 NumPy."""
+        self.step()
+        _, ref = chain_reference(*self.arrays)
+        return max(_rel_err(t.grad.numpy(), r) for t, r in zip((self.x, self.w, self.b), ref))
+
+    track_grad_max_rel_err.unit = "relative error"
+
+    def track_loss_rel_err(self, n, dtype):
+        loss = float(self.step().item())
+        ref, _ = chain_reference(*self.arrays)
+        return abs(loss - ref) / abs(ref)
+
+    track_loss_rel_err.unit = "relative error"
+
+    def track_minor_faults_per_step(self, n, dtype):
+        """Page faults per step: fresh large buffers fault in every page (RESULTS.md obs. 2)."""
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(3):
+            self.step()
+        return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / 3
+
+    track_minor_faults_per_step.unit = "faults"
+
+
+# --------------------------------------------------------------------------- matmul
+class MatmulChain:
+    """``((x @ w1).tanh() @ w2).sum()`` forward + backward; w1, w2 require grad, x does not.
+
+    Shapes (batch, in, hidden, out) = 128x784x256x10 float32 (W3's first and last layers).
+    """
+
+    params = [[(128, 784, 256, 10)]]
+    param_names = ["shape"]
+    quick_params = [[(8, 16, 8, 4)]]
+
+    def setup(self, shape):
+        bsz, d_in, d_hid, d_out = shape
+        rng = np.random.default_rng(0)
+        self.x = _leaf(rng.standard_normal((bsz, d_in), dtype=np.float32), False)
+        self.w1 = _leaf(rng.standard_normal((d_in, d_hid), dtype=np.float32) / d_in ** 0.5)
+        self.w2 = _leaf(rng.standard_normal((d_hid, d_out), dtype=np.float32) / d_hid ** 0.5)
+        self.step()
+
+    def step(self):
+        self.w1.grad = self.w2.grad = None
+        loss = ((self.x @ self.w1).tanh() @ self.w2).sum()
+        loss.backward()
+        return loss
+
+    def time_fwd_bwd(self, shape):
+        self.step()
+
+    def peakmem_fwd_bwd(self, shape):
+        self.step()
+
+
+# --------------------------------------------------------------------------- cold start
+FIRST_OP = """
+import jitgrad
+a = jitgrad.linspace(-1, 1, 16, requires_grad=True)
+b = jitgrad.linspace(0.5, 2, 16)
+c = a * b + a
+c.sum().backward()
+assert a.grad.shape == (16,)
+"""
+
+
+class ImportTime:
+    """``import jitgrad`` in a fresh process (each sample a new interpreter, start not timed)."""
+
+    repeat = (3, 7, 60.0)
+    timeout = 300
+    quick_params = None
+
+    def timeraw_import_jitgrad(self):
+        return "import jitgrad"
+
+
+class FirstOp:
+    """Import + first element-wise op + backward in a fresh process, warm Numba disk cache.
+
+    setup runs the same code once in a subprocess so the disk cache is written.
+    """
+
+    repeat = (3, 7, 60.0)
+    timeout = 300
+    quick_params = None
+
+    def setup(self):
+        proc = subprocess.run([sys.executable, "-c", FIRST_OP], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"first-op warm-up failed:\n{proc.stderr[-2000:]}")
+
+    def timeraw_first_op(self):
+        return FIRST_OP

@@ -1,0 +1,797 @@
+"""jitgrad's eager workloads side by side with NumPy, Numba, PyTorch and JAX, in one process.
+
+    python asv_benchmarks/compare.py [--quick] [--json PATH] [--png PATH] [--only W ...]
+                                     [--threads N] [--no-torch] [--no-jax]
+
+Workloads (as ``shared/peers-bench`` and ``benchmarks/bench_eager.py``):
+
+* ``per_op``   ``c = a * b + a`` on 16 float32 elements (``a`` requires grad); a timed call runs
+  the line 16 times; reported per op = per line / 2.
+* ``seed``     ``z = log(x**3) + sqrt(x**2)``, forward + backward + read ``x.grad``.
+* ``chain``    ``sum(tanh(x*w + b)**2 * sigmoid(x))`` forward + backward -> loss, dx, dw, db;
+  effective GB/s = 6 * n * itemsize / time (read x, w, b; write the three grads), against a
+  STREAM-style triad bandwidth measured here.
+* ``matmul``   ``((x @ w1).tanh() @ w2).sum()`` forward + backward (w1, w2), 128x784x256x10.
+* ``cold``     fresh processes: import, and import + first op + backward (warm disk caches).
+
+Every implementation of a workload is timed in this process, interleaved round-robin (one
+repeat of each per round) so background load hits all alike; ``number`` per repeat is
+calibrated so a repeat lasts ~``target_s``; median and min over the repeats. Ratios: ``x best``
+= median / fastest non-jitgrad median of that workload, ``x numpy`` = median / NumPy's.
+PyTorch and JAX are used when importable, skipped with a printed line otherwise.
+Each result is checked against a float64 NumPy reference (``err`` column).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+LINES = 16  # lines per timed call in per_op (amortises the loop and call overhead)
+
+
+# ------------------------------------------------------------------------------ timing
+def calibrate(fn, target_s: float, max_number: int = 1_000_000) -> int:
+    """Calls per repeat so that one repeat lasts about ``target_s`` (best of 3 timings)."""
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return int(max(1, min(max_number, target_s / max(best, 1e-9))))
+
+
+def bench_interleaved(fns: dict, warmup: int, rounds: int, target_s: float) -> dict:
+    """Median/min seconds per call of each callable, repeats interleaved round-robin."""
+    numbers = {}
+    for name, fn in fns.items():
+        for _ in range(warmup):
+            fn()
+        numbers[name] = calibrate(fn, target_s)
+    samples = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            n = numbers[name]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            samples[name].append((time.perf_counter() - t0) / n)
+    return {name: {"median_s": statistics.median(v), "min_s": min(v), "max_s": max(v),
+                   "number": numbers[name], "repeats": rounds} for name, v in samples.items()}
+
+
+def cpu_busy(interval: float = 0.3) -> float:
+    """Fraction of all CPUs busy during ``interval`` (Linux /proc/stat; 0 elsewhere)."""
+    def sample():
+        with open("/proc/stat") as f:
+            vals = [int(v) for v in f.readline().split()[1:]]
+        return vals[3] + vals[4], sum(vals)
+    try:
+        i0, t0 = sample()
+        time.sleep(interval)
+        i1, t1 = sample()
+    except OSError:
+        return 0.0
+    return 1.0 - (i1 - i0) / max(1, t1 - t0)
+
+
+def wait_quiet(max_wait_s: float, threshold: float = 0.25) -> float:
+    """Wait (bounded) for other processes to leave the CPUs mostly idle; the busy fraction."""
+    deadline = time.time() + max_wait_s
+    busy = cpu_busy()
+    while busy > threshold and time.time() < deadline:
+        busy = cpu_busy()
+    return busy
+
+
+# ------------------------------------------------------------------------------ peers
+PEER_MODULES: dict = {}
+
+
+def optional(name: str):
+    """The module ``name`` if importable, else None (with one printed line)."""
+    if name not in PEER_MODULES:
+        try:
+            PEER_MODULES[name] = __import__(name)
+            if name == "jax":
+                import jax.numpy  # noqa: F401
+        except Exception as exc:  # ImportError, or a broken install
+            PEER_MODULES[name] = None
+            print(f"skipped {name}: not importable ({type(exc).__name__}: {exc})", flush=True)
+    return PEER_MODULES[name]
+
+
+def rel_err(a, ref) -> float:
+    a = np.asarray(a, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    return float(np.max(np.abs(a - ref)) / (np.max(np.abs(ref)) + 1e-30))
+
+
+def to_np(t):
+    """A result of any implementation as a NumPy array."""
+    if hasattr(t, "detach"):
+        t = t.detach()
+    if hasattr(t, "numpy"):
+        return np.asarray(t.numpy())
+    return np.asarray(t)
+
+
+# ------------------------------------------------------------------------------ per_op (W4)
+def per_op_impls(jg):
+    an = np.linspace(-1, 1, 16, dtype=np.float32)
+    bn = np.linspace(0.5, 2, 16, dtype=np.float32)
+    ref = an.astype(np.float64) * bn + an
+    impls = {}
+
+    def numpy_line():
+        for _ in range(LINES):
+            c = an * bn + an
+        return c
+    impls["numpy"] = numpy_line
+
+    a = jg.from_numpy(an.copy()).requires_grad_()
+    b = jg.from_numpy(bn.copy())
+
+    def jitgrad_grad():
+        for _ in range(LINES):
+            c = a * b + a
+        return c
+
+    def jitgrad_no_grad():
+        with jg.no_grad():
+            for _ in range(LINES):
+                c = a * b + a
+        return c
+    impls["jitgrad_grad"] = jitgrad_grad
+    impls["jitgrad_no_grad"] = jitgrad_no_grad
+
+    torch = optional("torch")
+    if torch:
+        ta = torch.from_numpy(an.copy()).requires_grad_()
+        tb = torch.from_numpy(bn.copy())
+
+        def torch_grad():
+            for _ in range(LINES):
+                c = ta * tb + ta
+            return c
+
+        def torch_no_grad():
+            with torch.no_grad():
+                for _ in range(LINES):
+                    c = ta * tb + ta
+            return c
+        impls["torch_grad"] = torch_grad
+        impls["torch_no_grad"] = torch_no_grad
+
+    jax = optional("jax")
+    if jax:
+        ja, jb = jax.numpy.asarray(an), jax.numpy.asarray(bn)
+
+        def jax_unjitted():
+            for _ in range(LINES):
+                c = ja * jb + ja
+            return c.block_until_ready()
+        impls["jax_unjitted"] = jax_unjitted
+
+    checks = {name: (lambda f=f: rel_err(to_np(f()), ref)) for name, f in impls.items()}
+    return impls, checks
+
+
+# ------------------------------------------------------------------------------ seed (W1)
+def seed_impls(jg):
+    impls = {}
+
+    def python_floor():
+        x = 5.0
+        y = x ** 3
+        w = x ** 2
+        _ = math.log(y) + math.sqrt(w)
+        return (1.0 / y) * 3.0 * x * x + (0.5 / math.sqrt(w)) * 2.0 * x
+    impls["python_floor"] = python_floor
+
+    def numpy_hand():
+        x = np.float32(5.0)
+        y = x ** 3
+        w = x ** 2
+        _ = np.log(y) + np.sqrt(w)
+        return float((1 / y) * 3 * x * x + (np.float32(0.5) / np.sqrt(w)) * 2 * x)
+    impls["numpy"] = numpy_hand
+
+    def jitgrad_new_leaf():
+        x = jg.tensor(5.0, requires_grad=True)
+        z = jg.log(x ** 3) + jg.sqrt(x ** 2)
+        z.backward()
+        return x.grad.item()
+
+    xr = jg.tensor(5.0, requires_grad=True)
+    xr.grad = jg.zeros_like(xr)
+
+    def jitgrad_reuse_leaf():
+        xr.grad.zero_()
+        z = jg.log(xr ** 3) + jg.sqrt(xr ** 2)
+        z.backward()
+        return xr.grad.item()
+    impls["jitgrad_new_leaf"] = jitgrad_new_leaf
+    impls["jitgrad_reuse_leaf"] = jitgrad_reuse_leaf
+
+    torch = optional("torch")
+    if torch:
+        tx = torch.tensor(5.0, requires_grad=True)
+
+        def torch_eager():
+            tx.grad = None
+            z = torch.log(tx ** 3) + torch.sqrt(tx ** 2)
+            z.backward()
+            return tx.grad.item()
+
+        def torch_new_leaf():
+            x = torch.tensor(5.0, requires_grad=True)
+            z = torch.log(x ** 3) + torch.sqrt(x ** 2)
+            z.backward()
+            return x.grad.item()
+        impls["torch_eager"] = torch_eager
+        impls["torch_new_leaf"] = torch_new_leaf
+
+    jax = optional("jax")
+    if jax:
+        jnp = jax.numpy
+        g = jax.jit(jax.grad(lambda x: jnp.log(x ** 3) + jnp.sqrt(x ** 2)))
+        x32 = np.float32(5.0)
+        impls["jax_jit_grad"] = lambda: float(g(x32))
+
+    checks = {name: (lambda f=f: abs(f() - 1.6) / 1.6) for name, f in impls.items()}
+    return impls, checks
+
+
+# ------------------------------------------------------------------------------ chain (W2)
+# tanh as the float32 rational approximation used by Eigen and XLA on CPU: on v clamped to
+# [-c, c], tanh(v) ~= v * P(v^2) / Q(v^2); sigmoid(v) = (1 + tanh(v / 2)) / 2. Vectorises,
+# where numba's np.tanh / np.exp are scalar libm calls (no SVML with PyPI's llvmlite).
+_F = np.float32
+_P = tuple(_F(c) for c in (-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
+                           5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
+                           4.89352455891786e-03))
+_Q = tuple(_F(c) for c in (1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
+                           4.89352518554385e-03))
+P13, P11, P9, P7, P5, P3, P1 = _P
+Q6, Q4, Q2, Q0 = _Q
+TANH_CLAMP = _F(7.90531110763549805)
+ONE32, TWO32, HALF32 = _F(1), _F(2), _F(0.5)
+_FM = {"reassoc", "contract"}
+
+
+@njit(inline="always", fastmath=_FM, cache=True)
+def _rtanh32(v):
+    v = min(max(v, -TANH_CLAMP), TANH_CLAMP)
+    v2 = v * v
+    p = v2 * P13 + P11
+    p = v2 * p + P9
+    p = v2 * p + P7
+    p = v2 * p + P5
+    p = v2 * p + P3
+    p = v2 * p + P1
+    q = v2 * Q6 + Q4
+    q = v2 * q + Q2
+    q = v2 * q + Q0
+    return v * p / q
+
+
+@njit(parallel=True, fastmath=_FM, cache=True)
+def chain_fused_f32(x, w, b, gx, gw, gb):
+    """One pass: loss and the three gradients; float32 only (the physical reference)."""
+    acc = 0.0
+    for i in prange(x.shape[0]):
+        xi = x[i]
+        wi = w[i]
+        t = _rtanh32(xi * wi + b[i])
+        s = HALF32 + HALF32 * _rtanh32(HALF32 * xi)
+        t2 = t * t
+        ts = t2 * s
+        acc += np.float64(ts)
+        du = TWO32 * t * s * (ONE32 - t2)
+        gx[i] = du * wi + ts * (ONE32 - s)
+        gw[i] = du * xi
+        gb[i] = du
+    return acc
+
+
+@njit(parallel=True, cache=True)
+def chain_fused_libm(x, w, b, gx, gw, gb, one, two):
+    """One pass with np.tanh / np.exp (libm), strict float math; ``one``/``two`` typed."""
+    acc = 0.0
+    for i in prange(x.shape[0]):
+        xi = x[i]
+        wi = w[i]
+        t = np.tanh(xi * wi + b[i])
+        s = one / (one + np.exp(-xi))
+        t2 = t * t
+        ts = t2 * s
+        acc += ts
+        du = two * t * s * (one - t2)
+        gx[i] = du * wi + ts * (one - s)
+        gw[i] = du * xi
+        gb[i] = du
+    return acc
+
+
+def chain_reference(x, w, b):
+    """Float64 loss and (gx, gw, gb), hand-derived backward."""
+    x, w, b = (a.astype(np.float64) for a in (x, w, b))
+    t = np.tanh(x * w + b)
+    s = 1.0 / (1.0 + np.exp(-x))
+    t2 = t * t
+    du = 2.0 * t * s * (1.0 - t2)
+    return (t2 * s).sum(), du * w + t2 * s * (1.0 - s), du * x, du
+
+
+def chain_impls(jg, n: int, dtype: str):
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(n, dtype=np.dtype(dtype).type) for _ in range(3))
+    impls = {}
+
+    def numpy_hand():
+        u = x * w
+        u += b
+        t = np.tanh(u)
+        s = 1 / (1 + np.exp(-x))
+        t2 = t * t
+        ts = t2 * s
+        loss = ts.sum()
+        du = 2 * t * s * (1 - t2)
+        return loss, du * w + ts * (1 - s), du * x, du
+    impls["numpy"] = numpy_hand
+
+    gx, gw, gb = np.empty_like(x), np.empty_like(x), np.empty_like(x)
+    if dtype == "float32":
+        impls["numba_fused"] = lambda: (chain_fused_f32(x, w, b, gx, gw, gb), gx, gw, gb)
+    one, two = x.dtype.type(1), x.dtype.type(2)
+    impls["numba_fused_libm"] = lambda: (chain_fused_libm(x, w, b, gx, gw, gb, one, two),
+                                         gx, gw, gb)
+
+    jx, jw, jb = (jg.from_numpy(a.copy()).requires_grad_() for a in (x, w, b))
+
+    def jitgrad_eager():
+        jx.grad = jw.grad = jb.grad = None
+        loss = (jg.tanh(jx * jw + jb) ** 2 * jg.sigmoid(jx)).sum()
+        loss.backward()
+        return loss.item(), jx.grad, jw.grad, jb.grad
+    impls["jitgrad"] = jitgrad_eager
+
+    torch = optional("torch")
+    if torch:
+        tx, tw, tb = (torch.from_numpy(a).requires_grad_() for a in (x, w, b))
+
+        def torch_eager():
+            tx.grad = tw.grad = tb.grad = None
+            loss = (torch.tanh(tx * tw + tb) ** 2 * torch.sigmoid(tx)).sum()
+            loss.backward()
+            return loss.item(), tx.grad, tw.grad, tb.grad
+        impls["torch_eager"] = torch_eager
+
+    jax = optional("jax")
+    if jax:
+        if dtype == "float64":
+            jax.config.update("jax_enable_x64", True)
+        jnp = jax.numpy
+        vg = jax.jit(jax.value_and_grad(
+            lambda x, w, b: jnp.sum(jnp.tanh(x * w + b) ** 2 * jax.nn.sigmoid(x)),
+            argnums=(0, 1, 2)))
+        ja = [jnp.asarray(a) for a in (x, w, b)]
+        if ja[0].dtype == x.dtype:
+            def jax_jit():
+                loss, grads = vg(*ja)
+                jax.block_until_ready(grads)
+                return (loss, *grads)
+            impls["jax_jit"] = jax_jit
+        else:
+            print(f"skipped jax_jit for {dtype}: jax made {ja[0].dtype}", flush=True)
+
+    ref = chain_reference(x, w, b)
+
+    def check(f):
+        loss, *grads = f()
+        lerr = abs(float(loss) - ref[0]) / abs(ref[0])
+        return max(lerr, *(rel_err(to_np(g), r) for g, r in zip(grads, ref[1:])))
+
+    checks = {name: (lambda f=f: check(f)) for name, f in impls.items()}
+    return impls, checks, 6 * n * x.itemsize
+
+
+# ------------------------------------------------------------------------------ matmul
+def matmul_impls(jg, shape=(128, 784, 256, 10)):
+    bsz, d_in, d_hid, d_out = shape
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((bsz, d_in), dtype=np.float32)
+    w1 = (rng.standard_normal((d_in, d_hid), dtype=np.float32) / np.float32(d_in ** 0.5))
+    w2 = (rng.standard_normal((d_hid, d_out), dtype=np.float32) / np.float32(d_hid ** 0.5))
+    impls = {}
+
+    def numpy_hand(x=x, w1=w1, w2=w2):
+        h = np.tanh(x @ w1)
+        loss = (h @ w2).sum()
+        g = np.ones((x.shape[0], w2.shape[1]), dtype=x.dtype)
+        dw2 = h.T @ g
+        du = (g @ w2.T) * (1 - h * h)
+        return loss, x.T @ du, dw2
+    impls["numpy"] = numpy_hand
+
+    jx = jg.from_numpy(x.copy())
+    jw1, jw2 = (jg.from_numpy(a.copy()).requires_grad_() for a in (w1, w2))
+
+    def jitgrad_eager():
+        jw1.grad = jw2.grad = None
+        loss = ((jx @ jw1).tanh() @ jw2).sum()
+        loss.backward()
+        return loss.item(), jw1.grad, jw2.grad
+    impls["jitgrad"] = jitgrad_eager
+
+    torch = optional("torch")
+    if torch:
+        tx = torch.from_numpy(x)
+        tw1, tw2 = (torch.from_numpy(a).requires_grad_() for a in (w1, w2))
+
+        def torch_eager():
+            tw1.grad = tw2.grad = None
+            loss = ((tx @ tw1).tanh() @ tw2).sum()
+            loss.backward()
+            return loss.item(), tw1.grad, tw2.grad
+        impls["torch_eager"] = torch_eager
+
+    jax = optional("jax")
+    if jax:
+        jnp = jax.numpy
+        vg = jax.jit(jax.value_and_grad(lambda w1, w2, x: jnp.sum(jnp.tanh(x @ w1) @ w2),
+                                        argnums=(0, 1)))
+        ja = [jnp.asarray(a) for a in (w1, w2, x)]
+
+        def jax_jit():
+            loss, grads = vg(*ja)
+            jax.block_until_ready(grads)
+            return (loss, *grads)
+        impls["jax_jit"] = jax_jit
+
+    ref = numpy_hand(*(a.astype(np.float64) for a in (x, w1, w2)))
+
+    def check(f):
+        loss, *grads = f()
+        lerr = abs(float(loss) - ref[0]) / abs(ref[0])
+        return max(lerr, *(rel_err(to_np(g), r) for g, r in zip(grads, ref[1:])))
+
+    checks = {name: (lambda f=f: check(f)) for name, f in impls.items()}
+    return impls, checks
+
+
+# ------------------------------------------------------------------------------ cold start
+_COLD_TEMPLATE = """
+import json, time
+t0 = time.perf_counter()
+{imp}
+t1 = time.perf_counter()
+{op}
+t2 = time.perf_counter()
+print(json.dumps({{"import_s": t1 - t0, "first_op_s": t2 - t0}}))
+"""
+COLD = {
+    "jitgrad": ("import jitgrad",
+                "a = jitgrad.linspace(-1, 1, 16, requires_grad=True)\n"
+                "b = jitgrad.linspace(0.5, 2, 16)\n"
+                "(a * b + a).sum().backward()\n"
+                "assert a.grad.shape == (16,)"),
+    "numpy": ("import numpy as np",
+              "a = np.linspace(-1, 1, 16, dtype=np.float32)\n"
+              "b = np.linspace(0.5, 2, 16, dtype=np.float32)\n"
+              "c = a * b + a"),
+    "torch": ("import torch",
+              "a = torch.linspace(-1, 1, 16, requires_grad=True)\n"
+              "b = torch.linspace(0.5, 2, 16)\n"
+              "(a * b + a).sum().backward()"),
+    "jax": ("import jax, jax.numpy as jnp",
+            "a = jnp.linspace(-1, 1, 16)\n"
+            "b = jnp.linspace(0.5, 2, 16)\n"
+            "jax.grad(lambda a: jnp.sum(a * b + a))(a).block_until_ready()"),
+}
+
+
+def cold_start(rounds: int, peers: list) -> list:
+    """Fresh-process import and import + first op + backward, interleaved; one warm run first."""
+    codes = {p: _COLD_TEMPLATE.format(imp=COLD[p][0], op=COLD[p][1]) for p in peers}
+    samples = {p: {"import_s": [], "first_op_s": []} for p in peers}
+
+    def run(code):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=300)
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr[-2000:])
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    for p in list(peers):
+        try:
+            run(codes[p])  # warm: Numba / XLA disk caches, page cache
+        except Exception as exc:
+            print(f"skipped cold start {p}: {exc}", flush=True)
+            codes.pop(p)
+    for _ in range(rounds):
+        for p in codes:
+            r = run(codes[p])
+            for k in r:
+                samples[p][k].append(r[k])
+    rows = []
+    for k, name in (("import_s", "import"), ("first_op_s", "import+first_op+backward")):
+        for p in codes:
+            v = samples[p][k]
+            rows.append({"workload": "cold", "config": name, "impl": p,
+                         "median_s": statistics.median(v), "min_s": min(v), "max_s": max(v),
+                         "number": 1, "repeats": len(v)})
+    return rows
+
+
+# ------------------------------------------------------------------------------ bandwidth
+@njit(parallel=True, cache=True)
+def _triad(a, b, c, s):
+    for i in prange(a.shape[0]):
+        a[i] = b[i] + s * c[i]
+
+
+def triad_bandwidth(n: int, repeats: int) -> dict:
+    """STREAM triad a = b + s*c, float64, numba parallel; GB/s counting 24 bytes/element."""
+    a, b, c = np.zeros(n), np.ones(n), np.full(n, 2.0)
+    _triad(a, b, c, 3.0)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        _triad(a, b, c, 3.0)
+        times.append(time.perf_counter() - t0)
+    nbytes = 24 * n
+    return {"n": n, "threads": numba.get_num_threads(), "gbs_best": nbytes / min(times) / 1e9,
+            "gbs_median": nbytes / statistics.median(times) / 1e9}
+
+
+# ------------------------------------------------------------------------------ report
+def add_ratios(rows: list) -> None:
+    """x_best (to the fastest non-jitgrad row) and x_numpy, per (workload, config)."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["workload"], r["config"]), []).append(r)
+    for grp in groups.values():
+        peers = [r for r in grp if not r["impl"].startswith("jitgrad")]
+        best = min(peers, key=lambda r: r["median_s"]) if peers else None
+        np_row = next((r for r in grp if r["impl"] == "numpy"), None)
+        for r in grp:
+            r["best_peer"] = best["impl"] if best else None
+            r["x_best"] = r["median_s"] / best["median_s"] if best else None
+            r["x_numpy"] = r["median_s"] / np_row["median_s"] if np_row else None
+
+
+def fmt_time(s: float) -> str:
+    for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if s >= scale or unit == "ns":
+            return f"{s / scale:.3g} {unit}"
+    return str(s)
+
+
+def print_table(rows: list, triad: dict) -> None:
+    cols = ["workload", "config", "impl", "median", "min", "x best", "x numpy", "GB/s",
+            "% triad", "err"]
+    lines = []
+    for r in rows:
+        lines.append([
+            r["workload"], r["config"], r["impl"], fmt_time(r["median_s"]), fmt_time(r["min_s"]),
+            f"{r['x_best']:.2f}" if r.get("x_best") else "",
+            f"{r['x_numpy']:.2f}" if r.get("x_numpy") else "",
+            f"{r['gbs']:.1f}" if "gbs" in r else "",
+            f"{100 * r['gbs'] / triad['gbs_best']:.0f}%" if "gbs" in r else "",
+            f"{r['err']:.1e}" if r.get("err") is not None else "",
+        ])
+    widths = [max(len(c), *(len(x[i]) for x in lines)) for i, c in enumerate(cols)]
+    sep = "  "
+    print(sep.join(c.ljust(w) for c, w in zip(cols, widths)))
+    print(sep.join("-" * w for w in widths))
+    prev = None
+    for r, x in zip(rows, lines):
+        key = (r["workload"], r["config"])
+        if prev is not None and key != prev:
+            print()
+        prev = key
+        print(sep.join(v.ljust(w) for v, w in zip(x, widths)))
+    print(f"\nper_op times are per op (line / 2); x best = median / fastest non-jitgrad median;"
+          f" triad = {triad['gbs_best']:.1f} GB/s best, {triad['gbs_median']:.1f} median "
+          f"(float64, n={triad['n']:.0e}, {triad['threads']} threads).")
+
+
+def save_png(rows: list, path: str) -> bool:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as exc:
+        print(f"skipped --png: matplotlib not importable ({exc})")
+        return False
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["workload"], r["config"]), []).append(r)
+    ncol = 2
+    nrow = (len(groups) + ncol - 1) // ncol
+    fig, axes = plt.subplots(nrow, ncol, figsize=(12, 2.2 + 1.9 * nrow), squeeze=False)
+    for ax, ((wl, cfg), grp) in zip(axes.flat, groups.items()):
+        names = [r["impl"] for r in grp]
+        top = max(r["median_s"] for r in grp)
+        unit, scale = next((u, k) for u, k in (("s", 1), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+                           if top >= k or u == "ns")
+        vals = [r["median_s"] / scale for r in grp]
+        colors = ["tab:red" if n.startswith("jitgrad") else "tab:gray" for n in names]
+        ax.barh(names, vals, color=colors)
+        ax.set_xscale("log")
+        ax.invert_yaxis()
+        ax.set_title(f"{wl}  {cfg}", fontsize=10)
+        ax.set_xlabel(f"median {unit}{' per op' if wl == 'per_op' else ''} (log)", fontsize=8)
+        ax.tick_params(labelsize=8)
+        for y, (v, r) in enumerate(zip(vals, grp)):
+            label = f"{fmt_time(v * scale)}"
+            if r.get("x_best"):
+                label += f"  x{r['x_best']:.2f}"
+            ax.text(v, y, " " + label, va="center", fontsize=7)
+        ax.margins(x=0.35)
+    for ax in list(axes.flat)[len(groups):]:
+        ax.axis("off")
+    fig.suptitle("jitgrad eager (red) vs peers: median time, ratio to fastest peer", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def versions() -> dict:
+    out = {"python": platform.python_version(), "numpy": np.__version__,
+           "numba": numba.__version__, "cpus": os.cpu_count(), "machine": platform.machine()}
+    for name in ("jitgrad", "torch", "jax"):
+        mod = sys.modules.get(name) if name != "jitgrad" else PEER_MODULES.get("jitgrad")
+        if mod is not None:
+            out[name] = getattr(mod, "__version__", "?")
+    try:
+        out["numba_threading_layer"] = numba.threading_layer()
+    except ValueError:  # no parallel kernel ran
+        pass
+    out["numba_threads"] = numba.get_num_threads()
+    if sys.modules.get("torch") is not None:
+        out["torch_threads"] = sys.modules["torch"].get_num_threads()
+    out["env"] = {k: v for k, v in os.environ.items()
+                  if k.startswith(("OMP_", "NUMBA_", "OPENBLAS", "MKL_", "JITGRAD_", "GOMP_"))}
+    try:
+        with open("/proc/cpuinfo") as f:
+            out["cpu_model"] = next(ln.split(":", 1)[1].strip() for ln in f
+                                    if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return out
+
+
+# ------------------------------------------------------------------------------ main
+WORKLOADS = ("per_op", "seed", "matmul", "chain", "cold")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="few repeats, small sizes only (< 60 s; for CI)")
+    ap.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    ap.add_argument("--png", metavar="PATH", help="write a bar chart (needs matplotlib)")
+    ap.add_argument("--only", nargs="+", choices=WORKLOADS, help="run only these workloads")
+    ap.add_argument("--no-torch", action="store_true", help="do not use PyTorch")
+    ap.add_argument("--no-jax", action="store_true", help="do not use JAX")
+    ap.add_argument("--threads", type=int, metavar="N",
+                    help="limit every library to N threads (re-executes with OMP/OpenBLAS/MKL/"
+                         "Numba/XLA thread variables set; 1 is steadier on a busy machine)")
+    args = ap.parse_args(argv)
+    if args.threads and os.environ.get("_COMPARE_THREADS") != str(args.threads):
+        n = str(args.threads)
+        env = dict(os.environ, _COMPARE_THREADS=n, OMP_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n,
+                   MKL_NUM_THREADS=n, NUMBA_NUM_THREADS=n)
+        if args.threads == 1:
+            env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
+                                " intra_op_parallelism_threads=1").strip()
+        sys.stdout.flush()
+        os.execve(sys.executable, [sys.executable, os.path.abspath(__file__),
+                                   *(sys.argv[1:] if argv is None else argv)], env)
+    t_start = time.perf_counter()
+    for name, off in (("torch", args.no_torch), ("jax", args.no_jax)):
+        if off:
+            PEER_MODULES[name] = None
+            print(f"skipped {name}: --no-{name}")
+
+    import jitgrad as jg
+    PEER_MODULES["jitgrad"] = jg
+    q = args.quick
+    rounds = 3 if q else 9
+    target_s = 0.02 if q else 0.1
+    warmup = 3 if q else 10
+    chain_configs = ([(100_000, "float32"), (100_000, "float64")] if q else
+                     [(100_000, "float32"), (1_000_000, "float32"), (10_000_000, "float32"),
+                      (1_000_000, "float64")])
+    todo = args.only or WORKLOADS
+    rows: list = []
+    busy = wait_quiet(0 if q else 10)
+    load0 = os.getloadavg()[0]
+
+    def run(workload, config, impls, checks, extra=None):
+        res = bench_interleaved(impls, warmup=warmup, rounds=rounds, target_s=target_s)
+        for name, r in res.items():
+            row = {"workload": workload, "config": config, "impl": name, **r}
+            try:
+                row["err"] = checks[name]()
+            except Exception as exc:
+                row["err"] = None
+                row["check_error"] = f"{type(exc).__name__}: {exc}"
+            if extra:
+                extra(row)
+            rows.append(row)
+        print(f"  {workload} {config}: done ({time.perf_counter() - t_start:.0f} s)", flush=True)
+
+    triad = triad_bandwidth(4_000_000 if q else 20_000_000, 5 if q else 15)
+    print(f"  triad: {triad['gbs_best']:.1f} GB/s best ({time.perf_counter() - t_start:.0f} s)",
+          flush=True)
+
+    if "per_op" in todo:
+        impls, checks = per_op_impls(jg)
+
+        def per_op(row):  # per call = LINES lines of 2 ops
+            for k in ("median_s", "min_s", "max_s"):
+                row[k] /= LINES * 2
+            row["unit"] = "per op"
+        run("per_op", "16 f32, c = a*b + a", impls, checks, per_op)
+    if "seed" in todo:
+        impls, checks = seed_impls(jg)
+        run("seed", "scalar fwd+bwd+read", impls, checks)
+    if "matmul" in todo:
+        impls, checks = matmul_impls(jg)
+        run("matmul", "128x784x256x10 f32", impls, checks)
+    if "chain" in todo:
+        for n, dtype in chain_configs:  # float64 last: it switches jax to x64
+            impls, checks, nbytes = chain_impls(jg, n, dtype)
+
+            def gbs(row, nbytes=nbytes):
+                row["gbs"] = nbytes / row["median_s"] / 1e9
+                row["bytes"] = nbytes
+            run("chain", f"n={n:.0e} {dtype}".replace("e+0", "e"), impls, checks, gbs)
+            del impls, checks
+    if "cold" in todo:
+        peers = ["jitgrad", "numpy"] + [p for p in ("torch", "jax")
+                                         if not q and PEER_MODULES.get(p) is not None]
+        rows.extend(cold_start(2 if q else 5, peers))
+        print(f"  cold: done ({time.perf_counter() - t_start:.0f} s)", flush=True)
+
+    add_ratios(rows)
+    print()
+    print_table(rows, triad)
+    for r in rows:
+        if r.get("check_error"):
+            print(f"check failed: {r['workload']} {r['config']} {r['impl']}: {r['check_error']}")
+    elapsed = time.perf_counter() - t_start
+    info = versions()
+    print(f"\n{'quick' if q else 'full'} run, {elapsed:.0f} s; cpu busy before start: {busy:.2f};"
+          f" loadavg {load0:.2f} at start, {os.getloadavg()[0]:.2f} at end; numba "
+          f"{info.get('numba_threading_layer', '?')} layer, {info['numba_threads']} threads; "
+          f"env {info['env'] or '{}'}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"quick": q, "elapsed_s": elapsed, "cpu_busy_before": busy,
+                       "loadavg_1m_start": load0, "loadavg_1m_end": os.getloadavg()[0],
+                       "versions": info,
+                       "triad": triad, "results": rows}, f, indent=1)
+    if args.png:
+        save_png(rows, args.png)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
