@@ -557,6 +557,30 @@ def triad_bandwidth(n: int, repeats: int) -> dict:
             "gbs_median": nbytes / statistics.median(times) / 1e9}
 
 
+def gemm_peak(n: int, repeats: int) -> dict:
+    """float32 n^3 GEMM through NumPy's BLAS: the machine's matmul rate (best, median)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    a @ b
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - t0)
+    flops = 2.0 * n ** 3
+    return {"n": n, "gflops_best": flops / min(times) / 1e9,
+            "gflops_median": flops / statistics.median(times) / 1e9}
+
+
+def matmul_flops(shape=(128, 784, 256, 10)) -> float:
+    """FLOPs of the matmul workload: 2 forward GEMMs, 3 backward (x needs no gradient)."""
+    b, d_in, d_hid, d_out = shape
+    return 2.0 * (b * d_in * d_hid + b * d_hid * d_out       # x@w1, h@w2
+                  + d_hid * b * d_out + b * d_out * d_hid    # dW2, dh
+                  + d_in * b * d_hid)                        # dW1
+
+
 # ------------------------------------------------------------------------------ report
 def add_ratios(rows: list) -> None:
     """x_best (to the fastest non-jitgrad row) and x_numpy, per (workload, config)."""
@@ -580,9 +604,9 @@ def fmt_time(s: float) -> str:
     return str(s)
 
 
-def print_table(rows: list, triad: dict) -> None:
+def print_table(rows: list, triad: dict, gemm: dict) -> None:
     cols = ["workload", "config", "impl", "median", "min", "x best", "x numpy", "GB/s",
-            "% triad", "err"]
+            "% triad", "GFLOP/s", "% gemm", "err"]
     lines = []
     for r in rows:
         lines.append([
@@ -591,6 +615,8 @@ def print_table(rows: list, triad: dict) -> None:
             f"{r['x_numpy']:.2f}" if r.get("x_numpy") else "",
             f"{r['gbs']:.1f}" if "gbs" in r else "",
             f"{100 * r['gbs'] / triad['gbs_best']:.0f}%" if "gbs" in r else "",
+            f"{r['gflops']:.1f}" if "gflops" in r else "",
+            f"{100 * r['gflops'] / gemm['gflops_best']:.0f}%" if "gflops" in r else "",
             f"{r['err']:.1e}" if r.get("err") is not None else "",
         ])
     widths = [max(len(c), *(len(x[i]) for x in lines)) for i, c in enumerate(cols)]
@@ -606,7 +632,8 @@ def print_table(rows: list, triad: dict) -> None:
         print(sep.join(v.ljust(w) for v, w in zip(x, widths)))
     print(f"\nper_op times are per op (line / 2); x best = median / fastest non-jitgrad median;"
           f" triad = {triad['gbs_best']:.1f} GB/s best, {triad['gbs_median']:.1f} median "
-          f"(float64, n={triad['n']:.0e}, {triad['threads']} threads).")
+          f"(float64, n={triad['n']:.0e}, {triad['threads']} threads); gemm = "
+          f"{gemm['gflops_best']:.0f} GFLOP/s best float32 {gemm['n']}^3 through NumPy's BLAS.")
 
 
 def save_png(rows: list, path: str) -> bool:
@@ -740,6 +767,8 @@ def main(argv=None) -> int:
     triad = triad_bandwidth(4_000_000 if q else 20_000_000, 5 if q else 15)
     print(f"  triad: {triad['gbs_best']:.1f} GB/s best ({time.perf_counter() - t_start:.0f} s)",
           flush=True)
+    gemm = gemm_peak(512 if q else 1024, 5 if q else 15)
+    print(f"  gemm: {gemm['gflops_best']:.0f} GFLOP/s best", flush=True)
 
     if "per_op" in todo:
         impls, checks = per_op_impls(jg)
@@ -754,7 +783,10 @@ def main(argv=None) -> int:
         run("seed", "scalar fwd+bwd+read", impls, checks)
     if "matmul" in todo:
         impls, checks = matmul_impls(jg)
-        run("matmul", "128x784x256x10 f32", impls, checks)
+
+        def gflops(row):
+            row["gflops"] = matmul_flops() / row["median_s"] / 1e9
+        run("matmul", "128x784x256x10 f32", impls, checks, gflops)
     if "chain" in todo:
         for n, dtype in chain_configs:  # float64 last: it switches jax to x64
             impls, checks, nbytes = chain_impls(jg, n, dtype)
@@ -772,7 +804,7 @@ def main(argv=None) -> int:
 
     add_ratios(rows)
     print()
-    print_table(rows, triad)
+    print_table(rows, triad, gemm)
     for r in rows:
         if r.get("check_error"):
             print(f"check failed: {r['workload']} {r['config']} {r['impl']}: {r['check_error']}")
@@ -787,7 +819,7 @@ def main(argv=None) -> int:
             json.dump({"quick": q, "elapsed_s": elapsed, "cpu_busy_before": busy,
                        "loadavg_1m_start": load0, "loadavg_1m_end": os.getloadavg()[0],
                        "versions": info,
-                       "triad": triad, "results": rows}, f, indent=1)
+                       "triad": triad, "gemm": gemm, "results": rows}, f, indent=1)
     if args.png:
         save_png(rows, args.png)
     return 0
