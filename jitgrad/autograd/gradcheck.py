@@ -80,12 +80,12 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
               raise_exception: bool = True, **unused) -> bool:
     """Compare analytical gradients with central finite differences (use float64 inputs)."""
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
-    for x in inputs:
+    for i, x in enumerate(inputs):
         if isinstance(x, Tensor) and x._requires_grad and x._data.dtype != np.float64:
             import warnings
 
             warnings.warn(
-                f"Input #{inputs.index(x)} requires gradient and is not a double precision "
+                f"Input #{i} requires gradient and is not a double precision "
                 "floating point. This check will likely fail if all the inputs are not of double "
                 "precision floating point.", UserWarning, stacklevel=2)
     n_out = len(_outputs(func, inputs))

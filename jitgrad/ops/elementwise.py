@@ -283,7 +283,7 @@ CLAMP_BACKWARD = _ew(
     "g if (a >= min and a <= max) else 0.0",
     lambda g, a, min, max: np.where((a >= min) & (a <= max), g, np.zeros_like(g)),
     lambda g, ins, out, p, n: (clamp_backward(g, ins[1], p["min"], p["max"]) if n[0] else None,
-                               ins[1] * 0.0 if n[1] else None),
+                               None),
     params=("min", "max"), save=(1,), samples=S.clamp_backward)
 
 

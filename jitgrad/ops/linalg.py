@@ -65,7 +65,7 @@ def _reduce_to(g: Tensor, shape) -> Tensor:
 
 
 MATMUL = defop(name="matmul", kind=OPAQUE, inputs=("a", "b"), params=("ndims",),
-               node=_node_name, ref=lambda a, b, ndims: np.asarray(np.matmul(a, b)),
+               node=_node_name, ref=lambda a, b, ndims, bmm=False: np.asarray(np.matmul(a, b)),
                vjp=_matmul_vjp, save=(0, 1), cast_grads=True)
 
 

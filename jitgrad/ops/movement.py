@@ -241,30 +241,25 @@ def expand_as(input: Tensor, other: Tensor) -> Tensor:
 
 # ------------------------------------------------------------------------ indexing
 def _index_kind(index) -> str:
+    """PyTorch's node for ``x[index]``: advanced indexing runs last (IndexBackward0);
+    otherwise the last basic step that does something names the node (full ``:`` slices
+    after it are skipped)."""
     if type(index) is _TwoStep:
         return "IndexBackward0"
     items = index if isinstance(index, tuple) else (index,)
-    kinds = set()
+    last = Ellipsis  # "no step yet"
     for it in items:
-        if isinstance(it, (int, np.integer)):
-            kinds.add("int")
-        elif isinstance(it, slice):
-            kinds.add("slice")
-        elif it is None:
-            kinds.add("none")
-        elif it is Ellipsis:
+        if it is Ellipsis or (isinstance(it, slice) and it == slice(None)):
             continue
-        else:
-            kinds.add("adv")
-    if "adv" in kinds:
-        return "IndexBackward0"
-    if "int" in kinds:
-        return "SelectBackward0"
-    if "slice" in kinds:
-        return "SliceBackward0"
-    if "none" in kinds:
+        if not (it is None or isinstance(it, (int, np.integer, slice))) or isinstance(it, bool):
+            return "IndexBackward0"
+        last = it
+    if last is Ellipsis:
+        return "SliceBackward0" if any(isinstance(it, slice) for it in items) \
+            else "AliasBackward0"
+    if last is None:
         return "UnsqueezeBackward0"
-    return "AliasBackward0"
+    return "SliceBackward0" if isinstance(last, slice) else "SelectBackward0"
 
 
 class _TwoStep(tuple):
@@ -385,7 +380,7 @@ def _normalise_index(index, shape):
     return index, advanced
 
 
-def getitem(input: Tensor, index) -> Tensor:
+def getitem(input: Tensor, index, _node: str | None = None) -> Tensor:
     """``input[index]``: ints, slices, None, Ellipsis, integer and boolean tensors/arrays."""
     a = input._data
     if a.ndim == 0 and not (index is Ellipsis or index is None or isinstance(index, tuple)):
@@ -393,7 +388,8 @@ def getitem(input: Tensor, index) -> Tensor:
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                              "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
     index, advanced = _normalise_index(index, a.shape)
-    p = {"index": index, "shape": a.shape, "advanced": advanced, "node": _index_kind(index)}
+    p = {"index": index, "shape": a.shape, "advanced": advanced,
+         "node": _node or _index_kind(index)}
     res = _take(a, index)
     if not isinstance(res, np.ndarray):
         res = np.asarray(res)
@@ -404,16 +400,17 @@ def getitem(input: Tensor, index) -> Tensor:
     return record(GETITEM, out, (input,), p)
 
 
-def select(input: Tensor, dim: int, index: int) -> Tensor:
+def select(input: Tensor, dim: int, index: int, _node: str = "SelectBackward0") -> Tensor:
     """``input`` indexed with ``index`` along ``dim`` (the dim is removed)."""
     d = wrap_dim(dim, input._data.ndim)
-    return getitem(input, (slice(None),) * d + (index,))
+    return getitem(input, (slice(None),) * d + (index,), _node)
 
 
-def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+def narrow(input: Tensor, dim: int, start: int, length: int,
+           _node: str = "SliceBackward0") -> Tensor:
     """``length`` entries of dim ``dim`` from ``start``."""
     d = wrap_dim(dim, input._data.ndim)
-    return getitem(input, (slice(None),) * d + (slice(start, start + length),))
+    return getitem(input, (slice(None),) * d + (slice(start, start + length),), _node)
 
 
 # -------------------------------------------------------------------------- cat/stack
@@ -516,7 +513,7 @@ def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
             )
     out, start = [], 0
     for s in sizes:
-        out.append(narrow(input, d, start, s))
+        out.append(narrow(input, d, start, s, "SplitBackward0"))
         start += s
     return tuple(out)
 
@@ -531,7 +528,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
 def unbind(input: Tensor, dim: int = 0) -> tuple:
     """All slices along ``dim``, the dim removed."""
     d = wrap_dim(dim, input._data.ndim)
-    return tuple(select(input, d, i) for i in range(input._data.shape[d]))
+    return tuple(select(input, d, i, "UnbindBackward0") for i in range(input._data.shape[d]))
 
 
 # -------------------------------------------------------------------- copies / dtype

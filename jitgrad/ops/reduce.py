@@ -88,12 +88,15 @@ MEAN = defop(name="mean", kind=REDUCE, inputs=("a",), params=("dims", "keepdim",
              samples=S.reduce)
 
 
+_ALL = object()  # "no dim given": PyTorch picks the whole-tensor overload (SumBackward0...)
+
+
 def _reduce_params(a: Tensor, dim, keepdim, name):
     nd = a._data.ndim
-    full = dim is None
-    dims = wrap_dims(dim, nd, name) if not full else tuple(range(nd))
+    full = dim is _ALL
     if full:
-        keepdim = False
+        dim, keepdim = None, False
+    dims = wrap_dims(dim, nd, name) if dim is not None else tuple(range(nd))
     return {"dims": dims, "keepdim": bool(keepdim), "shape": a._data.shape, "full": full}
 
 
@@ -102,14 +105,14 @@ def _call_reduce(op, a, p):
     return record(op, wrap(res), (a,), p)
 
 
-def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
+def sum(input: Tensor, dim=_ALL, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
     """Sum over all elements, or over ``dim`` (int or tuple)."""
     if dtype is not None:
         input = input.to(dtype)
     return _call_reduce(SUM, input, _reduce_params(input, dim, keepdim, "sum"))
 
 
-def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+def mean(input: Tensor, dim=_ALL, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Arithmetic mean over all elements, or over ``dim``."""
     if dtype is not None:
         input = input.to(dtype)
@@ -189,7 +192,7 @@ MIN_DIM = defop(name="min_dim", kind=REDUCE, inputs=("a",),
 def _extreme(op_full, op_dim, argfn, input, dim, keepdim, name):
     rtype = return_max if name == "max" else return_min
     if dim is None:
-        p = _reduce_params(input, None, False, name)
+        p = _reduce_params(input, _ALL, False, name)
         return _call_reduce(op_full, input, p)
     a = input._data
     d = wrap_dim(dim, a.ndim)

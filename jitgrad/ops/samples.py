@@ -14,13 +14,13 @@ BROADCASTS = [((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 3)),
 
 
 def _r(rng, shape, dtype, lo=-2.0, hi=2.0):
-    return rng.uniform(lo, hi, size=shape).astype(dtype)
+    return np.asarray(rng.uniform(lo, hi, size=shape), dtype=dtype)
 
 
 def _away(rng, shape, dtype, lo=0.3, hi=2.0):
     mag = rng.uniform(lo, hi, size=shape)
     sgn = np.where(rng.random(size=shape) < 0.5, -1.0, 1.0)
-    return (mag * sgn).astype(dtype)
+    return np.asarray(mag * sgn, dtype=dtype)
 
 
 def unary(rng, dtype):

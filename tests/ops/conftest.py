@@ -1,0 +1,706 @@
+"""Shared helpers of the registry-driven op tests: one adapter per registered op, hand-written
+samples for the ops whose OpDef has none, and input builders.
+
+pytest runs with ``--import-mode=importlib``, so the test modules of this directory load this
+file by path (see ``_helpers()`` at the top of each) under the name ``_jitgrad_ops_helpers``;
+pytest also loads it as this directory's conftest, for the fixtures at the bottom.
+
+An adapter is ``fn(M, ts, p) -> tensor`` where ``M`` is the module (``jitgrad`` or ``torch``),
+``ts`` the op's inputs (tensors, Python numbers or None) and ``p`` the sample's params. It calls
+the op through the public API, so the same adapter runs both libraries; the few ops whose
+PyTorch spelling differs have a second entry in :data:`TORCH_ADAPTERS`. Params whose name
+starts with ``_`` are test metadata: ``_id`` (case id), ``_pre`` (make the tensor inputs
+non-contiguous first), ``_nograd`` (the output is not differentiable), ``_torch_nograd``
+(input positions PyTorch cannot differentiate).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitgrad
+from jitgrad.ops import REGISTRY
+from jitgrad.ops import elementwise as E
+
+F32 = np.dtype(np.float32)
+F64 = np.dtype(np.float64)
+
+
+def is_torch(M) -> bool:
+    return M.__name__ == "torch"
+
+
+def is_tensor(M, x) -> bool:
+    return isinstance(x, M.Tensor)
+
+
+# --------------------------------------------------------------------------- adapters
+def _index(M, index):
+    """``index`` with its NumPy arrays turned into tensors of ``M`` (lists stay lists)."""
+    def conv(i):
+        return M.tensor(i) if isinstance(i, np.ndarray) else i
+    return tuple(conv(i) for i in index) if isinstance(index, tuple) else conv(index)
+
+
+def _num_to_tensor(M, x, like):
+    return x if is_tensor(M, x) else M.tensor(x, dtype=like.dtype)
+
+
+def _unary(method):
+    return lambda M, ts, p: getattr(M, method)(ts[0])
+
+
+def _reduce(fn, full=None):
+    """sum/mean/amax...: ``dim=None`` means the no-dim overload (``x.sum()``)."""
+    def f(M, ts, p):
+        if p["dim"] is None:
+            return getattr(M, full or fn)(ts[0])
+        return getattr(M, fn)(ts[0], dim=p["dim"], keepdim=p["keepdim"])
+    return f
+
+
+def _moment(fn):
+    """var/std: ``dim=None`` means all dims (``x.var(correction=c)``)."""
+    def f(M, ts, p):
+        if p["dim"] is None:
+            return getattr(ts[0], fn)(correction=p["correction"])
+        return getattr(M, fn)(ts[0], dim=p["dim"], correction=p["correction"],
+                              keepdim=p["keepdim"])
+    return f
+
+
+def _logsumexp(M, ts, p):
+    x = ts[0]
+    dim = tuple(range(x.ndim)) if p["dim"] is None else p["dim"]
+    return M.logsumexp(x, dim=dim, keepdim=p["keepdim"])
+
+
+def _reshape(M, ts, p):
+    x, fn = ts[0], p["fn"]
+    if fn == "reshape":
+        return x.reshape(p["shape"])
+    if fn == "view":
+        return x.view(p["shape"])
+    if fn == "flatten":
+        return M.flatten(x, *p.get("args", ()))
+    if fn == "unflatten":
+        return x.unflatten(*p["args"])
+    if fn == "squeeze":
+        return x.squeeze(*p.get("args", ()))
+    if fn == "unsqueeze":
+        return x.unsqueeze(*p["args"])
+    if fn == "view_as":
+        return x.view_as(M.zeros(p["shape"], dtype=x.dtype))
+    raise AssertionError(fn)
+
+
+def _permute(M, ts, p):
+    x, fn = ts[0], p["fn"]
+    if fn == "permute":
+        return x.permute(*p["args"])
+    if fn == "transpose":
+        return x.transpose(*p["args"])
+    if fn == "swapaxes":
+        return M.swapaxes(x, *p["args"])
+    if fn == "movedim":
+        return M.movedim(x, *p["args"])
+    if fn == "t":
+        return x.t()
+    if fn == "T":
+        return x.T
+    if fn == "mT":
+        return x.mT
+    raise AssertionError(fn)
+
+
+def _expand(M, ts, p):
+    if p.get("as"):
+        return ts[0].expand_as(M.zeros(p["shape"], dtype=ts[0].dtype))
+    return ts[0].expand(*p["shape"])
+
+
+def _getitem(M, ts, p):
+    x, fn = ts[0], p.get("fn", "index")
+    if fn == "index":
+        return x[_index(M, p["index"])]
+    if fn == "select":
+        return x.select(*p["args"])
+    if fn == "narrow":
+        return x.narrow(*p["args"])
+    if fn == "split":
+        return x.split(p["args"][0], p["args"][1])[p["k"]]
+    if fn == "chunk":
+        return x.chunk(p["args"][0], p["args"][1])[p["k"]]
+    if fn == "unbind":
+        return x.unbind(p["args"][0])[p["k"]]
+    raise AssertionError(fn)
+
+
+def _getitem_backward(M, ts, p):
+    """The gradient of ``x[index]`` for the output gradient ``ts[0]``, built with
+    ``create_graph`` so it is itself differentiable (in jitgrad: the getitem_backward op)."""
+    g = ts[0]
+    x = M.zeros(p["shape"], dtype=g.dtype, requires_grad=True)
+    (gx,) = M.autograd.grad(x[_index(M, p["index"])], x, g, create_graph=True)
+    return gx
+
+
+def _index_put(M, ts, p):
+    y = ts[0].clone()
+    y[_index(M, p["index"])] = ts[1]
+    return y
+
+
+def _to_dtype(M, ts, p):
+    d = getattr(M, p["dtype"])
+    via = p.get("via", "to")
+    if via == "to":
+        return ts[0].to(d)
+    return getattr(ts[0], via)()
+
+
+def _bce(M, ts, p):
+    x, y, w, pw = ts
+    return M.nn.functional.binary_cross_entropy_with_logits(
+        x, y, weight=w, pos_weight=pw, reduction=p["reduction"])
+
+
+def _bce_backward(M, ts, p):
+    """The create_graph gradient of BCE-with-logits w.r.t. its input for the output gradient
+    ``ts[0]`` (in jitgrad: the binary_cross_entropy_with_logits_backward op)."""
+    g, x, y, w, pw = ts
+    with M.enable_grad():
+        xg = x if x.requires_grad else x.detach().requires_grad_()
+        (gx,) = M.autograd.grad(_bce(M, [xg, y, w, pw], p), xg, g, create_graph=True)
+    return gx
+
+
+def _max_dim(name):
+    def f(M, ts, p):
+        return getattr(M, name)(ts[0], dim=p["dim"], keepdim=p["keepdim"])[0]
+    return f
+
+
+def _maximum(name):
+    def f(M, ts, p):
+        return getattr(M, name)(ts[0], _num_to_tensor(M, ts[1], ts[0]))
+    return f
+
+
+ADAPTERS = {
+    # arithmetic: the operators, as user code writes them
+    "add": lambda M, ts, p: ts[0] + ts[1],
+    "sub": lambda M, ts, p: ts[0] - ts[1],
+    "rsub": lambda M, ts, p: M.rsub(ts[0], ts[1]),
+    "mul": lambda M, ts, p: ts[0] * ts[1],
+    "div": lambda M, ts, p: ts[0] / ts[1],
+    "neg": lambda M, ts, p: -ts[0],
+    "sign": _unary("sign"),
+    "abs": _unary("abs"),
+    "exp": _unary("exp"),
+    "expm1": _unary("expm1"),
+    "log": _unary("log"),
+    "log1p": _unary("log1p"),
+    "sqrt": _unary("sqrt"),
+    "rsqrt": _unary("rsqrt"),
+    "reciprocal": _unary("reciprocal"),
+    "sin": _unary("sin"),
+    "cos": _unary("cos"),
+    "tanh": _unary("tanh"),
+    "sigmoid": _unary("sigmoid"),
+    "relu": _unary("relu"),
+    "pow_scalar": lambda M, ts, p: ts[0] ** p["exponent"],
+    "pow": lambda M, ts, p: ts[0] ** ts[1],
+    "rpow_scalar": lambda M, ts, p: p["base"] ** ts[0],
+    "maximum": _maximum("maximum"),
+    "minimum": _maximum("minimum"),
+    "clamp": lambda M, ts, p: M.clamp(ts[0], min=p["min"], max=p["max"]),
+    "where": lambda M, ts, p: M.where(ts[0], ts[1], ts[2]),
+    "masked_fill": lambda M, ts, p: ts[0].masked_fill(ts[1], p["value"]),
+    "eq": lambda M, ts, p: ts[0] == ts[1],
+    "ne": lambda M, ts, p: ts[0] != ts[1],
+    "lt": lambda M, ts, p: ts[0] < ts[1],
+    "le": lambda M, ts, p: ts[0] <= ts[1],
+    "gt": lambda M, ts, p: ts[0] > ts[1],
+    "ge": lambda M, ts, p: ts[0] >= ts[1],
+    "logical_and": lambda M, ts, p: M.logical_and(ts[0], ts[1]),
+    "logical_or": lambda M, ts, p: M.logical_or(ts[0], ts[1]),
+    "logical_xor": lambda M, ts, p: M.logical_xor(ts[0], ts[1]),
+    "logical_not": lambda M, ts, p: M.logical_not(ts[0]),
+    # fused backward ops (PyTorch spells them differently: TORCH_ADAPTERS)
+    "tanh_backward": lambda M, ts, p: E.tanh_backward(ts[0], ts[1]),
+    "sigmoid_backward": lambda M, ts, p: E.sigmoid_backward(ts[0], ts[1]),
+    "threshold_backward": lambda M, ts, p: E.threshold_backward(ts[0], ts[1], p["threshold"]),
+    "pow_backward": lambda M, ts, p: E.pow_backward(ts[0], ts[1], p["exponent"]),
+    "clamp_backward": lambda M, ts, p: E.clamp_backward(ts[0], ts[1], p["min"], p["max"]),
+    # reductions
+    "sum": _reduce("sum"),
+    "mean": _reduce("mean"),
+    "amax": _reduce("amax", full="max"),
+    "amin": _reduce("amin", full="min"),
+    "max_dim": _max_dim("max"),
+    "min_dim": _max_dim("min"),
+    "logsumexp": _logsumexp,
+    "var": _moment("var"),
+    "std": _moment("std"),
+    "softmax": lambda M, ts, p: M.softmax(ts[0], dim=p["dim"]),
+    "softmax_backward": lambda M, ts, p: jitgrad.ops.reduce.softmax_backward(
+        ts[0], ts[1], p["dim"]),
+    "log_softmax_backward": lambda M, ts, p: jitgrad.ops.reduce.log_softmax_backward(
+        ts[0], ts[1], p["dim"]),
+    "log_softmax": lambda M, ts, p: M.log_softmax(ts[0], dim=p["dim"]),
+    "binary_cross_entropy_with_logits": _bce,
+    "binary_cross_entropy_with_logits_backward": _bce_backward,
+    # linear algebra
+    "matmul": lambda M, ts, p: (getattr(M, p["fn"])(ts[0], ts[1]) if "fn" in p
+                                else ts[0] @ ts[1]),
+    # movement
+    "reshape": _reshape,
+    "permute": _permute,
+    "expand": _expand,
+    "getitem": _getitem,
+    "getitem_backward": _getitem_backward,
+    "index_put": _index_put,
+    "cat": lambda M, ts, p: M.cat(list(ts), dim=p["dim"]),
+    "stack": lambda M, ts, p: M.stack(list(ts), dim=p["dim"]),
+    "clone": lambda M, ts, p: ts[0].clone(),
+    "to_dtype": _to_dtype,
+}
+
+
+def _t_pow_backward(M, ts, p):
+    g, a, e = ts[0], ts[1], p["exponent"]
+    return g * 0.0 if e == 0.0 else g * (e * a.pow(e - 1.0))
+
+
+TORCH_ADAPTERS = {
+    "tanh_backward": lambda M, ts, p: M.ops.aten.tanh_backward(ts[0], ts[1]),
+    "sigmoid_backward": lambda M, ts, p: M.ops.aten.sigmoid_backward(ts[0], ts[1]),
+    "threshold_backward": lambda M, ts, p: M.ops.aten.threshold_backward(
+        ts[0], ts[1], p["threshold"]),
+    "softmax_backward": lambda M, ts, p: M.ops.aten._softmax_backward_data(
+        ts[0], ts[1], p["dim"], ts[0].dtype),
+    "log_softmax_backward": lambda M, ts, p: M.ops.aten._log_softmax_backward_data(
+        ts[0], ts[1], p["dim"], ts[0].dtype),
+    # PyTorch's pow_backward/clamp_backward are C++ helpers, not ops: their formulas
+    "pow_backward": _t_pow_backward,
+    "clamp_backward": lambda M, ts, p: M.where((ts[1] >= p["min"]) & (ts[1] <= p["max"]),
+                                               ts[0], 0.0),
+}
+
+_PRE = {
+    "T": lambda M, t: t.transpose(-1, -2),
+    "step": lambda M, t: t[::2],
+}
+_PRE_NP = {
+    "T": lambda a: np.swapaxes(a, -1, -2),
+    "step": lambda a: a[::2],
+}
+
+
+def call(M, name: str, ts, p: dict):
+    """Run registered op ``name`` on inputs ``ts`` through the public API of ``M``."""
+    fn = TORCH_ADAPTERS.get(name) if is_torch(M) else None
+    fn = fn or ADAPTERS[name]
+    pre = p.get("_pre")
+    if pre:
+        ts = [_PRE[pre](M, t) if is_tensor(M, t) and t.ndim >= 1 else t for t in ts]
+    return fn(M, ts, p)
+
+
+def pre_numpy(args, p: dict):
+    """The arrays the op itself sees (``_pre`` applied)."""
+    args = [np.asarray(a) if isinstance(a, np.generic) else a for a in args]
+    pre = p.get("_pre")
+    if not pre:
+        return list(args)
+    return [_PRE_NP[pre](a) if isinstance(a, np.ndarray) and a.ndim >= 1 else a for a in args]
+
+
+# ---------------------------------------------------------------- hand-written samples
+def _r(rng, shape, dt, lo=-2.0, hi=2.0):
+    return np.asarray(rng.uniform(lo, hi, size=shape), dtype=dt)
+
+
+def _distinct(rng, shape, dt):
+    n = int(np.prod(shape, dtype=np.int64))
+    return (rng.permutation(max(n, 1))[:n].reshape(shape) * 0.37 + 0.1).astype(dt)
+
+
+def _s_matmul(rng, dt):
+    pairs = [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
+             ((4, 2, 3), (4, 3, 5)), ((2, 1, 2, 3), (3, 3, 2)), ((3,), (2, 3, 4)),
+             ((2, 3, 4), (4,)), ((2, 3), (5, 3, 4)), ((5, 2, 3), (3, 4)), ((1, 3), (3, 1))]
+    out = [((_r(rng, a, dt), _r(rng, b, dt)), {"_id": f"{a}@{b}"}) for a, b in pairs]
+    out.append(((_r(rng, (3, 2), dt), _r(rng, (4, 3), dt)), {"_pre": "T", "_id": "T@T"}))
+    # the named functions (torch.mm, ...) go through the same op
+    for fn, a, b in (("matmul", (2, 3, 4), (4,)), ("mm", (2, 3), (3, 4)), ("mv", (2, 3), (3,)),
+                     ("dot", (3,), (3,)), ("bmm", (4, 2, 3), (4, 3, 5))):
+        out.append(((_r(rng, a, dt), _r(rng, b, dt)), {"fn": fn, "_id": fn}))
+    return out
+
+
+def _s_bce(rng, dt):
+    def x(s=(2, 3)):
+        return _r(rng, s, dt, -3.0, 3.0)
+
+    def y(s=(2, 3)):
+        return rng.uniform(0.0, 1.0, size=s).astype(dt)
+
+    def pos(s=(3,)):
+        return _r(rng, s, dt, 0.5, 2.0)
+
+    nog = {"_torch_nograd": (2, 3)}
+    out = [((x(), y(), None, None), {"reduction": r, "_id": r}) for r in ("mean", "sum", "none")]
+    out += [
+        ((x(), y(), pos(), None), {"reduction": "mean", "_id": "weight", **nog}),
+        ((x(), y(), None, pos()), {"reduction": "sum", "_id": "pos_weight", **nog}),
+        ((x(), y(), pos((2, 3)), pos()), {"reduction": "none", "_id": "both", **nog}),
+        ((x(()), y(()), None, None), {"reduction": "mean", "_id": "0d"}),
+    ]
+    return out
+
+
+def _s_bce_backward(rng, dt):
+    out = []
+    for (x, y, w, pw), p in _s_bce(rng, dt):
+        g = _r(rng, x.shape if p["reduction"] == "none" else (), dt)
+        out.append(((g, x, y, w, pw), {**p, "_torch_nograd": (3, 4)}))
+    return out
+
+
+def _s_reshape(rng, dt):
+    cases = [
+        ((2, 3), {"fn": "reshape", "shape": (3, 2)}),
+        ((2, 3), {"fn": "reshape", "shape": (-1,)}),
+        ((2, 3, 4), {"fn": "reshape", "shape": (4, -1)}),
+        ((), {"fn": "reshape", "shape": (1, 1)}),
+        ((6,), {"fn": "reshape", "shape": (2, 1, 3)}),
+        ((2, 3), {"fn": "reshape", "shape": (2, 3)}),
+        ((3, 2), {"fn": "reshape", "shape": (6,), "_pre": "T", "_id": "T-reshape"}),
+        ((2, 3), {"fn": "view", "shape": (6,)}),
+        ((2, 3, 4), {"fn": "view", "shape": (2, 12)}),
+        ((2, 3), {"fn": "view_as", "shape": (3, 2)}),
+        ((2, 3, 4), {"fn": "flatten", "args": (1,)}),
+        ((2, 3, 4), {"fn": "flatten"}),
+        ((2, 3, 4, 5), {"fn": "flatten", "args": (-3, -2)}),
+        ((3, 4), {"fn": "unflatten", "args": (1, (2, 2))}),
+        ((3, 4), {"fn": "unflatten", "args": (-2, (3, 1))}),
+        ((2, 1, 3, 1), {"fn": "squeeze"}),
+        ((2, 1, 3), {"fn": "squeeze", "args": (1,)}),
+        ((2, 3, 1), {"fn": "squeeze", "args": (-1,)}),
+        ((1, 2, 1, 3), {"fn": "squeeze", "args": ((0, 2),)}),
+        ((2, 3), {"fn": "unsqueeze", "args": (0,)}),
+        ((2, 3), {"fn": "unsqueeze", "args": (-1,)}),
+        ((2, 3), {"fn": "unsqueeze", "args": (1,)}),
+        ((), {"fn": "unsqueeze", "args": (0,)}),
+    ]
+    return [((_r(rng, s, dt),), {"_id": f"{i}-{p['fn']}", **p}) for i, (s, p) in
+            enumerate(cases)]
+
+
+def _s_permute(rng, dt):
+    cases = [
+        ((2, 3, 4), {"fn": "permute", "args": (2, 0, 1)}),
+        ((2, 3, 4), {"fn": "permute", "args": (-1, 0, -2)}),
+        ((2, 3), {"fn": "transpose", "args": (0, 1)}),
+        ((2, 3, 4), {"fn": "transpose", "args": (-1, -3)}),
+        ((2, 3, 4), {"fn": "swapaxes", "args": (0, 2)}),
+        ((2, 3, 4), {"fn": "movedim", "args": (0, -1)}),
+        ((2, 3), {"fn": "t"}),
+        ((3,), {"fn": "t"}),
+        ((2, 3), {"fn": "T"}),
+        ((2, 3, 4), {"fn": "mT"}),
+        ((3, 2), {"fn": "permute", "args": (1, 0), "_pre": "T"}),
+    ]
+    return [((_r(rng, s, dt),), {"_id": f"{i}-{p['fn']}", **p}) for i, (s, p) in
+            enumerate(cases)]
+
+
+def _s_expand(rng, dt):
+    cases = [((3,), (2, 3)), ((2, 1), (2, 4)), ((1, 3), (-1, 3)), ((1, 3), (4, 2, 3)),
+             ((), (2, 3)), ((2, 1, 3), (4, 2, 5, 3)), ((2, 3), (2, 3))]
+    out = [((_r(rng, s, dt),), {"shape": t, "_id": f"{s}->{t}"}) for s, t in cases]
+    out.append(((_r(rng, (3, 1), dt),), {"shape": (2, 3, 4), "as": True, "_id": "expand_as"}))
+    return out
+
+
+_GETITEM = [
+    ((4, 5), 1, "int"),
+    ((4, 5), -1, "negint"),
+    ((4, 5), (slice(None), 2), "col"),
+    ((4, 5), slice(1, None), "slice"),
+    ((4, 5), (slice(None, None, 2), slice(1, 5, 3)), "steps"),
+    ((2, 3, 4), (Ellipsis, 0), "ellipsis-int"),
+    ((2, 3, 4), (Ellipsis, slice(1, 3)), "ellipsis-slice"),
+    ((4, 5), None, "none"),
+    ((4, 5), (None, slice(None), 0), "none-int"),
+    ((4, 5), (1, 2), "scalar"),
+    ((4, 5), [0, 2], "list"),
+    ((4, 5), [0, 0, 3, 0], "repeated"),
+    ((4, 5), np.array([[0, 1], [3, 1]]), "2d-index"),
+    ((4, 5), (slice(None), [0, 4]), "col-list"),
+    ((4, 5), ([0, 1, 1], [1, 2, 2]), "pairs"),
+    ((4, 5), (1, [0, 2]), "int-list"),
+    ((4, 5), "mask", "mask"),
+    ((4, 5), np.array([True, False, True, False]), "row-mask"),
+    ((2, 3, 4), (slice(None), np.array([True, False, True]), slice(1, 3)), "mid-mask"),
+    ((2, 3, 4), (0, slice(None), [3, 1]), "int-slice-list"),
+]
+
+
+def _mask_for(a):
+    return a > 0.0
+
+
+def _s_getitem(rng, dt):
+    out = []
+    for shape, idx, name in _GETITEM:
+        x = _r(rng, shape, dt)
+        if isinstance(idx, str):
+            idx = _mask_for(x)
+        out.append(((x,), {"index": idx, "_id": name}))
+    x = _r(rng, (4, 6), dt)
+    out += [
+        ((x,), {"fn": "select", "args": (1, -2), "_id": "select"}),
+        ((x,), {"fn": "narrow", "args": (0, 1, 2), "_id": "narrow"}),
+        ((x,), {"fn": "split", "args": (4, 1), "k": 1, "_id": "split"}),
+        ((x,), {"fn": "chunk", "args": (2, 0), "k": 0, "_id": "chunk"}),
+        ((x,), {"fn": "unbind", "args": (1,), "k": 3, "_id": "unbind"}),
+        ((_r(rng, (5, 4), dt),), {"index": (slice(None), 1), "_pre": "T", "_id": "T-row"}),
+    ]
+    return out
+
+
+def _s_getitem_backward(rng, dt):
+    out = []
+    for shape, idx, name in _GETITEM:
+        if isinstance(idx, str):
+            idx = _mask_for(_r(rng, shape, dt))
+        # PyTorch's indexing rules (an int next to a list is basic indexing), as jitgrad's
+        gshape = tuple(jitgrad.zeros(shape)[_index(jitgrad, idx)].shape)
+        out.append(((_r(rng, gshape, dt),), {"index": idx, "shape": shape, "_id": name}))
+    return out
+
+
+def _s_index_put(rng, dt):
+    cases = [((4, 5), 1, (5,), "row"),
+             ((4, 5), (slice(None), 2), (4,), "col"),
+             ((4, 5), (slice(1, None), slice(None, None, 2)), (1,), "broadcast"),
+             ((4, 5), 0, (), "0d-value"),
+             ((4, 5), [0, 2], (2, 5), "list"),
+             ((4, 5), "mask", None, "mask"),
+             ((2, 3, 4), (Ellipsis, 1), (2, 3), "ellipsis")]
+    out = []
+    for shape, idx, vshape, name in cases:
+        x = _r(rng, shape, dt)
+        if isinstance(idx, str):
+            idx = _mask_for(x)
+            vshape = (int(idx.sum()),)
+        out.append(((x, _r(rng, vshape, dt)), {"index": idx, "_id": name}))
+    return out
+
+
+def _s_cat(rng, dt):
+    cases = [([(2, 3), (4, 3)], 0), ([(2, 3), (2, 1)], -1), ([(2, 3), (1, 3), (3, 3)], 0),
+             ([(3,), (2,)], 0), ([(2, 1, 3), (2, 2, 3)], 1), ([(2, 3), (2, 3)], -2)]
+    return [(tuple(_r(rng, s, dt) for s in shapes), {"dim": d, "_id": f"{len(shapes)}x{d}"})
+            for shapes, d in cases]
+
+
+def _s_stack(rng, dt):
+    cases = [((3,), 2, 0), ((2, 3), 3, -1), ((2, 3), 2, 1), ((), 3, 0), ((2, 3), 2, -3)]
+    return [(tuple(_r(rng, s, dt) for _ in range(n)), {"dim": d, "_id": f"{s}x{n}@{d}"})
+            for s, n, d in cases]
+
+
+def _s_clone(rng, dt):
+    return [((_r(rng, (), dt),), {"_id": "0d"}), ((_r(rng, (2, 3), dt),), {"_id": "2d"}),
+            ((_r(rng, (3, 2), dt),), {"_pre": "T", "_id": "T"})]
+
+
+def _s_to_dtype(rng, dt):
+    # multiples of 1/8: exact in float32 also after gradcheck's +-2**-10 steps
+    def x(s):
+        return (np.round(rng.uniform(-2.0, 2.0, size=s) * 8.0) / 8.0).astype(dt)
+
+    other = "float32" if dt == F64 else "float64"
+    return [((x((2, 3)),), {"dtype": other, "_id": other}),
+            ((x(()),), {"dtype": other, "_id": other + "-0d"}),
+            ((x((3, 2)),), {"dtype": other, "_pre": "T", "_id": other + "-T"}),
+            ((x((2, 3)),), {"dtype": "float64" if dt == F32 else "float32",
+                            "via": "double" if dt == F32 else "float", "_id": "method"}),
+            ((x((2, 3)),), {"dtype": "int64", "_nograd": True, "_id": "int64"}),
+            ((x((2, 3)),), {"dtype": "bool", "_nograd": True, "_id": "bool"})]
+
+
+def _s_max_dim(rng, dt):
+    out = []
+    for s in ((5,), (2, 3), (2, 3, 4)):
+        for d in range(-len(s), len(s)):
+            for k in (False, True):
+                out.append(((_distinct(rng, s, dt),), {"dim": d, "keepdim": k,
+                                                        "_id": f"{s}-{d}-{k}"}))
+    out.append(((_distinct(rng, (), dt),), {"dim": 0, "keepdim": False, "_id": "0d"}))
+    return out
+
+
+def _s_logical(unary):
+    def s(rng, dt):
+        shapes = [((5,), (5,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 3))]
+        if unary:
+            return [((rng.random(size=a) < 0.5,), {"_nograd": True}) for a, _ in shapes]
+        return [((rng.random(size=a) < 0.5, rng.random(size=b) < 0.5), {"_nograd": True})
+                for a, b in shapes]
+    return s
+
+
+#: samples of registered ops whose OpDef has none
+EXTRA_SAMPLES = {
+    "matmul": _s_matmul,
+    "binary_cross_entropy_with_logits": _s_bce,
+    "binary_cross_entropy_with_logits_backward": _s_bce_backward,
+    "reshape": _s_reshape,
+    "permute": _s_permute,
+    "expand": _s_expand,
+    "getitem": _s_getitem,
+    "getitem_backward": _s_getitem_backward,
+    "index_put": _s_index_put,
+    "cat": _s_cat,
+    "stack": _s_stack,
+    "clone": _s_clone,
+    "to_dtype": _s_to_dtype,
+    "max_dim": _s_max_dim,
+    "min_dim": _s_max_dim,
+    "logical_and": _s_logical(False),
+    "logical_or": _s_logical(False),
+    "logical_xor": _s_logical(False),
+    "logical_not": _s_logical(True),
+}
+
+
+def _more_reduce(rng, dt):
+    return [((_r(rng, (2, 3, 4), dt),), {"dim": -1, "keepdim": False, "_id": "neg-int"}),
+            ((_r(rng, (2, 3, 4), dt),), {"dim": (-3, 1), "keepdim": True, "_id": "neg-tuple"}),
+            ((_r(rng, (3, 4), dt),), {"dim": 0, "keepdim": False, "_pre": "T", "_id": "T"})]
+
+
+def _more_reduce_distinct(rng, dt):
+    return [((_distinct(rng, a.shape, dt),), p) for (a,), p in _more_reduce(rng, dt)]
+
+
+def _more_softmax(rng, dt):
+    return [((_r(rng, (2, 3, 4), dt),), {"dim": -1, "_id": "neg"}),
+            ((_r(rng, (), dt),), {"dim": 0, "_id": "0d"}),
+            ((_r(rng, (4, 3), dt),), {"dim": 1, "_pre": "T", "_id": "T"})]
+
+
+def _more_binary(rng, dt):
+    return [((_r(rng, (3, 4), dt), _r(rng, (3, 4), dt)), {"_pre": "T", "_id": "T"}),
+            ((_r(rng, (2, 1, 3, 1), dt), _r(rng, (1, 4, 1, 5), dt)), {"_id": "nd-bcast"})]
+
+
+def _more_moment(rng, dt):
+    return [((_r(rng, (3, 4), dt),), {"dim": None, "keepdim": False, "correction": 1,
+                                      "_id": "all"}),
+            ((_r(rng, (2, 3, 4), dt),), {"dim": -2, "keepdim": True, "correction": 0,
+                                         "_id": "neg"}),
+            ((_r(rng, (4, 3), dt),), {"dim": 1, "keepdim": False, "correction": 1,
+                                      "_pre": "T", "_id": "T"})]
+
+
+#: extra samples for ops that have registry samples (negative dims, layouts)
+MORE_SAMPLES = {
+    "var": _more_moment, "std": _more_moment,
+    "sum": _more_reduce, "mean": _more_reduce, "logsumexp": _more_reduce,
+    "amax": _more_reduce_distinct, "amin": _more_reduce_distinct,
+    "softmax": _more_softmax, "log_softmax": _more_softmax,
+    "add": _more_binary, "mul": _more_binary, "sub": _more_binary, "maximum": _more_binary,
+}
+
+
+def _seed(name: str) -> int:
+    return sum(ord(c) * (i + 1) for i, c in enumerate(name)) % (2 ** 31)
+
+
+def samples_for(name: str, dtype) -> list:
+    """``[(args, params), ...]`` of op ``name``: the registry's samples (or the hand-written
+    ones) plus :data:`MORE_SAMPLES`; params get an ``_id``. Deterministic per (name, dtype)."""
+    dtype = np.dtype(dtype)
+    op = REGISTRY[name]
+    rng = np.random.default_rng(_seed(name) + dtype.itemsize)
+    gen = op.samples or EXTRA_SAMPLES.get(name)
+    out = []
+    for i, (args, p) in enumerate(gen(rng, dtype) if gen else []):
+        out.append((args, {"_id": str(i), **p}))
+    if name in MORE_SAMPLES:
+        for args, p in MORE_SAMPLES[name](rng, dtype):
+            out.append((args, {**p, "_id": "more-" + p["_id"]}))
+    return out
+
+
+def case_params(names, dtype, keep=None, xfail=None):
+    """pytest params ``(name, index)`` with readable ids (``{name}-{_id}``) over every sample
+    of ``names``; ids in ``xfail`` (id -> reason) or :data:`FORWARD_BUGS` (a wrong forward
+    fails every test) are strict xfails (known jitgrad bugs)."""
+    out = []
+    xfail = {**FORWARD_BUGS, **(xfail or {})}
+    for name in names:
+        for i, (args, p) in enumerate(samples_for(name, dtype)):
+            if keep is None or keep(name, args, p):
+                cid = f"{name}-{p['_id']}"
+                marks = ([pytest.mark.xfail(reason=xfail[cid], strict=True)]
+                         if cid in xfail else [])
+                out.append(pytest.param(name, i, id=cid, marks=marks))
+    return out
+
+
+#: known jitgrad bugs, by case id (``{op}-{_id}``): strict xfails of the registry-driven tests.
+#: Fixed so far (now regression cases): dot backward, max/min(dim) shapes of 1-D/0-d inputs,
+#: BCE's second derivative in the target, bmm. Add an entry when a new bug turns up.
+FORWARD_BUGS: dict[str, str] = {}  # forward wrong: reference, gradient and oracle tests
+BACKWARD_BUGS: dict[str, str] = {}  # first-order gradient wrong: gradcheck and oracle
+GRADGRAD_BUGS: dict[str, str] = {}  # second-order gradient wrong: gradgradcheck
+
+
+def sample(name: str, i: int, dtype):
+    return samples_for(name, dtype)[i]
+
+
+def make_inputs(M, args, requires_grad=True, nograd=()):
+    """Tensors of ``M`` for the arrays in ``args`` (float ones require grad unless their
+    position is in ``nograd``); numbers and None pass through."""
+    out = []
+    for i, a in enumerate(args):
+        if isinstance(a, np.generic):  # the registry's samples give these for shape ()
+            a = np.asarray(a)
+        if isinstance(a, np.ndarray):
+            rg = requires_grad and a.dtype.kind == "f" and i not in nograd
+            out.append(M.tensor(a.copy(), requires_grad=rg))
+        else:
+            out.append(a)
+    return out
+
+
+def to_numpy(t) -> np.ndarray:
+    return t.detach().numpy()
+
+
+def dtype_name(t) -> str:
+    return str(t.dtype).split(".")[-1]
+
+
+def node_name(t) -> str:
+    return type(t.grad_fn).__name__
+
+
+# ------------------------------------------------------------------------- fixtures
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def jg():
+    return jitgrad
