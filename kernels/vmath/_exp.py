@@ -2,7 +2,7 @@
 
 Method (Cody-Waite + polynomial, as Cephes/Sleef): x = n*ln2 + r with n = rint(x/ln2),
 |r| <= ln2/2, r computed with a two-part ln2 and FMAs; expm1(r) = r + r*r*P(r) with a
-near-minimax P (``fit.py``); exp(x) = 2**n * (1 + expm1(r)). 2**n is applied as two
+near-minimax P (tools/fit_vmath_coeffs.py); exp(x) = 2**n * (1 + expm1(r)). 2**n is applied as two
 factors 2**(n//2) * 2**(n - n//2) built from exponent bits, so subnormal results are
 rounded once and overflow lands on inf exactly where the true value rounds to inf.
 Inputs are clamped just beyond the overflow/underflow thresholds (the clamps let NaN
