@@ -12,11 +12,12 @@ from . import dtypes
 from .random import rng
 from .shapes import as_shape
 from .tensor import Tensor, wrap
+from .trace.state import STATE as _TRACE
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
            "arange", "linspace", "logspace", "rand", "randn", "randint", "randperm",
            "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
-           "randint_like", "scalar_tensor", "normal"]
+           "randint_like", "scalar_tensor", "normal", "const_tensor"]
 
 
 def _infer_dtype(data) -> np.dtype:
@@ -97,8 +98,17 @@ def _array_from_data(data, dtype) -> np.ndarray:
     return arr
 
 
-def _finish(arr: np.ndarray, requires_grad: bool) -> Tensor:
+def _finish(arr: np.ndarray, requires_grad: bool, regen=None, kind: str = "fill") -> Tensor:
+    """Wrap a factory's array. Under ``jitgrad.compile`` tracing, ``regen`` (a callable making
+    the value again) lets the graph recreate it each call — ``kind`` "random" draws anew from
+    the generator, as eager would; without ``regen`` the value is a graph constant."""
     t = wrap(arr)
+    tr = _TRACE.tracer
+    if tr is not None:
+        if regen is not None:
+            tr.on_generated(t, kind, regen)
+        else:
+            tr.on_constant(t)
     if requires_grad:
         if arr.dtype.kind != "f":
             raise RuntimeError(
@@ -166,19 +176,22 @@ def _dt(dtype, default=None) -> np.dtype:
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
     """A tensor of zeros."""
     _check_device(device)
-    return _finish(np.zeros(as_shape(size), _dt(dtype)), requires_grad)
+    shape, d = as_shape(size), _dt(dtype)
+    return _finish(np.zeros(shape, d), requires_grad, lambda: np.zeros(shape, d))
 
 
 def ones(*size, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
     """A tensor of ones."""
     _check_device(device)
-    return _finish(np.ones(as_shape(size), _dt(dtype)), requires_grad)
+    shape, d = as_shape(size), _dt(dtype)
+    return _finish(np.ones(shape, d), requires_grad, lambda: np.ones(shape, d))
 
 
 def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor."""
     _check_device(device)
-    return _finish(np.empty(as_shape(size), _dt(dtype)), requires_grad)
+    shape, d = as_shape(size), _dt(dtype)
+    return _finish(np.empty(shape, d), requires_grad, lambda: np.empty(shape, d))
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -186,14 +199,17 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
     _check_device(device)
     if dtype is None:
         dtype = dtypes.scalar_dtype(fill_value)
-    return _finish(np.full(as_shape((size,)), fill_value, _dt(dtype)), requires_grad)
+    shape, d = as_shape((size,)), _dt(dtype)
+    return _finish(np.full(shape, fill_value, d), requires_grad,
+                   lambda: np.full(shape, fill_value, d))
 
 
 def eye(n: int, m: int | None = None, *, dtype=None, device=None,
         requires_grad: bool = False) -> Tensor:
     """The identity matrix (``n x m``)."""
     _check_device(device)
-    return _finish(np.eye(n, m, dtype=_dt(dtype)), requires_grad)
+    d = _dt(dtype)
+    return _finish(np.eye(n, m, dtype=d), requires_grad, lambda: np.eye(n, m, dtype=d))
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None,
@@ -210,8 +226,10 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
         dtype = dtypes.int64 if ints else dtypes.get_default_dtype()
     d = _dt(dtype)
     n = max(int(np.ceil((end - start) / step)), 0)
-    arr = (start + step * np.arange(n, dtype=np.float64 if d.kind == "f" else np.int64))
-    return _finish(arr.astype(d), requires_grad)
+    def make():
+        arr = start + step * np.arange(n, dtype=np.float64 if d.kind == "f" else np.int64)
+        return arr.astype(d)
+    return _finish(make(), requires_grad, make)
 
 
 def linspace(start, end, steps: int, *, dtype=None, device=None,
@@ -231,25 +249,36 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = F
     """Uniform samples in ``[0, 1)``."""
     _check_device(device)
     d = _dt(dtype)
-    arr = rng(generator).random(as_shape(size), dtype=d if d.kind == "f" and d.itemsize >= 4
-                                else np.float64)
-    return _finish(arr.astype(d, copy=False), requires_grad)
+    shape = as_shape(size)
+
+    def make():
+        arr = rng(generator).random(shape, dtype=d if d.kind == "f" and d.itemsize >= 4
+                                    else np.float64)
+        return arr.astype(d, copy=False)
+    return _finish(make(), requires_grad, make, "random")
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples."""
     _check_device(device)
     d = _dt(dtype)
-    arr = rng(generator).standard_normal(as_shape(size), dtype=d if d.kind == "f" and
-                                         d.itemsize >= 4 else np.float64)
-    return _finish(arr.astype(d, copy=False), requires_grad)
+    shape = as_shape(size)
+
+    def make():
+        arr = rng(generator).standard_normal(shape, dtype=d if d.kind == "f" and
+                                             d.itemsize >= 4 else np.float64)
+        return arr.astype(d, copy=False)
+    return _finish(make(), requires_grad, make, "random")
 
 
 def normal(mean: float, std: float, size, *, generator=None, dtype=None,
            requires_grad: bool = False) -> Tensor:
     """Normal samples with the given ``mean`` and ``std``."""
-    arr = rng(generator).normal(mean, std, as_shape((size,)))
-    return _finish(arr.astype(_dt(dtype)), requires_grad)
+    shape, d = as_shape((size,)), _dt(dtype)
+
+    def make():
+        return rng(generator).normal(mean, std, shape).astype(d)
+    return _finish(make(), requires_grad, make, "random")
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
@@ -262,13 +291,20 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
         low, high, size = 0, low, high
     elif high is None:
         low, high = 0, low
-    arr = rng(generator).integers(low, high, size=as_shape((size,)))
-    return _finish(arr.astype(_dt(dtype, dtypes.int64)), requires_grad)
+    shape, d = as_shape((size,)), _dt(dtype, dtypes.int64)
+
+    def make():
+        return rng(generator).integers(low, high, size=shape).astype(d)
+    return _finish(make(), requires_grad, make, "random")
 
 
 def randperm(n: int, *, generator=None, dtype=None) -> Tensor:
     """A random permutation of ``0..n-1``."""
-    return wrap(rng(generator).permutation(n).astype(_dt(dtype, dtypes.int64)))
+    d = _dt(dtype, dtypes.int64)
+
+    def make():
+        return rng(generator).permutation(n).astype(d)
+    return _finish(make(), False, make, "random")
 
 
 def _like(t: Tensor, dtype):
@@ -278,26 +314,27 @@ def _like(t: Tensor, dtype):
 def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Zeros with ``input``'s shape and dtype."""
     shape, d = _like(input, dtype)
-    return _finish(np.zeros(shape, d), requires_grad)
+    return _finish(np.zeros(shape, d), requires_grad, lambda: np.zeros(shape, d))
 
 
 def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Ones with ``input``'s shape and dtype."""
     shape, d = _like(input, dtype)
-    return _finish(np.ones(shape, d), requires_grad)
+    return _finish(np.ones(shape, d), requires_grad, lambda: np.ones(shape, d))
 
 
 def empty_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Uninitialised, with ``input``'s shape and dtype."""
     shape, d = _like(input, dtype)
-    return _finish(np.empty(shape, d), requires_grad)
+    return _finish(np.empty(shape, d), requires_grad, lambda: np.empty(shape, d))
 
 
 def full_like(input: Tensor, fill_value, *, dtype=None, device=None,
               requires_grad: bool = False) -> Tensor:
     """``fill_value`` with ``input``'s shape and dtype."""
     shape, d = _like(input, dtype)
-    return _finish(np.full(shape, fill_value, d), requires_grad)
+    return _finish(np.full(shape, fill_value, d), requires_grad,
+                   lambda: np.full(shape, fill_value, d))
 
 
 def rand_like(input: Tensor, *, dtype=None, generator=None, requires_grad: bool = False
@@ -320,3 +357,9 @@ def randint_like(input: Tensor, low, high=None, *, dtype=None, generator=None) -
     """Random integers with ``input``'s shape."""
     shape, d = _like(input, dtype)
     return randint(low, high, shape, dtype=dtypes.from_numpy_dtype(d), generator=generator)
+
+
+def const_tensor(arr: np.ndarray) -> Tensor:
+    """Wrap an array computed from static information only (shapes, indices given as Python
+    data): a constant of the graph when ``jitgrad.compile`` is tracing."""
+    return _finish(arr, False)

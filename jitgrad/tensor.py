@@ -10,6 +10,7 @@ import numpy as np
 
 from . import dtypes
 from ._tensor_str import dtype_suffix_needed, format_tensor
+from .trace.state import STATE as _TRACE
 
 __all__ = ["Tensor", "Size", "wrap", "RemovableHandle"]
 
@@ -233,6 +234,9 @@ class Tensor:
     def grad(self) -> Tensor | None:
         if self._grad_fn is not None and not self._retains_grad and self._grad is None:
             warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        tr = _TRACE.tracer
+        if tr is not None:
+            tr.on_read_grad(self, self._grad)
         return self._grad
 
     @grad.setter
@@ -254,11 +258,14 @@ class Tensor:
                     f"attempting to assign a gradient with dtype '{value.dtype.name}' to a tensor "
                     f"with dtype '{self.dtype.name}'. The gradient must match the tensor's dtype"
                 )
+        tr = _TRACE.tracer
+        if tr is not None:
+            tr.on_set_grad(self, value)
         self._grad = value
 
     @grad.deleter
     def grad(self) -> None:
-        self._grad = None
+        self.grad = None
 
     @property
     def retains_grad(self) -> bool:
@@ -330,6 +337,8 @@ class Tensor:
     # --------------------------------------------------------------- conversions / Python
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The underlying NumPy array (shared memory)."""
+        if _TRACE.tracer is not None:
+            _TRACE.tracer.escape(".numpy()")
         if self._requires_grad and not force:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -338,6 +347,8 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        if _TRACE.tracer is not None:
+            _TRACE.tracer.escape("converting a tensor to a NumPy array")
         if self._requires_grad:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -350,6 +361,8 @@ class Tensor:
 
     def item(self):
         """The value of a one-element tensor as a Python number."""
+        if _TRACE.tracer is not None:
+            _TRACE.tracer.escape(".item()")
         d = self._data
         if d.size != 1:
             raise RuntimeError(f"a Tensor with {d.size} elements cannot be converted to Scalar")
@@ -357,24 +370,34 @@ class Tensor:
 
     def tolist(self):
         """The data as (nested) Python lists."""
+        if _TRACE.tracer is not None:
+            _TRACE.tracer.escape(".tolist()")
         return self._data.tolist()
 
     def __float__(self) -> float:
+        if _TRACE.tracer is not None:
+            _TRACE.tracer.escape("float(tensor)")
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
         return float(self._data.reshape(()))
 
     def __int__(self) -> int:
+        if _TRACE.tracer is not None:
+            _TRACE.tracer.escape("int(tensor)")
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
         return int(self._data.reshape(()))
 
     def __index__(self) -> int:
+        if _TRACE.tracer is not None:
+            _TRACE.tracer.escape("using a tensor as an index")
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self._data.reshape(()))
 
     def __bool__(self) -> bool:
+        if _TRACE.tracer is not None:
+            _TRACE.tracer.escape("bool(tensor) (an `if` or `while` on a tensor)")
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()))
@@ -392,6 +415,8 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:
+        if _TRACE.tracer is not None:
+            _TRACE.tracer.escape("printing a tensor")
         suffixes = []
         d = self._data
         if dtype_suffix_needed(d.dtype):
@@ -407,6 +432,8 @@ class Tensor:
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
+        if _TRACE.tracer is not None:
+            _TRACE.tracer.escape("formatting a tensor")
         if self._data.ndim == 0 and spec:
             return format(self._data.item(), spec)
         return repr(self)
@@ -439,6 +466,9 @@ _new = object.__new__
 
 def wrap(arr: np.ndarray, requires_grad: bool = False) -> Tensor:
     """Wrap a NumPy array (no copy) as a tensor with no history."""
+    tr = _TRACE.tracer
+    if tr is not None:
+        tr.on_created(arr)
     t = _new(Tensor)
     t._data = arr
     t._requires_grad = requires_grad

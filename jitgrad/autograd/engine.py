@@ -12,8 +12,10 @@ import heapq
 
 import numpy as np
 
+from ..creation import full_like, ones_like, zeros_like
 from ..shapes import fmt_shape
 from ..tensor import Tensor, wrap
+from ..trace.state import STATE as _TRACE
 from . import grad_mode
 
 __all__ = ["backward", "grad", "accumulate_into_leaf"]
@@ -36,13 +38,13 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
                         "grad can be implicitly created only for real scalar outputs but got "
                         f"{t.dtype}"
                     )
-                out.append((wrap(np.ones_like(t._data)), True))
+                out.append((ones_like(t), True))
             else:
                 out.append((None, True))
             continue
         if not isinstance(g, Tensor):
             if isinstance(g, (int, float)):
-                g = wrap(np.full(t._data.shape, g, dtype=t._data.dtype))
+                g = full_like(t, g)
                 out.append((g, True))
                 continue
             raise TypeError(
@@ -55,8 +57,7 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
             )
         if g._data.dtype != t._data.dtype and t._data.dtype.kind == "f":
             # gradients flow in the output's dtype (node rules rely on it)
-            g = g.to(t.dtype) if g._requires_grad else wrap(g._data.astype(t._data.dtype))
-            out.append((g, True))
+            out.append((g.to(t.dtype), True))
             continue
         out.append((g, False))
     return out
@@ -106,7 +107,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+         allow_unused=None, is_grads_batched=False, materialize_grads=False,
+         _raw_inputs: bool = False):
     """Gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated).
 
     >>> import jitgrad
@@ -140,7 +142,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     _check_roots(outputs)
     grads = _make_grads(outputs, grad_outputs)
     run = _Run(outputs, grads, retain_graph, create_graph, inputs, capture=True)
-    run.run()
+    run.raw_inputs = _raw_inputs  # the compiler's backward trace: the inputs' own hooks
+    run.run()                     # run later, when the compiled backward delivers
     result = []
     for i, t in enumerate(inputs):
         g = run.captured[i]
@@ -151,7 +154,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     "graph. Set allow_unused=True if this is the desired behavior."
                 )
             if materialize_grads:
-                g = wrap(np.zeros_like(t._data))
+                g = zeros_like(t)
         result.append(g)
     del single
     return tuple(result)
@@ -176,8 +179,12 @@ def accumulate_into_leaf(t: Tensor, g: Tensor, shared: bool) -> None:
     """AccumulateGrad: add ``g`` into ``t.grad`` (in place unless building a graph)."""
     create = grad_mode.STATE.enabled
     if g._data.dtype != t._data.dtype:
-        g = wrap(g._data.astype(t._data.dtype)) if not create else g.to(t.dtype)
+        g = g.to(t.dtype)
         shared = False
+    tr = _TRACE.tracer
+    if tr is not None:
+        _accumulate_traced(t, g, create, tr)
+        return
     old = t._grad
     if old is None:
         if create:
@@ -201,6 +208,28 @@ def accumulate_into_leaf(t: Tensor, g: Tensor, shared: bool) -> None:
             fn(t)
 
 
+def _accumulate_traced(t: Tensor, g: Tensor, create: bool, tr) -> None:
+    """accumulate_into_leaf while jitgrad.compile traces: the same semantics through ops, so
+    the graph records the new ``.grad`` (a grad set) or the in-place sum (a write-back)."""
+    tr.note_leaf_grad(t)
+    old = t._grad
+    if old is None:
+        t._grad = g if create else (g if g._grad_fn is None else g.detach())
+        tr.on_set_grad(t, t._grad)
+    elif create or old._requires_grad:
+        t._grad = old + g
+        tr.on_set_grad(t, t._grad)
+    else:
+        new = old + g
+        tr.on_write(old, new)
+        np.copyto(old._data, new._data)
+        old._vc[0] += 1
+    hooks = t._post_acc_hooks
+    if hooks:
+        for fn in list(hooks.values()):
+            fn(t)
+
+
 _LEAF_PRIORITY = float("-inf")
 
 
@@ -214,7 +243,7 @@ class _Run:
     """
 
     __slots__ = ("roots", "grads", "retain", "create", "inputs", "capture", "captured",
-                 "_slots", "_effects", "_executed")
+                 "_slots", "_effects", "_executed", "raw_inputs")
 
     def __init__(self, roots, grads, retain, create, inputs, capture):
         self.roots = roots
@@ -224,6 +253,7 @@ class _Run:
         self.inputs = inputs
         self.capture = capture
         self.captured = [None] * len(inputs) if inputs is not None else None
+        self.raw_inputs = False
         self._effects = []   # ("acc", leaf, grad, shared) / ("retain", tensor, grad)
         self._executed = []  # nodes whose saved tensors are freed at the end
         # where to intercept gradients of the requested inputs
@@ -236,6 +266,9 @@ class _Run:
             self._slots = slots
 
     def run(self) -> None:
+        tr = _TRACE.tracer
+        if tr is not None:
+            tr.on_backward()
         state = grad_mode.STATE
         prev = state.enabled
         state.enabled = self.create
@@ -251,7 +284,7 @@ class _Run:
                 accumulate_into_leaf(eff[1], eff[2], eff[3])
             else:
                 t, g = eff[1], eff[2]
-                t._grad = (g if self.create else wrap(g._data.copy())) if t._grad is None \
+                t._grad = (g if self.create else g.detach().clone()) if t._grad is None \
                     else t._grad + g
         if not self.retain:
             for node in self._executed:
@@ -433,6 +466,8 @@ class _Run:
         if th:
             for nr, hooks in th.items():
                 g = grads[nr]
+                if self.raw_inputs and self._slots and (id(node), nr) in self._slots:
+                    continue
                 if g is not None and hooks:
                     ng = _call_tensor_hooks(hooks, g)
                     if ng is not g:
@@ -485,7 +520,7 @@ class _Run:
                 if r is not None:
                     g, shared = r[0], True
         hooks = t._hooks
-        if hooks:
+        if hooks and not (self.raw_inputs and self._slots and (id(t),) in self._slots):
             ng = _call_tensor_hooks(hooks, g)
             if ng is not g:
                 g, shared = ng, True

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
-
 from ..shapes import fmt_shape, sum_axes_to
 from ..tensor import Tensor, wrap
 from . import grad_mode
@@ -83,7 +81,10 @@ class BackwardCFunction(Node, FunctionCtx):
         fn_cls = self._fn_cls
         if self._materialize:
             metas = self._out_meta
-            grads = [wrap(np.zeros(m[0], dtype=m[1])) if g is None else g
+            from ..creation import zeros
+            from ..dtypes import from_numpy_dtype
+
+            grads = [zeros(m[0], dtype=from_numpy_dtype(m[1])) if g is None else g
                      for g, m in zip(grads, metas)]
         result = fn_cls.backward(self, *grads)
         if not isinstance(result, tuple):
@@ -126,7 +127,7 @@ class BackwardCFunction(Node, FunctionCtx):
                     )
                 g = _sum_to(g, shape)
             if g._data.dtype != dtype:
-                g = g.to(dtype) if g._requires_grad else wrap(g._data.astype(dtype))
+                g = g.to(dtype)
             out.append(g)
         return tuple(out)
 

@@ -14,6 +14,7 @@ from ..autograd import grad_mode
 from ..autograd.node import _seq, save_input, save_output
 from ..shapes import broadcast_many, broadcast_shapes
 from ..tensor import Tensor, wrap
+from ..trace.state import STATE as _TRACE
 from . import eager_kernels
 from .registry import BOOL, FLOAT, OpDef
 
@@ -32,8 +33,12 @@ def _edge(t: Tensor):
     return t if fn is None else (fn, t._output_nr)
 
 
-def record(op: OpDef, out: Tensor, inputs: tuple, params: dict | None) -> Tensor:
-    """Attach a backward node for ``op`` to ``out`` if grad mode is on and an input needs it."""
+def record(op: OpDef, out: Tensor, inputs: tuple, params: dict | None, cdt=None) -> Tensor:
+    """Attach a backward node for ``op`` to ``out`` if grad mode is on and an input needs it
+    (and tell the tracer, when ``jitgrad.compile`` is tracing, that ``op`` ran)."""
+    tr = _TRACE.tracer
+    if tr is not None:
+        tr.on_op(op, out, inputs, params, cdt)
     if not _STATE.enabled or op.vjp is None:
         return out
     edges = tuple(_edge(t) if type(t) is Tensor else None for t in inputs)
@@ -154,7 +159,7 @@ def _node(op: OpDef, params, edges, in_meta, saved) -> object:
     return node
 
 
-def _finish(op: OpDef, res, params, a, b, same_meta: bool) -> Tensor:
+def _finish(op: OpDef, res, params, a, b, same_meta: bool, cdt) -> Tensor:
     """Wrap an element-wise result and record its node (one or two inputs)."""
     out = _new(Tensor)
     out._data = res
@@ -162,6 +167,9 @@ def _finish(op: OpDef, res, params, a, b, same_meta: bool) -> Tensor:
     out._grad_fn = None
     out._grad = None
     out._vc = [0]
+    tr = _TRACE.tracer
+    if tr is not None:
+        tr.on_op(op, out, (a,) if b is _NO_ARG else (a, b), params, cdt)
     if not _STATE.enabled or op.vjp is None:
         return out
     ta = type(a) is Tensor
@@ -219,7 +227,7 @@ def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
             k(ad, *pargs, out)
         else:
             k(ad.reshape(-1), *pargs, out.reshape(-1))
-        return _finish(op, out, params, a, _NO_ARG, True)
+        return _finish(op, out, params, a, _NO_ARG, True, dt)
     if op.dtype_rule == FLOAT and dt.kind != "f":
         cdt = dtypes.get_default_dtype().np
         arr = ad.astype(cdt)
@@ -227,7 +235,7 @@ def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
         cdt = dt
         arr = ad
     res = eager_kernels.run(op, (arr,), params, cdt, np.bool_ if op.dtype_rule == BOOL else cdt)
-    return _finish(op, res, params, a, _NO_ARG, res.dtype == dt)
+    return _finish(op, res, params, a, _NO_ARG, res.dtype == dt, cdt)
 
 
 _MISSING = object()
@@ -252,7 +260,7 @@ def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
                         k(ad, bd, *pargs, out)
                     else:
                         k(ad.reshape(-1), bd.reshape(-1), *pargs, out.reshape(-1))
-                    return _finish(op, out, params, a, b, True)
+                    return _finish(op, out, params, a, b, True, dt)
         elif type(b) is float or type(b) is int:
             if dt.kind == "f":  # float tensor (op) Python number: stays in the tensor's dtype
                 ks = op.fast_kernels.get(dt, _MISSING)
@@ -266,7 +274,7 @@ def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
                         k(ad, dt.type(b), *pargs, out)
                     else:
                         k(ad.reshape(-1), dt.type(b), *pargs, out.reshape(-1))
-                    return _finish(op, out, params, a, b, True)
+                    return _finish(op, out, params, a, b, True, dt)
     return _binary_general(op, a, b, params)
 
 
@@ -293,7 +301,7 @@ def _binary_general(op: OpDef, a, b, params) -> Tensor:
     res = eager_kernels.run(op, (_operand(a, cdt), _operand(b, cdt)), params, cdt, od.np)
     same = (not ta or (a._data.shape == res.shape and a._data.dtype == res.dtype)) and (
         not tb or (b._data.shape == res.shape and b._data.dtype == res.dtype))
-    return _finish(op, res, params, a, b, same)
+    return _finish(op, res, params, a, b, same, cdt)
 
 
 def elementwise(op: OpDef, args: tuple, params: dict | None = None) -> Tensor:
@@ -315,4 +323,4 @@ def elementwise(op: OpDef, args: tuple, params: dict | None = None) -> Tensor:
         else:
             ops_in.append(_operand(x, cd.np))
     res = eager_kernels.run(op, tuple(ops_in), params, cd.np, od.np)
-    return record(op, wrap(res), args, params)
+    return record(op, wrap(res), args, params, cd.np)

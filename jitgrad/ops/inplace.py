@@ -12,6 +12,7 @@ import numpy as np
 from ..autograd import grad_mode
 from ..autograd.node import save_output
 from ..tensor import Tensor, wrap
+from ..trace.state import STATE as _TRACE
 from .dispatch import record
 from .registry import MOVEMENT, defop
 
@@ -78,6 +79,9 @@ def apply_inplace(self: Tensor, result: Tensor) -> Tensor:
     node = result._grad_fn if _STATE.enabled else None
     if node is not None and node.saved:
         node.saved = _snapshot_self(node.saved, self, result)
+    tr = _TRACE.tracer
+    if tr is not None:
+        tr.on_write(self, result)
     np.copyto(dst, src, casting="same_kind")
     self._vc[0] += 1
     if node is not None:
@@ -105,7 +109,10 @@ def _snapshot_self(saved: tuple, self: Tensor, result: Tensor) -> tuple:
     """Saved inputs that are ``self`` keep its pre-modification value (a copy)."""
     if not any(type(e) is tuple and e[0] is self for e in saved):
         return saved
-    snap = wrap(self._data.copy())
+    from .movement import clone
+
+    with grad_mode.no_grad():
+        snap = clone(self.detach())
     snap._requires_grad = self._requires_grad
     snap._grad_fn = self._grad_fn
     if self._output_nr:
@@ -116,7 +123,7 @@ def _snapshot_self(saved: tuple, self: Tensor, result: Tensor) -> tuple:
 # ---------------------------------------------------------------------- x[i] = v
 def _index_put_ref(a, v, index):
     out = np.array(a, copy=True)
-    out[index] = v
+    out[index] = v.astype(a.dtype, copy=False) if isinstance(v, np.ndarray) else v
     return out
 
 
@@ -124,9 +131,11 @@ def _index_put_vjp(g, ins, out, p, n):
     index = p["index"]
     ga = gv = None
     if n[0]:
+        from ..creation import const_tensor
+
         mask = np.ones(g._data.shape, dtype=g._data.dtype)
         mask[index] = 0
-        ga = g * wrap(mask)
+        ga = g * const_tensor(mask)
     if n[1]:
         vshape = p["vshape"]
         gv = g[index]
@@ -151,7 +160,7 @@ def setitem(self: Tensor, index, value) -> None:
     v_is_t = isinstance(value, Tensor)
     v = value._data if v_is_t else value
     recording = _STATE.enabled and (self._requires_grad or (v_is_t and value._requires_grad))
-    if not recording:
+    if not recording and _TRACE.tracer is None:
         if not self._data.flags.writeable:
             raise RuntimeError(
                 "unsupported operation: more than one element of the written-to tensor refers to "
@@ -161,8 +170,7 @@ def setitem(self: Tensor, index, value) -> None:
         self._data[idx] = v
         self._vc[0] += 1
         return
-    if not v_is_t:
-        value = wrap(np.asarray(v, dtype=self._data.dtype))
-    res = wrap(_index_put_ref(self._data, value._data.astype(self._data.dtype, copy=False), idx))
-    res = record(INDEX_PUT, res, (self, value), {"index": idx, "vshape": value._data.shape})
+    vshape = value._data.shape if v_is_t else ()
+    res = wrap(_index_put_ref(self._data, v, idx))
+    res = record(INDEX_PUT, res, (self, value), {"index": idx, "vshape": vshape})
     apply_inplace(self, res)

@@ -11,6 +11,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd import grad_mode
 from ..tensor import Tensor, wrap
+from ..trace.state import STATE as _TRACE
 from . import elementwise as E
 from . import linalg as L
 from . import movement as M
@@ -165,6 +166,11 @@ def _type(self, dtype=None):
 
 
 def _fill_(self, value):
+    if _TRACE.tracer is not None and not isinstance(value, Tensor):
+        from ..creation import full_like
+
+        check_inplace_allowed(self, False)
+        return apply_inplace(self, full_like(self, value))
     v = value.item() if isinstance(value, Tensor) else value
     if _STATE.enabled and (self._requires_grad or (isinstance(value, Tensor) and
                                                      value._requires_grad)):
@@ -182,8 +188,12 @@ def _zero_(self):
 
 
 def _copy_(self, src, non_blocking=False):
-    src = src if isinstance(src, Tensor) else wrap(np.asarray(src))
-    if _STATE.enabled and (self._requires_grad or src._requires_grad):
+    if not isinstance(src, Tensor):
+        from ..creation import tensor
+
+        src = tensor(src)
+    if _TRACE.tracer is not None or (_STATE.enabled and (self._requires_grad or
+                                                          src._requires_grad)):
         res = M.expand(M.to_dtype(src, self.dtype), self._data.shape)
         return apply_inplace(self, res)
     np.copyto(self._data, np.broadcast_to(src._data, self._data.shape), casting="unsafe")
@@ -196,6 +206,14 @@ def _random_inplace(sampler):
         from ..random import rng
 
         check_inplace_allowed(self, False) if _STATE.enabled else None
+        if _TRACE.tracer is not None:
+            from ..creation import _finish
+
+            shape, dt = self._data.shape, self._data.dtype
+
+            def make():
+                return np.asarray(sampler(rng(generator), shape, *args, **kwargs), dtype=dt)
+            return apply_inplace(self, _finish(make(), False, make, "random"))
         self._data[...] = sampler(rng(generator), self._data.shape, *args, **kwargs)
         self._vc[0] += 1
         return self

@@ -51,7 +51,7 @@ def _count(shape, dims) -> int:
 
 
 # ----------------------------------------------------------------------------- sum/mean
-def _sum_ref(a, dims, keepdim, shape, dtype=None):
+def _sum_ref(a, dims, keepdim, shape, dtype=None, full=False):
     if a.dtype.kind in "biu":
         r = np.sum(a, axis=dims, keepdims=keepdim, dtype=np.int64)
     else:
@@ -59,13 +59,13 @@ def _sum_ref(a, dims, keepdim, shape, dtype=None):
     return np.asarray(r if dtype is None else r.astype(dtype))
 
 
-def _sum_eager(a, dims, keepdim, shape):
+def _sum_eager(a, dims, keepdim, shape, full=False):
     if a.dtype.kind == "f":
         return sum_float(a, dims, keepdim)
     return _sum_ref(a, dims, keepdim, shape)
 
 
-def _mean_eager(a, dims, keepdim, shape):
+def _mean_eager(a, dims, keepdim, shape, full=False):
     n = _count(shape, dims)
     return sum_float(a, dims, keepdim, 1.0 / n if n else float("nan"))
 
@@ -76,7 +76,7 @@ SUM = defop(name="sum", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "
             samples=S.reduce)
 
 
-def _mean_ref(a, dims, keepdim, shape):
+def _mean_ref(a, dims, keepdim, shape, full=False):
     return np.asarray(np.mean(a, axis=dims, keepdims=keepdim))
 
 
@@ -141,7 +141,7 @@ def where_(c, x, y):
 
 
 def _extreme_ref(fn):
-    def ref(a, dims, keepdim, shape):
+    def ref(a, dims, keepdim, shape, full=False):
         if a.size == 0:
             raise RuntimeError(
                 "max(): Expected reduction dim to be specified for input.numel() == 0. Specify "
@@ -262,7 +262,7 @@ def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
 
 # ------------------------------------------------------------ logsumexp / softmax
-def _lse_ref(a, dims, keepdim, shape):
+def _lse_ref(a, dims, keepdim, shape, full=False):
     if a.size == 0:  # log(sum of nothing) = -inf, as PyTorch
         return np.full(_kept_shape(shape, dims) if keepdim else tuple(
             s for i, s in enumerate(shape) if i not in dims), -np.inf, dtype=a.dtype)
@@ -284,7 +284,7 @@ def _lse_vjp(g, ins, out, p, n):
     return (_expand_back(g, p) * exp(a - o),)
 
 
-def _lse_eager(a, dims, keepdim, shape):
+def _lse_eager(a, dims, keepdim, shape, full=False):
     if len(dims) == 1 and kernel_ok(a, dims[0]):
         r = rowwise("logsumexp", (a,), dims[0], reduce_out=True)
         return np.expand_dims(r, dims[0]) if keepdim else r
@@ -428,7 +428,7 @@ def log_softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
 
 # ------------------------------------------------------------------------ var / std
 def _moments_ref(fn):
-    def ref(a, dims, keepdim, shape, correction):
+    def ref(a, dims, keepdim, shape, correction, full=False):
         with np.errstate(divide="ignore", invalid="ignore"):
             r = fn(a.astype(np.float64), axis=dims, ddof=correction, keepdims=keepdim)
         return np.asarray(r, dtype=a.dtype)

@@ -1,0 +1,122 @@
+"""Content-addressed modules of generated kernels.
+
+Each kernel's module source is hashed (with the codegen version, jitgrad/numba/llvmlite
+versions and a digest of the kernel math it inlines) and written once to
+``<cache dir>/jg_<hash>.py`` — to a temporary name first, then ``os.replace``d, so readers never
+see half a file. The module is imported from that path and registered in ``sys.modules``
+under its hash name (Numba's ``cache=True`` keys its on-disk cache on the module file and
+needs the module importable), so a new process that meets a graph it has seen compiles
+nothing. A file whose content does not match its hash (corrupt, truncated) is rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+
+from .. import config
+
+__all__ = ["load_module", "cache_root", "STATS", "CODEGEN_VERSION", "reset_stats"]
+
+CODEGEN_VERSION = "2"
+STATS = {"modules_written": 0, "modules_loaded": 0, "modules_rewritten": 0}
+_lock = threading.Lock()
+_loaded: dict = {}
+_fallback_root: str | None = None
+
+
+def reset_stats() -> None:
+    for k in STATS:
+        STATS[k] = 0
+
+
+def _versions() -> str:
+    import llvmlite
+    import numba
+
+    from .. import __version__
+    from ..ops.gen_kernels import math_sources_digest
+
+    return f"{CODEGEN_VERSION}|{__version__}|{numba.__version__}|{llvmlite.__version__}|" \
+           f"{math_sources_digest()}"
+
+
+_VERSIONS: str | None = None
+
+
+def cache_root(override: str | None = None) -> str:
+    """The kernel cache directory (created; a temp dir if the configured one is unwritable)."""
+    global _fallback_root
+    root = os.path.join(override or config.cache_dir(), "kernels")
+    try:
+        os.makedirs(root, exist_ok=True)
+        probe = os.path.join(root, f".probe{os.getpid()}")
+        with open(probe, "w") as f:
+            f.write("")
+        os.remove(probe)
+        return root
+    except OSError:
+        if _fallback_root is None:
+            _fallback_root = tempfile.mkdtemp(prefix="jitgrad-kernels-")
+        return _fallback_root
+
+
+def _digest(source: str) -> str:
+    global _VERSIONS
+    if _VERSIONS is None:
+        _VERSIONS = _versions()
+    return hashlib.sha256((_VERSIONS + "\n" + source).encode()).hexdigest()[:24]
+
+
+def load_module(source: str, cache_dir: str | None = None):
+    """Import the module with ``source`` (writing it to the cache first if needed)."""
+    h = _digest(source)
+    name = f"jg_{h}"
+    with _lock:
+        mod = _loaded.get(name)
+        if mod is not None:
+            return mod
+        root = cache_root(cache_dir)
+        path = os.path.join(root, name + ".py")
+        stamped = f"# jitgrad generated kernel module {h}\n" + source
+        if not _is_intact(path, stamped):
+            if os.path.exists(path):
+                STATS["modules_rewritten"] += 1
+            _atomic_write(path, stamped)
+            STATS["modules_written"] += 1
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        try:
+            spec.loader.exec_module(mod)
+        except Exception:
+            sys.modules.pop(name, None)
+            raise
+        STATS["modules_loaded"] += 1
+        _loaded[name] = mod
+        return mod
+
+
+def _is_intact(path: str, content: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read() == content
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _atomic_write(path: str, content: str) -> None:
+    d = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".py")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(content)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise

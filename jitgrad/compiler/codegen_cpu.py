@@ -1,0 +1,215 @@
+"""Numba source for a fused group.
+
+The generated function reads like hand-written code: a header comment lists the equations it
+fuses, operands are loaded once per element (``full`` ``a[t]``, ``row`` ``a[j]``, ``col``
+``a[i]``, ``scalar`` ``a``), each equation's scalar expression from the op registry becomes one
+assignment with typed literals (``f32(1.0)``: float32 math never widens), and reductions
+accumulate in float64 (per chunk / row / column block, combined in a fixed order, so results
+do not depend on the thread count). Shapes are arguments: one source serves every size.
+Scalar literals and op params are arguments too, so a new learning rate compiles nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..trace.ir import Lit, Var
+from .fusion import Group, pattern, reduction_kind
+
+__all__ = ["GroupCode", "generate_group", "CHUNK", "COLBLOCK"]
+
+CHUNK = 1 << 14     # elements per partial sum of a flat reduction (fixed: determinism)
+COLBLOCK = 256      # columns per task of a column-reduction loop
+_TYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+_MATH = ("cos", "erf", "exp", "expm1", "log", "log1p", "pow", "rsqrt", "sigmoid", "sin",
+         "softplus", "sqrt", "tanh", "maximum", "minimum", "pow_scalar")
+
+
+@dataclass
+class GroupCode:
+    """A generated kernel and how the plan calls it."""
+
+    body: str                       # the function's source (named by ``{NAME}``)
+    mode: str                       # "flat", "rows" or "cols"
+    split: int
+    operands: list                  # (Var, pattern) read by the loop
+    scalars: list                   # literal / param values, in argument order (with dtypes)
+    outputs: list                   # member Vars written as full arrays
+    reductions: list                # (Eqn, kind, scale)
+    math: set = field(default_factory=set)
+
+
+def _tname(dt) -> str:
+    return _TYPES.get(np.dtype(dt), "np." + np.dtype(dt).name)
+
+
+def _choose_split(group: Group) -> int:
+    if 0 in group.splits:
+        return 0
+    inner = [p for p in group.splits if 0 < p < len(group.shape)]
+    return max(inner) if inner else min(group.splits)
+
+
+class _Expr(ast.NodeTransformer):
+    """Rewrites an op's scalar expression over the loop's local names."""
+
+    def __init__(self, names: dict, tname: str):
+        self.names = names
+        self.tname = tname
+        self.math: set = set()
+
+    def visit_Name(self, node):
+        if node.id in self.names:
+            return ast.copy_location(ast.Name(id=self.names[node.id], ctx=node.ctx), node)
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id in _MATH:
+            self.math.add(node.func.id)
+        return node
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            return ast.copy_location(ast.Call(
+                func=ast.Name(id=self.tname, ctx=ast.Load()),
+                args=[ast.Constant(float(node.value))], keywords=[]), node)
+        return node
+
+
+def _literal(value, tname: str) -> str:
+    v = float(value)
+    if v != v:
+        return f"{tname}(np.nan)"
+    if v in (float("inf"), float("-inf")):
+        return f"{tname}({'-' if v < 0 else ''}np.inf)"
+    return f"{tname}({v!r})"
+
+
+def generate_group(group: Group, needed_outside: set) -> GroupCode:
+    """The kernel source for ``group``; ``needed_outside``: ids of member Vars read by other
+    steps, outputs or effects (they are written to arrays)."""
+    p = _choose_split(group)
+    full = group.shape
+    reds = []
+    for r in group.reductions:
+        kind = reduction_kind(r.params["dims"], full, p)
+        n = int(np.prod([full[d] for d in r.params["dims"]])) if r.params["dims"] else 1
+        scale = 1.0 / n if r.op.name == "mean" and n else 1.0
+        reds.append((r, kind, scale))
+    kinds = {k for _, k, _ in reds if k != "all"}
+    mode = "flat" if p == 0 else ("cols" if "cols" in kinds else "rows")
+
+    operands = [(v, pattern(v.shape, full, p)) for v in group.operands()]
+    names: dict = {}
+    loads = []
+    for k, (v, pat) in enumerate(operands):
+        names[id(v)] = f"x{k}"
+        # unsigned indices: Numba then emits no negative-index wraparound branches, which
+        # would stop LLVM from vectorising the loop (measured: 13.5 ms -> 1.3 ms for W2)
+        idx = {"full": "[t]", "row": "[uj]", "col": "[ui]", "scalar": ""}[pat]
+        if mode == "flat" and pat == "row":
+            idx = "[t]"
+        loads.append(f"x{k} = a{k}{idx}")
+    scalars: list = []
+    lines: list = []
+    math: set = set()
+    for e in group.eqns:
+        cdt = np.dtype(e.cdt) if e.cdt is not None else np.dtype(e.out.dtype)
+        tname = _tname(cdt)
+        local = {}
+        no_promote = e.op.extra.get("no_promote", ())
+        for k, (argname, i) in enumerate(zip(e.op.inputs, e.ins)):
+            if isinstance(i, Var):
+                ref = names[id(i)]
+                if k not in no_promote and np.dtype(i.dtype) != cdt:
+                    ref = f"{tname}({ref})"
+            else:  # a Python literal: a kernel argument of the compute dtype
+                scalars.append((i.value if isinstance(i, Lit) else i, cdt))
+                ref = f"s{len(scalars) - 1}"
+            local[argname] = ref
+        for pname in e.op.params:
+            # op params are structural (an exponent, a threshold): inlined as typed literals,
+            # so LLVM folds e.g. pow_scalar(x, 2.0) to x * x and the loop vectorises
+            local[pname] = _literal(e.params[pname], tname)
+        tree = ast.parse(e.op.expr, mode="eval")
+        rw = _Expr(local, tname)
+        tree = ast.fix_missing_locations(rw.visit(tree))
+        math |= rw.math
+        var = f"v{e.out.n}"
+        names[id(e.out)] = var
+        lines.append(f"{var} = {ast.unparse(tree.body)}  # {e.name}")
+    outputs = [e.out for e in group.eqns if id(e.out) in needed_outside]
+    stores = [f"o{k}[t] = {names[id(v)]}" for k, v in enumerate(outputs)]
+    accs = []
+    for k, (r, kind, _) in enumerate(reds):
+        src = r.ins[0]
+        accs.append((k, kind, names[id(src)]))
+
+    header = ["# fuses: " + "; ".join(f"{e.out!r} = {e.name}" for e in group.eqns + [
+        r for r, _, _ in reds])]
+    args = (["n"] if mode == "flat" else ["R", "C"]) + [f"a{k}" for k in range(len(operands))] \
+        + [f"s{k}" for k in range(len(scalars))] + [f"o{k}" for k in range(len(outputs))] \
+        + [f"r{k}" for k in range(len(reds))]
+    body = _loop(mode, loads, lines, stores, accs)
+    src = "\n".join(
+        ["def {NAME}(" + ", ".join(args) + "):"] + ["    " + h for h in header] + body)
+    return GroupCode(src, mode, p, operands, scalars, outputs, reds, math)
+
+
+def _loop(mode: str, loads, lines, stores, accs) -> list:
+    inner = loads + lines + stores
+    out = []
+    if mode == "flat":
+        out.append(f"    nch = (n + {CHUNK} - 1) // {CHUNK}")
+        out.append("    for c in PRANGE(nch):")
+        out += [f"        acc{k} = 0.0" for k, _, _ in accs]
+        out.append(f"        base = c * {CHUNK}")
+        out.append(f"        for k in range(min({CHUNK}, n - base)):")
+        out.append("            t = np.uint64(base + k)")
+        out += ["            " + s for s in inner]
+        out += [f"            acc{k} += {v}" for k, _, v in accs]
+        out += [f"        r{k}[c] = acc{k}" for k, _, _ in accs]
+        return out
+    if mode == "rows":
+        out.append("    for i in PRANGE(R):")
+        out += [f"        acc{k} = 0.0" for k, _, _ in accs]
+        out.append("        ui = np.uint64(i)")
+        out.append("        for j in range(C):")
+        out.append("            uj = np.uint64(j)")
+        out.append("            t = ui * np.uint64(C) + uj")
+        out += ["            " + s for s in inner]
+        out += [f"            acc{k} += {v}" for k, _, v in accs]
+        out += [f"        r{k}[i] = acc{k}" for k, _, _ in accs]
+        return out
+    # cols: blocks of columns across threads, rows inside
+    out.append(f"    nb = (C + {COLBLOCK} - 1) // {COLBLOCK}")
+    out.append("    for b in PRANGE(nb):")
+    out.append(f"        j0 = b * {COLBLOCK}")
+    out.append(f"        j1 = min(j0 + {COLBLOCK}, C)")
+    for k, kind, _ in accs:
+        if kind == "cols":
+            out.append(f"        acc{k} = np.zeros(j1 - j0, np.float64)")
+        else:
+            out.append(f"        acc{k} = 0.0")
+    out.append("        for i in range(R):")
+    out.append("            ui = np.uint64(i)")
+    out.append("            for j in range(j0, j1):")
+    out.append("                uj = np.uint64(j)")
+    out.append("                t = ui * np.uint64(C) + uj")
+    out += ["                " + s for s in inner]
+    for k, kind, v in accs:
+        if kind == "cols":
+            out.append(f"                acc{k}[uj - np.uint64(j0)] += {v}")
+        else:
+            out.append(f"                acc{k} += {v}")
+    for k, kind, _ in accs:
+        if kind == "cols":
+            out.append("        for j in range(j0, j1):")
+            out.append(f"            r{k}[j] = acc{k}[j - j0]")
+        else:
+            out.append(f"        r{k}[b] = acc{k}")
+    return out

@@ -1,0 +1,193 @@
+"""The executable plan of a graph: fused kernel calls, BLAS/eager calls and views.
+
+A plan is built once per traced signature: passes, fusion, code generation, kernel loading.
+Running it reads the arguments and captured tensors, runs each step over an environment of
+arrays, applies the graph's effects (in-place write-backs, ``.grad`` replacements) and returns
+the output arrays (plus the values the backward graph keeps, for forward graphs).
+``JITGRAD_DISABLE_JIT=1`` runs every equation through the reference interpreter instead.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import config
+from ..trace.interpreter import apply_effects, run_eqn
+from ..trace.ir import Graph, Var
+from . import cache
+from .codegen_cpu import CHUNK, COLBLOCK, generate_group
+from .fusion import describe, partition
+from .passes import optimize
+
+__all__ = ["Plan", "build_plan"]
+
+_MODULE_HEADER = """import numpy as np
+from numba import njit, prange
+
+from jitgrad.kernels.scalar import KERNEL_FASTMATH as FASTMATH
+from jitgrad.kernels.scalar import {math}
+
+f32 = np.float32
+f64 = np.float64
+
+"""
+_DECOR = ('@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy", '
+          'parallel={par})')
+
+
+def _parallel_min() -> int:
+    from ..ops.eager_kernels import PARALLEL_MIN_SIZE
+
+    return PARALLEL_MIN_SIZE
+
+
+class _GroupRunner:
+    """Calls one fused kernel: prepares operands, allocates outputs, finishes reductions."""
+
+    def __init__(self, group, code, module_source, cache_dir):
+        self.group = group
+        self.code = code
+        self.source = module_source
+        mod = cache.load_module(module_source, cache_dir)
+        self.k_seq = mod.k_seq
+        self.k_par = mod.k_par
+        shape = group.shape
+        self.shape = shape
+        self.n = int(math.prod(shape))
+        p = code.split
+        self.R = int(math.prod(shape[:p]))
+        self.C = int(math.prod(shape[p:]))
+        self.kernel = self.k_par if self.n >= _parallel_min() else self.k_seq
+        self.scalars = [np.dtype(dt).type(v) for v, dt in code.scalars]
+        self.ops = [(id(v), pat) for v, pat in code.operands]
+        self.outs = [(id(v), v.shape, v.dtype) for v in code.outputs]
+        if code.mode == "flat":
+            nparts = {"all": (self.n + CHUNK - 1) // CHUNK}
+        elif code.mode == "rows":
+            nparts = {"all": self.R, "rows": self.R}
+        else:
+            nparts = {"all": (self.C + COLBLOCK - 1) // COLBLOCK, "cols": self.C}
+        self.reds = [(id(r.out), r.out.shape, r.out.dtype, kind, scale, nparts[kind])
+                     for r, kind, scale in code.reductions]
+
+    def __call__(self, env: dict) -> None:
+        args = [self.n] if self.code.mode == "flat" else [self.R, self.C]
+        for k, pat in self.ops:
+            a = env[k]
+            if pat == "scalar":
+                args.append(a.reshape(-1)[0] if a.ndim else a[()])
+            else:
+                args.append(np.ascontiguousarray(a).reshape(-1))
+        args.extend(self.scalars)
+        for k, shape, dt in self.outs:
+            o = np.empty(shape, dt)
+            env[k] = o
+            args.append(o.reshape(-1))
+        parts = []
+        for _, _, _, kind, _, size in self.reds:
+            r = np.empty(max(size, 1) if kind == "all" else size, np.float64)
+            if kind == "all":
+                r[:] = 0.0
+            parts.append(r)
+            args.append(r)
+        self.kernel(*args)
+        for (k, shape, dt, kind, scale, _), r in zip(self.reds, parts):
+            val = r.sum() if kind == "all" else r
+            env[k] = np.asarray(val * scale, dtype=dt).reshape(shape)
+
+
+class Plan:
+    """Runs a graph: reads inputs, executes its steps, applies its effects."""
+
+    def __init__(self, graph: Graph, keep=(), cache_dir=None) -> None:
+        self.graph = graph
+        self.keep = optimize(graph, keep)
+        self.reference = config.jit_disabled()
+        self.consts = [(id(v), v.source) for v in graph.all_vars() if v.kind == "const"]
+        self.steps = partition(graph) if not self.reference else []
+        self.runners: list = []
+        self.sources: list = []
+        self.n_kernels = 0
+        if not self.reference:
+            self._build(cache_dir)
+
+    def _build(self, cache_dir) -> None:
+        g = self.graph
+        needed: set = set()
+        for s in self.steps:
+            eqns = [s.eqn] if s.eqn is not None else []
+            if s.group is not None:
+                for v in s.group.operands():
+                    needed.add(id(v))
+            for e in eqns:
+                needed |= {id(i) for i in e.ins if isinstance(i, Var)}
+        needed |= {id(v) for v in g.outputs} | {id(v) for v in self.keep}
+        needed |= {id(v) for _, v in g.writes}
+        needed |= {id(v) for _, v in g.grad_sets if v is not None}
+        for s in self.steps:
+            if s.kind == "group":
+                code = generate_group(s.group, needed)
+                src = _module_source(code)
+                self.sources.append(src)
+                self.runners.append(_GroupRunner(s.group, code, src, cache_dir))
+                self.n_kernels += 1
+            else:
+                e = s.eqn
+                self.runners.append(lambda env, e=e: env.__setitem__(
+                    id(e.out), run_eqn(e, env, reference=False)))
+
+    # ------------------------------------------------------------------------- running
+    def _env(self, in_arrays: list) -> dict:
+        env = dict(self.consts)
+        for v, a in zip(self.graph.inputs, in_arrays):
+            env[id(v)] = a
+        return env
+
+    def _execute(self, env: dict) -> None:
+        if self.reference:
+            for e in self.graph.eqns:
+                env[id(e.out)] = run_eqn(e, env, reference=True)
+            return
+        for r in self.runners:
+            r(env)
+
+    def run(self, flat: list) -> list:
+        """Forward graphs: arguments are the flattened call's tensors. Returns the outputs,
+        then the kept values (residuals of the backward)."""
+        g = self.graph
+        env = self._env([v.source.read(flat) for v in g.inputs])
+        for v in g.externals:
+            env[id(v)] = v.source.read(flat)
+        self._execute(env)
+        outs = [env[id(v)] for v in g.outputs] + [env[id(v)] for v in self.keep]
+        apply_effects(g, env, flat)
+        return outs
+
+    def run_arrays(self, arrays: list) -> list:
+        """Backward graphs: inputs are given positionally as arrays."""
+        env = self._env(arrays)
+        self._execute(env)
+        return [np.asarray(env[id(v)]) for v in self.graph.outputs]
+
+    # ---------------------------------------------------------------------- debugging
+    def describe_groups(self) -> list:
+        return describe(self.steps)
+
+    def source(self) -> str:
+        return "\n\n".join(self.sources)
+
+
+def _module_source(code) -> str:
+    math_names = sorted(code.math) or ["exp"]
+    head = _MODULE_HEADER.format(math=", ".join(math_names))
+    seq = code.body.replace("{NAME}", "k_seq").replace("PRANGE", "range")
+    par = code.body.replace("{NAME}", "k_par").replace("PRANGE", "prange")
+    return (head + "\n" + _DECOR.format(par="False") + "\n" + seq + "\n\n\n"
+            + _DECOR.format(par="True") + "\n" + par + "\n")
+
+
+def build_plan(graph: Graph, keep=(), cache_dir=None) -> Plan:
+    """Compile ``graph`` into a plan (``keep``: extra values to return, e.g. residuals)."""
+    return Plan(graph, keep, cache_dir)

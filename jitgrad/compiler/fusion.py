@@ -1,0 +1,207 @@
+"""Fusion: partition an optimised graph into plan steps.
+
+* ``group`` steps: element-wise equations over one iteration shape fused into one loop, with
+  the sum/mean reductions they feed (several reductions may share the loop). Independent
+  element-wise chains over the same shape join the same loop too, so a joint forward+backward
+  graph of element-wise work becomes one pass over memory.
+* ``call`` steps: every other op (BLAS matmul, softmax kernels, indexing...) through its eager
+  forward; ``view`` steps: reshapes/transposes/expands, which are NumPy views.
+
+A group iterates over its shape collapsed to 2-D ``(R, C)`` at a split point chosen so every
+operand is *full*, *row* (varies along C only), *col* (along R only) or *scalar*, and every
+reduction sums over all, over C ("rows") or over R ("cols").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..trace.ir import Eqn, Graph, Lit, Var
+
+__all__ = ["Group", "Step", "partition", "FUSABLE_REDUCTIONS"]
+
+FUSABLE_REDUCTIONS = ("sum", "mean")
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_VIEW_OPS = ("reshape", "expand", "permute", "getitem")
+
+
+@dataclass(eq=False)
+class Group:
+    """Fused element-wise equations (+ reductions) over ``shape``."""
+
+    shape: tuple
+    index: int                                   # position of its step in the plan
+    eqns: list = field(default_factory=list)     # element-wise members, in order
+    reductions: list = field(default_factory=list)
+    splits: set = field(default_factory=set)     # split points still possible
+    members: set = field(default_factory=set)    # id(Var) of values computed in the loop
+
+    def operands(self) -> list:
+        """Vars read by the loop but computed outside it, in first-use order."""
+        seen, out = set(), []
+        for e in self.eqns + self.reductions:
+            for i in e.ins:
+                if isinstance(i, Var) and id(i) not in self.members and id(i) not in seen:
+                    seen.add(id(i))
+                    out.append(i)
+        return out
+
+
+@dataclass(eq=False)
+class Step:
+    """One step of the plan: ``kind`` is "group", "call" or "view"."""
+
+    kind: str
+    eqn: Eqn | None = None
+    group: Group | None = None
+
+
+def _kinds(shape: tuple, full: tuple):
+    """Per dim of ``full``: 'n' (size 1 everywhere: neutral), 'b' (broadcast), 'f' (full)."""
+    pad = (1,) * (len(full) - len(shape)) + tuple(shape)
+    return ["n" if f == 1 else ("f" if s == f else "b") for s, f in zip(pad, full)]
+
+
+def operand_fits(shape: tuple, full: tuple, p: int) -> bool:
+    """Whether an operand of ``shape`` is full/row/col/scalar for split point ``p``."""
+    k = _kinds(shape, full)
+    left = {x for x in k[:p] if x != "n"}
+    right = {x for x in k[p:] if x != "n"}
+    return len(left) <= 1 and len(right) <= 1
+
+
+def pattern(shape: tuple, full: tuple, p: int) -> str:
+    k = _kinds(shape, full)
+    left = "f" if "f" in k[:p] else "b"
+    right = "f" if "f" in k[p:] else "b"
+    return {("f", "f"): "full", ("b", "f"): "row", ("f", "b"): "col",
+            ("b", "b"): "scalar"}[(left, right)]
+
+
+def reduction_kind(dims: tuple, full: tuple, p: int) -> str | None:
+    """'all', 'rows' (sums over C), 'cols' (over R) or None (not expressible at ``p``)."""
+    k = len(full)
+    active = {d for d in range(k) if full[d] != 1}
+    red = {d for d in dims if full[d] != 1}
+    if red == active:
+        return "all"
+    if not red:
+        return None  # sums over size-1 dims only: a copy, left to the call path
+    if red == {d for d in active if d >= p} and not any(d < p for d in red):
+        return "rows"
+    if red == {d for d in active if d < p} and not any(d >= p for d in red):
+        return "cols"
+    return None
+
+
+def _fusable(e: Eqn) -> bool:
+    if isinstance(e.op, str) or e.op.kind != "elementwise" or e.op.expr is None:
+        return False
+    cdt = np.dtype(e.cdt) if e.cdt is not None else np.dtype(e.out.dtype)
+    return cdt in _FLOATS
+
+
+def _fusable_reduction(e: Eqn) -> bool:
+    return (not isinstance(e.op, str) and e.op.name in FUSABLE_REDUCTIONS
+            and np.dtype(e.out.dtype) in _FLOATS and isinstance(e.ins[0], Var))
+
+
+def _constrain(group: Group, e: Eqn, is_reduction: bool) -> set:
+    """Split points that stay possible if ``e`` joins ``group``."""
+    full = group.shape
+    ok = set(group.splits)
+    for i in e.ins:
+        if isinstance(i, Var) and id(i) not in group.members:
+            ok = {p for p in ok if operand_fits(i.shape, full, p)}
+    if is_reduction:
+        dims = e.params["dims"]
+        new_ok = set()
+        for p in ok:
+            kind = reduction_kind(dims, full, p)
+            if kind is None:
+                continue
+            others = {reduction_kind(r.params["dims"], full, p) for r in group.reductions}
+            allk = {x for x in others | {kind} if x != "all"}
+            if len(allk) <= 1:
+                new_ok.add(p)
+        ok = new_ok
+    return ok
+
+
+def partition(graph: Graph) -> list:
+    """Steps of the plan for ``graph`` (in execution order)."""
+    steps: list[Step] = []
+    pos: dict = {}                # id(Var) -> index of the step producing it
+    group_of: dict = {}           # id(Var) -> Group computing it in its loop
+    reduced_in: dict = {}         # id(Var) -> Group whose reduction produced it
+    for e in graph.eqns:
+        if _fusable(e) or _fusable_reduction(e):
+            is_red = not _fusable(e)
+            shape = e.ins[0].shape if is_red else e.out.shape
+            host = _find_group(steps, e, shape, is_red, pos, group_of, reduced_in)
+            if host is None:
+                host = Group(shape=shape, index=len(steps), splits=set(range(len(shape) + 1)))
+                new_ok = _constrain(host, e, is_red)
+                if not new_ok:  # not expressible even alone: run it as a call
+                    steps.append(Step("call", eqn=e))
+                    pos[id(e.out)] = len(steps) - 1
+                    continue
+                steps.append(Step("group", group=host))
+            else:
+                new_ok = _constrain(host, e, is_red)
+            host.splits = new_ok
+            if is_red:
+                host.reductions.append(e)
+                reduced_in[id(e.out)] = host
+            else:
+                host.eqns.append(e)
+                host.members.add(id(e.out))
+                group_of[id(e.out)] = host
+            pos[id(e.out)] = host.index
+            continue
+        kind = "view" if (not isinstance(e.op, str) and e.op.name in _VIEW_OPS) else "call"
+        steps.append(Step(kind, eqn=e))
+        pos[id(e.out)] = len(steps) - 1
+    return steps
+
+
+def _find_group(steps, e, shape, is_red, pos, group_of, reduced_in):
+    """The most recent group ``e`` can legally join (inputs computed in it or before it)."""
+    for step in reversed(steps):
+        g = step.group
+        if g is None or g.shape != shape:
+            continue
+        legal = True
+        for i in e.ins:
+            if not isinstance(i, Var):
+                continue
+            if id(i) in g.members:
+                continue
+            if reduced_in.get(id(i)) is g:
+                legal = False  # needs the finished reduction: a second pass
+                break
+            if pos.get(id(i), -1) >= g.index:
+                legal = False  # produced by a later step than the group's position
+                break
+        if legal and _constrain(g, e, is_red):
+            return g
+    return None
+
+
+def describe(steps: list) -> list:
+    """One line per step, for ``lower()``."""
+    out = []
+    for k, s in enumerate(steps):
+        if s.kind == "group":
+            g = s.group
+            names = [f"{e.out!r}={e.name}" for e in g.eqns + g.reductions]
+            out.append(f"step {k}: fused loop over {list(g.shape)}: " + ", ".join(names))
+        else:
+            out.append(f"step {k}: {s.kind} {s.eqn.out!r}={s.eqn.name}")
+    return out
+
+
+def lit_value(x):
+    return x.value if isinstance(x, Lit) else x

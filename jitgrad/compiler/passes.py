@@ -1,0 +1,145 @@
+"""Graph passes: broadcast-view folding, constant folding, CSE, dead-code elimination.
+
+All passes return a new equation list (the Vars are shared); they never change what the graph
+computes. ``keep`` lists values that must survive besides outputs and effects (residuals).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..trace.interpreter import run_eqn
+from ..trace.ir import Eqn, Graph, Lit, Var
+
+__all__ = ["optimize", "dce", "cse", "fold_views", "fold_constants"]
+
+#: constants up to this many elements are folded (bigger ones stay equations: a folded
+#: constant is an array the plan holds for its lifetime)
+FOLD_MAX_ELEMENTS = 64
+
+
+def _is_elementwise(e: Eqn) -> bool:
+    return not isinstance(e.op, str) and e.op.kind == "elementwise"
+
+
+def _strip_leading_ones(shape) -> tuple:
+    i = 0
+    while i < len(shape) and shape[i] == 1:
+        i += 1
+    return tuple(shape[i:])
+
+
+def fold_views(graph: Graph) -> None:
+    """Element-wise ops broadcast their operands anyway: an operand that is ``expand(x)`` (or
+    a reshape that only adds/removes leading size-1 dims) is replaced by ``x``."""
+    producer = {id(e.out): e for e in graph.eqns}
+    for e in graph.eqns:
+        if not _is_elementwise(e):
+            continue
+        new = []
+        for i in e.ins:
+            while isinstance(i, Var):
+                p = producer.get(id(i))
+                if p is None or isinstance(p.op, str):
+                    break
+                src = p.ins[0]
+                if isinstance(src, Var) and len(src.shape) > len(e.out.shape):
+                    break  # dropping leading dims is not broadcasting
+                if p.op.name == "expand" and isinstance(src, Var):
+                    i = src
+                elif p.op.name == "reshape" and isinstance(src, Var) and \
+                        _strip_leading_ones(src.shape) == _strip_leading_ones(p.out.shape):
+                    i = src
+                else:
+                    break
+            new.append(i)
+        e.ins = tuple(new)
+
+
+def fold_constants(graph: Graph) -> None:
+    """Evaluate small equations whose inputs are all constants (and deterministic fills)."""
+    for e in graph.eqns:
+        if isinstance(e.op, str):
+            if e.op == "fill" and int(np.prod(e.out.shape)) <= FOLD_MAX_ELEMENTS:
+                e.out.kind, e.out.source = "const", np.asarray(e.impl())
+            continue
+        if int(np.prod(e.out.shape)) > FOLD_MAX_ELEMENTS:
+            continue
+        if not all(isinstance(i, Lit) or (isinstance(i, Var) and i.kind == "const")
+                   for i in e.ins):
+            continue
+        env = {id(i): i.source for i in e.ins if isinstance(i, Var)}
+        e.out.kind, e.out.source = "const", np.asarray(run_eqn(e, env, reference=True))
+    graph.eqns = [e for e in graph.eqns if e.out.kind != "const"]
+
+
+def _param_key(params: dict):
+    items = []
+    for k in sorted(params):
+        v = params[k]
+        if isinstance(v, np.ndarray):
+            v = ("array", id(v))
+        elif isinstance(v, np.dtype):
+            v = v.str
+        else:
+            try:
+                hash(v)
+            except TypeError:
+                v = ("obj", id(v))
+        items.append((k, v))
+    return tuple(items)
+
+
+def cse(graph: Graph) -> None:
+    """Common-subexpression elimination (random draws are never merged)."""
+    seen: dict = {}
+    replace: dict = {}
+
+    def sub(i):
+        return replace.get(id(i), i) if isinstance(i, Var) else i
+
+    out = []
+    for e in graph.eqns:
+        e.ins = tuple(sub(i) for i in e.ins)
+        if isinstance(e.op, str):
+            out.append(e)
+            continue
+        key = (e.op.name, _param_key(e.params), str(e.cdt),
+               tuple(("v", id(i)) if isinstance(i, Var) else ("l", type(i.value).__name__,
+                                                            repr(i.value)) for i in e.ins))
+        prev = seen.get(key)
+        if prev is not None and prev.out.shape == e.out.shape and prev.out.dtype == e.out.dtype:
+            replace[id(e.out)] = prev.out
+            continue
+        seen[key] = e
+        out.append(e)
+    graph.eqns = out
+    graph.outputs = [sub(v) for v in graph.outputs]
+    graph.writes = [(s, sub(v)) for s, v in graph.writes]
+    graph.grad_sets = [(t, sub(v) if v is not None else None) for t, v in graph.grad_sets]
+    graph._cse_replace = replace
+
+
+def dce(graph: Graph, keep=()) -> None:
+    """Drop equations whose values nothing needs."""
+    live = {id(v) for v in graph.outputs if isinstance(v, Var)}
+    live |= {id(v) for v in keep}
+    live |= {id(v) for _, v in graph.writes}
+    live |= {id(v) for _, v in graph.grad_sets if v is not None}
+    out = []
+    for e in reversed(graph.eqns):
+        if id(e.out) in live:
+            out.append(e)
+            live |= {id(i) for i in e.ins if isinstance(i, Var)}
+    graph.eqns = list(reversed(out))
+
+
+def optimize(graph: Graph, keep=()) -> list:
+    """Run the passes in order; returns ``keep`` with CSE replacements applied."""
+    fold_views(graph)
+    fold_constants(graph)
+    cse(graph)
+    rep = getattr(graph, "_cse_replace", {})
+    keep = [rep.get(id(v), v) for v in keep]
+    dce(graph, keep)
+    return keep

@@ -1,0 +1,544 @@
+"""``jitgrad.compile``: trace a function per input signature, compile the graph, plug it into
+eager autograd.
+
+A call is keyed by its argument structure, shapes, dtypes, requires_grad mask and grad mode; an
+entry also guards what the trace read from outside (captured tensors, leaves' ``.grad``
+states, the identity of tensors/modules in the function's closure and globals). A miss traces
+the function (running it eagerly — the first call *is* an eager call), compiles the graph into
+a plan, and later calls run the plan.
+
+If outputs require grad (and the function did not call ``.backward()`` itself), the backward
+graph is traced too, by running the eager engine over the traced forward: the outputs get one
+``CompiledFunctionBackward`` node that runs the compiled backward.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+from . import config
+from .autograd import grad_mode
+from .autograd.node import FREED_MESSAGE, Node, node_class, save_input
+from .tensor import Tensor, wrap
+from .trace.pytree import flatten, unflatten
+from .trace.state import STATE as _TRACE
+from .trace.tracer import Tracer
+
+__all__ = ["compile", "CompiledFunction", "explain", "grad", "value_and_grad"]
+
+MAX_RETRACES_BEFORE_WARNING = 8
+
+
+def _log(topic: str, msg: str) -> None:
+    if topic in config.log_topics():
+        print(f"[jitgrad:{topic}] {msg}", flush=True)
+
+
+class CompiledFunctionBackwardBase(Node):
+    """The autograd node of a compiled call's outputs: runs the compiled backward plan."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list) -> tuple:
+        if grad_mode.STATE.enabled:
+            raise RuntimeError(
+                "jitgrad.compile: double backward (create_graph=True) through a compiled "
+                "function is not supported; call the function uncompiled for higher-order "
+                "gradients"
+            )
+        if self.saved is None:
+            raise RuntimeError(FREED_MESSAGE)
+        return self._entry.run_backward(self, grads)
+
+
+CompiledFunctionBackward = node_class("CompiledFunctionBackward", CompiledFunctionBackwardBase)
+
+
+class _Entry:
+    """One traced signature: forward (and backward) graphs and their plans."""
+
+    def __init__(self, fn_name, graph, out_tree, guards, grad_info, closure_ids, cache_dir):
+        from .compiler import build_plan
+
+        self.graph = graph
+        self.graph_text = str(graph)    # as traced (the plan optimises the graph in place)
+        self.out_tree = out_tree
+        self.guards = guards            # externals / grad states to re-check each call
+        self.closure_ids = closure_ids
+        self.grad_info = grad_info      # None, or the backward description
+        self.backward_text = str(grad_info.graph) if grad_info is not None else None
+        self.plan = build_plan(graph, grad_info.residuals if grad_info else (), cache_dir)
+        self.bplan = build_plan(grad_info.graph, (), cache_dir) if grad_info else None
+        self.fn_name = fn_name
+
+    def guards_hold(self) -> str | None:
+        """None when every guard holds, else the first failing guard, in words."""
+        for check in self.guards:
+            why = check()
+            if why:
+                return why
+        return None
+
+    def run(self, flat: list):
+        gi = self.grad_info
+        outs = self.plan.run(flat)
+        n_out = len(self.graph.outputs)
+        tensors = [wrap(a) for a in outs[:n_out]]
+        if gi is not None and grad_mode.STATE.enabled:
+            self._attach_backward(flat, tensors, outs[n_out:])
+        return unflatten(self.out_tree, tensors)
+
+    # --------------------------------------------------------------- autograd glue
+    def _attach_backward(self, flat, tensors, residual_arrays):
+        gi = self.grad_info
+        diff = [flat[i] if kind == "arg" else obj for kind, i, obj in gi.diff_inputs]
+        if not any(t._requires_grad for t in diff):
+            return
+        node = object.__new__(CompiledFunctionBackward)
+        node.next_edges = tuple(
+            (t if t._grad_fn is None else (t._grad_fn, t._output_nr)) if t._requires_grad
+            else None for t in diff)
+        node.in_meta = tuple((t._data.shape, t._data.dtype) for t in diff)
+        from .autograd.node import _seq
+
+        node.seq = next(_seq)
+        # residuals: arrays computed by this call, plus inputs/captured tensors the backward
+        # reads (saved with their version, so in-place changes before backward are caught)
+        node.saved = tuple(residual_arrays) + tuple(
+            save_input(flat[i] if kind == "arg" else obj) for kind, i, obj in gi.ext_residuals)
+        node._entry = self
+        node.n_outputs = len(tensors)
+        node._out_meta = tuple((t._data.shape, t._data.dtype) for t in tensors)
+        for i, t in enumerate(tensors):
+            if i in gi.diff_outputs:
+                t._requires_grad = True
+                t._grad_fn = node
+                if i:
+                    t._output_nr = i
+
+    def run_backward(self, node, grads) -> tuple:
+        from .autograd.node import unpack
+        from .creation import zeros
+
+        gi = self.grad_info
+        n_res = len(gi.residuals)
+        saved = node.saved
+        residual_arrays = list(saved[:n_res])
+        ext = [unpack(e, node)._data for e in saved[n_res:]]
+        cots = []
+        for i in gi.diff_outputs:
+            g = grads[i]
+            if g is None:
+                shape, dtype = node._out_meta[i]
+                from .dtypes import from_numpy_dtype
+
+                g = zeros(shape, dtype=from_numpy_dtype(dtype))
+            cots.append(g._data)
+        arrays = self.bplan.run_arrays(cots + residual_arrays + ext)
+        return tuple(None if a is None else wrap(a) for a in arrays)
+
+
+class _GradInfo:
+    """How a forward entry's backward is wired: which outputs/inputs are differentiable and
+    which forward values the backward graph reads."""
+
+    def __init__(self):
+        self.graph = None
+        self.diff_outputs: list[int] = []
+        self.diff_inputs: list = []      # ("arg", i, None) | ("ext", -1, tensor)
+        self.residuals: list = []        # forward Vars the backward reads
+        self.ext_residuals: list = []    # inputs/captured tensors the backward reads
+
+
+class CompiledFunction:
+    """A function compiled by :func:`compile` (see there)."""
+
+    def __init__(self, fn, backend: str = "auto", fallback: str = "error", cache_dir=None):
+        if backend not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', got {backend!r}")
+        if backend == "cuda":
+            raise NotImplementedError(
+                "backend='cuda' is reserved for jitgrad's CUDA backend, which has not landed "
+                "yet; use backend='cpu' (or 'auto')"
+            )
+        if fallback not in ("error", "eager"):
+            raise ValueError(f"fallback must be 'error' or 'eager', got {fallback!r}")
+        self.fn = fn
+        self.backend = backend
+        self.fallback = fallback
+        self.cache_dir = cache_dir
+        self._entries: dict = {}
+        self._eager_keys: set = set()
+        self.stats = {"calls": 0, "traces": 0, "retraces": 0, "cache_hits": 0}
+        self.last_retrace_reason: str | None = None
+        self._warned = False
+        self._last_key = None
+        functools.update_wrapper(self, fn, updated=())
+
+    def __get__(self, obj, objtype=None):  # decorating methods
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+    # ------------------------------------------------------------------------ calls
+    def _key(self, flat, treedef) -> tuple:
+        return (treedef, tuple((t._data.shape, t._data.dtype.str, t._requires_grad,
+                                bool(t._hooks)) for t in flat),
+                grad_mode.STATE.enabled)
+
+    def __call__(self, *args, **kwargs):
+        self.stats["calls"] += 1
+        if _TRACE.tracer is not None:  # nested compiled call: inline into the outer trace
+            return self.fn(*args, **kwargs)
+        flat, treedef = flatten((args, kwargs))
+        key = self._key(flat, treedef)
+        if key in self._eager_keys:
+            return self.fn(*args, **kwargs)
+        closure_ids = _closure_identity(self.fn)
+        entries = self._entries.get(key)
+        reason = None
+        if entries:
+            for entry in entries:
+                if entry.closure_ids != closure_ids:
+                    reason = "the tensors/modules the function refers to changed identity"
+                    continue
+                why = entry.guards_hold()
+                if why is None:
+                    self.stats["cache_hits"] += 1
+                    return entry.run(flat)
+                reason = why
+        else:
+            reason = self._why_new_key(key) if self._entries else None
+        return self._trace(args, kwargs, flat, key, closure_ids, reason)
+
+    def _why_new_key(self, key) -> str:
+        old = self._last_key
+        if old is None:
+            return "new signature"
+        if old[0] != key[0]:
+            return "argument structure or non-tensor arguments changed"
+        if old[2] != key[2]:
+            return f"grad mode changed ({old[2]} -> {key[2]})"
+        for i, (a, b) in enumerate(zip(old[1], key[1])):
+            if a != b:
+                what = ("shape", "dtype", "requires_grad", "hooks")
+                for name, x, y in zip(what, a, b):
+                    if x != y:
+                        return f"argument tensor {i}: {name} changed {x} -> {y}"
+        return "number of tensor arguments changed"
+
+    def _trace(self, args, kwargs, flat, key, closure_ids, reason):
+        self.stats["traces"] += 1
+        if reason is not None:
+            self.stats["retraces"] += 1
+            self.last_retrace_reason = reason
+            _log("recompiles", f"{self.__name__}: retrace #{self.stats['retraces']}: {reason}")
+            if self.stats["retraces"] > MAX_RETRACES_BEFORE_WARNING and not self._warned:
+                self._warned = True
+                warnings.warn(
+                    f"jitgrad.compile: {self.__name__} was retraced "
+                    f"{self.stats['retraces']} times; last guard that failed: {reason}",
+                    UserWarning, stacklevel=3)
+        self._last_key = key
+        tracer = Tracer(name=getattr(self.fn, "__name__", "fn"), names=_closure_names(self.fn))
+        tracer.escape_policy = self.fallback
+        for i, t in enumerate(flat):
+            tracer.add_input(t, i)
+        _TRACE.tracer = tracer
+        try:
+            result = self.fn(*args, **kwargs)
+        finally:
+            _TRACE.tracer = None
+        if tracer.escaped is not None:
+            warnings.warn(f"jitgrad.compile: running {self.__name__} eagerly: {tracer.escaped}",
+                          UserWarning, stacklevel=3)
+            self._eager_keys.add(key)
+            return result
+        out_flat, out_tree = flatten(result)
+        graph = tracer.finish(out_flat)
+        grad_info = None
+        if (grad_mode.STATE.enabled and tracer.backward_runs == 0
+                and any(t._requires_grad for t in out_flat)):
+            grad_info = _trace_backward(tracer, graph, flat, out_flat)
+        _log("graph", f"{self.__name__}:\n{graph}")
+        if grad_info is not None:
+            _log("graph", f"{self.__name__} backward:\n{grad_info.graph}")
+        guards = _guards(graph, tracer)
+        entry = _Entry(self.__name__, graph, out_tree, guards, grad_info, closure_ids,
+                       self.cache_dir)
+        self._entries.setdefault(key, []).insert(0, entry)
+        if tracer.backward_runs:
+            # backward() ran inside: the eager call consumed its graph; outputs carry no
+            # history (as after the compiled plan)
+            out_flat = [t.detach() if t._requires_grad else t for t in out_flat]
+            return unflatten(out_tree, out_flat)
+        return result
+
+    # ------------------------------------------------------------------- debugging
+    def lower(self, *args, **kwargs) -> Lowered:
+        """The traced graph, backward graph, fusion groups and generated source for these
+        arguments (traces them if needed)."""
+        flat, treedef = flatten((args, kwargs))
+        key = self._key(flat, treedef)
+        if key not in self._entries:
+            self(*args, **kwargs)
+        entry = self._entries[key][0]
+        return Lowered(entry)
+
+
+class Lowered:
+    """What :meth:`CompiledFunction.lower` returns."""
+
+    def __init__(self, entry: _Entry) -> None:
+        self.entry = entry
+        self.graph = entry.graph_text
+        self.backward_graph = entry.backward_text
+        self.fusion_groups = entry.plan.describe_groups() + (
+            entry.bplan.describe_groups() if entry.bplan else [])
+        self.source = entry.plan.source() + (entry.bplan.source() if entry.bplan else "")
+
+    def __str__(self) -> str:
+        parts = ["== graph ==", self.graph]
+        if self.backward_graph:
+            parts += ["== backward graph ==", self.backward_graph]
+        parts += ["== fusion groups =="] + self.fusion_groups
+        parts += ["== generated source ==", self.source or "(no generated kernels)"]
+        return "\n".join(parts)
+
+
+def _trace_backward(tracer: Tracer, graph, flat, out_flat) -> _GradInfo:
+    """Trace the backward of the traced forward by running the eager engine over it."""
+    from .autograd.engine import grad as autograd_grad
+    from .creation import ones_like
+
+    gi = _GradInfo()
+    diff_tensors = []
+    for i, t in enumerate(flat):
+        if t._requires_grad:
+            gi.diff_inputs.append(("arg", i, None))
+            diff_tensors.append(t)
+    for v in graph.externals:
+        src = v.source
+        if src.kind == "tensor" and src.obj._requires_grad:
+            gi.diff_inputs.append(("ext", -1, src.obj))
+            diff_tensors.append(src.obj)
+    outs = [t for t in out_flat if t._requires_grad]
+    gi.diff_outputs = [i for i, t in enumerate(out_flat) if t._requires_grad]
+    bt = Tracer(name=graph.name + "_backward")
+    cots = [ones_like(t) for t in outs]
+    for i, c in enumerate(cots):
+        bt.add_input(c, i)
+    _TRACE.tracer = bt
+    try:
+        grads = autograd_grad(outs, diff_tensors, grad_outputs=cots, retain_graph=True,
+                              allow_unused=True, _raw_inputs=True)
+    finally:
+        _TRACE.tracer = None
+    from .creation import zeros_like
+
+    # unused inputs get zero gradients (a constant of the backward graph)
+    _TRACE.tracer = bt
+    try:
+        grads = [g if g is not None else zeros_like(t) for g, t in zip(grads, diff_tensors)]
+    finally:
+        _TRACE.tracer = None
+    bgraph = bt.finish(grads)
+    # backward externals: forward values (residuals) or inputs / captured tensors
+    fwd_vars = tracer.vars
+    arg_pos = {id(t._data): i for i, t in enumerate(flat)}
+    res_inputs, ext_inputs = [], []
+    for v in bgraph.externals:
+        arr = v.source.obj._data if v.source.kind == "tensor" else None
+        fv = fwd_vars.get(id(arr)) if arr is not None else None
+        if fv is not None and fv.kind in ("op", "const"):
+            gi.residuals.append(fv)
+            res_inputs.append(v)
+        elif arr is not None and id(arr) in arg_pos:
+            gi.ext_residuals.append(("arg", arg_pos[id(arr)], None))
+            ext_inputs.append(v)
+        else:
+            gi.ext_residuals.append(("ext", -1, v.source.obj))
+            ext_inputs.append(v)
+    # the backward graph's inputs: cotangents, residual arrays, input/captured arrays
+    bgraph.inputs = list(bgraph.inputs) + res_inputs + ext_inputs
+    bgraph.externals = []
+    for k, v in enumerate(bgraph.inputs):
+        v.kind = "in"
+        v.source = None
+        v.n_in = k
+    gi.graph = bgraph
+    return gi
+
+
+def _guards(graph, tracer) -> list:
+    """Checks (returning a reason string on failure) for state read from outside the args."""
+    checks = []
+    for v in graph.externals:
+        src = v.source
+        if src.kind == "tensor":
+            t = src.obj
+            shape, dtype, req, name = v.shape, v.dtype, t._requires_grad, src.describe()
+
+            def chk(t=t, shape=shape, dtype=dtype, req=req, name=name):
+                if t._data.shape != shape or t._data.dtype != dtype:
+                    return (f"captured tensor {name} changed shape/dtype "
+                            f"{shape} -> {t._data.shape}")
+                if t._requires_grad != req:
+                    return f"captured tensor {name}: requires_grad changed"
+                return None
+            checks.append(chk)
+    for leaf, state in tracer.grad_guards.values():
+        if state == "any":
+            continue
+
+        def chk(leaf=leaf, state=state):
+            g = leaf._grad
+            now = None if g is None else (g._data.shape, g._data.dtype)
+            if now != state:
+                return f".grad of a leaf went from {state} to {now}"
+            return None
+        checks.append(chk)
+    return checks
+
+
+def _closure_identity(fn) -> tuple:
+    """Identities of the tensors, modules and optimizers the function refers to."""
+    ids = []
+    target = fn
+    if hasattr(fn, "parameters") and callable(fn.parameters):  # a Module-like callable
+        ids.extend(id(p) for p in fn.parameters())
+        target = getattr(type(fn), "forward", fn)
+    code = getattr(target, "__code__", None)
+    if code is None:
+        return tuple(ids)
+    cells = getattr(target, "__closure__", None) or ()
+    objs = [c.cell_contents for c in cells if _cell_ok(c)]
+    g = getattr(target, "__globals__", {})
+    objs += [g[n] for n in code.co_names if n in g]
+    for o in objs:
+        if isinstance(o, Tensor):
+            ids.append(id(o))
+        elif hasattr(o, "parameters") and callable(getattr(o, "parameters", None)) and \
+                not isinstance(o, type):
+            try:
+                ids.extend(id(p) for p in o.parameters())
+            except TypeError:
+                pass
+        elif hasattr(o, "param_groups"):
+            ids.extend(id(p) for grp in o.param_groups for p in grp["params"])
+    return tuple(ids)
+
+
+def _closure_names(fn) -> dict:
+    """Readable names of the tensors a function refers to (closure, globals, module params),
+    used to print captured tensors in the IR."""
+    names: dict = {}
+    target = fn
+    if hasattr(fn, "named_parameters") and callable(fn.named_parameters):
+        for n, p in fn.named_parameters():
+            names[id(p)] = n
+        target = getattr(type(fn), "forward", fn)
+    code = getattr(target, "__code__", None)
+    if code is None:
+        return names
+    pairs = list(zip(code.co_freevars, getattr(target, "__closure__", None) or ()))
+    g = getattr(target, "__globals__", {})
+    objs = [(n, c.cell_contents) for n, c in pairs if _cell_ok(c)]
+    objs += [(n, g[n]) for n in code.co_names if n in g]
+    for n, o in objs:
+        if isinstance(o, Tensor):
+            names.setdefault(id(o), n)
+        elif hasattr(o, "named_parameters") and callable(getattr(o, "named_parameters", None)) \
+                and not isinstance(o, type):
+            try:
+                for pn, p in o.named_parameters():
+                    names.setdefault(id(p), f"{n}.{pn}")
+            except TypeError:
+                pass
+    return names
+
+
+def _cell_ok(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+        return True
+    except ValueError:
+        return False
+
+
+def compile(fn=None, *, backend: str = "auto", fallback: str = "error",  # noqa: A001
+            cache_dir=None):
+    """Compile ``fn`` (a function or a Module-like callable): traced per input signature,
+    differentiated, fused into generated Numba kernels.
+
+    >>> import jitgrad
+    >>> @jitgrad.compile
+    ... def f(x):
+    ...     return (x.tanh() * x).sum()
+    >>> x = jitgrad.ones(3, requires_grad=True)
+    >>> f(x).backward(); x.grad.shape
+    jitgrad.Size([3])
+    """
+    if fn is None:
+        return lambda f: CompiledFunction(f, backend, fallback, cache_dir)
+    return CompiledFunction(fn, backend, fallback, cache_dir)
+
+
+def explain(f: CompiledFunction, *args, **kwargs) -> str:
+    """How ``f`` compiles for these arguments: graphs, kernels, and the last retrace reason."""
+    if not isinstance(f, CompiledFunction):
+        raise TypeError("explain() expects a function returned by jitgrad.compile")
+    low = f.lower(*args, **kwargs)
+    e = low.entry
+    n_graphs = 1 + (1 if e.grad_info else 0)
+    n_kernels = e.plan.n_kernels + (e.bplan.n_kernels if e.bplan else 0)
+    lines = [
+        f"{f.__name__}: {n_graphs} graph(s) ({'forward + backward' if e.grad_info else 'one'}), "
+        f"{len(e.graph.eqns)} forward op(s), {n_kernels} generated kernel(s)",
+        f"traces: {f.stats['traces']}, retraces: {f.stats['retraces']}, cache hits: "
+        f"{f.stats['cache_hits']}",
+        f"last retrace reason: {f.last_retrace_reason or 'none'}",
+    ]
+    return "\n".join(lines)
+
+
+def grad(fn, argnums=0):
+    """The gradient function of scalar-valued ``fn`` w.r.t. argument(s) ``argnums``.
+
+    >>> import jitgrad
+    >>> df = jitgrad.grad(lambda x: (x ** 3).sum())
+    >>> df(jitgrad.tensor([2.0]))
+    tensor([12.])
+    """
+    vg = value_and_grad(fn, argnums)
+
+    @functools.wraps(fn)
+    def g(*args, **kwargs):
+        return vg(*args, **kwargs)[1]
+    return g
+
+
+def value_and_grad(fn, argnums=0):
+    """``(fn(*args), gradient)`` of scalar-valued ``fn`` w.r.t. argument(s) ``argnums``."""
+    from .autograd.engine import grad as autograd_grad
+
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+    @functools.wraps(fn)
+    def vg(*args, **kwargs):
+        args = list(args)
+        for i in nums:
+            a = args[i]
+            if not isinstance(a, Tensor):
+                raise TypeError(f"grad: argument {i} must be a Tensor, got {type(a).__name__}")
+            args[i] = a.detach().requires_grad_(True)
+        with grad_mode.enable_grad():
+            out = fn(*args, **kwargs)
+            if not isinstance(out, Tensor) or out._data.size != 1:
+                raise RuntimeError("grad: the function must return a one-element tensor")
+            gs = autograd_grad(out, [args[i] for i in nums], allow_unused=True,
+                               materialize_grads=True)
+        g = gs[0] if isinstance(argnums, int) else tuple(gs)
+        return out.detach(), g
+    return vg

@@ -1,0 +1,249 @@
+"""Tracing by execution: the function runs eagerly on real tensors while every op is recorded.
+
+Values are identified by their NumPy array (``id(t._data)``), so ``detach()``, ``.data`` and
+other aliases of one array are one graph value. The eager engine itself runs under the tracer:
+``.backward()`` inside the function records the VJP rules it executes, so the backward graph
+falls out of the same op registry, and gradient accumulation, ``p.grad = None`` and in-place
+parameter updates become explicit effects of the graph.
+
+Arrays the function reads that no recorded op produced are *externals*: arguments, captured
+tensors (closures, module parameters) and leaves' gradients, read again at every call.
+Arrays created during the trace by code the tracer cannot see are an error (their values
+would otherwise be frozen into the graph).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+from .ir import Eqn, Graph, Lit, Source, Var
+from .state import STATE
+
+__all__ = ["Tracer", "TraceError", "ValueEscape", "active"]
+
+
+_ANY = "any"  # a leaf's .grad state that the function overwrote before reading
+
+
+class TraceError(RuntimeError):
+    """The function does something ``jitgrad.compile`` cannot capture."""
+
+
+class ValueEscape(TraceError):
+    """A tensor's value was needed by Python code (``if t > 0``, ``t.item()``...)."""
+
+
+def active():
+    """The tracer of this thread, or None."""
+    return STATE.tracer
+
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_location() -> str:
+    """``file:line`` of the innermost frame outside the jitgrad package."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = os.path.abspath(f.f_code.co_filename)
+        if not fn.startswith(_PKG_DIR):
+            return f"{f.f_code.co_filename}:{f.f_lineno}"
+        f = f.f_back
+    return "<unknown>"
+
+
+class Tracer:
+    """Records one call of a function into a :class:`Graph`."""
+
+    def __init__(self, name: str = "graph", names: dict | None = None) -> None:
+        self.graph = Graph(name=name)
+        self.names = names or {}              # id(tensor) -> a readable name
+        self.vars: dict[int, Var] = {}        # id(array) -> Var
+        self.sources: dict[int, Source] = {}  # id(array) -> Source of an external
+        self.keep: list = []                  # arrays kept alive: ids stay unique
+        self.untraced: set[int] = set()       # arrays made during the trace outside ops
+        self.written: dict[int, Source] = {}  # externals written in place
+        self.grad_sets: dict[int, tuple] = {}
+        self.grad_guards: dict[int, tuple] = {}  # id(leaf) -> (leaf, grad shape|None)
+        self.backward_runs = 0
+        self.n = 0
+        self.escape_policy = "error"
+        self.escaped = None
+
+    # ---------------------------------------------------------------- variables
+    def _new_var(self, arr: np.ndarray, kind: str, source=None) -> Var:
+        v = Var(self.n, tuple(arr.shape), arr.dtype, kind, source)
+        self.n += 1
+        self.vars[id(arr)] = v
+        self.keep.append(arr)
+        return v
+
+    def add_input(self, t, index: int) -> Var:
+        arr = t._data
+        if id(arr) in self.vars:  # the same tensor passed twice
+            return self.vars[id(arr)]
+        src = Source("arg", index=index)
+        v = self._new_var(arr, "in", src)
+        self.sources[id(arr)] = src
+        self.graph.inputs.append(v)
+        return v
+
+    def var(self, t) -> Var:
+        """The Var of a tensor used as an op input (registering externals on first use)."""
+        arr = t._data
+        v = self.vars.get(id(arr))
+        if v is not None:
+            return v
+        if id(arr) in self.untraced:
+            raise TraceError(
+                f"{user_location()}: a tensor of shape {list(arr.shape)} was computed by an "
+                "operation jitgrad.compile cannot trace (for example NumPy code on .numpy() "
+                "data, argmax/nonzero or a custom Function's non-tensor code); compute it "
+                "with jitgrad ops, or pass it in as an argument"
+            )
+        src = Source("tensor", obj=t, name=self.names.get(id(t)) or
+                     f"captured{len(self.graph.externals)}")
+        v = self._new_var(arr, "ext", src)
+        self.sources[id(arr)] = src
+        self.graph.externals.append(v)
+        return v
+
+    def operand(self, x):
+        from ..tensor import Tensor
+
+        if isinstance(x, Tensor):
+            return self.var(x)
+        return Lit(x)
+
+    # --------------------------------------------------------------------- events
+    def on_op(self, op, out, inputs, params, cdt=None) -> None:
+        """``out = op(*inputs, **params)`` was executed."""
+        ins = tuple(self.operand(x) for x in inputs)
+        if params:
+            self._check_params(op, params)
+        v = self._new_var(out._data, "op")
+        self.graph.eqns.append(Eqn(op, ins, v, dict(params) if params else {}, cdt))
+
+    def _check_params(self, op, params) -> None:
+        for k, val in params.items():
+            arrays = [val] if isinstance(val, np.ndarray) else [
+                x for x in (val if isinstance(val, tuple) else ()) if isinstance(x, np.ndarray)]
+            for a in arrays:
+                if id(a) in self.vars or id(a) in self.untraced:
+                    raise TraceError(
+                        f"{user_location()}: {op.name} depends on the values of a traced tensor "
+                        f"(its '{k}' comes from tensor data): data-dependent indexing is not "
+                        "supported by jitgrad.compile"
+                    )
+
+    def on_constant(self, t) -> None:
+        """A tensor built from Python data inside the function: a constant of the graph."""
+        arr = t._data
+        v = self._new_var(arr, "const", arr.copy())  # copied: later in-place ops may mutate
+        del v
+
+    def on_generated(self, t, name: str, regen) -> None:
+        """A tensor created by a factory: ``regen()`` makes its value again at every call
+        (``fill``: deterministic; ``random``: draws from the generator, as eager would)."""
+        arr = t._data
+        v = self._new_var(arr, "op")
+        self.graph.eqns.append(Eqn(name, (), v, {}, None, regen))
+
+    def on_created(self, arr) -> None:
+        """An array wrapped outside any op (checked if the function later uses it)."""
+        self.untraced.add(id(arr))
+        self.keep.append(arr)
+
+    def on_write(self, dst, src) -> None:
+        """``dst``'s memory now holds ``src``'s value (an in-place op)."""
+        if dst._base is not None and dst._data is not getattr(dst._base, "_data", None):
+            raise TraceError(
+                f"{user_location()}: in-place writes into a view are not supported by "
+                "jitgrad.compile; write to the tensor itself (e.g. x.add_(...) instead of "
+                "x[0].add_(...)), or use out-of-place ops"
+            )
+        arr = dst._data
+        old = self.vars.get(id(arr))
+        if old is None:
+            old = self.var(dst)
+        new = self.var(src)
+        if new.shape != old.shape or np.dtype(new.dtype) != np.dtype(old.dtype):
+            new = self._cast_broadcast(new, old)
+        self.vars[id(arr)] = new
+        src_desc = self.sources.get(id(arr))
+        if src_desc is not None:
+            self.written[id(arr)] = src_desc
+
+    def _cast_broadcast(self, v: Var, like: Var) -> Var:
+        from ..ops.registry import REGISTRY
+
+        if np.dtype(v.dtype) != np.dtype(like.dtype):
+            out = Var(self.n, v.shape, like.dtype)
+            self.n += 1
+            self.graph.eqns.append(Eqn(REGISTRY["to_dtype"], (v,), out,
+                                       {"dtype": np.dtype(like.dtype), "in_dtype": v.dtype}))
+            v = out
+        if v.shape != like.shape:
+            out = Var(self.n, like.shape, like.dtype)
+            self.n += 1
+            self.graph.eqns.append(Eqn(REGISTRY["expand"], (v,), out,
+                                       {"shape": like.shape, "in_shape": v.shape}))
+            v = out
+        return v
+
+    def note_leaf_grad(self, leaf, read: bool = True) -> None:
+        """Guard a leaf's ``.grad`` state as the function first saw it — unless the function
+        overwrote it before reading it (then the incoming state does not matter)."""
+        k = id(leaf)
+        if k not in self.grad_guards:
+            if read:
+                g = leaf._grad
+                state = None if g is None else (g._data.shape, g._data.dtype)
+            else:
+                state = _ANY
+            self.grad_guards[k] = (leaf, state)
+            self.keep.append(leaf)
+
+    def on_read_grad(self, leaf, g) -> None:
+        self.note_leaf_grad(leaf)
+        if g is not None and id(g._data) not in self.vars:
+            src = Source("grad", obj=leaf, name=self.names.get(id(leaf)) or
+                         f"captured{len(self.graph.externals)}")
+            v = self._new_var(g._data, "ext", src)
+            self.sources[id(g._data)] = src
+            self.graph.externals.append(v)
+
+    def on_set_grad(self, leaf, g) -> None:
+        self.note_leaf_grad(leaf, read=False)
+        self.grad_sets[id(leaf)] = (leaf, None if g is None else self.var(g))
+
+    def on_backward(self) -> None:
+        self.backward_runs += 1
+
+    def escape(self, what: str):
+        """Python code needs a tensor's value: an error (or, under fallback="eager", stop
+        tracing and let the call finish eagerly)."""
+        loc = user_location()
+        msg = (f"{loc}: {what} needs the value of a tensor while jitgrad.compile is tracing; "
+               "data-dependent Python control flow cannot be compiled (use jitgrad.where, or "
+               "move this code out of the compiled function, or compile with "
+               "fallback=\"eager\")")
+        if self.escape_policy == "eager":
+            self.escaped = msg
+            STATE.tracer = None
+            return
+        raise ValueEscape(msg)
+
+    # --------------------------------------------------------------------- result
+    def finish(self, outputs) -> Graph:
+        g = self.graph
+        g.names = self.names
+        g.outputs = [self.var(t) for t in outputs]
+        for k, src in self.written.items():
+            g.writes.append((src, self.vars[k]))
+        for leaf, v in self.grad_sets.values():
+            g.grad_sets.append((leaf, v))
+        return g
