@@ -12,7 +12,7 @@ from . import dtypes
 from ._tensor_str import dtype_suffix_needed, format_tensor
 from .trace.state import STATE as _TRACE
 
-__all__ = ["Tensor", "Size", "wrap", "RemovableHandle"]
+__all__ = ["Tensor", "Size", "wrap", "alias", "RemovableHandle"]
 
 
 class Size(tuple):
@@ -129,7 +129,7 @@ class Tensor:
     @property
     def data(self) -> Tensor:
         """A tensor sharing storage with this one, detached, with its own version counter."""
-        return wrap(self._data)
+        return alias(self._data)
 
     @data.setter
     def data(self, value: Tensor) -> None:
@@ -318,7 +318,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """A tensor sharing storage (and version counter) that is cut from the graph."""
-        t = wrap(self._data)
+        t = alias(self._data)
         t._vc = self._vc
         if self._base is not None or self._data.base is not None:
             t._base = self._base if self._base is not None else self
@@ -462,6 +462,18 @@ def _rebuild(data, requires_grad):
 
 
 _new = object.__new__
+
+
+def alias(arr: np.ndarray) -> Tensor:
+    """A new tensor object over an array that already belongs to a tensor (detach, .data,
+    a saved output): not a new value, so the tracer is not told."""
+    t = _new(Tensor)
+    t._data = arr
+    t._requires_grad = False
+    t._grad_fn = None
+    t._grad = None
+    t._vc = [0]
+    return t
 
 
 def wrap(arr: np.ndarray, requires_grad: bool = False) -> Tensor:

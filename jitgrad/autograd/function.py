@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 
 from ..shapes import fmt_shape, sum_axes_to
-from ..tensor import Tensor, wrap
+from ..tensor import Tensor, alias
 from . import grad_mode
 from .node import FREED_MESSAGE, Node, new_node, node_class, save_input, save_output
 
@@ -274,7 +274,7 @@ def _wrap_outputs(ctx, args, outputs, record):
 
 
 def _alias(t: Tensor) -> Tensor:
-    a = wrap(t._data)
+    a = alias(t._data)
     a._vc = t._vc
     a._requires_grad = t._requires_grad
     a._base = t._base if t._base is not None else t

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import weakref
 
-from ..tensor import RemovableHandle, Tensor, _HookDict, wrap
+from ..tensor import RemovableHandle, Tensor, _HookDict, alias
 
 __all__ = ["Node", "AccumulateGrad", "node_class", "new_node", "save_input", "save_output",
            "unpack", "FREED_MESSAGE"]
@@ -58,7 +58,7 @@ def unpack(entry: tuple, owner: Node) -> Tensor:
     _, data, vc, version, nr, req = entry
     if vc[0] != version:
         _raise_modified(entry, owner)
-    t = wrap(data)
+    t = alias(data)
     t._vc = vc
     if req:
         t._requires_grad = True

@@ -1,0 +1,311 @@
+"""jitgrad.compile: results equal eager, autograd integration, captured state and effects,
+guards and retraces, control-flow errors, debugging output."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from jitgrad.autograd.node import FREED_MESSAGE
+from jitgrad.trace.tracer import TraceError, ValueEscape
+
+
+def leaf(a, dtype=jg.float32):
+    return jg.tensor(np.asarray(a), dtype=dtype, requires_grad=True)
+
+
+def chain(x, w, b):
+    return (jg.tanh(x * w + b) ** 2 * jg.sigmoid(x)).sum()
+
+
+@pytest.fixture
+def xwb(rng):
+    return [leaf(rng.standard_normal(1000)) for _ in range(3)]
+
+
+def test_forward_and_backward_equal_eager(xwb):
+    f = jg.compile(chain)
+    ref = chain(*xwb)
+    ref.backward()
+    ref_grads = [t.grad.numpy().copy() for t in xwb]
+    for t in xwb:
+        t.grad = None
+    for _ in range(3):  # trace (eager), then plan twice
+        out = f(*xwb)
+        assert type(out.grad_fn).__name__ in ("CompiledFunctionBackward", "SumBackward0")
+        out.backward()
+        np.testing.assert_allclose(out.item(), ref.item(), rtol=1e-5)
+        for t, g in zip(xwb, ref_grads):
+            np.testing.assert_allclose(t.grad.numpy(), g, rtol=1e-5, atol=1e-6)
+            t.grad = None
+    assert f.stats["traces"] == 1 and f.stats["cache_hits"] == 2
+    out = f(*xwb)
+    assert out.grad_fn.name() == "CompiledFunctionBackward"
+
+
+def test_compiled_backward_semantics(xwb):
+    f = jg.compile(chain)
+    f(*xwb)
+    x, w, b = xwb
+    out = f(x, w, b)
+    out.backward(retain_graph=True)
+    g1 = x.grad.numpy().copy()
+    out.backward()  # accumulates
+    np.testing.assert_allclose(x.grad.numpy(), 2 * g1, rtol=1e-6)
+    with pytest.raises(RuntimeError) as e:
+        out.backward()
+    assert str(e.value) == FREED_MESSAGE
+    with pytest.raises(RuntimeError, match="double backward"):
+        jg.autograd.grad(f(x, w, b), x, create_graph=True)
+
+
+def test_hooks_on_inputs_and_retain_grad_on_outputs(rng):
+    f = jg.compile(lambda x: (x * 3).exp())
+    x = leaf(rng.standard_normal(4) * 0.1)
+    f(x)
+    seen = []
+    x.register_hook(lambda g: seen.append(1) or g * 2)
+    y = f(x)
+    y.retain_grad()
+    y.sum().backward()
+    assert seen == [1]
+    np.testing.assert_allclose(y.grad.numpy(), np.ones(4))
+    np.testing.assert_allclose(x.grad.numpy(), 2 * 3 * np.exp(3 * x.detach().numpy()),
+                               rtol=1e-5)
+
+
+def test_outputs_without_grad_and_no_grad_mode(rng):
+    f = jg.compile(lambda x: x * 2 + 1)
+    x = leaf(rng.standard_normal(3))
+    with jg.no_grad():
+        assert not f(x).requires_grad
+        assert not f(x).requires_grad
+    assert f(x).requires_grad  # grad mode is part of the key: retraced
+    assert f.stats["traces"] == 2
+
+
+def test_training_step_matches_eager_over_steps(rng):
+    W = leaf(rng.standard_normal((4, 3)) * 0.5)
+    b = leaf(np.zeros(3))
+    W2, b2 = W.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+
+    def step(x, y, W, b, lr=0.1):
+        W.grad = None
+        b.grad = None
+        loss = ((x @ W + b - y) ** 2).mean()
+        loss.backward()
+        with jg.no_grad():
+            W -= lr * W.grad
+            b -= lr * b.grad
+        return loss
+
+    cstep = jg.compile(lambda x, y: step(x, y, W, b))
+    for _ in range(20):
+        x = jg.tensor(rng.standard_normal((8, 4)), dtype=jg.float32)
+        y = jg.tensor(rng.standard_normal((8, 3)), dtype=jg.float32)
+        l1, l2 = cstep(x, y), step(x, y, W2, b2)
+        assert abs(l1.item() - l2.item()) <= 1e-5 * max(1.0, abs(l2.item()))
+    np.testing.assert_allclose(W.detach().numpy(), W2.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(W.grad.numpy(), W2.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert cstep.stats["traces"] == 1
+    lowered = cstep.lower(x, y).graph
+    assert "write W <- " in lowered and "W.grad = " in lowered
+
+
+def test_grad_accumulates_into_existing_grad(rng):
+    w = leaf(rng.standard_normal(5))
+    f = jg.compile(lambda x: (x * w).sum().backward())
+    x = jg.tensor(rng.standard_normal(5), dtype=jg.float32)
+    f(x)   # w.grad None -> set
+    f(x)   # w.grad present -> accumulate in place: a retrace (guard on the .grad state)
+    g = w.grad
+    f(x)   # the accumulate plan
+    assert w.grad is g
+    np.testing.assert_allclose(g.numpy(), 3 * x.numpy(), rtol=1e-6)
+    assert f.stats["traces"] == 2
+    assert ".grad" in f.last_retrace_reason
+
+
+def test_zero_grad_inside(rng):
+    w = leaf(rng.standard_normal(5))
+
+    @jg.compile
+    def f(x):
+        w.grad.zero_()
+        (x * w).sum().backward()
+
+    x = jg.tensor(rng.standard_normal(5), dtype=jg.float32)
+    w.grad = jg.zeros(5)
+    for _ in range(3):
+        f(x)
+    np.testing.assert_allclose(w.grad.numpy(), x.numpy(), rtol=1e-6)
+
+
+def test_shape_change_retraces_and_reuses_kernels(rng):
+    from jitgrad.compiler import cache
+
+    f = jg.compile(chain)
+    f(*[leaf(rng.standard_normal(100)) for _ in range(3)])
+    f(*[leaf(rng.standard_normal(100)) for _ in range(3)])
+    written = cache.STATS["modules_written"] + cache.STATS["modules_loaded"]
+    out = f(*[leaf(rng.standard_normal(37)) for _ in range(3)])
+    out = f(*[leaf(rng.standard_normal(37)) for _ in range(3)])
+    assert f.stats["traces"] == 2
+    assert "shape changed" in f.last_retrace_reason
+    # a new size generates the same (shape-generic) kernel source: nothing new to compile
+    assert cache.STATS["modules_written"] + cache.STATS["modules_loaded"] == written
+    assert out.shape == ()
+
+
+def test_captured_tensor_identity_guard(rng):
+    scale = jg.tensor(2.0)
+    f = jg.compile(lambda x: x * scale)
+    x = jg.tensor(rng.standard_normal(3), dtype=jg.float32)
+    np.testing.assert_allclose(f(x).numpy(), 2 * x.numpy())
+    scale.fill_(3.0)  # in-place: the plan reads the captured tensor at every call
+    np.testing.assert_allclose(f(x).numpy(), 3 * x.numpy())
+    globals()["_rebound"] = jg.tensor(5.0)
+    g = jg.compile(lambda x: x * _rebound)  # noqa: F821 - a global, rebound below
+    g(x)
+    globals()["_rebound"] = jg.tensor(7.0)
+    np.testing.assert_allclose(g(x).numpy(), 7 * x.numpy(), rtol=1e-6)
+    assert g.stats["traces"] == 2
+
+
+def test_python_control_flow_raises_with_location(rng):
+    def f(x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+    cf = jg.compile(f)
+    with pytest.raises(ValueEscape, match=r"test_compile_api.py:\d+: bool\(tensor\)"):
+        cf(jg.tensor([1.0, 2.0]))
+    for bad in (lambda x: x.item(), lambda x: float(x.sum()), lambda x: x.numpy(),
+                lambda x: x.tolist()):
+        with pytest.raises(ValueEscape, match="needs the value of a tensor"):
+            jg.compile(bad)(jg.tensor([1.0]))
+
+
+def test_fallback_eager_runs_and_warns():
+    def f(x):
+        return x * 2 if x.sum() > 0 else x * 3
+
+    cf = jg.compile(f, fallback="eager")
+    with pytest.warns(UserWarning, match="running f eagerly"):
+        assert cf(jg.tensor([1.0])).tolist() == [2.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cf(jg.tensor([-1.0])).tolist() == [-3.0]  # eager from now on, no new warning
+
+
+def test_untraceable_values_are_an_error(rng):
+    def f(x):
+        y = jg.tensor(x.detach().numpy() * 2)  # NumPy code on tensor data
+        return x + y
+
+    with pytest.raises(ValueEscape):
+        jg.compile(f)(jg.tensor([1.0]))
+
+    def g(x):
+        return x + x.argmax()  # argmax is not an op of the registry (yet)
+
+    with pytest.raises(TraceError):
+        jg.compile(g)(jg.tensor([1.0, 3.0]))
+
+
+def test_random_factories_draw_anew_each_call():
+    f = jg.compile(lambda x: x + jg.rand(3))
+    x = jg.zeros(3)
+    a, b = f(x).numpy().copy(), f(x).numpy().copy()
+    assert not np.array_equal(a, b)
+    jg.manual_seed(0)
+    c = f(x).numpy().copy()
+    jg.manual_seed(0)
+    assert np.array_equal(c, jg.rand(3).numpy())
+
+
+def test_constants_and_structures(rng):
+    @jg.compile
+    def f(d, k):
+        t = jg.tensor([1.0, 2.0, 3.0])
+        return {"sum": d["a"] + t * k, "pair": (d["b"] * 2, k)}
+
+    d = {"a": jg.ones(3), "b": jg.zeros(2)}
+    for _ in range(2):
+        out = f(d, 4)
+        assert out["sum"].tolist() == [5.0, 9.0, 13.0] and out["pair"][1] == 4
+    assert f(d, 5)["sum"].tolist() == [6.0, 11.0, 16.0]  # a non-tensor arg is in the key
+
+
+def test_in_place_on_view_is_refused():
+    def f(x):
+        y = x * 1
+        y[0:2].add_(1)
+        return y
+
+    with pytest.raises(TraceError, match="in-place writes into a view"):
+        jg.compile(f)(jg.ones(3))
+
+
+def test_lower_and_explain(rng):
+    f = jg.compile(chain)
+    args = [leaf(rng.standard_normal(10)) for _ in range(3)]
+    low = f.lower(*args)
+    assert low.graph.splitlines()[0] == "chain(%0:float32[10], %1:float32[10], %2:float32[10]) {"
+    assert "= tanh(%4)" in low.graph and "tanh_backward" in low.backward_graph
+    assert any("fused loop" in g for g in low.fusion_groups)
+    assert "@njit(cache=True" in low.source and "def k_seq(" in low.source
+    text = jg.explain(f, *args)
+    assert "2 graph(s)" in text and "generated kernel(s)" in text
+
+
+def test_grad_and_value_and_grad(rng):
+    f = lambda x: (x ** 3).sum()  # noqa: E731
+    x = jg.tensor([1.0, 2.0])
+    assert jg.grad(f)(x).tolist() == [3.0, 12.0]
+    v, g = jg.value_and_grad(f)(x)
+    assert v.item() == 9.0 and g.tolist() == [3.0, 12.0]
+    cg = jg.compile(jg.value_and_grad(f))
+    for _ in range(3):
+        v, g = cg(x)
+        assert v.item() == 9.0 and g.tolist() == [3.0, 12.0]
+    assert cg.stats["traces"] == 1
+    g2 = jg.grad(lambda a, b: (a * b).sum(), argnums=(0, 1))(x, jg.tensor([3.0, 4.0]))
+    assert [t.tolist() for t in g2] == [[3.0, 4.0], [1.0, 2.0]]
+
+
+def test_backend_argument():
+    with pytest.raises(NotImplementedError, match="reserved for jitgrad's CUDA backend"):
+        jg.compile(chain, backend="cuda")
+    with pytest.raises(ValueError):
+        jg.compile(chain, backend="tpu")
+    assert jg.compile(backend="cpu")(lambda x: x + 1)(jg.ones(2)).tolist() == [2.0, 2.0]
+
+
+def test_retrace_warning_after_8(rng):
+    f = jg.compile(lambda x: x * 2)
+    with pytest.warns(UserWarning, match="retraced 9 times; last guard that failed"):
+        for n in range(1, 12):
+            f(jg.ones(n))
+
+
+def test_disable_jit_runs_the_reference(monkeypatch, xwb):
+    monkeypatch.setenv("JITGRAD_DISABLE_JIT", "1")
+    f = jg.compile(chain)
+    f(*xwb)
+    out = f(*xwb)
+    assert f.lower(*xwb).source == ""  # no generated kernels
+    np.testing.assert_allclose(out.item(), chain(*xwb).item(), rtol=1e-5)
+
+
+def test_logs(monkeypatch, capsys, rng):
+    monkeypatch.setenv("JITGRAD_LOGS", "graph,recompiles")
+    f = jg.compile(lambda x: x.exp())
+    f(jg.ones(2))
+    f(jg.ones(3))
+    out = capsys.readouterr().out
+    assert "[jitgrad:graph]" in out and "[jitgrad:recompiles]" in out and "shape" in out
