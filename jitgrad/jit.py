@@ -15,6 +15,7 @@ graph is traced too, by running the eager engine over the traced forward: the ou
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
 
 from . import config
@@ -174,6 +175,7 @@ class CompiledFunction:
         self.last_retrace_reason: str | None = None
         self._warned = False
         self._last_key = None
+        self._lock = threading.RLock()  # one trace at a time; plans run concurrently
         functools.update_wrapper(self, fn, updated=())
 
     def __get__(self, obj, objtype=None):  # decorating methods
@@ -196,21 +198,30 @@ class CompiledFunction:
         if key in self._eager_keys:
             return self.fn(*args, **kwargs)
         closure_ids = _closure_identity(self.fn)
+        entry, reason = self._lookup(key, closure_ids)
+        if entry is None:
+            with self._lock:  # one trace at a time; a thread that waited may find it done
+                entry, reason = self._lookup(key, closure_ids)
+                if entry is None:
+                    return self._trace(args, kwargs, flat, key, closure_ids, reason)
+        self.stats["cache_hits"] += 1
+        return entry.run(flat)
+
+    def _lookup(self, key, closure_ids):
+        """``(entry, None)`` on a hit; ``(None, why)`` on a miss."""
         entries = self._entries.get(key)
+        if not entries:
+            return None, (self._why_new_key(key) if self._entries else None)
         reason = None
-        if entries:
-            for entry in entries:
-                if entry.closure_ids != closure_ids:
-                    reason = "the tensors/modules the function refers to changed identity"
-                    continue
-                why = entry.guards_hold()
-                if why is None:
-                    self.stats["cache_hits"] += 1
-                    return entry.run(flat)
-                reason = why
-        else:
-            reason = self._why_new_key(key) if self._entries else None
-        return self._trace(args, kwargs, flat, key, closure_ids, reason)
+        for entry in entries:
+            if entry.closure_ids != closure_ids:
+                reason = "the tensors/modules the function refers to changed identity"
+                continue
+            why = entry.guards_hold()
+            if why is None:
+                return entry, None
+            reason = why
+        return None, reason
 
     def _why_new_key(self, key) -> str:
         old = self._last_key

@@ -1,0 +1,104 @@
+"""The kernel cache across processes, corrupt cache files, concurrency."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+
+import jitgrad as jg
+
+_PROGRAM = r"""
+import numba.core.event as ev
+compiles = []
+class Count(ev.Listener):
+    def on_start(self, event):
+        compiles.append(event.data["dispatcher"].py_func.__name__)
+    def on_end(self, event):
+        pass
+ev.register("numba:compile", Count())
+import numpy as np
+import jitgrad as jg
+from jitgrad.compiler import cache
+x = jg.tensor(np.linspace(-1, 1, 5000), dtype=jg.float32, requires_grad=True)
+w = jg.tensor(np.linspace(0, 2, 5000), dtype=jg.float32, requires_grad=True)
+f = jg.compile(lambda x, w: (jg.tanh(x * w + 1.0) ** 2 * jg.sigmoid(x)).sum())
+f(x, w)
+out = f(x, w)
+out.backward()
+print(len(compiles), round(out.item(), 3), round(float(x.grad.sum().item()), 3),
+      cache.STATS["modules_written"], cache.STATS["modules_rewritten"])
+"""
+
+
+def _run(cache_dir, numba_cache_dir=None):
+    env = dict(os.environ, JITGRAD_CACHE_DIR=str(cache_dir))
+    r = subprocess.run([sys.executable, "-c", _PROGRAM], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    n, loss, gsum, written, rewritten = r.stdout.split()
+    return int(n), float(loss), float(gsum), int(written), int(rewritten)
+
+
+def test_second_process_compiles_nothing(tmp_path):
+    first = _run(tmp_path)
+    second = _run(tmp_path)
+    assert first[0] > 0 and first[3] >= 1
+    assert second[0] == 0, "a warm cache must need no Numba compilation"
+    assert second[3] == 0
+    assert first[1:3] == second[1:3]
+
+
+def test_corrupt_cache_file_is_rebuilt(tmp_path):
+    first = _run(tmp_path)
+    mods = list((tmp_path / "kernels").glob("jg_*.py"))
+    assert mods
+    for m in mods:
+        m.write_text(m.read_text()[:40])  # truncated, as if a writer died
+    again = _run(tmp_path)
+    assert again[4] == len(mods)
+    assert again[1:3] == first[1:3]
+
+
+def test_unwritable_cache_dir_falls_back_to_a_temp_dir(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        if os.access(ro, os.W_OK):  # running as root: permissions do not bind
+            return
+        from jitgrad.compiler import cache
+
+        root = cache.cache_root(str(ro))
+        assert not root.startswith(str(ro))
+    finally:
+        ro.chmod(0o700)
+
+
+def test_four_threads_call_one_compiled_function():
+    f = jg.compile(lambda x, w: (jg.tanh(x * w) * jg.sigmoid(x)).sum())
+    rng = np.random.default_rng(0)
+    data = [(jg.tensor(rng.standard_normal(300_000), dtype=jg.float32),
+             jg.tensor(rng.standard_normal(300_000), dtype=jg.float32)) for _ in range(4)]
+    expect = [float((np.tanh(x.numpy().astype(np.float64) * w.numpy()) /
+                     (1 + np.exp(-x.numpy().astype(np.float64)))).sum()) for x, w in data]
+    errors = []
+
+    def work(k):
+        try:
+            for _ in range(10):
+                got = f(*data[k]).item()
+                assert abs(got - expect[k]) <= 1e-3 * max(1.0, abs(expect[k])), (got, expect[k])
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert f.stats["traces"] == 1
