@@ -151,6 +151,7 @@ from .ops.reduce import (
     sum,
     var,
 )
+from .jit import compile, explain, grad, value_and_grad
 from .random import Generator, default_generator, initial_seed, manual_seed, seed
 from .tensor import Size, Tensor
 
@@ -234,5 +235,5 @@ __all__ = [
     "swapaxes", "t", "movedim", "expand", "cat", "concatenate", "stack", "split", "chunk",
     "unbind", "select", "narrow", "clone",
     "is_tensor", "is_floating_point", "numel", "allclose", "equal", "isnan", "isinf",
-    "isfinite", "__version__",
+    "isfinite", "__version__", "compile", "explain", "grad", "value_and_grad",
 ]
