@@ -225,6 +225,14 @@ def seed_impls(jg):
     impls["jitgrad_new_leaf"] = jitgrad_new_leaf
     impls["jitgrad_reuse_leaf"] = jitgrad_reuse_leaf
 
+    vg = jg.compile(jg.value_and_grad(lambda x: jg.log(x ** 3) + jg.sqrt(x ** 2)))
+    xc = jg.tensor(5.0)
+    vg(xc)
+
+    def jitgrad_compiled():
+        return vg(xc)[1].item()
+    impls["jitgrad_compiled"] = jitgrad_compiled
+
     torch = optional("torch")
     if torch:
         tx = torch.tensor(5.0, requires_grad=True)
@@ -368,6 +376,21 @@ def chain_impls(jg, n: int, dtype: str):
         return loss.item(), jx.grad, jw.grad, jb.grad
     impls["jitgrad"] = jitgrad_eager
 
+    @jg.compile
+    def step(x, w, b):
+        x.grad = w.grad = b.grad = None
+        loss = (jg.tanh(x * w + b) ** 2 * jg.sigmoid(x)).sum()
+        loss.backward()
+        return loss
+
+    cx, cw, cb = (jg.from_numpy(a.copy()).requires_grad_() for a in (x, w, b))
+    step(cx, cw, cb)
+
+    def jitgrad_compiled():
+        loss = step(cx, cw, cb)
+        return loss.item(), cx.grad, cw.grad, cb.grad
+    impls["jitgrad_compiled"] = jitgrad_compiled
+
     torch = optional("torch")
     if torch:
         tx, tw, tb = (torch.from_numpy(a).requires_grad_() for a in (x, w, b))
@@ -435,6 +458,21 @@ def matmul_impls(jg, shape=(128, 784, 256, 10)):
         loss.backward()
         return loss.item(), jw1.grad, jw2.grad
     impls["jitgrad"] = jitgrad_eager
+
+    cw1, cw2 = (jg.from_numpy(a.copy()).requires_grad_() for a in (w1, w2))
+
+    @jg.compile
+    def mm_step(x):
+        cw1.grad = cw2.grad = None
+        loss = ((x @ cw1).tanh() @ cw2).sum()
+        loss.backward()
+        return loss
+    mm_step(jx)
+
+    def jitgrad_compiled():
+        loss = mm_step(jx)
+        return loss.item(), cw1.grad, cw2.grad
+    impls["jitgrad_compiled"] = jitgrad_compiled
 
     torch = optional("torch")
     if torch:

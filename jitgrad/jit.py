@@ -56,6 +56,32 @@ class CompiledFunctionBackwardBase(Node):
 CompiledFunctionBackward = node_class("CompiledFunctionBackward", CompiledFunctionBackwardBase)
 
 
+class _JointOutputBase(Node):
+    """Node of an output computed in a compiled function that itself ran backward()/grad():
+    its graph was differentiated inside the plan; differentiating it again needs the
+    uncompiled function."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list) -> tuple:
+        raise RuntimeError(
+            "jitgrad.compile: this output comes from a compiled function that calls "
+            "backward()/autograd.grad() itself; its graph was already differentiated inside "
+            "the compiled plan (higher-order gradients through a compiled function are not "
+            "supported): call the function uncompiled to differentiate its result again"
+        )
+
+
+_JointOutput = node_class("CompiledFunctionBackward", _JointOutputBase)
+
+
+def _mark_joint_output(t: Tensor, edges: tuple) -> None:
+    from .autograd.node import new_node
+
+    t._requires_grad = True
+    t._grad_fn = new_node(_JointOutput, edges, None, None)
+
+
 class _Entry:
     """One traced signature: forward (and backward) graphs and their plans."""
 
@@ -81,6 +107,8 @@ class _Entry:
                 return why
         return None
 
+    joint = False
+
     def run(self, flat: list):
         gi = self.grad_info
         outs = self.plan.run(flat)
@@ -88,6 +116,11 @@ class _Entry:
         tensors = [wrap(a) for a in outs[:n_out]]
         if gi is not None and grad_mode.STATE.enabled:
             self._attach_backward(flat, tensors, outs[n_out:])
+        elif self.joint and grad_mode.STATE.enabled and self.joint_outputs:
+            edges = tuple((t if t._grad_fn is None else (t._grad_fn, t._output_nr))
+                          for t in flat if t._requires_grad)
+            for i in self.joint_outputs:
+                _mark_joint_output(tensors[i], edges)
         return unflatten(self.out_tree, tensors)
 
     # --------------------------------------------------------------- autograd glue
@@ -176,6 +209,7 @@ class CompiledFunction:
         self._warned = False
         self._last_key = None
         self._lock = threading.RLock()  # one trace at a time; plans run concurrently
+        self._closure = _ClosureGuard(fn)
         functools.update_wrapper(self, fn, updated=())
 
     def __get__(self, obj, objtype=None):  # decorating methods
@@ -193,11 +227,15 @@ class CompiledFunction:
         self.stats["calls"] += 1
         if _TRACE.tracer is not None:  # nested compiled call: inline into the outer trace
             return self.fn(*args, **kwargs)
-        flat, treedef = flatten((args, kwargs))
+        if not kwargs and all(type(a) is Tensor for a in args):  # the common case, fast
+            flat = list(args)
+            treedef = _TENSOR_ARGS_TREES.get(len(args)) or _tensor_args_tree(len(args))
+        else:
+            flat, treedef = flatten((args, kwargs))
         key = self._key(flat, treedef)
         if key in self._eager_keys:
             return self.fn(*args, **kwargs)
-        closure_ids = _closure_identity(self.fn)
+        closure_ids = self._closure.current()
         entry, reason = self._lookup(key, closure_ids)
         if entry is None:
             with self._lock:  # one trace at a time; a thread that waited may find it done
@@ -215,7 +253,8 @@ class CompiledFunction:
         reason = None
         for entry in entries:
             if entry.closure_ids != closure_ids:
-                reason = "the tensors/modules the function refers to changed identity"
+                reason = ("what the function refers to changed (a tensor or module rebound, "
+                          "a module's train/eval mode, an optimizer hyper-parameter, a number)")
                 continue
             why = entry.guards_hold()
             if why is None:
@@ -280,10 +319,10 @@ class CompiledFunction:
                        self.cache_dir)
         self._entries.setdefault(key, []).insert(0, entry)
         if tracer.backward_runs:
-            # backward() ran inside: the eager call consumed its graph; outputs carry no
-            # history (as after the compiled plan)
-            out_flat = [t.detach() if t._requires_grad else t for t in out_flat]
-            return unflatten(out_tree, out_flat)
+            # backward()/grad() ran inside: outputs of later calls carry no history (the
+            # first call returns the eager results, which do)
+            entry.joint = True
+            entry.joint_outputs = [i for i, t in enumerate(out_flat) if t._requires_grad]
         return result
 
     # ------------------------------------------------------------------- debugging
@@ -413,32 +452,83 @@ def _guards(graph, tracer) -> list:
     return checks
 
 
-def _closure_identity(fn) -> tuple:
-    """Identities of the tensors, modules and optimizers the function refers to."""
-    ids = []
-    target = fn
-    if hasattr(fn, "parameters") and callable(fn.parameters):  # a Module-like callable
-        ids.extend(id(p) for p in fn.parameters())
-        target = getattr(type(fn), "forward", fn)
-    code = getattr(target, "__code__", None)
-    if code is None:
-        return tuple(ids)
-    cells = getattr(target, "__closure__", None) or ()
-    objs = [c.cell_contents for c in cells if _cell_ok(c)]
-    g = getattr(target, "__globals__", {})
-    objs += [g[n] for n in code.co_names if n in g]
-    for o in objs:
-        if isinstance(o, Tensor):
-            ids.append(id(o))
-        elif hasattr(o, "parameters") and callable(getattr(o, "parameters", None)) and \
-                not isinstance(o, type):
-            try:
-                ids.extend(id(p) for p in o.parameters())
-            except TypeError:
-                pass
-        elif hasattr(o, "param_groups"):
-            ids.extend(id(p) for grp in o.param_groups for p in grp["params"])
-    return tuple(ids)
+_TENSOR_ARGS_TREES: dict = {}
+
+
+def _tensor_args_tree(n: int) -> tuple:
+    """The treedef flatten() gives ``(args, {})`` for ``n`` tensor arguments."""
+    tree = flatten((tuple(Tensor.__new__(Tensor) for _ in range(n)), {}))[1]
+    _TENSOR_ARGS_TREES[n] = tree
+    return tree
+
+
+class _ClosureGuard:
+    """Reads, at every call, the state of what the function refers to that a trace bakes in:
+    identities of tensors, of modules' parameters (and their ``training`` flag), of
+    optimizers' parameters and their scalar hyper-parameters (``lr``...), and plain numbers
+    in the closure and referenced globals. The slots to read are found once."""
+
+    def __init__(self, fn) -> None:
+        self.module = fn if _is_module(fn) else None
+        target = getattr(type(fn), "forward", fn) if self.module is not None else fn
+        code = getattr(target, "__code__", None)
+        self.slots: list = []
+        if code is None:
+            return
+        for cell in getattr(target, "__closure__", None) or ():
+            if _cell_ok(cell) and _relevant(cell.cell_contents):
+                self.slots.append((cell, None))
+        g = getattr(target, "__globals__", {})
+        for n in code.co_names:
+            if n in g and _relevant(g[n]):
+                self.slots.append((g, n))
+
+    def current(self) -> tuple:
+        out = []
+        if self.module is not None:
+            out.append(_state_of(self.module))
+        for holder, name in self.slots:
+            if name is None:
+                obj = holder.cell_contents if _cell_ok(holder) else None
+            else:
+                obj = holder.get(name)
+            out.append(_state_of(obj))
+        return tuple(out)
+
+
+def _is_module(o) -> bool:
+    return hasattr(o, "parameters") and callable(getattr(o, "parameters", None)) and \
+        not isinstance(o, type) and not isinstance(o, Tensor)
+
+
+def _relevant(o) -> bool:
+    return (isinstance(o, (Tensor, int, float, bool)) or _is_module(o)
+            or hasattr(o, "param_groups"))
+
+
+def _state_of(o):
+    if isinstance(o, Tensor):
+        return id(o)
+    if isinstance(o, (int, float, bool)) or o is None:
+        return ("n", o)
+    if _is_module(o):
+        try:
+            return ("m", tuple(id(p) for p in o.parameters()),
+                    tuple(getattr(m, "training", None) for m in _modules(o)))
+        except TypeError:
+            return ("m", id(o))
+    if hasattr(o, "param_groups"):
+        return ("o", tuple(
+            (tuple(id(p) for p in grp["params"]),
+             tuple((k, v) for k, v in grp.items()
+                   if k != "params" and isinstance(v, (int, float, bool, tuple, type(None)))))
+            for grp in o.param_groups))
+    return ("x", id(o))
+
+
+def _modules(m):
+    mods = getattr(m, "modules", None)
+    return list(mods()) if callable(mods) else [m]
 
 
 def _closure_names(fn) -> dict:

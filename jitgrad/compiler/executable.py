@@ -19,6 +19,7 @@ from ..trace.ir import Graph, Var
 from . import cache
 from .codegen_cpu import CHUNK, COLBLOCK, generate_group
 from .fusion import describe, partition
+from .memory import last_uses
 from .passes import optimize
 
 __all__ = ["Plan", "build_plan"]
@@ -78,6 +79,8 @@ class _GroupRunner:
             a = env[k]
             if pat == "scalar":
                 args.append(a.reshape(-1)[0] if a.ndim else a[()])
+            elif a.ndim == 1 and a.flags.c_contiguous:
+                args.append(a)
             else:
                 args.append(np.ascontiguousarray(a).reshape(-1))
         args.extend(self.scalars)
@@ -105,7 +108,10 @@ class Plan:
         self.graph = graph
         self.keep = optimize(graph, keep)
         self.reference = config.jit_disabled()
-        self.consts = [(id(v), v.source) for v in graph.all_vars() if v.kind == "const"]
+        ends = list(graph.outputs) + list(self.keep) + [v for _, v in graph.writes] + [
+            v for _, v in graph.grad_sets if v is not None]
+        self.consts = [(id(v), v.source) for v in graph.all_vars() + ends
+                       if isinstance(v, Var) and v.kind == "const"]
         self.steps = partition(graph) if not self.reference else []
         self.runners: list = []
         self.sources: list = []
@@ -126,6 +132,10 @@ class Plan:
         needed |= {id(v) for v in g.outputs} | {id(v) for v in self.keep}
         needed |= {id(v) for _, v in g.writes}
         needed |= {id(v) for _, v in g.grad_sets if v is not None}
+        ends = {id(v) for v in g.outputs} | {id(v) for v in self.keep}
+        ends |= {id(v) for _, v in g.writes} | {id(v) for _, v in g.grad_sets if v is not None}
+        ends |= {id(v) for v in g.inputs} | {id(v) for v in g.externals}
+        self.drops = last_uses(self.steps, ends)
         for s in self.steps:
             if s.kind == "group":
                 code = generate_group(s.group, needed)
@@ -150,8 +160,10 @@ class Plan:
             for e in self.graph.eqns:
                 env[id(e.out)] = run_eqn(e, env, reference=True)
             return
-        for r in self.runners:
+        for r, drop in zip(self.runners, self.drops):
             r(env)
+            for k in drop:  # free values after their last reader (peak memory <= eager)
+                del env[k]
 
     def run(self, flat: list) -> list:
         """Forward graphs: arguments are the flattened call's tensors. Returns the outputs,

@@ -216,7 +216,7 @@ def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
     """Eager element-wise op with one tensor input."""
     ad = a._data
     dt = ad.dtype
-    ks = op.fast_kernels.get(dt, _MISSING)
+    ks = op.fast_kernels.get(dt, _MISSING) if _TRACE.tracer is None else None
     if ks is _MISSING:
         ks = eager_kernels.fast_kernels(op, dt)
     if ks is not None:
@@ -249,7 +249,7 @@ def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
         if type(b) is Tensor:
             bd = b._data
             if (dt is bd.dtype or dt == bd.dtype) and ad.shape == bd.shape:
-                ks = op.fast_kernels.get(dt, _MISSING)
+                ks = op.fast_kernels.get(dt, _MISSING) if _TRACE.tracer is None else None
                 if ks is _MISSING:
                     ks = eager_kernels.fast_kernels(op, dt)
                 if ks is not None:
@@ -263,7 +263,7 @@ def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
                     return _finish(op, out, params, a, b, True, dt)
         elif type(b) is float or type(b) is int:
             if dt.kind == "f":  # float tensor (op) Python number: stays in the tensor's dtype
-                ks = op.fast_kernels.get(dt, _MISSING)
+                ks = op.fast_kernels.get(dt, _MISSING) if _TRACE.tracer is None else None
                 if ks is _MISSING:
                     ks = eager_kernels.fast_kernels(op, dt)
                 if ks is not None:

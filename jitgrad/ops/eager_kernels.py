@@ -15,6 +15,7 @@ import itertools
 
 import numpy as np
 
+from ..trace.state import STATE as _TRACE
 from .registry import OpDef
 
 __all__ = ["run", "PARALLEL_MIN_SIZE", "kernel", "fast_kernels", "param_args"]
@@ -53,6 +54,13 @@ def kernel(name: str, dt, variant: str):
     return k
 
 
+def use_kernels() -> bool:
+    """False while ``jitgrad.compile`` traces: the trace runs on the NumPy references (the
+    compiled plan computes the values; loading or compiling eager kernels would only add
+    first-call latency)."""
+    return _TRACE.tracer is None
+
+
 def fast_kernels(op: OpDef, dt):
     """``(kernel_1d, kernel_1d_par, out_dtype)`` for ``op`` on dtype ``dt``, or None when the
     op has no kernel for it (cached on the op)."""
@@ -81,7 +89,7 @@ def _param_args(op: OpDef, params, cdt) -> tuple:
 def run(op: OpDef, operands: tuple, params, cdt, odt) -> np.ndarray:
     """Compute element-wise ``op`` over ``operands`` (arrays of ``cdt`` or scalars)."""
     if op.expr is None or (cdt is not _F32 and cdt is not _F64 and cdt != _F32
-                           and cdt != _F64):
+                           and cdt != _F64) or not use_kernels():
         return _run_numpy(op, operands, params, odt)
     shape = None
     same = True
@@ -174,7 +182,9 @@ def _collapse(shape, strides_list):
 
 def _run_numpy(op: OpDef, operands, params, odt) -> np.ndarray:
     with np.errstate(all="ignore"):
-        r = op.ref(*operands, **params) if params else op.ref(*operands)
+        # only the op's declared params reach the reference (others only name the node)
+        r = op.ref(*operands, **{k: params[k] for k in op.params}) if op.params else \
+            op.ref(*operands)
     r = np.asarray(r)
     if r.dtype != odt:
         r = r.astype(odt)

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from .eager_kernels import PARALLEL_MIN_SIZE
+from .eager_kernels import PARALLEL_MIN_SIZE, use_kernels
 
 __all__ = ["sum_float"]
 
@@ -32,7 +32,7 @@ def trig_out_of_domain(name: str, a: np.ndarray) -> bool:
     from ..kernels.vmath import ACCURATE_DOMAIN
 
     limit = ACCURATE_DOMAIN.get((name, "float32" if a.dtype == _F32 else "float64"))
-    if limit is None:
+    if limit is None or not use_kernels():
         return False
     m = _kernels().max_abs(np.ascontiguousarray(a).reshape(-1))
     return not m < limit  # NaN takes the libm path too (both give NaN)
@@ -43,7 +43,7 @@ def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> 
     dt = a.dtype
     out_shape = tuple(1 if i in dims else s for i, s in enumerate(a.shape)) if keepdim else \
         tuple(s for i, s in enumerate(a.shape) if i not in dims)
-    if a.size == 0 or not dims:
+    if a.size == 0 or not dims or not use_kernels():
         with np.errstate(invalid="ignore"):
             r = np.sum(a, axis=dims, keepdims=keepdim, dtype=np.float64) * scale
         return np.asarray(r, dtype=dt).reshape(out_shape)
@@ -122,4 +122,4 @@ def rowwise(name: str, arrays: tuple, dim: int, reduce_out: bool = False) -> np.
 def kernel_ok(a: np.ndarray, dim) -> bool:
     """Whether the softmax kernels apply (float32/64, non-empty, a real dim)."""
     return (a.dtype == _F32 or a.dtype == _F64) and a.size > 0 and a.ndim > 0 and \
-        dim is not None
+        dim is not None and use_kernels()

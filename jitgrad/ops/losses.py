@@ -7,7 +7,7 @@ import numpy as np
 from ..shapes import fmt_shape
 from ..tensor import Tensor
 from .dispatch import as_tensor_arg
-from .eager_kernels import PARALLEL_MIN_SIZE
+from .eager_kernels import PARALLEL_MIN_SIZE, use_kernels
 from .registry import REDUCE, defop
 
 __all__ = ["binary_cross_entropy_with_logits"]
@@ -58,7 +58,8 @@ def _kernels():
 
 
 def _use_kernel(x, y) -> bool:
-    return x.dtype in (np.float32, np.float64) and x.dtype == y.dtype and x.size > 0
+    return x.dtype in (np.float32, np.float64) and x.dtype == y.dtype and x.size > 0 and \
+        use_kernels()
 
 
 def _bce_logits_eager(x, y, w, pw, reduction, shape):

@@ -42,7 +42,8 @@ def _elementwise(op, args, e, reference: bool) -> np.ndarray:
             operands.append(cdt.type(a))
     if reference:
         with np.errstate(all="ignore"):
-            out = op.ref(*operands, **e.params) if e.params else op.ref(*operands)
+            out = op.ref(*operands, **{k: e.params[k] for k in op.params}) if op.params \
+                else op.ref(*operands)
         out = np.asarray(out)
     else:
         from ..ops import eager_kernels
@@ -66,6 +67,8 @@ def read_inputs(graph: Graph, args: list) -> dict:
 
 def apply_effects(graph: Graph, env: dict, args: list) -> None:
     """Write-backs into external arrays, then ``.grad`` replacements."""
+    if not graph.writes and not graph.grad_sets:
+        return
     from ..tensor import wrap
 
     for src, v in graph.writes:

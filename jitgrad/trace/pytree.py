@@ -41,8 +41,15 @@ def flatten(obj) -> tuple[list, tuple]:
     return leaves, walk(obj)
 
 
+_T = ("T",)
+
+
 def unflatten(treedef: tuple, leaves: list):
     """Rebuild the structure of ``treedef`` with ``leaves`` in order."""
+    if treedef == _T:
+        return leaves[0]
+    if treedef[0] == "tuple" and all(c == _T for c in treedef[1]):
+        return tuple(leaves)
     it = iter(leaves)
 
     def build(d):
