@@ -5,14 +5,21 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 EXAMPLES_STAMP := $(VENV)/.installed-examples
 
-.PHONY: demo test test-all lint bench kernels clean
+.PHONY: demo quickstart test test-all lint bench kernels clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev]"
 	touch $(STAMP)
 
-demo: $(STAMP)
+$(EXAMPLES_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev,examples]"
+	touch $(EXAMPLES_STAMP)
+
+demo: $(EXAMPLES_STAMP)  # trains an MLP and a CNN on scikit-learn's digits
+	$(BIN)/python examples/train_digits.py
+
+quickstart: $(STAMP)
 	$(BIN)/python examples/quickstart.py
 
 test: $(STAMP)

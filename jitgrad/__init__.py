@@ -18,6 +18,8 @@ from . import (  # ops first: attaches Tensor methods
     autograd,
     nn,  # noqa: E402,I001 - needs the ops above
     ops,
+    optim,
+    utils,
 )
 from ._tensor_str import get_printoptions, set_printoptions
 from .autograd.grad_mode import (
@@ -71,6 +73,7 @@ from .dtypes import (
     set_default_dtype,
     uint8,
 )
+from .jit import compile, explain, grad, value_and_grad
 from .ops.elementwise import (
     abs,
     add,
@@ -135,6 +138,8 @@ from .ops.movement import (
     unflatten,
     unsqueeze,
 )
+from .ops.nnops.linear import addmm
+from .ops.nnops.pointwise import addcdiv, addcmul, lerp
 from .ops.reduce import (
     amax,
     amin,
@@ -151,7 +156,6 @@ from .ops.reduce import (
     sum,
     var,
 )
-from .jit import compile, explain, grad, value_and_grad
 from .random import Generator, default_generator, initial_seed, manual_seed, seed
 from .tensor import Size, Tensor
 
@@ -213,7 +217,8 @@ def isfinite(input: Tensor) -> Tensor:
 
 
 __all__ = [
-    "Tensor", "Size", "dtype", "autograd", "nn", "ops", "Generator", "default_generator",
+    "Tensor", "Size", "dtype", "autograd", "nn", "ops", "optim", "utils", "Generator",
+    "default_generator",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
     "float", "double", "half", "int", "long", "short",
     "get_default_dtype", "set_default_dtype", "result_type", "set_printoptions",
@@ -230,7 +235,7 @@ __all__ = [
     "logical_and", "logical_or", "logical_not", "logical_xor",
     "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "logsumexp", "softmax",
     "log_softmax", "var", "std", "prod",
-    "matmul", "mm", "mv", "dot", "bmm", "outer",
+    "matmul", "mm", "mv", "dot", "bmm", "outer", "addmm", "addcmul", "addcdiv", "lerp",
     "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "permute", "transpose",
     "swapaxes", "t", "movedim", "expand", "cat", "concatenate", "stack", "split", "chunk",
     "unbind", "select", "narrow", "clone",

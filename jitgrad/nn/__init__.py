@@ -1,5 +1,38 @@
-"""Neural-network building blocks (functional API for now)."""
+"""Neural-network building blocks, as ``torch.nn``: ``Module``, ``Parameter``, layers,
+containers, losses, ``functional`` and ``init``.
 
-from . import functional
+>>> import jitgrad
+>>> import jitgrad.nn as nn
+>>> model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 3))
+>>> loss = nn.functional.cross_entropy(model(jitgrad.randn(8, 4)), jitgrad.tensor([0, 1, 2] * 2
+...                                    + [0, 1]))
+>>> loss.backward()
+>>> model[0].weight.grad.shape
+jitgrad.Size([16, 4])
+"""
 
-__all__ = ["functional"]
+from . import functional, init
+from .activation import GELU, Dropout, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .container import ModuleDict, ModuleList, Sequential
+from .hooks import (
+    RemovableHandle,
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+    register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
+)
+from .layers import Conv2d, Embedding, Flatten, Identity, Linear, MaxPool2d
+from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .module import Module
+from .normalization import BatchNorm1d, LayerNorm
+from .parameter import Parameter
+
+__all__ = [
+    "functional", "init", "Module", "Parameter", "RemovableHandle",
+    "Identity", "Linear", "Flatten", "Embedding", "Conv2d", "MaxPool2d",
+    "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax", "Dropout",
+    "LayerNorm", "BatchNorm1d", "Sequential", "ModuleList", "ModuleDict",
+    "MSELoss", "L1Loss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",
+    "register_module_forward_pre_hook", "register_module_forward_hook",
+    "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
+]

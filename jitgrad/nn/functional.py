@@ -1,9 +1,105 @@
-"""``jitgrad.nn.functional``: activations and losses as functions."""
+"""``jitgrad.nn.functional``: layers and losses as functions, with PyTorch's signatures.
 
-from ..ops.elementwise import relu, sigmoid, tanh
-from ..ops.linalg import linear
+The primitives are registry ops (``jitgrad.ops.nnops``, ``jitgrad.ops.conv``...); what is
+here is composite: dropout, the softmax dim rule, ``relu(inplace=)``.
+
+>>> import jitgrad
+>>> import jitgrad.nn.functional as F
+>>> logits = jitgrad.tensor([[1000.0, 0.0], [0.0, 1000.0]], requires_grad=True)
+>>> loss = F.cross_entropy(logits, jitgrad.tensor([1, 1]))   # stable for large logits
+>>> loss
+tensor(500., grad_fn=<NllLossBackward0>)
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from ..ops.elementwise import relu as _relu
+from ..ops.elementwise import sigmoid, tanh
 from ..ops.losses import binary_cross_entropy_with_logits
-from ..ops.reduce import log_softmax, softmax
+from ..ops.nnops.activation import gelu
+from ..ops.nnops.embedding import embedding
+from ..ops.nnops.linear import linear
+from ..ops.nnops.losses import binary_cross_entropy, l1_loss, mse_loss
+from ..ops.nnops.nll import cross_entropy, nll_loss
+from ..ops.nnops.norm import batch_norm, layer_norm
+from ..ops.reduce import log_softmax as _log_softmax
+from ..ops.reduce import softmax as _softmax
+from ..tensor import Tensor
 
-__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "linear",
+__all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout",
+           "conv2d", "max_pool2d", "layer_norm", "batch_norm", "embedding", "mse_loss",
+           "l1_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits"]
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``max(input, 0)`` (in place with ``inplace=True``)."""
+    return input.relu_() if inplace else _relu(input)
+
+
+def _softmax_dim(ndim: int) -> int:
+    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call "
+                  "to include dim=X as an argument.", UserWarning, stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+            dtype=None) -> Tensor:
+    """``exp(x) / sum(exp(x), dim)``, stable for large inputs."""
+    if dim is None:
+        dim = _softmax_dim(input.ndim)
+    return _softmax(input, dim, dtype)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+                dtype=None) -> Tensor:
+    """``x - logsumexp(x, dim)``, stable for large inputs."""
+    if dim is None:
+        dim = _softmax_dim(input.ndim)
+    return _log_softmax(input, dim, dtype)
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True,
+            inplace: bool = False) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (as
+    PyTorch on the CPU: ``input * mask``, a ``MulBackward0`` node). The mask comes from the
+    default generator (``jitgrad.manual_seed``).
+
+    >>> import jitgrad
+    >>> import jitgrad.nn.functional as F
+    >>> F.dropout(jitgrad.ones(4), p=0.5, training=False)
+    tensor([1., 1., 1., 1.])
+    """
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    from ..creation import rand, zeros
+
+    shape, dt = input._data.shape, input.dtype
+    if p == 1.0:
+        mask = zeros(*shape, dtype=dt)
+    else:
+        # a random factory, so a compiled step draws a new mask each call; PyTorch's
+        # bernoulli(1 - p) / (1 - p), divided in the input's dtype
+        mask = (rand(*shape, dtype=dt) >= p).to(dt) / (1.0 - p)
+    return input.mul_(mask) if inplace else input * mask
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """2-D convolution over ``(N, C, H, W)`` inputs (see ``jitgrad.ops.conv``)."""
+    from ..ops.conv import conv2d as _conv2d
+
+    return _conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False):
+    """2-D max pooling over ``(N, C, H, W)`` inputs (see ``jitgrad.ops.conv``)."""
+    from ..ops.conv import max_pool2d as _max_pool2d
+
+    return _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                       return_indices)

@@ -164,15 +164,19 @@ AMIN = defop(name="amin", kind=REDUCE, inputs=("a",), params=("dims", "keepdim",
 
 
 def _select_grad(g: Tensor, p) -> Tensor:
-    """Gradient of max/min along ``dim``: to the returned index only."""
+    """Gradient of max/min along ``dim``: to the returned index only (a one-hot mask built
+    with ops from the indices tensor, so a compiled backward recomputes it every call)."""
+    from ..creation import const_tensor
+    from .elementwise import eq
+
     dim, shape = p["dim"], p["shape"]
     if not shape:  # 0-d input: the value is the input
         return g
-    idx = p["indices"] if p["keepdim"] else np.expand_dims(p["indices"], dim)
-    onehot = np.arange(shape[dim]).reshape(
-        tuple(shape[dim] if i == dim else 1 for i in range(len(shape)))) == idx
+    idx = p["indices"]  # int64, keepdim=True layout
+    ar = const_tensor(np.arange(shape[dim]).reshape(
+        tuple(shape[dim] if i == dim else 1 for i in range(len(shape)))))
     gk = g if p["keepdim"] else g.unsqueeze(dim)
-    return where_(wrap(onehot), gk.expand(shape), 0.0)
+    return where_(eq(ar, idx), gk.expand(shape), 0.0)
 
 
 def _dim_ref(fn):
@@ -200,14 +204,15 @@ def _extreme(op_full, op_dim, argfn, input, dim, keepdim, name):
         raise IndexError(
             f"{name}(): Expected reduction dim {d} to have non-zero size."
         )
-    idx = argfn(a, axis=d, keepdims=True) if a.ndim else np.zeros((), np.int64)
-    values = np.take_along_axis(a, idx, axis=d) if a.ndim else a.copy()
+    idx = call(ARGMAX if name == "max" else ARGMIN, (input,), {"dim": d, "keepdim": True})
+    values = np.take_along_axis(a, idx._data, axis=d) if a.ndim else a.copy()
     if not keepdim and a.ndim:
-        idx = np.squeeze(idx, axis=d)
         values = np.squeeze(values, axis=d)
     p = {"dim": d, "keepdim": bool(keepdim), "shape": a.shape, "indices": idx}
     out = record(op_dim, wrap(np.array(values, order="C")), (input,), p)
-    return rtype(out, wrap(np.asarray(idx, dtype=np.int64)))
+    if not keepdim and a.ndim:
+        idx = idx.squeeze(d)
+    return rtype(out, idx)
 
 
 def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
@@ -243,22 +248,33 @@ def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     return _call_reduce(AMIN, input, p)
 
 
+def _arg_ref(fn):
+    def ref(a, dim, keepdim):
+        if a.ndim == 0:
+            return np.zeros((), np.int64)
+        if dim is None:
+            r = fn(a)
+            return np.asarray(r, np.int64).reshape((1,) * a.ndim if keepdim else ())
+        return np.asarray(fn(a, axis=dim, keepdims=keepdim), dtype=np.int64)
+    return ref
+
+
+ARGMAX = defop(name="argmax", kind=REDUCE, inputs=("a",), params=("dim", "keepdim"),
+               node=None, ref=_arg_ref(np.argmax), samples=S.arg_reduce)
+ARGMIN = defop(name="argmin", kind=REDUCE, inputs=("a",), params=("dim", "keepdim"),
+               node=None, ref=_arg_ref(np.argmin), samples=S.arg_reduce)
+
+
 def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """Index of the largest element (flattened when ``dim`` is None)."""
-    a = input._data
-    if dim is None:
-        return wrap(np.asarray(np.argmax(a), dtype=np.int64))
-    return wrap(np.asarray(np.argmax(a, axis=wrap_dim(dim, a.ndim), keepdims=keepdim),
-                           dtype=np.int64))
+    """Index of the largest element (flattened when ``dim`` is None); first on ties."""
+    d = None if dim is None else wrap_dim(dim, input._data.ndim)
+    return call(ARGMAX, (input,), {"dim": d, "keepdim": bool(keepdim)})
 
 
 def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """Index of the smallest element (flattened when ``dim`` is None)."""
-    a = input._data
-    if dim is None:
-        return wrap(np.asarray(np.argmin(a), dtype=np.int64))
-    return wrap(np.asarray(np.argmin(a, axis=wrap_dim(dim, a.ndim), keepdims=keepdim),
-                           dtype=np.int64))
+    """Index of the smallest element (flattened when ``dim`` is None); first on ties."""
+    d = None if dim is None else wrap_dim(dim, input._data.ndim)
+    return call(ARGMIN, (input,), {"dim": d, "keepdim": bool(keepdim)})
 
 
 # ------------------------------------------------------------ logsumexp / softmax

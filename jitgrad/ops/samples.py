@@ -154,3 +154,311 @@ def reduce_var(rng, dtype):
                     out.append(((_r(rng, s, dtype),), {"dim": dims, "keepdim": keep,
                                                         "correction": corr}))
     return out
+
+
+# ------------------------------------------------- nn ops (jitgrad.ops.nnops, jitgrad.nn)
+def _gelu_params(approx, dtype):
+    from .nnops.activation import CUTS
+
+    return {"approx": approx, "cut": CUTS[np.dtype(dtype)]}
+
+
+def gelu(rng, dtype):
+    return [((_r(rng, s, dtype, -3.0, 3.0),), _gelu_params(a, dtype))
+            for s in SHAPES for a in (0.0, 1.0)]
+
+
+def gelu_backward(rng, dtype):
+    return [((_r(rng, s, dtype), _r(rng, s, dtype, -3.0, 3.0)), _gelu_params(a, dtype))
+            for s in SHAPES for a in (0.0, 1.0)]
+
+
+def addcdiv(rng, dtype):
+    cases = [((2, 3), (2, 3), (2, 3), 1.0), ((2, 3), (3,), (2, 1), 0.5), ((), (2, 3), (), -2.0)]
+    return [((_r(rng, a, dtype), _r(rng, b, dtype), _away(rng, c, dtype, 0.5, 2.0)),
+             {"value": v}) for a, b, c, v in cases]
+
+
+def lerp(rng, dtype):
+    return [((_r(rng, a, dtype), _r(rng, b, dtype)), {"weight": w})
+            for a, b in (((2, 3), (2, 3)), ((2, 3), (3,)), ((), (2,))) for w in (0.25, 0.75)]
+
+
+def addmm(rng, dtype):
+    cases = [((4,), (2, 3), (3, 4)), ((2, 4), (2, 3), (3, 4)), ((1, 4), (2, 3), (3, 4)),
+             ((), (3, 2), (2, 1))]
+    return [(tuple(_r(rng, s, dtype) for s in c), {}) for c in cases]
+
+
+_EMB_CASES = [(np.array([0, 2, 4, 2]), None), (np.array([[1, 0], [3, 3]]), None),
+              (np.array(3), None), (np.array([1, 2, 1, 0]), 1)]
+
+
+def embedding(rng, dtype):
+    # padding_idx rows get no gradient although the output depends on them: not a derivative
+    return [((_r(rng, (5, 3), dtype), idx), {"padding_idx": pad, "_nograd": pad is not None})
+            for idx, pad in _EMB_CASES]
+
+
+def embedding_backward(rng, dtype):
+    return [((_r(rng, idx.shape + (3,), dtype), idx), {"num_weights": 5, "padding_idx": pad})
+            for idx, pad in _EMB_CASES]
+
+
+_LN_CASES = [((4, 5), (5,), True, True), ((2, 3, 4), (3, 4), True, True),
+             ((3, 4), (4,), False, False), ((2, 3, 4), (4,), True, False),
+             ((4,), (4,), False, True)]
+
+
+def layer_norm(rng, dtype):
+    out = []
+    for xs, ns, w, b in _LN_CASES:
+        args = (_r(rng, xs, dtype), _r(rng, ns, dtype, 0.5, 1.5) if w else None,
+                _r(rng, ns, dtype) if b else None)
+        out.append((args, {"normalized_shape": ns, "eps": 1e-5}))
+    return out
+
+
+def layer_norm_backward(rng, dtype):
+    out = []
+    for xs, ns, w, _ in _LN_CASES:
+        args = (_r(rng, xs, dtype), _r(rng, xs, dtype),
+                _r(rng, ns, dtype, 0.5, 1.5) if w else None)
+        out.append((args, {"normalized_shape": ns, "eps": 1e-5}))
+    return out
+
+
+def _bn_args(rng, dtype, xs, w, b, training, grad=False):
+    c = xs[1]
+    args = [_r(rng, xs, dtype)] if not grad else [_r(rng, xs, dtype), _r(rng, xs, dtype)]
+    args += [_r(rng, (c,), dtype, 0.5, 1.5) if w else None]
+    if not grad:
+        args.append(_r(rng, (c,), dtype) if b else None)
+    if training:
+        args += [None, None]
+    else:
+        args += [_r(rng, (c,), dtype, -0.5, 0.5), _r(rng, (c,), dtype, 0.5, 2.0)]
+    return tuple(args)
+
+
+_BN_CASES = [((4, 3), True, True, True), ((4, 3, 5), True, True, True),
+             ((4, 3), False, False, True), ((4, 3), True, True, False),
+             ((2, 3, 4), True, False, False)]
+
+
+def batch_norm(rng, dtype):
+    return [(_bn_args(rng, dtype, xs, w, b, tr), {"training": tr, "eps": 1e-5,
+                                                   "_torch_nograd": (3, 4)})
+            for xs, w, b, tr in _BN_CASES]
+
+
+def batch_norm_backward(rng, dtype):
+    return [(_bn_args(rng, dtype, xs, w, b, tr, grad=True),
+             {"training": tr, "eps": 1e-5, "_torch_nograd": (3, 4)})
+            for xs, w, b, tr in _BN_CASES]
+
+
+def _logp(rng, shape, dtype):
+    return _r(rng, shape, dtype, -3.0, -0.1)
+
+
+def nll_loss(rng, dtype):
+    t = np.array([1, 0, 4, 2])
+    w = _r(rng, (5,), dtype, 0.5, 2.0)
+    nog = {"_torch_nograd": (2,)}
+    out = [((_logp(rng, (4, 5), dtype), t, None), {"reduction": r, "ignore_index": -100})
+           for r in ("mean", "sum", "none")]
+    out += [
+        ((_logp(rng, (4, 5), dtype), np.array([1, -100, 4, 1]), None),
+         {"reduction": "mean", "ignore_index": -100, "_id": "ignored"}),
+        ((_logp(rng, (4, 5), dtype), np.array([1, 3, 4, 1]), w),
+         {"reduction": "mean", "ignore_index": 3, "_id": "weight-mean", **nog}),
+        ((_logp(rng, (4, 5), dtype), t, w),
+         {"reduction": "none", "ignore_index": -100, "_id": "weight-none", **nog}),
+        ((_logp(rng, (4, 5), dtype), t, w),
+         {"reduction": "sum", "ignore_index": -100, "_id": "weight-sum", **nog}),
+        ((_logp(rng, (5,), dtype), np.array(2), None),
+         {"reduction": "mean", "ignore_index": -100, "_id": "1d"}),
+        ((_logp(rng, (2, 3, 2, 2), dtype), rng.integers(0, 3, (2, 2, 2)), None),
+         {"reduction": "mean", "ignore_index": -100, "_id": "2d-mean"}),
+        ((_logp(rng, (2, 3, 2, 2), dtype), rng.integers(0, 3, (2, 2, 2)), w[:3]),
+         {"reduction": "none", "ignore_index": -100, "_id": "2d-weight", **nog}),
+    ]
+    return out
+
+
+def nll_loss_backward(rng, dtype):
+    out = []
+    for (x, t, w), p in nll_loss(rng, dtype):
+        if x.ndim == 3:
+            continue
+        gshape = t.shape if p["reduction"] == "none" else ()
+        out.append(((_r(rng, gshape, dtype), t, w), {**p, "shape": x.shape}))
+    return out
+
+
+def mse_loss(rng, dtype):
+    return [((_r(rng, s, dtype), _r(rng, s, dtype)), {"reduction": r})
+            for s in ((), (3,), (2, 3)) for r in ("mean", "sum", "none")]
+
+
+def mse_loss_backward(rng, dtype):
+    return [((_r(rng, x.shape if p["reduction"] == "none" else (), dtype), x, y), p)
+            for (x, y), p in mse_loss(rng, dtype)]
+
+
+def binary_cross_entropy(rng, dtype):
+    def prob(s):
+        return np.asarray(rng.uniform(0.05, 0.95, size=s), dtype=dtype)
+
+    out = [((prob(s), prob(s), None), {"reduction": r})
+           for s in ((), (3,), (2, 3)) for r in ("mean", "sum", "none")]
+    out += [((prob((2, 3)), prob((2, 3)), _r(rng, s, dtype, 0.5, 2.0)),
+             {"reduction": r, "_torch_nograd": (2,)})
+            for s, r in (((2, 3), "mean"), ((3,), "none"))]
+    return out
+
+
+def binary_cross_entropy_backward(rng, dtype):
+    out = []
+    for (x, y, w), p in binary_cross_entropy(rng, dtype):
+        g = _r(rng, x.shape if p["reduction"] == "none" else (), dtype)
+        out.append(((g, x, y, w), {**p, "_torch_nograd": (3,)}))
+    return out
+
+
+def arg_reduce(rng, dtype):
+    """Samples for argmax/argmin: distinct values, with and without a dim."""
+    out = []
+    for s in ((5,), (2, 3), (2, 3, 4)):
+        vals = (rng.permutation(int(np.prod(s))).reshape(s) * 0.37 + 0.1).astype(dtype)
+        out.append(((vals,), {"dim": None, "keepdim": False}))
+        out.append(((vals,), {"dim": len(s) - 1, "keepdim": True}))
+        out.append(((vals,), {"dim": 0, "keepdim": False}))
+    return out
+
+
+# --------------------------------------------------------- convolution and pooling (ops/conv)
+#: (input shape, weight shape, bias?, conv kwargs): stride, padding (incl. 'same' with an even
+#: kernel: asymmetric), dilation, groups, depthwise, a 1x1 kernel with padding, and a case with
+#: enough channels for the dot-product GEMM and the flipped-kernel input gradient
+_CONV_CASES = [
+    ((2, 3, 5, 5), (4, 3, 3, 3), True, {}, "basic"),
+    ((2, 2, 6, 5), (3, 2, 3, 2), True, {"stride": 2, "padding": 1}, "stride2"),
+    ((1, 2, 7, 6), (2, 2, 2, 3), True, {"dilation": 2, "padding": (1, 2)}, "dilation2"),
+    ((2, 4, 5, 5), (6, 2, 3, 3), True, {"groups": 2, "stride": (1, 2)}, "groups2"),
+    ((2, 3, 5, 4), (6, 1, 3, 3), False, {"groups": 3, "padding": 1}, "depthwise"),
+    ((1, 2, 5, 5), (3, 2, 2, 4), False, {"padding": "same"}, "same-even"),
+    ((1, 3, 3, 3), (2, 3, 1, 1), True, {"padding": 1}, "1x1-pad"),
+    ((2, 4, 4, 4), (3, 4, 3, 3), True, {"padding": 1}, "dot-path"),
+    ((1, 8, 4, 4), (4, 4, 3, 3), False, {"groups": 2, "padding": (1, 0)}, "groups-dot"),
+]
+
+
+def _conv_hw(xs, ws, kw):
+    """Output (OH, OW) of a conv case (int/pair params; 'same' keeps the size)."""
+    if kw.get("padding") == "same":
+        return xs[2:]
+
+    def pair(v):
+        return (v, v) if isinstance(v, int) else tuple(v)
+
+    s, p, d = pair(kw.get("stride", 1)), pair(kw.get("padding", 0)), pair(kw.get("dilation", 1))
+    return tuple((xs[2 + i] + 2 * p[i] - d[i] * (ws[2 + i] - 1) - 1) // s[i] + 1
+                 for i in range(2))
+
+
+def conv2d(rng, dtype):
+    return [((_r(rng, xs, dtype), _r(rng, ws, dtype), _r(rng, (ws[0],), dtype) if b else None),
+             {**kw, "_id": cid}) for xs, ws, b, kw, cid in _CONV_CASES]
+
+
+def conv2d_backward_input(rng, dtype):
+    """(grad, weight); ``input_shape`` for the adapter (it differentiates conv2d)."""
+    return [((_r(rng, (xs[0], ws[0]) + _conv_hw(xs, ws, kw), dtype), _r(rng, ws, dtype)),
+             {**kw, "input_shape": xs, "_id": cid})
+            for xs, ws, _, kw, cid in _CONV_CASES if kw.get("padding") != "same"]
+
+
+def conv2d_backward_weight(rng, dtype):
+    """(grad, input); ``weight_shape`` for the adapter."""
+    return [((_r(rng, (xs[0], ws[0]) + _conv_hw(xs, ws, kw), dtype), _r(rng, xs, dtype)),
+             {**kw, "weight_shape": ws, "_id": cid})
+            for xs, ws, _, kw, cid in _CONV_CASES if kw.get("padding") != "same"]
+
+
+def _distinct_values(rng, shape, dtype):
+    """Distinct values (a unique maximum in every pooling window, also after gradcheck's
+    perturbations)."""
+    n = int(np.prod(shape))
+    return (rng.permutation(n).reshape(shape) * 0.37 - 0.1 * n).astype(dtype)
+
+
+_POOL_CASES = [
+    ((2, 3, 6, 6), {"kernel_size": 2}, "k2"),
+    ((2, 2, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1}, "k3s2p1"),
+    ((1, 2, 6, 7), {"kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 1),
+                    "dilation": (1, 2)}, "dilated"),
+    ((1, 2, 7, 7), {"kernel_size": 3, "stride": 2, "ceil_mode": True}, "ceil"),
+    ((1, 2, 5, 5), {"kernel_size": 3, "stride": 1}, "overlap"),
+    ((3, 5, 4), {"kernel_size": 2, "stride": 1}, "unbatched"),
+]
+
+
+def max_pool2d(rng, dtype):
+    return [((_distinct_values(rng, xs, dtype),), {**kw, "_id": cid})
+            for xs, kw, cid in _POOL_CASES]
+
+
+def _pool_out_shape(xs, kw):
+    """Pooling output shape (PyTorch's rule, ceil_mode included)."""
+    def pair(v, default=None):
+        if v is None:
+            return default
+        return (v, v) if isinstance(v, int) else tuple(v)
+
+    k = pair(kw["kernel_size"])
+    s = pair(kw.get("stride"), k)
+    p = pair(kw.get("padding", 0))
+    d = pair(kw.get("dilation", 1))
+    out = []
+    for i in range(2):
+        n = xs[-2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1
+        o = (n + (s[i] - 1 if kw.get("ceil_mode") else 0)) // s[i] + 1
+        if kw.get("ceil_mode") and (o - 1) * s[i] >= xs[-2 + i] + p[i]:
+            o -= 1
+        out.append(o)
+    return tuple(xs[:-2]) + tuple(out)
+
+
+def max_pool2d_backward(rng, dtype):
+    """(grad, input): the adapter pools ``input`` and differentiates."""
+    return [((_r(rng, _pool_out_shape(xs, kw), dtype), _distinct_values(rng, xs, dtype)),
+             {**kw, "_id": cid}) for xs, kw, cid in _POOL_CASES]
+
+
+_AVG_CASES = [
+    ((2, 3, 6, 6), {"kernel_size": 2}, "k2"),
+    ((2, 2, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1}, "k3s2p1"),
+    ((1, 2, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True,
+                    "count_include_pad": False}, "ceil-nopad"),
+    ((1, 2, 5, 5), {"kernel_size": (2, 3), "stride": 1, "divisor_override": 3}, "divisor"),
+    ((3, 5, 4), {"kernel_size": 2, "stride": (1, 2)}, "unbatched"),
+]
+
+
+def avg_pool2d(rng, dtype):
+    return [((_r(rng, xs, dtype),), {**kw, "_id": cid}) for xs, kw, cid in _AVG_CASES]
+
+
+def avg_pool2d_backward(rng, dtype):
+    """(grad, input): the adapter pools ``input`` and differentiates."""
+    return [((_r(rng, _pool_out_shape(xs, kw), dtype), _r(rng, xs, dtype)), {**kw, "_id": cid})
+            for xs, kw, cid in _AVG_CASES]
+
+
+def pool_gather(rng, dtype):
+    """(grad of the pooled input's gradient, input): the adapter builds max_pool2d's double
+    backward, which gathers at the argmax positions."""
+    return [((_r(rng, xs, dtype), _distinct_values(rng, xs, dtype)), {**kw, "_id": cid})
+            for xs, kw, cid in _POOL_CASES]

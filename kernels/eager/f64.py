@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..access import ld, ld2
-from ..scalar import cos, exp, expm1, log, log1p, maximum, minimum, pow, pow_scalar, rsqrt, sigmoid, sin, sqrt, tanh
+from ..scalar import cos, erf, exp, expm1, log, log1p, maximum, minimum, pow, pow_scalar, rsqrt, sigmoid, sin, sqrt, tanh
 from ..scalar import KERNEL_FASTMATH as FASTMATH
 
 F = np.float64
@@ -66,6 +66,37 @@ def add_2d(a_, b_, out):
             v_a = ld2(a_, i, j)
             v_b = ld2(b_, i, j)
             out[i, j] = v_a + v_b
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy")
+def addcdiv_1d(a_, t1_, t2_, p_value, out):
+    """addcdiv: a + value * t1 / t2"""
+    for i in range(out.shape[0]):
+        v_a = ld(a_, i)
+        v_t1 = ld(t1_, i)
+        v_t2 = ld(t2_, i)
+        out[i] = v_a + p_value * v_t1 / v_t2
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy", parallel=True)
+def addcdiv_1d_par(a_, t1_, t2_, p_value, out):
+    """addcdiv: a + value * t1 / t2"""
+    for i in prange(out.shape[0]):
+        v_a = ld(a_, i)
+        v_t1 = ld(t1_, i)
+        v_t2 = ld(t2_, i)
+        out[i] = v_a + p_value * v_t1 / v_t2
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy")
+def addcdiv_2d(a_, t1_, t2_, p_value, out):
+    """addcdiv: a + value * t1 / t2"""
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            v_a = ld2(a_, i, j)
+            v_t1 = ld2(t1_, i, j)
+            v_t2 = ld2(t2_, i, j)
+            out[i, j] = v_a + p_value * v_t1 / v_t2
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy")
@@ -281,6 +312,59 @@ def ge_2d(a_, b_, out):
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy")
+def gelu_1d(a_, p_approx, p_cut, out):
+    """gelu: a * sigmoid(1.5957691216057308 * (a + 0.044715 * a * a * a)) if approx != 0.0 else (0.0 * a if a < cut else a * 0.5 * (1.0 + erf(a * 0.7071067811865476)))"""
+    for i in range(out.shape[0]):
+        v_a = ld(a_, i)
+        out[i] = v_a * sigmoid(F(1.5957691216057308) * (v_a + F(0.044715) * v_a * v_a * v_a)) if p_approx != F(0.0) else F(0.0) * v_a if v_a < p_cut else v_a * F(0.5) * (F(1.0) + erf(v_a * F(0.7071067811865476)))
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy", parallel=True)
+def gelu_1d_par(a_, p_approx, p_cut, out):
+    """gelu: a * sigmoid(1.5957691216057308 * (a + 0.044715 * a * a * a)) if approx != 0.0 else (0.0 * a if a < cut else a * 0.5 * (1.0 + erf(a * 0.7071067811865476)))"""
+    for i in prange(out.shape[0]):
+        v_a = ld(a_, i)
+        out[i] = v_a * sigmoid(F(1.5957691216057308) * (v_a + F(0.044715) * v_a * v_a * v_a)) if p_approx != F(0.0) else F(0.0) * v_a if v_a < p_cut else v_a * F(0.5) * (F(1.0) + erf(v_a * F(0.7071067811865476)))
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy")
+def gelu_2d(a_, p_approx, p_cut, out):
+    """gelu: a * sigmoid(1.5957691216057308 * (a + 0.044715 * a * a * a)) if approx != 0.0 else (0.0 * a if a < cut else a * 0.5 * (1.0 + erf(a * 0.7071067811865476)))"""
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            v_a = ld2(a_, i, j)
+            out[i, j] = v_a * sigmoid(F(1.5957691216057308) * (v_a + F(0.044715) * v_a * v_a * v_a)) if p_approx != F(0.0) else F(0.0) * v_a if v_a < p_cut else v_a * F(0.5) * (F(1.0) + erf(v_a * F(0.7071067811865476)))
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy")
+def gelu_backward_1d(g_, a_, p_approx, p_cut, out):
+    """gelu_backward: g * (sigmoid(1.5957691216057308 * (a + 0.044715 * a * a * a)) + 2.0 * minimum(maximum(a, -50.0), 50.0) * sigmoid(1.5957691216057308 * (a + 0.044715 * a * a * a)) * sigmoid(-1.5957691216057308 * (a + 0.044715 * a * a * a)) * 0.7978845608028654 * (1.0 + 0.134145 * minimum(maximum(a, -50.0), 50.0) * minimum(maximum(a, -50.0), 50.0))) if approx != 0.0 else g * ((0.0 if a < cut else 0.5 * (1.0 + erf(a * 0.7071067811865476))) + a * 0.3989422804014327 * exp(-0.5 * a * a))"""
+    for i in range(out.shape[0]):
+        v_g = ld(g_, i)
+        v_a = ld(a_, i)
+        out[i] = v_g * (sigmoid(F(1.5957691216057308) * (v_a + F(0.044715) * v_a * v_a * v_a)) + F(2.0) * minimum(maximum(v_a, -F(50.0)), F(50.0)) * sigmoid(F(1.5957691216057308) * (v_a + F(0.044715) * v_a * v_a * v_a)) * sigmoid(-F(1.5957691216057308) * (v_a + F(0.044715) * v_a * v_a * v_a)) * F(0.7978845608028654) * (F(1.0) + F(0.134145) * minimum(maximum(v_a, -F(50.0)), F(50.0)) * minimum(maximum(v_a, -F(50.0)), F(50.0)))) if p_approx != F(0.0) else v_g * ((F(0.0) if v_a < p_cut else F(0.5) * (F(1.0) + erf(v_a * F(0.7071067811865476)))) + v_a * F(0.3989422804014327) * exp(-F(0.5) * v_a * v_a))
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy", parallel=True)
+def gelu_backward_1d_par(g_, a_, p_approx, p_cut, out):
+    """gelu_backward: g * (sigmoid(1.5957691216057308 * (a + 0.044715 * a * a * a)) + 2.0 * minimum(maximum(a, -50.0), 50.0) * sigmoid(1.5957691216057308 * (a + 0.044715 * a * a * a)) * sigmoid(-1.5957691216057308 * (a + 0.044715 * a * a * a)) * 0.7978845608028654 * (1.0 + 0.134145 * minimum(maximum(a, -50.0), 50.0) * minimum(maximum(a, -50.0), 50.0))) if approx != 0.0 else g * ((0.0 if a < cut else 0.5 * (1.0 + erf(a * 0.7071067811865476))) + a * 0.3989422804014327 * exp(-0.5 * a * a))"""
+    for i in prange(out.shape[0]):
+        v_g = ld(g_, i)
+        v_a = ld(a_, i)
+        out[i] = v_g * (sigmoid(F(1.5957691216057308) * (v_a + F(0.044715) * v_a * v_a * v_a)) + F(2.0) * minimum(maximum(v_a, -F(50.0)), F(50.0)) * sigmoid(F(1.5957691216057308) * (v_a + F(0.044715) * v_a * v_a * v_a)) * sigmoid(-F(1.5957691216057308) * (v_a + F(0.044715) * v_a * v_a * v_a)) * F(0.7978845608028654) * (F(1.0) + F(0.134145) * minimum(maximum(v_a, -F(50.0)), F(50.0)) * minimum(maximum(v_a, -F(50.0)), F(50.0)))) if p_approx != F(0.0) else v_g * ((F(0.0) if v_a < p_cut else F(0.5) * (F(1.0) + erf(v_a * F(0.7071067811865476)))) + v_a * F(0.3989422804014327) * exp(-F(0.5) * v_a * v_a))
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy")
+def gelu_backward_2d(g_, a_, p_approx, p_cut, out):
+    """gelu_backward: g * (sigmoid(1.5957691216057308 * (a + 0.044715 * a * a * a)) + 2.0 * minimum(maximum(a, -50.0), 50.0) * sigmoid(1.5957691216057308 * (a + 0.044715 * a * a * a)) * sigmoid(-1.5957691216057308 * (a + 0.044715 * a * a * a)) * 0.7978845608028654 * (1.0 + 0.134145 * minimum(maximum(a, -50.0), 50.0) * minimum(maximum(a, -50.0), 50.0))) if approx != 0.0 else g * ((0.0 if a < cut else 0.5 * (1.0 + erf(a * 0.7071067811865476))) + a * 0.3989422804014327 * exp(-0.5 * a * a))"""
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            v_g = ld2(g_, i, j)
+            v_a = ld2(a_, i, j)
+            out[i, j] = v_g * (sigmoid(F(1.5957691216057308) * (v_a + F(0.044715) * v_a * v_a * v_a)) + F(2.0) * minimum(maximum(v_a, -F(50.0)), F(50.0)) * sigmoid(F(1.5957691216057308) * (v_a + F(0.044715) * v_a * v_a * v_a)) * sigmoid(-F(1.5957691216057308) * (v_a + F(0.044715) * v_a * v_a * v_a)) * F(0.7978845608028654) * (F(1.0) + F(0.134145) * minimum(maximum(v_a, -F(50.0)), F(50.0)) * minimum(maximum(v_a, -F(50.0)), F(50.0)))) if p_approx != F(0.0) else v_g * ((F(0.0) if v_a < p_cut else F(0.5) * (F(1.0) + erf(v_a * F(0.7071067811865476)))) + v_a * F(0.3989422804014327) * exp(-F(0.5) * v_a * v_a))
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy")
 def gt_1d(a_, b_, out):
     """gt: a > b"""
     for i in range(out.shape[0]):
@@ -334,6 +418,34 @@ def le_2d(a_, b_, out):
             v_a = ld2(a_, i, j)
             v_b = ld2(b_, i, j)
             out[i, j] = v_a <= v_b
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy")
+def lerp_1d(a_, end_, p_weight, out):
+    """lerp: a + weight * (end - a) if weight < 0.5 else end - (end - a) * (1.0 - weight)"""
+    for i in range(out.shape[0]):
+        v_a = ld(a_, i)
+        v_end = ld(end_, i)
+        out[i] = v_a + p_weight * (v_end - v_a) if p_weight < F(0.5) else v_end - (v_end - v_a) * (F(1.0) - p_weight)
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy", parallel=True)
+def lerp_1d_par(a_, end_, p_weight, out):
+    """lerp: a + weight * (end - a) if weight < 0.5 else end - (end - a) * (1.0 - weight)"""
+    for i in prange(out.shape[0]):
+        v_a = ld(a_, i)
+        v_end = ld(end_, i)
+        out[i] = v_a + p_weight * (v_end - v_a) if p_weight < F(0.5) else v_end - (v_end - v_a) * (F(1.0) - p_weight)
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy")
+def lerp_2d(a_, end_, p_weight, out):
+    """lerp: a + weight * (end - a) if weight < 0.5 else end - (end - a) * (1.0 - weight)"""
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            v_a = ld2(a_, i, j)
+            v_end = ld2(end_, i, j)
+            out[i, j] = v_a + p_weight * (v_end - v_a) if p_weight < F(0.5) else v_end - (v_end - v_a) * (F(1.0) - p_weight)
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy")

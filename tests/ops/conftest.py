@@ -704,3 +704,186 @@ def rng():
 @pytest.fixture
 def jg():
     return jitgrad
+
+
+# ------------------------------------------------- nn ops (jitgrad.ops.nnops, issue 5)
+def _nn_grad_of(M, ts, p, loss_fn, x_index=1):
+    """The create_graph gradient w.r.t. input ``ts[x_index]`` of ``loss_fn(x)`` for the
+    output gradient ``ts[0]`` (in jitgrad: the op's fused backward op)."""
+    g, x = ts[0], ts[x_index]
+    with M.enable_grad():
+        xg = x if x.requires_grad else x.detach().requires_grad_()
+        (gx,) = M.autograd.grad(loss_fn(xg), xg, g, create_graph=True)
+    return gx
+
+
+def _nn_gelu_form(p):
+    return "tanh" if p["approx"] else "none"
+
+
+def _nn_ln_backward(M, ts, p):
+    return _nn_grad_of(M, ts, p, lambda x: M.nn.functional.layer_norm(
+        x, p["normalized_shape"], ts[2], None, p["eps"]))
+
+
+def _nn_bn(M, ts, p):
+    x, w, b, rm, rv = ts
+    return M.nn.functional.batch_norm(x, rm, rv, w, b, training=p["training"], eps=p["eps"])
+
+
+def _nn_bn_backward(M, ts, p):
+    _, _, w, rm, rv = ts
+    return _nn_grad_of(M, ts, p, lambda x: M.nn.functional.batch_norm(
+        x, rm, rv, w, None, training=p["training"], eps=p["eps"]))
+
+
+def _nn_nll(M, ts, p):
+    return M.nn.functional.nll_loss(ts[0], ts[1], weight=ts[2], ignore_index=p["ignore_index"],
+                                    reduction=p["reduction"])
+
+
+def _nn_nll_backward(M, ts, p):
+    g, t, w = ts
+    x = M.zeros(p["shape"], dtype=g.dtype, requires_grad=True)
+    with M.enable_grad():
+        loss = _nn_nll(M, [x, t, w], p)
+        (gx,) = M.autograd.grad(loss, x, g, create_graph=True)
+    return gx
+
+
+def _nn_mse(M, ts, p):
+    return M.nn.functional.mse_loss(ts[0], ts[1], reduction=p["reduction"])
+
+
+def _nn_bce(M, ts, p):
+    return M.nn.functional.binary_cross_entropy(ts[0], ts[1], weight=ts[2],
+                                                reduction=p["reduction"])
+
+
+ADAPTERS.update({
+    "gelu": lambda M, ts, p: M.nn.functional.gelu(ts[0], approximate=_nn_gelu_form(p)),
+    "gelu_backward": lambda M, ts, p: jitgrad.ops.nnops.activation.gelu_backward(
+        ts[0], ts[1], p["approx"]),
+    "addcdiv": lambda M, ts, p: M.addcdiv(ts[0], ts[1], ts[2], value=p["value"]),
+    "lerp": lambda M, ts, p: M.lerp(ts[0], ts[1], p["weight"]),
+    "addmm": lambda M, ts, p: M.addmm(ts[0], ts[1], ts[2]),
+    "embedding": lambda M, ts, p: M.nn.functional.embedding(ts[1], ts[0],
+                                                            padding_idx=p["padding_idx"]),
+    "embedding_backward": lambda M, ts, p: jitgrad.ops.nnops.embedding.embedding_backward(
+        ts[0], ts[1], p["num_weights"], p["padding_idx"]),
+    "layer_norm": lambda M, ts, p: M.nn.functional.layer_norm(
+        ts[0], p["normalized_shape"], ts[1], ts[2], p["eps"]),
+    "layer_norm_backward": _nn_ln_backward,
+    "batch_norm": _nn_bn,
+    "batch_norm_backward": _nn_bn_backward,
+    "nll_loss": _nn_nll,
+    "nll_loss_backward": _nn_nll_backward,
+    "mse_loss": _nn_mse,
+    "mse_loss_backward": lambda M, ts, p: _nn_grad_of(M, ts, p,
+                                                      lambda x: _nn_mse(M, [x, ts[2]], p)),
+    "binary_cross_entropy": _nn_bce,
+    "binary_cross_entropy_backward": lambda M, ts, p: _nn_grad_of(
+        M, ts, p, lambda x: _nn_bce(M, [x, ts[2], ts[3]], p)),
+})
+
+TORCH_ADAPTERS.update({
+    "gelu_backward": lambda M, ts, p: M.ops.aten.gelu_backward(
+        ts[0], ts[1], approximate=_nn_gelu_form(p)),
+    "embedding_backward": lambda M, ts, p: M.ops.aten.embedding_dense_backward(
+        ts[0], ts[1], p["num_weights"], -1 if p["padding_idx"] is None else p["padding_idx"],
+        False),
+})
+
+
+# argmax / argmin (registered ops without gradients)
+ADAPTERS.update({
+    "argmax": lambda M, ts, p: M.argmax(ts[0], dim=p["dim"], keepdim=p["keepdim"]),
+    "argmin": lambda M, ts, p: M.argmin(ts[0], dim=p["dim"], keepdim=p["keepdim"]),
+})
+
+
+# ------------------------------------------- convolution and pooling (jitgrad.ops.conv)
+def _cv_fn(M, name):
+    """``torch.nn.functional.<name>``; for jitgrad its ``nn.functional`` one when exported
+    there, else :mod:`jitgrad.ops.conv`'s."""
+    fn = getattr(M.nn.functional, name, None)
+    return fn if fn is not None else getattr(jitgrad.ops.conv, name)
+
+
+_CV_CONV = ("stride", "padding", "dilation", "groups")
+_CV_MAX = ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
+_CV_AVG = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+           "divisor_override")
+
+
+def _cv_kw(p, names):
+    return {k: p[k] for k in names if k in p}
+
+
+def _cv_grad(M, fn, x, g):
+    """The create_graph gradient of ``fn(x)`` w.r.t. ``x`` for the output gradient ``g``."""
+    with M.enable_grad():
+        x = x if x.requires_grad else x.detach().requires_grad_()
+        (gx,) = M.autograd.grad(fn(x), x, g, create_graph=True)
+    return gx
+
+
+def _cv_conv_backward_input(M, ts, p):
+    g, w = ts
+    x = M.zeros(p["input_shape"], dtype=g.dtype, requires_grad=True)
+    return _cv_grad(M, lambda t: _cv_fn(M, "conv2d")(t, w, **_cv_kw(p, _CV_CONV)), x, g)
+
+
+def _cv_conv_backward_weight(M, ts, p):
+    g, x = ts
+    w = M.zeros(p["weight_shape"], dtype=g.dtype, requires_grad=True)
+    return _cv_grad(M, lambda t: _cv_fn(M, "conv2d")(x, t, **_cv_kw(p, _CV_CONV)), w, g)
+
+
+def _cv_max_pool_backward(M, ts, p):
+    return _cv_grad(M, lambda t: _cv_fn(M, "max_pool2d")(t, **_cv_kw(p, _CV_MAX)), ts[1], ts[0])
+
+
+def _cv_avg_pool_backward(M, ts, p):
+    return _cv_grad(M, lambda t: _cv_fn(M, "avg_pool2d")(t, **_cv_kw(p, _CV_AVG)), ts[1], ts[0])
+
+
+def _cv_conv(M, ts, p):
+    import warnings
+
+    with warnings.catch_warnings():  # PyTorch: "padding='same' with even kernel lengths..."
+        warnings.simplefilter("ignore", UserWarning)
+        return _cv_fn(M, "conv2d")(ts[0], ts[1], ts[2], **_cv_kw(p, _CV_CONV))
+
+
+ADAPTERS.update({
+    "conv2d": _cv_conv,
+    "conv2d_backward_input": _cv_conv_backward_input,
+    "conv2d_backward_weight": _cv_conv_backward_weight,
+    "max_pool2d": lambda M, ts, p: _cv_fn(M, "max_pool2d")(ts[0], **_cv_kw(p, _CV_MAX)),
+    "max_pool2d_backward": _cv_max_pool_backward,
+    "avg_pool2d": lambda M, ts, p: _cv_fn(M, "avg_pool2d")(ts[0], **_cv_kw(p, _CV_AVG)),
+    "avg_pool2d_backward": _cv_avg_pool_backward,
+})
+
+
+# max_pool2d's argmax positions (a traced op of their own, so compiled plans recompute them)
+ADAPTERS["max_pool2d_indices"] = lambda M, ts, p: _cv_fn(M, "max_pool2d")(
+    ts[0], **_cv_kw(p, _CV_MAX), return_indices=True)[1]
+
+
+def _cv_pool_gather(M, ts, p):
+    """max_pool2d's double backward w.r.t. the output gradient: a gather of ``ts[0]`` at the
+    argmax positions of pooling ``ts[1]`` (jitgrad's pool_gather op)."""
+    gg, x = ts
+    pool = _cv_fn(M, "max_pool2d")
+    with M.enable_grad():
+        xg = x.detach().requires_grad_()
+        y = pool(xg, **_cv_kw(p, _CV_MAX))
+        go = M.ones_like(y).requires_grad_()
+        (gx,) = M.autograd.grad(y, xg, go, create_graph=True)
+        (ggo,) = M.autograd.grad(gx, go, gg, create_graph=True)
+    return ggo
+
+
+ADAPTERS["pool_gather"] = _cv_pool_gather

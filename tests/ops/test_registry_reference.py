@@ -65,8 +65,26 @@ def _ref_params(op, out, args, p):
         return {k: node.params[k] for k in op.params}
     if op.name == "to_dtype":
         return {"dtype": np.dtype(p["dtype"]), "in_dtype": np.asarray(args[0]).dtype}
-    assert op.kind == ELEMENTWISE, f"{op.name}: no node recorded, cannot recover its params"
-    return {k: p[k] for k in op.params}
+    if op.kind == ELEMENTWISE:
+        return {k: p[k] for k in op.params}
+    return _traced_params(op, args, p)
+
+
+def _traced_params(op, args, p):
+    """The op's params as the compiler's tracer records them (for ops that record no node)."""
+    from jitgrad.trace.state import STATE
+    from jitgrad.trace.tracer import Tracer
+
+    ts = H.make_inputs(jitgrad, args)
+    tracer = Tracer()
+    STATE.tracer = tracer
+    try:
+        H.call(jitgrad, op.name, ts, p)
+    finally:
+        STATE.tracer = None
+    eqns = [e for e in tracer.graph.eqns if getattr(e.op, "name", None) == op.name]
+    assert eqns, f"{op.name}: the adapter did not run the op"
+    return {k: eqns[-1].params[k] for k in op.params}
 
 
 def _ref_cases():

@@ -1,0 +1,126 @@
+"""Parameter initialisation, as ``torch.nn.init``: every function fills its tensor in place
+(under ``no_grad``) and returns it; random ones take a seeded ``generator``.
+
+>>> import jitgrad
+>>> w = jitgrad.empty(3, 4)
+>>> g = jitgrad.Generator().manual_seed(0)
+>>> _ = jitgrad.nn.init.kaiming_uniform_(w, a=5 ** 0.5, generator=g)
+>>> bool((w.abs() <= 0.5).all())   # bound = 1 / sqrt(fan_in)
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..autograd.grad_mode import no_grad
+from ..random import Generator
+from ..tensor import Tensor
+
+__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "ones_", "zeros_",
+           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+
+_LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d", "sigmoid")
+
+
+def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
+    """The recommended gain for ``nonlinearity`` (PyTorch's table)."""
+    if nonlinearity in _LINEAR:
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, (int, float)) and not isinstance(param, bool):
+            slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _fans(tensor: Tensor) -> tuple[int, int]:
+    if tensor.ndim < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 "
+                         "dimensions")
+    field = math.prod(tensor.shape[2:])
+    return tensor.shape[1] * field, tensor.shape[0] * field
+
+
+def _fan(tensor: Tensor, mode: str) -> int:
+    mode = mode.lower()
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _fans(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
+             generator: Generator | None = None) -> Tensor:
+    """Fill with U(a, b)."""
+    with no_grad():
+        return tensor.uniform_(a, b, generator=generator)
+
+
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
+            generator: Generator | None = None) -> Tensor:
+    """Fill with N(mean, std²)."""
+    with no_grad():
+        return tensor.normal_(mean, std, generator=generator)
+
+
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    """Fill with ``val``."""
+    with no_grad():
+        return tensor.fill_(val)
+
+
+def ones_(tensor: Tensor) -> Tensor:
+    """Fill with ones."""
+    return constant_(tensor, 1.0)
+
+
+def zeros_(tensor: Tensor) -> Tensor:
+    """Fill with zeros."""
+    return constant_(tensor, 0.0)
+
+
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0,
+                    generator: Generator | None = None) -> Tensor:
+    """Glorot uniform: U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))``."""
+    fan_in, fan_out = _fans(tensor)
+    a = gain * math.sqrt(6.0 / float(fan_in + fan_out))
+    return uniform_(tensor, -a, a, generator)
+
+
+def xavier_normal_(tensor: Tensor, gain: float = 1.0,
+                   generator: Generator | None = None) -> Tensor:
+    """Glorot normal: N(0, std²) with ``std = gain * sqrt(2 / (fan_in + fan_out))``."""
+    fan_in, fan_out = _fans(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
+
+
+def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
+                     nonlinearity: str = "leaky_relu",
+                     generator: Generator | None = None) -> Tensor:
+    """He uniform: U(-b, b) with ``b = gain * sqrt(3 / fan)``."""
+    if 0 in tensor.shape:
+        return tensor
+    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
+                    nonlinearity: str = "leaky_relu",
+                    generator: Generator | None = None) -> Tensor:
+    """He normal: N(0, std²) with ``std = gain / sqrt(fan)``."""
+    if 0 in tensor.shape:
+        return tensor
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    return normal_(tensor, 0.0, std, generator)

@@ -1,0 +1,254 @@
+"""Layers with parameters or shape logic: ``Identity``, ``Linear``, ``Flatten``,
+``Embedding``, ``Conv2d``, ``MaxPool2d``. Initialisation follows PyTorch's defaults."""
+
+from __future__ import annotations
+
+import math
+
+from .. import creation, dtypes
+from ..shapes import fmt_shape
+from ..tensor import Tensor
+from . import functional as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["Identity", "Linear", "Flatten", "Embedding", "Conv2d", "MaxPool2d"]
+
+
+def _empty(*shape, dtype=None) -> Tensor:
+    return creation.empty(*shape, dtype=dtypes.to_dtype(dtype) if dtype is not None else None)
+
+
+def _check_device(device) -> None:
+    if device is not None and str(device) not in ("cpu", "cpu:0"):
+        raise RuntimeError(f"jitgrad modules live on the CPU; cannot create one on {device!r}")
+
+
+class Identity(Module):
+    """Returns its input (arguments are accepted and ignored)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+
+class Linear(Module):
+    """``y = x @ weight.T + bias`` with PyTorch's default initialisation:
+    ``kaiming_uniform_(weight, a=sqrt(5))`` and ``bias ~ U(-1/sqrt(in), 1/sqrt(in))``.
+
+    >>> import jitgrad
+    >>> fc = jitgrad.nn.Linear(3, 2)
+    >>> fc(jitgrad.ones(4, 3)).shape
+    jitgrad.Size([4, 2])
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        _check_device(device)
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = Parameter(_empty(out_features, in_features, dtype=dtype))
+        if bias:
+            self.bias = Parameter(_empty(out_features, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.in_features
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+class Flatten(Module):
+    """Flattens dims ``start_dim``..``end_dim`` into one."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Embedding(Module):
+    """A lookup table of ``num_embeddings`` vectors, initialised N(0, 1) (the
+    ``padding_idx`` row zeroed and given no gradient)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 max_norm=None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                 sparse: bool = False, _weight: Tensor | None = None, _freeze: bool = False,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        _check_device(device)
+        if max_norm is not None or scale_grad_by_freq or sparse:
+            raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse are "
+                                      "not supported by jitgrad")
+        if padding_idx is not None:
+            if padding_idx > 0:
+                assert padding_idx < num_embeddings, "Padding_idx must be within num_embeddings"
+            elif padding_idx < 0:
+                assert padding_idx >= -num_embeddings, \
+                    "Padding_idx must be within num_embeddings"
+                padding_idx = num_embeddings + padding_idx
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.padding_idx = padding_idx
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        self.sparse = sparse
+        if _weight is None:
+            self.weight = Parameter(_empty(num_embeddings, embedding_dim, dtype=dtype),
+                                    requires_grad=not _freeze)
+            self.reset_parameters()
+        else:
+            if list(_weight.shape) != [num_embeddings, embedding_dim]:
+                raise AssertionError("Shape of weight does not match num_embeddings and "
+                                     "embedding_dim")
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+
+    def reset_parameters(self) -> None:
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            from ..autograd.grad_mode import no_grad
+
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.embedding(input, self.weight, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
+                        padding_idx: int | None = None, **kwargs) -> Embedding:
+        """An embedding whose table is ``embeddings`` (frozen unless ``freeze=False``)."""
+        if embeddings.ndim != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx, _weight=embeddings, _freeze=freeze, **kwargs)
+
+
+def _pair(v, name: str) -> tuple:
+    t = tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+    if len(t) != 2:
+        raise ValueError(f"{name} must be an int or a pair of ints, got {v!r}")
+    return t
+
+
+class Conv2d(Module):
+    """2-D convolution over ``(N, C, H, W)``, PyTorch's default initialisation
+    (``kaiming_uniform_(a=sqrt(5))``, bias bound ``1/sqrt(fan_in)``)."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        _check_device(device)
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"Conv2d: padding_mode={padding_mode!r} is not supported "
+                                      "by jitgrad (only 'zeros')")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _pair(kernel_size, "kernel_size")
+        self.stride = _pair(stride, "stride")
+        self.padding = padding if isinstance(padding, str) else _pair(padding, "padding")
+        self.dilation = _pair(dilation, "dilation")
+        self.groups = groups
+        self.padding_mode = padding_mode
+        self.weight = Parameter(_empty(out_channels, in_channels // groups, *self.kernel_size,
+                                       dtype=dtype))
+        if bias:
+            self.bias = Parameter(_empty(out_channels, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.weight.shape[1] * self.kernel_size[0] * self.kernel_size[1]
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim not in (3, 4):
+            raise RuntimeError(
+                f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of "
+                f"size: {list(input.shape)}")
+        c = input.shape[-3]
+        if c != self.in_channels:
+            raise RuntimeError(
+                f"Given groups={self.groups}, weight of size {list(self.weight.shape)}, "
+                f"expected input{list(input.shape)} to have {self.in_channels} channels, but "
+                f"got {c} channels instead")
+        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
+                        self.dilation, self.groups)
+
+    def extra_repr(self) -> str:
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0, 0):
+            s += f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class MaxPool2d(Module):
+    """2-D max pooling (``stride`` defaults to ``kernel_size``)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
+                 return_indices: bool = False, ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input: Tensor):
+        if input.ndim not in (3, 4):
+            raise RuntimeError(f"max_pool2d: expected a 3-D or 4-D input, got shape "
+                               f"{fmt_shape(tuple(input.shape))}")
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")

@@ -1,0 +1,135 @@
+"""Normalisation modules: ``LayerNorm`` and ``BatchNorm1d`` (running statistics updated in
+training mode, used in eval mode)."""
+
+from __future__ import annotations
+
+from .. import creation, dtypes
+from ..tensor import Tensor
+from . import functional as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["LayerNorm", "BatchNorm1d"]
+
+
+def _dt(dtype):
+    return None if dtype is None else dtypes.to_dtype(dtype)
+
+
+class LayerNorm(Module):
+    """Normalise over the trailing ``normalized_shape`` dims; affine weight (ones) and bias
+    (zeros) when ``elementwise_affine``."""
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(
+            normalized_shape)
+        self.normalized_shape = ns
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(creation.ones(*ns, dtype=_dt(dtype)))
+            if bias:
+                self.bias = Parameter(creation.zeros(*ns, dtype=_dt(dtype)))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
+
+
+class BatchNorm1d(Module):
+    """Batch normalisation of ``(N, C)`` or ``(N, C, L)`` inputs per channel ``C``.
+
+    In training mode it normalises with the batch statistics and updates ``running_mean`` /
+    ``running_var`` (unbiased variance) with ``momentum`` (``None``: cumulative average); in
+    eval mode it uses the running statistics.
+
+    >>> import jitgrad
+    >>> bn = jitgrad.nn.BatchNorm1d(2)
+    >>> _ = bn(jitgrad.tensor([[1.0, 2.0], [3.0, 6.0]]))
+    >>> bn.running_mean
+    tensor([0.2000, 0.4000])
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, bias: bool = True,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        dt = _dt(dtype)
+        if affine:
+            self.weight = Parameter(creation.ones(num_features, dtype=dt))
+            if bias:
+                self.bias = Parameter(creation.zeros(num_features, dtype=dt))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", creation.zeros(num_features, dtype=dt))
+            self.register_buffer("running_var", creation.ones(num_features, dtype=dt))
+            self.register_buffer("num_batches_tracked", creation.tensor(0))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+    def _upgrade_state_dict(self, state_dict: dict, prefix: str) -> None:
+        """A state dict without ``num_batches_tracked`` loads with the current count (as
+        PyTorch loads pre-1.0 checkpoints)."""
+        key = prefix + "num_batches_tracked"
+        if self.track_running_stats and key not in state_dict:
+            state_dict[key] = self.num_batches_tracked
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # cumulative moving average
+                momentum = 1.0 / float(self.num_batches_tracked.item())
+        use_batch = self.training or self.running_mean is None
+        track = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if track else None,
+                            self.running_var if track else None, self.weight, self.bias,
+                            use_batch, momentum, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")

@@ -1,0 +1,45 @@
+"""``Parameter``: a tensor flagged as a module parameter.
+
+A parameter is an ordinary :class:`~jitgrad.Tensor` (so every op and the compiler treat it
+like any tensor) with ``_is_param`` set; ``isinstance(t, nn.Parameter)`` checks that flag.
+It requires grad by default, shares memory with the data it wraps, and prints as
+``Parameter containing:``.
+"""
+
+from __future__ import annotations
+
+from ..tensor import Tensor, wrap
+
+__all__ = ["Parameter"]
+
+
+class _ParameterMeta(type):
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, Tensor) and obj._is_param
+
+
+class Parameter(metaclass=_ParameterMeta):
+    """A tensor that is a module parameter (registered on assignment to a Module).
+
+    >>> import jitgrad
+    >>> p = jitgrad.nn.Parameter(jitgrad.ones(2))
+    >>> p
+    Parameter containing:
+    tensor([1., 1.], requires_grad=True)
+    >>> isinstance(p, jitgrad.nn.Parameter), isinstance(p * 2, jitgrad.nn.Parameter)
+    (True, False)
+    """
+
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Tensor:
+        if data is None:
+            from ..creation import empty
+
+            data = empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Parameter data must be a Tensor, got {type(data).__name__}")
+        t = wrap(data._data)
+        t._vc = data._vc  # the same storage: in-place changes show through both
+        t._is_param = True
+        t.requires_grad_(requires_grad)
+        return t
+

@@ -1,0 +1,115 @@
+"""Embedding lookup (a row gather) and its backward (a scatter-add of rows into a zero table,
+on a Numba kernel: NumPy's ``add.at`` is an order of magnitude slower)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...tensor import Tensor
+from .. import samples as S
+from ..dispatch import as_tensor_arg, call
+from ..eager_kernels import use_kernels
+from ..registry import OPAQUE, defop
+
+__all__ = ["embedding", "embedding_backward"]
+
+
+def _embedding_ref(weight, indices, padding_idx=None):
+    return np.take(weight, indices, axis=0)
+
+
+def _embedding_backward_ref(g, indices, num_weights, padding_idx=None):
+    out = np.zeros((num_weights,) + g.shape[indices.ndim:], dtype=g.dtype)
+    flat = indices.reshape(-1)
+    rows = g.reshape((flat.size,) + out.shape[1:])
+    keep = flat != padding_idx if padding_idx is not None else slice(None)
+    np.add.at(out, flat[keep], rows[keep])
+    return out
+
+
+def _embedding_backward_eager(g, indices, num_weights, padding_idx=None):
+    if g.dtype not in (np.float32, np.float64) or g.ndim != indices.ndim + 1 or \
+            not use_kernels():
+        return _embedding_backward_ref(g, indices, num_weights, padding_idx)
+    from ...kernels import nn as K
+
+    d = g.shape[-1]
+    out = np.zeros((num_weights, d), dtype=g.dtype)
+    K.embedding_backward(np.ascontiguousarray(g).reshape(-1, d),
+                         np.ascontiguousarray(indices, dtype=np.int64).reshape(-1),
+                         -1 if padding_idx is None else padding_idx, out)
+    return out
+
+
+def _embedding_backward_vjp(gg, ins, out, p, n):
+    if not n[0]:
+        return None, None
+    indices = ins[1]
+    r = embedding(indices, gg)
+    pad = p["padding_idx"]
+    if pad is not None:  # rows of the padding index got no gradient: they pass none back
+        r = r * (indices != pad).unsqueeze(-1).to(r.dtype)
+    return r, None
+
+
+EMBEDDING_BACKWARD = defop(
+    name="embedding_backward", kind=OPAQUE, node="EmbeddingDenseBackwardBackward0",
+    inputs=("grad", "indices"), params=("num_weights", "padding_idx"),
+    ref=_embedding_backward_ref, fwd=_embedding_backward_eager, vjp=_embedding_backward_vjp,
+    save=(1,), cast_grads=True, samples=S.embedding_backward)
+
+
+def _embedding_vjp(g, ins, out, p, n):
+    weight, indices = ins
+    if not n[0]:
+        return None, None
+    return embedding_backward(g, indices, p["num_weights"], p["padding_idx"]), None
+
+
+EMBEDDING = defop(name="embedding", kind=OPAQUE, node="EmbeddingBackward0",
+                  inputs=("weight", "indices"), params=("padding_idx", "num_weights"),
+                  ref=lambda w, i, padding_idx=None, num_weights=None: _embedding_ref(w, i),
+                  vjp=_embedding_vjp, save=(1,), cast_grads=True, samples=S.embedding)
+
+
+def embedding_backward(grad: Tensor, indices: Tensor, num_weights: int,
+                       padding_idx: int | None = None) -> Tensor:
+    """The gradient of the embedding table: rows of ``grad`` summed at ``indices``."""
+    return call(EMBEDDING_BACKWARD, (grad, indices),
+                {"num_weights": num_weights, "padding_idx": padding_idx})
+
+
+def _check_indices(indices: Tensor, num: int) -> None:
+    if indices._data.dtype not in (np.int64, np.int32):
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got jitgrad.{indices.dtype.tensor_type} instead (while "
+            "checking arguments for embedding)")
+    a = indices._data
+    if a.size and (a.min() < 0 or a.max() >= num):
+        raise IndexError("index out of range in self")
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` at the integer ``input`` indices (``padding_idx`` rows get no
+    gradient).
+
+    >>> import jitgrad
+    >>> import jitgrad.nn.functional as F
+    >>> F.embedding(jitgrad.tensor([2, 0]), jitgrad.arange(6.0).reshape(3, 2))
+    tensor([[4., 5.],
+            [0., 1.]])
+    """
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
+                                  "supported by jitgrad")
+    input = as_tensor_arg(input, "input")
+    num = weight._data.shape[0]
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx = padding_idx % num
+    _check_indices(input, num)
+    return call(EMBEDDING, (weight, input), {"padding_idx": padding_idx, "num_weights": num})

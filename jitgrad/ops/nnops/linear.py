@@ -1,0 +1,97 @@
+"""``addmm`` (bias + mat1 @ mat2 in one BLAS call plus an in-place bias add) and ``linear``,
+which records the same nodes as PyTorch (``AddmmBackward0`` for a 2-D input with bias,
+``MmBackward0`` without, a view around ``addmm`` for other ranks)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...shapes import fmt_shape
+from ...tensor import Tensor
+from .. import samples as S
+from ..dispatch import as_tensor_arg, call
+from ..linalg import matmul
+from ..registry import OPAQUE, defop
+
+__all__ = ["addmm", "linear"]
+
+
+def _addmm_ref(bias, a, b):
+    return np.asarray(np.matmul(a, b) + bias, dtype=np.result_type(a, b))
+
+
+def _addmm_eager(bias, a, b):
+    out = np.matmul(a, b)
+    out += bias  # in place: saves the pass and the allocation of a separate add
+    return out
+
+
+def _addmm_vjp(g, ins, out, p, n):
+    _, a, b = ins
+    return (g if n[0] else None,
+            matmul(g, b.t()) if n[1] else None,
+            matmul(a.t(), g) if n[2] else None)
+
+
+ADDMM = defop(name="addmm", kind=OPAQUE, node="AddmmBackward0", inputs=("bias", "mat1", "mat2"),
+              ref=_addmm_ref, fwd=_addmm_eager, vjp=_addmm_vjp, save=(1, 2), cast_grads=True,
+              samples=S.addmm)
+
+
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor) -> Tensor:
+    """``input + mat1 @ mat2`` for matrices ``mat1``, ``mat2`` (``input`` broadcasts).
+
+    >>> import jitgrad
+    >>> jitgrad.addmm(jitgrad.ones(2), jitgrad.eye(2), jitgrad.eye(2))
+    tensor([[2., 1.],
+            [1., 2.]])
+    """
+    input, mat1, mat2 = (as_tensor_arg(t, n) for t, n in
+                         ((input, "input"), (mat1, "mat1"), (mat2, "mat2")))
+    sa, sb = mat1._data.shape, mat2._data.shape
+    if len(sa) != 2 or len(sb) != 2:
+        raise RuntimeError(f"addmm: expected 2-D matrices, got mat1 {fmt_shape(sa)} and mat2 "
+                           f"{fmt_shape(sb)}")
+    if sa[1] != sb[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{sa[1]} and "
+                           f"{sb[0]}x{sb[1]})")
+    try:
+        np.broadcast_shapes(input._data.shape, (sa[0], sb[1]))
+    except ValueError:
+        raise RuntimeError(
+            f"addmm: input of shape {fmt_shape(input._data.shape)} cannot be broadcast to the "
+            f"product's shape {fmt_shape((sa[0], sb[1]))}") from None
+    if mat1.dtype != mat2.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{mat1.dtype.name} != {mat2.dtype.name}")
+    if input.dtype != mat1.dtype:
+        raise RuntimeError(f"addmm: bias has dtype {input.dtype.name}, the matrices "
+                           f"{mat1.dtype.name}")
+    return call(ADDMM, (input, mat1, mat2))
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias`` over the last dimension of ``input``.
+
+    >>> import jitgrad
+    >>> import jitgrad.nn.functional as F
+    >>> F.linear(jitgrad.ones(1, 2), jitgrad.ones(3, 2), jitgrad.zeros(3))
+    tensor([[2., 2., 2.]])
+    """
+    input = as_tensor_arg(input, "input")
+    wt = weight.t() if weight.ndim == 2 else weight
+    if bias is None or input.ndim == 0:
+        out = matmul(input, wt)
+        return out if bias is None else out + bias
+    shape = input._data.shape
+    if weight.ndim == 2 and shape[-1] != weight._data.shape[1]:
+        rows = int(np.prod(shape[:-1], dtype=np.int64))
+        o, i = weight._data.shape
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{shape[-1]} and "
+                           f"{i}x{o})")
+    if input.ndim == 2 and weight.ndim == 2:
+        return addmm(bias, input, wt)
+    if weight.ndim != 2:
+        return matmul(input, wt) + bias
+    out = addmm(bias, input.reshape(-1, shape[-1]), wt)
+    return out.reshape(*shape[:-1], weight._data.shape[0])

@@ -1,0 +1,259 @@
+"""Negative log-likelihood (``NllLossBackward0``, ``NllLoss2DBackward0`` for spatial inputs)
+and cross-entropy, built as PyTorch builds it: ``log_softmax`` then ``nll_loss`` (plus the
+label-smoothing term), so the graph and its node names match and every step is stable for
+large logits.
+
+Inputs are ``(C,)``, ``(N, C)`` or ``(N, C, d1, ...)`` with integer targets ``()``, ``(N,)``
+or ``(N, d1, ...)``; ``weight`` rescales classes and ``ignore_index`` targets contribute
+nothing (``mean`` divides by the summed weight of the other targets).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...shapes import fmt_shape
+from ...tensor import Tensor, wrap
+from .. import samples as S
+from ..dispatch import as_tensor_arg
+from ..losses import _call_optional
+from ..reduce import log_softmax
+from ..registry import REDUCE, defop
+from .reduction import reduction_arg
+
+__all__ = ["nll_loss", "cross_entropy", "nll_loss_backward"]
+
+
+def _targets(t, ignore_index, w, dtype):
+    """(class index with ignored targets at 0, weight of each target as float64)."""
+    valid = t != ignore_index
+    tc = np.where(valid, t, 0)
+    wt = np.where(valid, w[tc] if w is not None else 1.0, 0.0).astype(np.float64)
+    return tc, wt
+
+
+def _nll_ref(x, t, w, reduction, ignore_index, spatial=False):
+    one = x.ndim == 1
+    if one:
+        x, t = x[None], t[None]
+    tc, wt = _targets(t, ignore_index, w, x.dtype)
+    picked = np.take_along_axis(x, np.expand_dims(tc, 1), axis=1)[:, 0]
+    loss = -picked.astype(np.float64) * wt
+    if reduction == "none":
+        return np.asarray(loss[0] if one else loss, dtype=x.dtype)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = loss.sum() / (wt.sum() if reduction == "mean" else 1.0)
+    return np.asarray(r, dtype=x.dtype)
+
+
+def _nll_grad_ref(g, t, w, reduction, ignore_index, shape):
+    one = len(shape) == 1
+    t2 = t[None] if one else t
+    tc, wt = _targets(t2, ignore_index, w, g.dtype)
+    if reduction == "none":
+        scale = -(g[None] if one else g) * wt
+    else:
+        total = wt.sum() if reduction == "mean" else 1.0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scale = -float(g) * wt / total
+    out = np.zeros((1,) + tuple(shape) if one else shape, dtype=g.dtype)
+    np.put_along_axis(out, np.expand_dims(tc, 1), np.expand_dims(scale, 1).astype(g.dtype),
+                      axis=1)
+    return out[0] if one else out
+
+
+def _weight_grad(x: Tensor, t: Tensor, w, g: Tensor, loss: Tensor, red: str, ign: int):
+    """d/dweight of ``g * nll_loss(x, t, weight, red)`` (``loss`` its value): each target's
+    ``g * -x[i, t_i]`` (minus the mean's share) summed into its class."""
+    picked = _nll(x, t, None, "none", ign)  # -x[i, t_i], 0 where ignored
+    if red == "mean":
+        minus_one = wrap(np.full(x._data.shape, -1.0, dtype=x._data.dtype))
+        total = _nll(minus_one, t, w, "sum", ign)  # the summed weights of the targets
+        h = g * (picked - loss) / total
+    else:
+        h = g * picked
+    shape = x._data.shape
+    gw = -nll_loss_backward(h, t, None, "none", ign, shape)
+    return gw.sum((0,) + tuple(range(2, len(shape)))) if len(shape) > 1 else gw
+
+
+def _nll_grad_vjp(gg, ins, out, p, n):
+    # nll_loss_backward is linear in grad, and its adjoint is nll_loss itself:
+    # <gg, nll_loss_backward(g, t, w)> = g * nll_loss(gg, t, w) (elementwise for "none")
+    g, t, w = ins
+    red, ign = p["reduction"], p["ignore_index"]
+    loss = _nll(gg, t, w, red, ign) if (n[0] or n[2]) else None
+    gw = _weight_grad(gg, t, w, g, loss, red, ign) if n[2] else None
+    return (loss if n[0] else None, None, gw)
+
+
+NLL_LOSS_BACKWARD = defop(
+    name="nll_loss_backward", kind=REDUCE,
+    node=lambda p: "NllLoss2DBackwardBackward0" if len(p["shape"]) > 2
+    else "NllLossBackwardBackward0",
+    inputs=("grad", "target", "weight"), params=("reduction", "ignore_index", "shape"),
+    ref=_nll_grad_ref, vjp=_nll_grad_vjp, save=(0, 1, 2), cast_grads=True,
+    samples=S.nll_loss_backward)
+
+
+def nll_loss_backward(grad: Tensor, target: Tensor, weight: Tensor | None, reduction: str,
+                      ignore_index: int, shape) -> Tensor:
+    """Gradient of :func:`nll_loss` w.r.t. its input (of ``shape``)."""
+    return _call_optional(NLL_LOSS_BACKWARD, [grad, target, weight],
+                          {"reduction": reduction, "ignore_index": ignore_index,
+                           "shape": tuple(shape)})
+
+
+def _nll_vjp(g, ins, out, p, n):
+    x, t, w = ins
+    red, ign = p["reduction"], p["ignore_index"]
+    gx = nll_loss_backward(g, t, w, red, ign, x._data.shape) if n[0] else None
+    gw = _weight_grad(x, t, w, g, out, red, ign) if n[2] else None
+    return gx, None, gw
+
+
+NLL_LOSS = defop(
+    name="nll_loss", kind=REDUCE,
+    node=lambda p: "NllLoss2DBackward0" if p["spatial"] else "NllLossBackward0",
+    inputs=("input", "target", "weight"), params=("reduction", "ignore_index", "spatial"),
+    ref=_nll_ref, vjp=_nll_vjp, save=(0, 1, 2), save_out=True, cast_grads=True,
+    samples=S.nll_loss)
+
+
+def _nll(x: Tensor, t: Tensor, w, reduction: str, ignore_index: int) -> Tensor:
+    shape = x._data.shape
+    if x.ndim == 1 and t.ndim == 1:
+        t = t.reshape(())
+    if x.ndim == 3 or x.ndim > 4:  # PyTorch runs these as (N, C, 1, L) 2-D losses
+        out = _nll(x.reshape(shape[0], shape[1], 1, -1), t.reshape(shape[0], 1, -1), w,
+                   reduction, ignore_index)
+        return out.view(shape[:1] + shape[2:]) if reduction == "none" else out
+    return _call_optional(NLL_LOSS, [x, t, w], {"reduction": reduction,
+                                               "ignore_index": ignore_index,
+                                               "spatial": x._data.ndim > 2})
+
+
+def _check_nll(x: Tensor, t: Tensor, w, ignore_index: int) -> None:
+    xs, ts = x._data.shape, t._data.shape
+    if x.ndim == 0:
+        raise ValueError("nll_loss: expected an input with a class dim, got a 0-d tensor")
+    if x.ndim <= 2 and t.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if t._data.dtype not in (np.int64, np.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{t.dtype.tensor_type[:-6]}")
+    if x.ndim >= 2 and (t.ndim == 0 or xs[0] != ts[0]):
+        raise ValueError(f"Expected input batch_size ({xs[0]}) to match target batch_size "
+                         f"({ts[0] if t.ndim else 1}).")
+    if x.ndim == 1 and t.ndim == 1 and ts[0] != 1:
+        raise ValueError(f"Expected input batch_size (1) to match target batch_size "
+                         f"({ts[0]}).")
+    if x.ndim > 2:
+        if t.ndim != x.ndim - 1:
+            raise RuntimeError(f"only batches of spatial targets supported ({x.ndim - 1}D "
+                               f"tensors) but got targets of dimension: {t.ndim}")
+        if ts[1:] != xs[2:]:
+            raise RuntimeError(f"Expected target size {list(xs[:1] + xs[2:])}, got {list(ts)}")
+    c = xs[1] if x.ndim >= 2 else xs[0]
+    if w is not None and w._data.shape != (c,):
+        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no "
+                           f"classes but got weight tensor of shape: {list(w._data.shape)}")
+    a = t._data
+    bad = (a != ignore_index) & ((a < 0) | (a >= c))
+    if bad.any():
+        raise IndexError(f"Target {int(a[bad].reshape(-1)[0])} is out of bounds.")
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of the class ``target`` under log-probabilities ``input``.
+
+    >>> import jitgrad
+    >>> import jitgrad.nn.functional as F
+    >>> F.nll_loss(jitgrad.tensor([[-0.5, -1.0], [-2.0, -0.25]]), jitgrad.tensor([0, 1]))
+    tensor(0.3750)
+    """
+    reduction = reduction_arg(size_average, reduce, reduction)
+    input = as_tensor_arg(input, "input")
+    target = as_tensor_arg(target, "target")
+    _check_nll(input, target, weight, ignore_index)
+    if weight is not None:
+        weight = weight.to(input.dtype)
+    return _nll(input, target, weight, reduction, ignore_index)
+
+
+def _class_weight(weight: Tensor, ndim: int) -> Tensor:
+    """(C,) weight shaped to broadcast along the class dim 1 of an ``ndim`` input."""
+    return weight.reshape((-1,) + (1,) * (ndim - 2)) if ndim >= 2 else weight
+
+
+def _soft_cross_entropy(logp: Tensor, target: Tensor, weight, reduction, ls, cdim) -> Tensor:
+    if logp._data.shape != target._data.shape:
+        raise RuntimeError(f"cross_entropy: probability targets of shape "
+                           f"{fmt_shape(target._data.shape)} do not match the input "
+                           f"{fmt_shape(logp._data.shape)}")
+    c = logp._data.shape[cdim]
+    if ls > 0.0:
+        target = target * (1.0 - ls) + ls / c
+    prod = logp * target
+    if weight is not None:
+        prod = prod * _class_weight(weight, logp.ndim)
+    if reduction == "none":
+        return -prod.sum(cdim)
+    if reduction == "sum":
+        return -prod.sum()
+    return -prod.sum() / float(logp.numel() // c if c else 0)
+
+
+def _smoothing_term(logp, target, weight, reduction, ignore_index, cdim) -> Tensor:
+    """PyTorch's label-smoothing term: ``-sum(logp * weight)`` over classes, zero where the
+    target is ignored, reduced like the NLL term."""
+    prod = logp if weight is None else logp * _class_weight(weight, logp.ndim)
+    smooth = (-prod.sum(cdim)).masked_fill(target == ignore_index, 0.0)
+    if reduction == "none":
+        return smooth
+    if reduction == "sum":
+        return smooth.sum()
+    keep = target._data != ignore_index
+    if weight is None:
+        denom = float(keep.sum())
+    else:
+        denom = float(weight._data[target._data[keep]].astype(np.float64).sum())
+    return smooth.sum() / denom
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  size_average=None, ignore_index: int = -100, reduce=None,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """Cross-entropy of logits ``input`` (``(N, C, ...)`` or ``(C,)``) against class indices
+    or class probabilities (a float ``target`` of the input's shape).
+
+    >>> import jitgrad
+    >>> import jitgrad.nn.functional as F
+    >>> F.cross_entropy(jitgrad.tensor([[2.0, 0.0], [0.0, 1000.0]]), jitgrad.tensor([0, 1]))
+    tensor(0.0635)
+    """
+    reduction = reduction_arg(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    input = as_tensor_arg(input, "input")
+    target = as_tensor_arg(target, "target")
+    cdim = 1 if input.ndim >= 2 else 0
+    if weight is not None:
+        weight = weight.to(input.dtype)
+    if input._data.shape == target._data.shape and target._data.dtype.kind in "iu" \
+            and input.ndim >= 1:
+        raise RuntimeError(f"Expected floating point type for target with class probabilities, "
+                           f"got {target.dtype.tensor_type[:-6]}")
+    if target._data.dtype.kind == "f" and input._data.shape == target._data.shape:
+        logp = log_softmax(input, cdim)
+        return _soft_cross_entropy(logp, target.to(input.dtype), weight, reduction,
+                                   label_smoothing, cdim)
+    _check_nll(input, target, weight, ignore_index)
+    logp = log_softmax(input, cdim)
+    nll = _nll(logp, target, weight, reduction, ignore_index)
+    if label_smoothing == 0.0:
+        return nll
+    c = input._data.shape[cdim]
+    term = _smoothing_term(logp, target, weight, reduction, ignore_index, cdim)
+    return (1.0 - label_smoothing) * nll + term * (label_smoothing / c)

@@ -1,0 +1,93 @@
+"""Element-wise update ops of the optimizers: ``addcdiv`` and ``lerp`` (scalar weight) as
+fused ops (one generated kernel pass each, differentiable like any other op), ``addcmul`` as
+a composite. Each follows PyTorch's CPU kernel's order of operations, so float32 updates
+round as PyTorch's do."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...tensor import Tensor
+from .. import samples as S
+from ..dispatch import as_tensor_arg, elementwise
+from ..registry import ELEMENTWISE, defop
+
+__all__ = ["addcmul", "addcdiv", "lerp"]
+
+
+def _addcdiv_vjp(g, ins, out, p, n):
+    _, t1, t2 = ins
+    v = p["value"]
+    return (g if n[0] else None, g * v / t2 if n[1] else None,
+            -g * v * t1 / (t2 * t2) if n[2] else None)
+
+
+def _lerp_ref(a, end, weight):
+    w = np.asarray(weight, dtype=a.dtype)
+    return np.where(w < 0.5, a + w * (end - a), end - (end - a) * (1 - w)).astype(
+        np.result_type(a, end))
+
+
+ADDCDIV = defop(name="addcdiv", kind=ELEMENTWISE, node="AddcdivBackward0",
+                inputs=("a", "t1", "t2"), params=("value",), expr="a + value * t1 / t2",
+                ref=lambda a, t1, t2, value: a + np.asarray(value, a.dtype) * t1 / t2,
+                vjp=_addcdiv_vjp, save=(1, 2), samples=S.addcdiv)
+LERP = defop(name="lerp", kind=ELEMENTWISE, node="LerpBackward0", inputs=("a", "end"),
+             params=("weight",),
+             expr="a + weight * (end - a) if weight < 0.5 else end - (end - a) * (1.0 - weight)",
+             ref=_lerp_ref,
+             vjp=lambda g, ins, out, p, n: (g * (1.0 - p["weight"]) if n[0] else None,
+                                            g * p["weight"] if n[1] else None),
+             samples=S.lerp)
+
+
+def _check_float(op_name: str, *ts: Tensor) -> None:
+    for t in ts:
+        if t._data.dtype.kind != "f":
+            raise RuntimeError(f"{op_name}: jitgrad supports floating-point tensors only, got "
+                               f"{t.dtype.name}")
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
+    """``input + value * tensor1 * tensor2`` in one pass.
+
+    >>> import jitgrad
+    >>> jitgrad.addcmul(jitgrad.ones(2), jitgrad.tensor([1.0, 2.0]), jitgrad.tensor([3.0, 4.0]),
+    ...                 value=0.5)
+    tensor([2.5000, 5.0000])
+    """
+    ts = [as_tensor_arg(t) for t in (input, tensor1, tensor2)]
+    _check_float("addcmul", *ts)
+    # composite, not one kernel: a kernel would contract it into an FMA, which does not
+    # overflow where PyTorch's (and NumPy's) separately rounded products do
+    t1 = ts[1] * float(value) if value != 1 else ts[1]
+    return ts[0] + t1 * ts[2]
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
+    """``input + value * tensor1 / tensor2`` in one pass.
+
+    >>> import jitgrad
+    >>> jitgrad.addcdiv(jitgrad.ones(2), jitgrad.tensor([1.0, 2.0]), jitgrad.tensor([4.0, 4.0]))
+    tensor([1.2500, 1.5000])
+    """
+    ts = [as_tensor_arg(t) for t in (input, tensor1, tensor2)]
+    _check_float("addcdiv", *ts)
+    return elementwise(ADDCDIV, tuple(ts), {"value": float(value)})
+
+
+def lerp(input: Tensor, end: Tensor, weight: float) -> Tensor:
+    """Linear interpolation ``input + weight * (end - input)`` for a scalar ``weight``.
+
+    >>> import jitgrad
+    >>> jitgrad.lerp(jitgrad.zeros(2), jitgrad.tensor([1.0, 2.0]), 0.25)
+    tensor([0.2500, 0.5000])
+    """
+    if isinstance(weight, Tensor):
+        if weight.numel() != 1:
+            raise NotImplementedError("lerp: jitgrad supports a scalar weight only, got a "
+                                      f"tensor of shape {tuple(weight.shape)}")
+        weight = weight.item()
+    ts = [as_tensor_arg(t) for t in (input, end)]
+    _check_float("lerp", *ts)
+    return elementwise(LERP, tuple(ts), {"weight": float(weight)})

@@ -1,0 +1,15 @@
+"""Optimizers (``SGD``, ``Adam``, ``AdamW``) and learning-rate schedules, as ``torch.optim``.
+
+>>> import jitgrad
+>>> model = jitgrad.nn.Linear(3, 1)
+>>> opt = jitgrad.optim.AdamW(model.parameters(), lr=1e-2)
+>>> loss = model(jitgrad.ones(4, 3)).pow(2).mean()
+>>> loss.backward(); opt.step(); opt.zero_grad()
+"""
+
+from . import lr_scheduler
+from .adam import Adam, AdamW
+from .optimizer import Optimizer
+from .sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]

@@ -1,0 +1,199 @@
+"""``Optimizer``: parameter groups with per-group options, per-parameter state,
+``zero_grad``, ``step(closure)``, ``state_dict``/``load_state_dict`` as PyTorch's.
+
+Subclasses implement ``_step_group(group)``, which runs under ``no_grad`` and updates the
+parameters in place with jitgrad tensor ops (so a compiled training step can trace it).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from copy import deepcopy
+from itertools import chain
+
+from ..autograd.grad_mode import enable_grad, no_grad
+from ..tensor import Tensor
+
+__all__ = ["Optimizer", "required"]
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _Required()
+
+
+def _typename(obj) -> str:
+    return f"jitgrad.{obj.dtype.tensor_type}" if isinstance(obj, Tensor) else \
+        type(obj).__qualname__
+
+
+class Optimizer:
+    """Base class of the optimizers (see :class:`jitgrad.optim.SGD` for an example)."""
+
+    def __init__(self, params, defaults: dict) -> None:
+        self.defaults = defaults
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list[dict] = []
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            f"Tensors or dicts, but got {_typename(params)}")
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for g in groups:
+            self.add_param_group(dict(g))
+
+    # -------------------------------------------------------------------- groups
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group of parameters with its own options (unset ones take the defaults)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. "
+                            "Please use a list instead.")
+        params = list(params)
+        if params and isinstance(params[0], tuple):  # named parameters
+            param_group["param_names"] = [n for n, _ in params]
+            params = [p for _, p in params]
+        param_group["params"] = params
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                f"{_typename(p)}")
+            if not (p.is_leaf or p.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError("parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            param_group.setdefault(name, default)
+        if len({id(p) for p in params}) != len(params):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
+                          "future, this will cause an error; see "
+                          "github.com/pytorch/pytorch/issues/40967 for more information",
+                          stacklevel=3)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    # ----------------------------------------------------------------- stepping
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of every parameter (to None, or zeroed in place)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if g.grad_fn is not None:
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
+                    g.zero_()
+
+    def step(self, closure: Callable[[], Tensor] | None = None):
+        """One update of every parameter that has a gradient; ``closure`` (re-evaluating
+        the loss, run with grad enabled) is called first and its loss returned."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                self._step_group(group)
+        return loss
+
+    def _step_group(self, group: dict) -> None:
+        raise NotImplementedError
+
+    # -------------------------------------------------------------------- state
+    def state_dict(self) -> dict:
+        """``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}``;
+        parameters are referred to by their position across groups."""
+        mapping: dict[int, int] = {}
+        start = 0
+
+        def pack(group):
+            nonlocal start
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for i, p in enumerate(group["params"], start):
+                mapping.setdefault(id(p), i)
+            packed["params"] = [mapping[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            return packed
+
+        groups = [pack(g) for g in self.param_groups]
+        state = {mapping[id(k)] if isinstance(k, Tensor) else k: v for k, v in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Load a :meth:`state_dict` (state tensors are copied and cast to each parameter's
+        dtype; the ``step`` count keeps its own)."""
+        groups = self.param_groups
+        saved = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                             "the size of optimizer's group")
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved),
+                          chain.from_iterable(g["params"] for g in groups)))
+
+        def cast(param, value, key=None):
+            if isinstance(value, Tensor):
+                if key == "step" or not param.is_floating_point():
+                    return value.clone()
+                return value.to(param.dtype).clone()
+            if isinstance(value, dict):
+                return {k: cast(param, v, k) for k, v in value.items()}
+            return value
+
+        state: defaultdict = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                state[id_map[k]] = cast(id_map[k], v)
+            else:
+                state[k] = v
+        new_groups = []
+        for group, new in zip(groups, saved):
+            new["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new:
+                new["param_names"] = group["param_names"]
+            new_groups.append(new)
+        self.state = state
+        self.param_groups = new_groups
+
+    def __getstate__(self) -> dict:
+        return {"defaults": self.defaults, "state": self.state,
+                "param_groups": self.param_groups}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+    def __repr__(self) -> str:
+        s = type(self).__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            s += f"\nParameter Group {i}\n"
+            for key in sorted(group):
+                if key != "params":
+                    s += f"    {key}: {group[key]}\n"
+        return s + ")"
+
+
+def params_with_grad(group: dict) -> Iterable[Tensor]:
+    """The group's parameters that have a gradient (the ones a step updates)."""
+    return [p for p in group["params"] if p.grad is not None]

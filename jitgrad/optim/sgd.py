@@ -1,0 +1,58 @@
+"""Stochastic gradient descent with momentum, dampening, Nesterov momentum, weight decay and
+``maximize``: PyTorch's single-tensor update, op for op."""
+
+from __future__ import annotations
+
+from .optimizer import Optimizer, params_with_grad
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """SGD (PyTorch's ``torch.optim.SGD``, ``foreach=False``).
+
+    >>> import jitgrad
+    >>> w = jitgrad.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = jitgrad.optim.SGD([w], lr=0.1, momentum=0.9)
+    >>> (w ** 2).sum().backward()
+    >>> opt.step()
+    >>> w
+    tensor([ 0.8000, -1.6000], requires_grad=True)
+    """
+
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, differentiable: bool = False,
+                 fused: bool | None = None) -> None:
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        if differentiable or fused:
+            raise NotImplementedError("SGD: differentiable and fused are not supported by "
+                                      "jitgrad")
+        super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
+                                  "weight_decay": weight_decay, "nesterov": nesterov,
+                                  "maximize": maximize, "foreach": foreach,
+                                  "differentiable": differentiable, "fused": fused})
+
+    def _step_group(self, group: dict) -> None:
+        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
+        for p in params_with_grad(group):
+            grad = -p.grad if maximize else p.grad
+            if wd != 0:
+                grad = grad.add(p, alpha=wd)
+            if momentum != 0:
+                state = self.state[p]
+                buf = state.get("momentum_buffer")
+                if buf is None:
+                    buf = state["momentum_buffer"] = grad.detach().clone()
+                else:
+                    buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+                grad = grad.add(buf, alpha=momentum) if nesterov else buf
+            p.add_(grad, alpha=-lr)

@@ -1,0 +1,5 @@
+"""Utilities: ``jitgrad.utils.data`` (datasets and the data loader)."""
+
+from . import data
+
+__all__ = ["data"]

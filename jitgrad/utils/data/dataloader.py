@@ -1,0 +1,116 @@
+"""``DataLoader``: batches of a map-style dataset, optionally shuffled by a seeded
+generator, collated into tensors."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from ... import creation, dtypes
+from ...ops.movement import stack
+from ...random import Generator, rng
+from ...tensor import Tensor, wrap
+from .dataset import Dataset, TensorDataset
+
+__all__ = ["DataLoader", "default_collate"]
+
+
+def default_collate(batch: list):
+    """Stack a list of samples: tensors and NumPy arrays into one tensor (a new leading
+    dim), Python floats into float64, ints into int64, bools into bool; tuples, lists and
+    dicts field by field.
+
+    >>> import jitgrad
+    >>> default_collate([(jitgrad.ones(2), 1), (jitgrad.zeros(2), 0)])
+    [tensor([[1., 1.],
+            [0., 0.]]), tensor([1, 0])]
+    """
+    elem = batch[0]
+    if isinstance(elem, Tensor):
+        return stack(list(batch), 0)
+    if isinstance(elem, np.ndarray):
+        return wrap(np.stack(batch))
+    if isinstance(elem, np.generic):
+        return wrap(np.asarray(batch))
+    if isinstance(elem, bool):
+        return creation.tensor(batch, dtype=dtypes.bool_)
+    if isinstance(elem, numbers.Integral):
+        return creation.tensor(batch, dtype=dtypes.int64)
+    if isinstance(elem, numbers.Real):
+        return creation.tensor(batch, dtype=dtypes.float64)
+    if isinstance(elem, (str, bytes)):
+        return batch
+    if isinstance(elem, Mapping):
+        return {k: default_collate([d[k] for d in batch]) for k in elem}
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
+        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+    if isinstance(elem, Sequence):
+        if any(len(e) != len(elem) for e in batch):
+            raise RuntimeError("each element in list of batch should be of equal size")
+        return [default_collate(list(s)) for s in zip(*batch)]
+    raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, "
+                    f"dicts or lists; found {type(elem)}")
+
+
+class DataLoader:
+    """Iterate over ``dataset`` in batches.
+
+    ``shuffle`` draws a new permutation each epoch from ``generator`` (or the default
+    generator), so a seeded generator gives the same batches run after run; ``drop_last``
+    drops a final short batch. A :class:`TensorDataset` with the default collation is
+    batched by indexing its tensors directly (no per-sample stacking).
+    """
+
+    def __init__(self, dataset: Dataset, batch_size: int | None = 1, shuffle: bool = False,
+                 sampler=None, batch_sampler=None, num_workers: int = 0,
+                 collate_fn: Callable | None = None, pin_memory: bool = False,
+                 drop_last: bool = False, timeout: float = 0, worker_init_fn=None,
+                 generator: Generator | None = None, **kwargs) -> None:
+        if sampler is not None or batch_sampler is not None:
+            raise NotImplementedError("DataLoader: custom samplers are not supported by jitgrad")
+        if num_workers:
+            raise NotImplementedError("DataLoader: worker processes are not supported by "
+                                      "jitgrad (use num_workers=0)")
+        if batch_size is not None and (not isinstance(batch_size, int) or batch_size <= 0):
+            raise ValueError(f"batch_size should be a positive integer value, but got "
+                             f"batch_size={batch_size}")
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.drop_last = drop_last
+        self.generator = generator
+        self.collate_fn = collate_fn or default_collate
+        self._fast = isinstance(dataset, TensorDataset) and collate_fn is None
+
+    def _order(self) -> np.ndarray:
+        n = len(self.dataset)
+        return rng(self.generator).permutation(n) if self.shuffle else np.arange(n)
+
+    def _batches(self) -> Iterator[np.ndarray]:
+        order = self._order()
+        if self.batch_size is None:
+            yield from order
+            return
+        n, bs = len(order), self.batch_size
+        stop = n - n % bs if self.drop_last else n
+        for start in range(0, stop, bs):
+            yield order[start:start + bs]
+
+    def __iter__(self) -> Iterator:
+        if self.batch_size is None:  # no batching: samples one by one
+            for i in self._batches():
+                yield self.dataset[int(i)]
+            return
+        for idx in self._batches():
+            if self._fast:
+                yield list(self.dataset.batch(idx))
+            else:
+                yield self.collate_fn([self.dataset[int(i)] for i in idx])
+
+    def __len__(self) -> int:
+        n = len(self.dataset)
+        if self.batch_size is None:
+            return n
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)

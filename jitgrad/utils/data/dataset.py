@@ -1,0 +1,86 @@
+"""Map-style datasets: ``Dataset``, ``TensorDataset``, ``Subset``, ``random_split``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...random import Generator, rng
+from ...tensor import Tensor
+
+__all__ = ["Dataset", "TensorDataset", "Subset", "random_split"]
+
+
+class Dataset:
+    """A map-style dataset: subclasses define ``__getitem__`` (and ``__len__``)."""
+
+    def __getitem__(self, index):
+        raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
+
+
+class TensorDataset(Dataset):
+    """Samples are the ``index``-th rows of tensors (or NumPy arrays) of equal length.
+
+    >>> import jitgrad
+    >>> ds = TensorDataset(jitgrad.zeros(3, 2), jitgrad.tensor([1, 2, 3]))
+    >>> len(ds), ds[1][1]
+    (3, tensor(2))
+    """
+
+    def __init__(self, *tensors) -> None:
+        if not tensors:
+            raise ValueError("TensorDataset needs at least one tensor")
+        n = len(tensors[0])
+        if any(len(t) != n for t in tensors):
+            raise AssertionError("Size mismatch between tensors: lengths "
+                                 f"{[len(t) for t in tensors]}")
+        self.tensors = tuple(tensors)
+
+    def __getitem__(self, index):
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self) -> int:
+        return len(self.tensors[0])
+
+    def batch(self, indices: np.ndarray) -> tuple:
+        """Rows ``indices`` of every tensor at once (what the loader's fast path uses)."""
+        from ...tensor import wrap
+
+        return tuple(wrap(t._data[indices]) if isinstance(t, Tensor) else t[indices]
+                     for t in self.tensors)
+
+
+class Subset(Dataset):
+    """The samples of ``dataset`` at ``indices``."""
+
+    def __init__(self, dataset: Dataset, indices) -> None:
+        self.dataset = dataset
+        self.indices = list(indices)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, list):
+            return self.dataset[[self.indices[i] for i in idx]]
+        return self.dataset[self.indices[idx]]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def random_split(dataset: Dataset, lengths, generator: Generator | None = None) -> list:
+    """Split into non-overlapping random subsets of the given lengths (or fractions)."""
+    n = len(dataset)
+    lengths = list(lengths)
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        sizes = [int(math.floor(n * f)) for f in lengths]
+        for i in range(n - sum(sizes)):
+            sizes[i % len(sizes)] += 1
+        lengths = sizes
+    if sum(lengths) != n:
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    perm = rng(generator).permutation(n).tolist()
+    out, start = [], 0
+    for k in lengths:
+        out.append(Subset(dataset, perm[start:start + k]))
+        start += k
+    return out
