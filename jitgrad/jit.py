@@ -518,10 +518,16 @@ def _state_of(o):
         except TypeError:
             return ("m", id(o))
     if hasattr(o, "param_groups"):
+        dynamic = ("params", *getattr(o, "traced_hyperparameters", ()))  # read at every call
+        state = getattr(o, "state", {})
         return ("o", tuple(
             (tuple(id(p) for p in grp["params"]),
              tuple((k, v) for k, v in grp.items()
-                   if k != "params" and isinstance(v, (int, float, bool, tuple, type(None)))))
+                   if k not in dynamic and isinstance(v, (int, float, bool, tuple, type(None)))),
+             # per-parameter state (momentum buffers, Adam moments) is created by the first
+             # step: a trace made before it exists must not serve calls after
+             tuple(tuple((k, id(v)) for k, v in state[p].items()) if p in state else ()
+                   for p in grp["params"]))
             for grp in o.param_groups))
     return ("x", id(o))
 

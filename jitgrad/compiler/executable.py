@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import config
 from ..trace.interpreter import apply_effects, run_eqn
-from ..trace.ir import Graph, Var
+from ..trace.ir import Graph, Lit, Var
 from . import cache
 from .codegen_cpu import CHUNK, COLBLOCK, generate_group
 from .fusion import describe, partition
@@ -136,8 +136,11 @@ class Plan:
         ends |= {id(v) for _, v in g.writes} | {id(v) for _, v in g.grad_sets if v is not None}
         ends |= {id(v) for v in g.inputs} | {id(v) for v in g.externals}
         self.drops = last_uses(self.steps, ends)
+        shared = _shared_kernels(self.steps)
         for s in self.steps:
-            if s.kind == "group":
+            if s.eqn is not None and id(s.eqn) in shared:
+                self.runners.append(shared[id(s.eqn)])
+            elif s.kind == "group":
                 code = generate_group(s.group, needed)
                 src = _module_source(code)
                 self.sources.append(src)
@@ -189,6 +192,43 @@ class Plan:
 
     def source(self) -> str:
         return "\n\n".join(self.sources)
+
+
+def _shared_kernels(steps) -> dict:
+    """Pairs of calls one kernel computes together (an op declaring ``extra["joint"] =
+    (partner op name, fn)``, e.g. max-pooling's indices with its values, over the same inputs
+    and parameters): the first of the pair runs ``fn`` and sets both outputs, the second does
+    nothing. Returns id(eqn) -> runner."""
+    calls = [s.eqn for s in steps if s.kind != "group" and s.eqn is not None
+             and not isinstance(s.eqn.op, str)]
+    out: dict = {}
+    for e in calls:
+        joint = e.op.extra.get("joint")
+        if joint is None or id(e) in out:
+            continue
+        partner_name, fn = joint
+        for f in calls:
+            if (f.op.name == partner_name and id(f) not in out and f.ins == e.ins
+                    and all(f.params.get(k, v) == v for k, v in e.params.items())):
+                break
+        else:
+            continue
+
+        def both(env, e=e, f=f, fn=fn):
+            args = [env[id(i)] if isinstance(i, Var) else (i.value if isinstance(i, Lit) else i)
+                    for i in e.ins]
+            partner_val, own_val = fn(*args, **e.params)
+            env[id(f.out)] = partner_val
+            env[id(e.out)] = own_val
+
+        first, second = (e, f) if calls.index(e) < calls.index(f) else (f, e)
+        out[id(first)] = both
+        out[id(second)] = _nothing
+    return out
+
+
+def _nothing(env) -> None:
+    """The second call of a shared-kernel pair: its output was set by the first."""
 
 
 def _module_source(code) -> str:

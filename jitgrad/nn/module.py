@@ -320,17 +320,17 @@ class Module:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the parameters' gradients (to None, or zeroed in place)."""
         for p in self.parameters():
+            if set_to_none:  # without reading .grad first: a compiled step need not guard it
+                p.grad = None
+                continue
             g = p.grad
             if g is None:
                 continue
-            if set_to_none:
-                p.grad = None
+            if g.grad_fn is not None:
+                g.detach_()
             else:
-                if g.grad_fn is not None:
-                    g.detach_()
-                else:
-                    g.requires_grad_(False)
-                g.zero_()
+                g.requires_grad_(False)
+            g.zero_()
 
     def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False):
         """Parameters and persistent buffers by dotted name (detached, sharing memory)."""

@@ -527,6 +527,22 @@ def _max_pool_indices_fwd(x, kernel_size, stride, padding, dilation, ceil_mode,
     return _max_pool_fwd(x, kernel_size, stride, padding, dilation, ohw)[1]
 
 
+def _max_pool_values_and_indices(x, kernel_size, stride, padding, dilation, ceil_mode,
+                                 input_shape=None):
+    """Both outputs of one kernel call (a compiled plan pairs max_pool2d with its indices)."""
+    ohw = tuple(_pool_out(x.shape[-2 + i], kernel_size[i], padding[i], stride[i], dilation[i],
+                          ceil_mode) for i in range(2))
+    return _max_pool_fwd(x, kernel_size, stride, padding, dilation, ohw)
+
+
+def _max_pool_values_fwd(x, kernel_size, stride, padding, dilation, ceil_mode, indices=None,
+                         input_shape=None):
+    """The Numba kernel's pooled values (compiled plans; eager calls the kernel directly)."""
+    ohw = tuple(_pool_out(x.shape[-2 + i], kernel_size[i], padding[i], stride[i], dilation[i],
+                          ceil_mode) for i in range(2))
+    return _max_pool_fwd(x, kernel_size, stride, padding, dilation, ohw)[0]
+
+
 def _max_pool_bwd_ref(g, x, indices=None, *, input_shape, kernel_size, stride, padding,
                       dilation, ceil_mode):
     if indices is None:  # (the registry's reference test passes only grad and input)
@@ -604,11 +620,13 @@ MAX_POOL2D_BACKWARD = defop(
 MAX_POOL2D_INDICES = defop(
     name="max_pool2d_indices", kind=REDUCE, inputs=("input",),
     params=_GEOMETRY + ("input_shape",), node=None, ref=_pool_indices_ref,
-    fwd=_max_pool_indices_fwd, samples=S.max_pool2d)
+    fwd=_max_pool_indices_fwd, samples=S.max_pool2d,
+    extra={"joint": ("max_pool2d", _max_pool_values_and_indices)})
 MAX_POOL2D = defop(
     name="max_pool2d", kind=REDUCE, inputs=("input",),
     params=_GEOMETRY + ("indices", "input_shape"),
-    node="MaxPool2DWithIndicesBackward0", ref=_max_pool_ref, save=(0,),
+    node="MaxPool2DWithIndicesBackward0", ref=_max_pool_ref, fwd=_max_pool_values_fwd,
+    save=(0,),
     vjp=lambda g, ins, out, p, n: (max_pool2d_backward(g, ins[0], p["indices"], p),),
     samples=S.max_pool2d)
 

@@ -64,8 +64,11 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = zeros_like(p)
         return state
 
+    traced_hyperparameters = ("lr",)
+
     def _step_group(self, group: dict) -> None:
-        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        lr = self._hyper(group, "lr")
+        (beta1, beta2), eps = group["betas"], group["eps"]
         wd, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
         decoupled = group["decoupled_weight_decay"]
         # under jitgrad.compile tracing, step.item() would bake the step count into the plan

@@ -13,8 +13,11 @@ from collections.abc import Callable, Iterable
 from copy import deepcopy
 from itertools import chain
 
+import numpy as np
+
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..tensor import Tensor
+from ..trace.state import STATE as TRACE
 
 __all__ = ["Optimizer", "required"]
 
@@ -93,17 +96,17 @@ class Optimizer:
         """Reset the gradients of every parameter (to None, or zeroed in place)."""
         for group in self.param_groups:
             for p in group["params"]:
+                if set_to_none:  # without reading .grad first: a compiled step need not guard it
+                    p.grad = None
+                    continue
                 g = p.grad
                 if g is None:
                     continue
-                if set_to_none:
-                    p.grad = None
+                if g.grad_fn is not None:
+                    g.detach_()
                 else:
-                    if g.grad_fn is not None:
-                        g.detach_()
-                    else:
-                        g.requires_grad_(False)
-                    g.zero_()
+                    g.requires_grad_(False)
+                g.zero_()
 
     def step(self, closure: Callable[[], Tensor] | None = None):
         """One update of every parameter that has a gradient; ``closure`` (re-evaluating
@@ -119,6 +122,19 @@ class Optimizer:
 
     def _step_group(self, group: dict) -> None:
         raise NotImplementedError
+
+    #: group options that a step traced by ``jitgrad.compile`` reads afresh at every call
+    #: (so an LR scheduler changing them does not retrace); others are baked into the plan
+    traced_hyperparameters: tuple[str, ...] = ()
+
+    def _hyper(self, group: dict, key: str):
+        """``group[key]``: a Python number eagerly, a 0-d float64 tensor read at every call of
+        the compiled plan when tracing (for keys in ``traced_hyperparameters``)."""
+        tracer = TRACE.tracer
+        if tracer is None or key not in self.traced_hyperparameters:
+            return group[key]
+        return tracer.scalar_input(group, key, np.float64,
+                                   name=f"{type(self).__name__}.{key}")
 
     # -------------------------------------------------------------------- state
     def state_dict(self) -> dict:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ..tensor import Tensor
 from .optimizer import Optimizer, params_with_grad
 
 __all__ = ["SGD"]
@@ -40,8 +41,11 @@ class SGD(Optimizer):
                                   "maximize": maximize, "foreach": foreach,
                                   "differentiable": differentiable, "fused": fused})
 
+    traced_hyperparameters = ("lr",)
+
     def _step_group(self, group: dict) -> None:
-        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        lr = self._hyper(group, "lr")
+        momentum, dampening = group["momentum"], group["dampening"]
         wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
         for p in params_with_grad(group):
             grad = -p.grad if maximize else p.grad
@@ -55,4 +59,7 @@ class SGD(Optimizer):
                 else:
                     buf.mul_(momentum).add_(grad, alpha=1 - dampening)
                 grad = grad.add(buf, alpha=momentum) if nesterov else buf
-            p.add_(grad, alpha=-lr)
+            if isinstance(lr, Tensor):  # traced: the rate is read at every call
+                p.sub_(grad * lr)
+            else:
+                p.add_(grad, alpha=-lr)

@@ -51,7 +51,9 @@ class Source:
     """Where an external array lives at run time.
 
     ``kind``: "arg" (flattened argument ``index``), "tensor" (``obj._data``: a captured
-    tensor), "grad" (``obj._grad._data``: a leaf's gradient read or written in place).
+    tensor), "grad" (``obj._grad._data``: a leaf's gradient read or written in place),
+    "scalar" (``obj = (mapping, key, dtype)``: a number read afresh at every call, e.g. an
+    optimizer's learning rate, so changing it does not retrace).
     """
 
     kind: str
@@ -64,6 +66,9 @@ class Source:
             return args[self.index]._data
         if self.kind == "tensor":
             return self.obj._data
+        if self.kind == "scalar":
+            mapping, key, dtype = self.obj
+            return np.asarray(mapping[key], dtype)
         g = self.obj._grad
         if g is None:
             raise RuntimeError("compiled plan expected a .grad that is gone (guard missed)")
@@ -72,7 +77,7 @@ class Source:
     def describe(self) -> str:
         if self.kind == "arg":
             return f"arg{self.index}"
-        return self.name if self.kind == "tensor" else f"{self.name}.grad"
+        return self.name if self.kind in ("tensor", "scalar") else f"{self.name}.grad"
 
 
 @dataclass(eq=False)

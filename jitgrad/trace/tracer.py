@@ -111,6 +111,18 @@ class Tracer:
         self.graph.externals.append(v)
         return v
 
+    def scalar_input(self, mapping, key, dtype, name: str = ""):
+        """A 0-d tensor holding ``mapping[key]`` that the compiled plan reads afresh at every
+        call (an optimizer's learning rate: a scheduler changing it must not retrace)."""
+        from ..tensor import alias
+
+        arr = np.asarray(mapping[key], dtype)
+        src = Source("scalar", obj=(mapping, key, np.dtype(dtype)), name=name or str(key))
+        v = self._new_var(arr, "ext", src)
+        self.sources[id(arr)] = src
+        self.graph.externals.append(v)
+        return alias(arr)
+
     def operand(self, x):
         from ..tensor import Tensor
 
