@@ -510,6 +510,67 @@ def matmul_impls(jg, shape=(128, 784, 256, 10)):
     return impls, checks
 
 
+# ------------------------------------------------------------------- training steps (W3)
+def _training_workloads():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "benchmarks"))
+    import training_workloads
+
+    return training_workloads
+
+
+def mlp_impls(jg, batch: int, with_torch_compile: bool):
+    tw = _training_workloads()
+    makers = {
+        "numpy": lambda: tw.numpy_mlp_step(batch),
+        "jitgrad": lambda: tw.jitgrad_mlp_step(jg, batch, compiled=False)[0],
+        "jitgrad_compiled": lambda: tw.jitgrad_mlp_step(jg, batch, compiled=True)[0],
+    }
+    torch = optional("torch")
+    if torch:
+        makers["torch_eager"] = lambda: tw.torch_mlp_step(torch, batch)
+        if with_torch_compile:
+            makers["torch_compile"] = lambda: tw.torch_mlp_step(torch, batch, compiled=True)
+    jax = optional("jax")
+    if jax:
+        makers["jax_jit"] = lambda: tw.jax_mlp_step(jax, batch)
+    return _training_impls(makers, "numpy")
+
+
+def cnn_impls(jg, batch: int):
+    tw = _training_workloads()
+    makers = {
+        "jitgrad": lambda: tw.jitgrad_cnn_step(jg, batch, compiled=False)[0],
+        "jitgrad_compiled": lambda: tw.jitgrad_cnn_step(jg, batch, compiled=True)[0],
+    }
+    torch = optional("torch")
+    if torch:
+        state = tw.jitgrad_cnn_initial_state(jg)
+        makers["torch_eager"] = lambda: tw.torch_cnn_step(torch, batch, state)
+    return _training_impls(makers, "jitgrad")
+
+
+def _training_impls(makers: dict, reference: str):
+    """Each implementation's step for timing, and a check: the loss of the third step of a
+    fresh instance (past tracing: a compiled plan runs) against ``reference``'s."""
+    impls = {}
+    for name, make in makers.items():
+        try:
+            impls[name] = make()
+        except Exception as exc:  # e.g. torch.compile without a working compiler
+            print(f"skipped {name}: {type(exc).__name__}: {exc}", flush=True)
+
+    def third_loss(make):
+        step = make()
+        for _ in range(2):
+            step()
+        return float(to_np(step()))
+
+    ref = third_loss(makers[reference])
+    checks = {name: (lambda m=makers[name]: abs(third_loss(m) - ref) / abs(ref))
+              for name in impls}
+    return impls, checks
+
+
 # ------------------------------------------------------------------------------ cold start
 _COLD_TEMPLATE = """
 import json, time
@@ -742,7 +803,7 @@ def versions() -> dict:
 
 
 # ------------------------------------------------------------------------------ main
-WORKLOADS = ("per_op", "seed", "matmul", "chain", "cold")
+WORKLOADS = ("per_op", "seed", "matmul", "chain", "mlp", "cnn", "cold")
 
 
 def main(argv=None) -> int:
@@ -834,6 +895,19 @@ def main(argv=None) -> int:
                 row["bytes"] = nbytes
             run("chain", f"n={n:.0e} {dtype}".replace("e+0", "e"), impls, checks, gbs)
             del impls, checks
+    if "mlp" in todo:
+        tw = _training_workloads()
+        for batch in ((128,) if q else (128, 1024)):
+            impls, checks = mlp_impls(jg, batch, with_torch_compile=not q)
+
+            def mlp_gflops(row, batch=batch):
+                row["gflops"] = tw.mlp_flops(batch) / row["median_s"] / 1e9
+            run("mlp_step", f"784-256-256-10 b{batch} f32 SGD", impls, checks, mlp_gflops)
+            del impls, checks
+    if "cnn" in todo:
+        impls, checks = cnn_impls(jg, 32 if q else 128)
+        run("cnn_step", f"digits CNN b{32 if q else 128} f32 SGD-m", impls, checks)
+        del impls, checks
     if "cold" in todo:
         peers = ["jitgrad", "numpy"] + [p for p in ("torch", "jax")
                                          if not q and PEER_MODULES.get(p) is not None]

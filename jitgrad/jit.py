@@ -511,6 +511,9 @@ def _state_of(o):
         return id(o)
     if isinstance(o, (int, float, bool)) or o is None:
         return ("n", o)
+    if isinstance(getattr(o, "_modules", None), dict) and \
+            isinstance(getattr(o, "_parameters", None), dict):
+        return ("m", _module_state(o))
     if _is_module(o):
         try:
             return ("m", tuple(id(p) for p in o.parameters()),
@@ -530,6 +533,25 @@ def _state_of(o):
                    for p in grp["params"]))
             for grp in o.param_groups))
     return ("x", id(o))
+
+
+def _module_state(root) -> tuple:
+    """Identity and ``training`` flag of every submodule, identities of their parameters
+    and buffers: one walk over jitgrad's ``Module`` dicts (this runs at every call)."""
+    out: list = []
+    seen: set = set()
+    stack = [root]
+    while stack:
+        mod = stack.pop()
+        if id(mod) in seen:
+            continue
+        seen.add(id(mod))
+        out.append(id(mod))
+        out.append(getattr(mod, "training", None))
+        out.extend(id(p) for p in mod._parameters.values())
+        out.extend(id(b) for b in getattr(mod, "_buffers", {}).values())
+        stack.extend(c for c in reversed(mod._modules.values()) if c is not None)
+    return tuple(out)
 
 
 def _modules(m):
@@ -553,6 +575,7 @@ def _closure_names(fn) -> dict:
     g = getattr(target, "__globals__", {})
     objs = [(n, c.cell_contents) for n, c in pairs if _cell_ok(c)]
     objs += [(n, g[n]) for n in code.co_names if n in g]
+    optimizers = []
     for n, o in objs:
         if isinstance(o, Tensor):
             names.setdefault(id(o), n)
@@ -563,6 +586,14 @@ def _closure_names(fn) -> dict:
                     names.setdefault(id(p), f"{n}.{pn}")
             except TypeError:
                 pass
+        elif hasattr(o, "param_groups") and isinstance(getattr(o, "state", None), dict):
+            optimizers.append((n, o))
+    for n, o in optimizers:  # e.g. opt.state[model.0.weight].momentum_buffer
+        for p, st in o.state.items():
+            pname = names.get(id(p), "param")
+            for k, v in st.items():
+                if isinstance(v, Tensor):
+                    names.setdefault(id(v), f"{n}.state[{pname}].{k}")
     return names
 
 

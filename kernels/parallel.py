@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import threading
+from time import perf_counter
 
-__all__ = ["configure_threading", "PARALLEL_LOCK", "needs_lock"]
+__all__ = ["configure_threading", "PARALLEL_LOCK", "needs_lock", "note_blas", "parallel_ok"]
 
 PARALLEL_LOCK = threading.Lock()
 _configured = False
@@ -53,3 +54,29 @@ def configure_threading() -> None:
 def needs_lock() -> bool:
     """Whether parallel launches must hold :data:`PARALLEL_LOCK` (workqueue layer)."""
     return _needs_lock
+
+
+# ---------------------------------------------------------------- BLAS-aware thread use
+#: OpenBLAS's worker threads spin (``sched_yield``) for a while after every multi-threaded
+#: GEMM (``OPENBLAS_THREAD_TIMEOUT``: 2**28 cycles, ~0.1 s, by default). A parallel kernel
+#: launched meanwhile waits for a core that a spinner holds, up to a scheduler slice: 5-8 ms
+#: per launch measured on the 2-core project machine (an MLP training step went from 1.1 ms
+#: to 8-16 ms). So for BLAS_SPIN_S after a GEMM big enough to be threaded, kernels below
+#: BLAS_PARALLEL_MIN elements run on the calling thread.
+BLAS_SPIN_S = 0.1
+BLAS_PARALLEL_MIN = 1 << 24
+#: M*N*K from which OpenBLAS threads a GEMM (its GEMM_MULTITHREAD_THRESHOLD, 4 * 65536)
+BLAS_THREADED_WORK = 1 << 18
+_blas_at = [float("-inf")]
+
+
+def note_blas(work: int) -> None:
+    """Record a BLAS call of ``work`` = M*N*K multiply-adds (matmul, addmm...)."""
+    if work >= BLAS_THREADED_WORK:
+        _blas_at[0] = perf_counter()
+
+
+def parallel_ok(n: int) -> bool:
+    """Whether a parallel kernel over ``n`` elements (already above its size threshold) may
+    run now: not while OpenBLAS's workers may still be spinning, unless ``n`` is huge."""
+    return n >= BLAS_PARALLEL_MIN or perf_counter() - _blas_at[0] > BLAS_SPIN_S

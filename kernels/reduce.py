@@ -29,12 +29,23 @@ _FM = {"reassoc", "contract"}
 
 @njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
 def sum_flat(a):
-    """Sum of a 1-D array, accumulated in float64 (sequential, pairwise-free but exact enough:
-    float64 lanes over float32 data)."""
-    s = 0.0
-    for i in range(a.shape[0]):
-        s += a[i]
-    return s
+    """Sum of a 1-D array, accumulated in float64: the chunks of :func:`sum_flat_par`, summed
+    in the same order on one thread, so both give bit-identical results (the caller may pick
+    either at run time)."""
+    n = a.shape[0]
+    nchunks = (n + CHUNK - 1) // CHUNK
+    partial = np.empty(nchunks, np.float64)
+    for c in range(nchunks):
+        start = c * CHUNK
+        stop = min(start + CHUNK, n)
+        s = 0.0
+        for i in range(start, stop):
+            s += a[i]
+        partial[c] = s
+    total = 0.0
+    for c in range(nchunks):
+        total += partial[c]
+    return total
 
 
 @njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy", parallel=True)

@@ -115,7 +115,8 @@ def test_compare_quick(tmp_path):
     assert data["quick"] is True and data["triad"]["gbs_best"] > 0
     rows = data["results"]
     workloads = {r["workload"] for r in rows}
-    assert workloads == {"per_op", "seed", "matmul", "chain", "cold"}, workloads
+    assert workloads == {"per_op", "seed", "matmul", "chain", "mlp_step", "cnn_step",
+                         "cold"}, workloads
     for r in rows:
         assert r["median_s"] > 0, r
         assert not r.get("check_error"), r

@@ -66,3 +66,37 @@ def test_parallel_sums_are_deterministic_across_thread_counts():
                            env=env, check=True, timeout=300)
         outs.append(r.stdout)
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("shape", [(300_001,), (7, 50_001), (50_001, 3), (3, 20_000, 300)])
+def test_sequential_and_parallel_kernels_give_the_same_bits(shape, rng):
+    """Eager sums pick the parallel or the sequential kernel at run time (sequential while
+    BLAS workers may spin): both must produce identical results."""
+    from jitgrad.kernels import reduce as k
+
+    a = rng.standard_normal(shape).astype(np.float32)
+    if a.ndim == 1:
+        assert k.sum_flat(a) == k.sum_flat_par(a)
+        return
+    a3 = a.reshape((1,) + a.shape) if a.ndim == 2 else a
+    a3 = a3 if a3.shape[0] > 1 else a.reshape(a.shape[0], a.shape[1], 1)
+    outs = []
+    for fn in (k.sum_mid, k.sum_mid_par_outer, k.sum_mid_par_inner):
+        out = np.empty((a3.shape[0], a3.shape[2]), np.float32)
+        fn(a3, 1.0, out)
+        outs.append(out)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(outs[0], outs[2])
+
+
+def test_parallel_use_waits_for_blas_spinners():
+    from jitgrad.kernels import parallel
+
+    parallel._blas_at[0] = float("-inf")
+    assert parallel.parallel_ok(1 << 18)
+    parallel.note_blas(1 << 10)  # too small for OpenBLAS to thread: no spinners
+    assert parallel.parallel_ok(1 << 18)
+    parallel.note_blas(1 << 20)
+    assert not parallel.parallel_ok(1 << 18)
+    assert parallel.parallel_ok(parallel.BLAS_PARALLEL_MIN)  # huge work: still parallel
+    parallel._blas_at[0] = float("-inf")

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from .. import config
+from ..kernels.parallel import parallel_ok
 from ..trace.interpreter import apply_effects, run_eqn
 from ..trace.ir import Graph, Lit, Var
 from . import cache
@@ -60,7 +61,7 @@ class _GroupRunner:
         p = code.split
         self.R = int(math.prod(shape[:p]))
         self.C = int(math.prod(shape[p:]))
-        self.kernel = self.k_par if self.n >= _parallel_min() else self.k_seq
+        self.big = self.n >= _parallel_min()  # parallel when no BLAS worker may be spinning
         self.scalars = [np.dtype(dt).type(v) for v, dt in code.scalars]
         self.ops = [(id(v), pat) for v, pat in code.operands]
         self.outs = [(id(v), v.shape, v.dtype) for v in code.outputs]
@@ -95,7 +96,7 @@ class _GroupRunner:
                 r[:] = 0.0
             parts.append(r)
             args.append(r)
-        self.kernel(*args)
+        (self.k_par if self.big and parallel_ok(self.n) else self.k_seq)(*args)
         for (k, shape, dt, kind, scale, _), r in zip(self.reds, parts):
             val = r.sum() if kind == "all" else r
             env[k] = np.asarray(val * scale, dtype=dt).reshape(shape)
@@ -147,9 +148,7 @@ class Plan:
                 self.runners.append(_GroupRunner(s.group, code, src, cache_dir))
                 self.n_kernels += 1
             else:
-                e = s.eqn
-                self.runners.append(lambda env, e=e: env.__setitem__(
-                    id(e.out), run_eqn(e, env, reference=False)))
+                self.runners.append(_call_runner(s.eqn))
 
     # ------------------------------------------------------------------------- running
     def _env(self, in_arrays: list) -> dict:
@@ -163,10 +162,11 @@ class Plan:
             for e in self.graph.eqns:
                 env[id(e.out)] = run_eqn(e, env, reference=True)
             return
-        for r, drop in zip(self.runners, self.drops):
-            r(env)
-            for k in drop:  # free values after their last reader (peak memory <= eager)
-                del env[k]
+        with np.errstate(all="ignore"):  # as NumPy's ufuncs inside the kernels: inf/nan
+            for r, drop in zip(self.runners, self.drops):
+                r(env)
+                for k in drop:  # free values after their last reader (peak memory <= eager)
+                    del env[k]
 
     def run(self, flat: list) -> list:
         """Forward graphs: arguments are the flattened call's tensors. Returns the outputs,
@@ -192,6 +192,24 @@ class Plan:
 
     def source(self) -> str:
         return "\n\n".join(self.sources)
+
+
+def _call_runner(e):
+    """A runner for one non-fused equation (BLAS, reductions, opaque kernels): the function
+    and the argument slots are resolved once, not at every call."""
+    if isinstance(e.op, str) or e.op.kind == "elementwise":
+        return lambda env: env.__setitem__(id(e.out), run_eqn(e, env, reference=False))
+    fn = e.op.ref if e.op.fwd is None else e.op.fwd
+    slots = tuple((True, id(i)) if isinstance(i, Var) else
+                  (False, i.value if isinstance(i, Lit) else i) for i in e.ins)
+    params, key, dtype = e.params, id(e.out), np.dtype(e.out.dtype)
+
+    def run(env):
+        out = fn(*[env[x] if is_var else x for is_var, x in slots], **params)
+        if type(out) is not np.ndarray:
+            out = np.asarray(out)
+        env[key] = out if out.dtype == dtype else out.astype(dtype)
+    return run
 
 
 def _shared_kernels(steps) -> dict:

@@ -11,7 +11,7 @@ import numpy as np
 from ..trace.interpreter import run_eqn
 from ..trace.ir import Eqn, Graph, Lit, Var
 
-__all__ = ["optimize", "dce", "cse", "fold_views", "fold_constants"]
+__all__ = ["optimize", "dce", "cse", "fold_views", "fold_constants", "transpose_matmuls"]
 
 #: constants up to this many elements are folded (bigger ones stay equations: a folded
 #: constant is an array the plan holds for its lifetime)
@@ -134,6 +134,44 @@ def dce(graph: Graph, keep=()) -> None:
     graph.eqns = list(reversed(out))
 
 
+def _is_transpose(e: Eqn) -> bool:
+    return (not isinstance(e.op, str) and e.op.name == "permute"
+            and tuple(e.params.get("dims", ())) == (1, 0) and isinstance(e.ins[0], Var))
+
+
+def transpose_matmuls(graph: Graph, keep=()) -> None:
+    """``(a @ b).T`` -> ``b.T @ a.T`` for 2-D matmuls read only through their transpose (a
+    weight gradient ``(x.T @ g).T``): BLAS takes transposed operands for free, and the
+    result comes out contiguous, so the optimizer update that reads it streams memory
+    instead of striding across it. The original matmul is left for DCE."""
+    uses: dict = {}
+    for v in list(graph.outputs) + list(keep) + [v for _, v in graph.writes] + [
+            v for _, v in graph.grad_sets if v is not None]:
+        uses[id(v)] = uses.get(id(v), 0) + 2  # never rewritten away
+    for e in graph.eqns:
+        for i in e.ins:
+            if isinstance(i, Var):
+                uses[id(i)] = uses.get(id(i), 0) + 1
+    producer = {id(e.out): e for e in graph.eqns}
+    n = max((v.n for v in graph.all_vars()), default=0) + 1
+    out = []
+    for e in graph.eqns:
+        m = producer.get(id(e.ins[0])) if _is_transpose(e) else None
+        if (m is not None and not isinstance(m.op, str) and m.op.name == "matmul"
+                and uses.get(id(m.out)) == 1 and len(m.out.shape) == 2
+                and all(isinstance(i, Var) and len(i.shape) == 2 for i in m.ins)):
+            a, b = m.ins
+            bt = Var(n, (b.shape[1], b.shape[0]), b.dtype)
+            at = Var(n + 1, (a.shape[1], a.shape[0]), a.dtype)
+            n += 2
+            out.append(Eqn(e.op, (b,), bt, dict(e.params)))
+            out.append(Eqn(e.op, (a,), at, dict(e.params)))
+            out.append(Eqn(m.op, (bt, at), e.out, dict(m.params), m.cdt))
+            continue
+        out.append(e)
+    graph.eqns = out
+
+
 def optimize(graph: Graph, keep=()) -> list:
     """Run the passes in order; returns ``keep`` with CSE replacements applied."""
     fold_views(graph)
@@ -141,5 +179,6 @@ def optimize(graph: Graph, keep=()) -> list:
     cse(graph)
     rep = getattr(graph, "_cse_replace", {})
     keep = [rep.get(id(v), v) for v in keep]
+    transpose_matmuls(graph, keep)
     dce(graph, keep)
     return keep

@@ -31,6 +31,7 @@ import operator
 
 import numpy as np
 
+from ..kernels.parallel import parallel_ok
 from ..shapes import fmt_shape
 from ..tensor import Tensor, wrap
 from . import samples as S
@@ -68,7 +69,11 @@ def _out_hw(hw, k, stride, padding, dilation):
 
 
 def _par(macs: int) -> bool:
-    return macs >= PARALLEL_MIN_MACS
+    return macs >= PARALLEL_MIN_MACS and parallel_ok(macs)
+
+
+def _big(work: int) -> bool:
+    return work >= PARALLEL_MIN_WORK and parallel_ok(work)
 
 
 def _padded(x, padding):
@@ -79,7 +84,7 @@ def _padded(x, padding):
     t, b, lft, r = padding
     N, C, H, W = x.shape
     out = np.empty((N, C, H + t + b, W + lft + r), x.dtype)
-    (_k().pad_par if out.size >= PARALLEL_MIN_WORK else _k().pad)(x, t, lft, out)
+    (_k().pad_par if _big(out.size) else _k().pad)(x, t, lft, out)
     return out
 
 
@@ -462,7 +467,7 @@ def _max_pool_fwd(x, kernel_size, stride, padding, dilation, ohw):
     xp = _planes(x)
     out = np.empty((xp.shape[0],) + ohw, x.dtype)
     idx = np.empty(out.shape, np.int64)
-    big = out.size * kernel_size[0] * kernel_size[1] >= PARALLEL_MIN_WORK
+    big = _big(out.size * kernel_size[0] * kernel_size[1])
     (_k().max_pool_par if big else _k().max_pool)(
         xp, *kernel_size, *stride, *padding, *dilation, out, idx)
     shape = x.shape[:-2] + ohw
@@ -488,7 +493,7 @@ def _max_pool_bwd(g, x, indices, input_shape, **geometry):
     gp = _planes(g)
     ip = np.ascontiguousarray(indices).reshape(gp.shape)
     out = np.empty((gp.shape[0],) + tuple(input_shape[-2:]), g.dtype)
-    big = out.size >= PARALLEL_MIN_WORK
+    big = _big(out.size)
     (_k().max_pool_backward_par if big else _k().max_pool_backward)(gp, ip, out)
     return out.reshape(input_shape)
 
@@ -677,7 +682,7 @@ def _avg_pool_fwd(x, input_shape, kernel_size, stride, padding, ceil_mode, count
     ohw = _avg_out_hw(x.shape, kernel_size, stride, padding, ceil_mode)
     xp = _planes(x)
     out = np.empty((xp.shape[0],) + ohw, x.dtype)
-    big = out.size * kernel_size[0] * kernel_size[1] >= PARALLEL_MIN_WORK
+    big = _big(out.size * kernel_size[0] * kernel_size[1])
     (_k().avg_pool_par if big else _k().avg_pool)(
         xp, *_avg_args(kernel_size, stride, padding, count_include_pad, divisor_override), out)
     return out.reshape(x.shape[:-2] + ohw)
@@ -687,7 +692,7 @@ def _avg_pool_bwd(g, x, input_shape, kernel_size, stride, padding, ceil_mode, co
                   divisor_override):
     gp = _planes(g)
     out = np.empty((gp.shape[0],) + tuple(input_shape[-2:]), g.dtype)
-    big = gp.size * kernel_size[0] * kernel_size[1] >= PARALLEL_MIN_WORK
+    big = _big(gp.size * kernel_size[0] * kernel_size[1])
     (_k().avg_pool_backward_par if big else _k().avg_pool_backward)(
         gp, *_avg_args(kernel_size, stride, padding, count_include_pad, divisor_override), out)
     return out.reshape(input_shape)

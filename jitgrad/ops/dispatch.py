@@ -12,6 +12,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd import grad_mode
 from ..autograd.node import _seq, save_input, save_output
+from ..kernels.parallel import parallel_ok
 from ..shapes import broadcast_many, broadcast_shapes
 from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
@@ -209,6 +210,7 @@ def _finish(op: OpDef, res, params, a, b, same_meta: bool, cdt) -> Tensor:
 
 _NO_ARG = object()
 _PAR_MIN = eager_kernels.PARALLEL_MIN_SIZE
+_par_ok = parallel_ok
 _empty = np.empty
 
 
@@ -221,7 +223,7 @@ def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
         ks = eager_kernels.fast_kernels(op, dt)
     if ks is not None:
         out = _empty(ad.shape, ks[2])
-        k = ks[1] if out.size >= _PAR_MIN else ks[0]
+        k = ks[1] if out.size >= _PAR_MIN and _par_ok(out.size) else ks[0]
         pargs = eager_kernels.param_args(op, params, dt) if params else ()
         if ad.ndim == 1:
             k(ad, *pargs, out)
@@ -254,7 +256,7 @@ def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
                     ks = eager_kernels.fast_kernels(op, dt)
                 if ks is not None:
                     out = _empty(ad.shape, ks[2])
-                    k = ks[1] if out.size >= _PAR_MIN else ks[0]
+                    k = ks[1] if out.size >= _PAR_MIN and _par_ok(out.size) else ks[0]
                     pargs = eager_kernels.param_args(op, params, dt) if params else ()
                     if ad.ndim == 1:
                         k(ad, bd, *pargs, out)
@@ -268,7 +270,7 @@ def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
                     ks = eager_kernels.fast_kernels(op, dt)
                 if ks is not None:
                     out = _empty(ad.shape, ks[2])
-                    k = ks[1] if out.size >= _PAR_MIN else ks[0]
+                    k = ks[1] if out.size >= _PAR_MIN and _par_ok(out.size) else ks[0]
                     pargs = eager_kernels.param_args(op, params, dt) if params else ()
                     if ad.ndim == 1:
                         k(ad, dt.type(b), *pargs, out)

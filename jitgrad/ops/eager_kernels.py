@@ -15,6 +15,7 @@ import itertools
 
 import numpy as np
 
+from ..kernels.parallel import parallel_ok
 from ..trace.state import STATE as _TRACE
 from .registry import OpDef
 
@@ -111,7 +112,7 @@ def run(op: OpDef, operands: tuple, params, cdt, odt) -> np.ndarray:
         n = out.size
         args = tuple(x.reshape(-1) if type(x) is _ndarray else x for x in operands)
         args += _param_args(op, params, cdt)
-        variant = "1d_par" if n >= PARALLEL_MIN_SIZE else "1d"
+        variant = "1d_par" if n >= PARALLEL_MIN_SIZE and parallel_ok(n) else "1d"
         kernel(op.name, cdt, variant)(*args, out.reshape(-1))
         return out
     return _run_broadcast(op, operands, params, cdt, odt)

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ..kernels.parallel import parallel_ok
 from .eager_kernels import PARALLEL_MIN_SIZE, use_kernels
 
 __all__ = ["sum_float"]
@@ -59,7 +60,7 @@ def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> 
     P = math.prod(shape[:d0])
     R = math.prod(shape[d0:d1 + 1])
     Q = math.prod(shape[d1 + 1:])
-    big = a.size >= PARALLEL_MIN_SIZE
+    big = a.size >= PARALLEL_MIN_SIZE and parallel_ok(a.size)  # same bits either way
     if P == 1 and Q == 1:
         flat = a.reshape(-1)
         total = k.sum_flat_par(flat) if big else k.sum_flat(flat)
@@ -107,7 +108,7 @@ def rowwise(name: str, arrays: tuple, dim: int, reduce_out: bool = False) -> np.
     R = a0.size // C if C else 0
     two = [a.reshape(R, C) for a in arrs]
     k = _softmax_kernels()
-    par = a0.size >= PARALLEL_MIN_SIZE and R > 1
+    par = a0.size >= PARALLEL_MIN_SIZE and R > 1 and parallel_ok(a0.size)
     fn = getattr(k, name + ("_par" if par else ""))
     if reduce_out:
         out = np.empty(R, a0.dtype)

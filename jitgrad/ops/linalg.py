@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels.parallel import note_blas
 from ..shapes import broadcast_shapes, fmt_shape
 from ..tensor import Tensor
 from .dispatch import as_tensor_arg, call
@@ -25,6 +26,13 @@ def _node_name(p) -> str:
     if na == 1 and nb == 2:
         return "SqueezeBackward4"
     return "UnsafeViewBackward0"
+
+
+def _blas_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` through NumPy's BLAS, noting the call (see ``kernels.parallel.note_blas``)."""
+    out = np.asarray(np.matmul(a, b))
+    note_blas(out.size * (a.shape[-1] if a.ndim else 1))
+    return out
 
 
 def _matmul_vjp(g, ins, out, p, n):
@@ -65,7 +73,7 @@ def _reduce_to(g: Tensor, shape) -> Tensor:
 
 
 MATMUL = defop(name="matmul", kind=OPAQUE, inputs=("a", "b"), params=("ndims",),
-               node=_node_name, ref=lambda a, b, ndims, bmm=False: np.asarray(np.matmul(a, b)),
+               node=_node_name, ref=lambda a, b, ndims, bmm=False: _blas_matmul(a, b),
                vjp=_matmul_vjp, save=(0, 1), cast_grads=True)
 
 

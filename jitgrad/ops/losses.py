@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels.parallel import parallel_ok
 from ..shapes import fmt_shape
 from ..tensor import Tensor
 from .dispatch import as_tensor_arg
@@ -100,7 +101,8 @@ def _bce_grad_eager(g, x, y, w, pw, reduction, shape):
         fg = g.reshape(()).item() / (x.size if reduction == "mean" else 1)
         fg = x.dtype.type(fg)
     out = np.empty(x.size, x.dtype)
-    fn = k.bce_logits_grad_par if x.size >= PARALLEL_MIN_SIZE else k.bce_logits_grad
+    fn = (k.bce_logits_grad_par if x.size >= PARALLEL_MIN_SIZE and parallel_ok(x.size)
+          else k.bce_logits_grad)
     fn(fx, fy, fw, fpw, fg, out)
     return out.reshape(shape)
 

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from ...kernels.parallel import parallel_ok
 from ...shapes import fmt_shape
 from ...tensor import Tensor
 from .. import samples as S
@@ -125,7 +126,7 @@ def _ln_eager(x, w, b, normalized_shape, eps):
 
     rows = _rows(x, normalized_shape)
     out = np.empty_like(rows)
-    fn = K.layer_norm_par if x.size >= PARALLEL_MIN_SIZE else K.layer_norm
+    fn = K.layer_norm_par if x.size >= PARALLEL_MIN_SIZE and parallel_ok(x.size) else K.layer_norm
     fn(rows, _flat(w), _flat(b), float(eps), out)
     return out.reshape(x.shape)
 
@@ -137,7 +138,8 @@ def _ln_grad_eager(g, x, w, normalized_shape, eps):
 
     rows = _rows(x, normalized_shape)
     out = np.empty_like(rows)
-    fn = K.layer_norm_backward_par if x.size >= PARALLEL_MIN_SIZE else K.layer_norm_backward
+    fn = (K.layer_norm_backward_par if x.size >= PARALLEL_MIN_SIZE and parallel_ok(x.size)
+          else K.layer_norm_backward)
     fn(_rows(g, normalized_shape), rows, _flat(w), float(eps), out)
     return out.reshape(x.shape)
 

@@ -1,0 +1,146 @@
+"""Training steps (the "Training" issue's workloads; models in ``training_workloads.py``):
+
+* ``time_step``: one full step (forward, cross-entropy, backward, SGD update), eager or
+  compiled with ``jitgrad.compile`` (traced and compiled in ``setup``);
+* ``peakmem_step``: the process's peak memory over a step, eager vs compiled;
+* ``time_compile_*``: tracing + compiling a fresh training step (``number = 1``);
+* ``track_*``: fused kernels in the step's plan, traces over epochs with a short last batch.
+"""
+
+import os
+import sys
+
+import numpy as np
+
+import jitgrad
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import training_workloads as tw  # noqa: E402
+
+
+class MLPStep:
+    """MLP 784-256-256-10, ReLU, softmax cross-entropy, SGD, float32 (peers' W3)."""
+
+    params = [[128, 1024], ["eager", "compiled"]]
+    param_names = ["batch", "mode"]
+    quick_params = [[16], ["eager", "compiled"]]
+
+    def setup(self, batch, mode):
+        self.step, self.fn = tw.jitgrad_mlp_step(jitgrad, batch, compiled=mode == "compiled")
+        for _ in range(3):  # compiled: trace, build, run
+            self.step()
+
+    def time_step(self, batch, mode):
+        self.step()
+
+    def peakmem_step(self, batch, mode):
+        self.step()
+
+    def track_gflops(self, batch, mode):
+        import time
+
+        n = 5
+        t0 = time.perf_counter()
+        for _ in range(n):
+            self.step()
+        return tw.mlp_flops(batch) * n / (time.perf_counter() - t0) / 1e9
+
+    track_gflops.unit = "GFLOP/s"
+
+
+class MLPStepPlan:
+    """What the compiled MLP step's plan holds."""
+
+    params = [128]
+    param_names = ["batch"]
+    quick_params = [16]
+
+    def setup(self, batch):
+        step, self.fn = tw.jitgrad_mlp_step(jitgrad, batch, compiled=True)
+        for _ in range(3):
+            step()
+        self.plan = next(iter(self.fn._entries.values()))[0].plan
+
+    def track_fused_kernels(self, batch):
+        return self.plan.n_kernels
+
+    def track_steps(self, batch):
+        return len(self.plan.steps)
+
+
+class CNNStep:
+    """The demo's CNN on 1x8x8 images, SGD with momentum."""
+
+    params = [[32, 128], ["eager", "compiled"]]
+    param_names = ["batch", "mode"]
+    quick_params = [[4], ["eager", "compiled"]]
+
+    def setup(self, batch, mode):
+        self.step, _ = tw.jitgrad_cnn_step(jitgrad, batch, compiled=mode == "compiled")
+        for _ in range(3):
+            self.step()
+
+    def time_step(self, batch, mode):
+        self.step()
+
+    def peakmem_step(self, batch, mode):
+        self.step()
+
+
+class TrainingStepCompile:
+    """Tracing + compiling a fresh MLP training step (the kernel disk cache is warm after the
+    first sample: this is what a new process or a retrace pays)."""
+
+    number = 1
+    repeat = 5
+    quick_params = None
+
+    def time_compile_mlp_step(self):
+        step, _ = tw.jitgrad_mlp_step(jitgrad, 32, compiled=True)
+        step()  # trace
+        step()  # build the plan, run it
+
+
+class TrainingRetraces:
+    """Epochs over a DataLoader whose last batch is short (drop_last=False): traces in the
+    first epoch (optimizer state created, steady state, short batch) and in later ones."""
+
+    quick_params = None
+
+    def setup(self):
+        import jitgrad.nn as nn
+        import jitgrad.nn.functional as F
+        from jitgrad.utils.data import DataLoader, TensorDataset
+
+        rng = np.random.default_rng(0)
+        x = jitgrad.tensor(rng.standard_normal((100, 20)).astype(np.float32))
+        y = jitgrad.tensor(rng.integers(0, 5, 100))
+        model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 5))
+        opt = jitgrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        sched = jitgrad.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.9)
+
+        @jitgrad.compile
+        def step(xb, yb):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(xb), yb)
+            loss.backward()
+            opt.step()
+            return loss
+
+        self.step, self.sched = step, sched
+        self.loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True,
+                                 generator=jitgrad.Generator().manual_seed(0))
+
+    def _epoch(self) -> int:
+        before = self.step.stats["traces"]
+        for xb, yb in self.loader:
+            self.step(xb, yb)
+        self.sched.step()  # a new learning rate: read at every call, no retrace
+        return self.step.stats["traces"] - before
+
+    def track_traces_first_epoch(self):
+        return self._epoch()
+
+    def track_traces_later_epochs(self):
+        self._epoch()
+        return sum(self._epoch() for _ in range(3))

@@ -1,0 +1,224 @@
+"""Training-step workloads shared by the asv suite (``bench_training.py``) and the peer report
+(``compare.py``): one full step (forward, loss, backward, update) of
+
+* the MLP of the peers' W3: float32 784-256-256-10, ReLU, softmax cross-entropy (mean), plain
+  SGD lr=0.01, the same batch every step, weights as ``shared/peers-bench/w3_mlp.py`` draws
+  them (so the first-step losses of every implementation agree);
+* the small CNN of ``examples/train_digits.py`` (two 3x3 conv + ReLU + 2x2 max-pool blocks,
+  a linear head) on 1x8x8 images, SGD with momentum.
+
+Every ``*_step`` builder returns ``step() -> loss`` (a scalar of its library); the state of
+each implementation advances with every call, as in training.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MLP_SIZES = (784, 256, 256, 10)
+LR = 0.01
+
+
+def mlp_flops(batch: int) -> float:
+    """GEMM FLOPs of one MLP step (bias, ReLU, softmax and the update are O(B*H))."""
+    d0, d1, d2, d3 = MLP_SIZES
+    fwd = 2 * batch * (d0 * d1 + d1 * d2 + d2 * d3)
+    return 2 * fwd + 2 * batch * (d1 * d2 + d2 * d3)  # backward: dW as forward, dX but layer 1
+
+
+def mlp_data(batch: int):
+    """``x, y, [W1, b1, W2, b2, W3, b3]`` with W as (fan_in, fan_out), He-scaled."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, MLP_SIZES[0])).astype(np.float32)
+    y = rng.integers(0, MLP_SIZES[-1], size=batch).astype(np.int64)
+    params = []
+    for fan_in, fan_out in zip(MLP_SIZES[:-1], MLP_SIZES[1:]):
+        w = (rng.standard_normal((fan_in, fan_out)) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+        params += [w, np.zeros(fan_out, dtype=np.float32)]
+    return x, y, params
+
+
+def mlp_loss0(batch: int) -> float:
+    """The first step's loss in float64 (the reference every implementation is checked on)."""
+    x, y, params = mlp_data(batch)
+    a = x.astype(np.float64)
+    for i in range(3):
+        a = a @ params[2 * i].astype(np.float64) + params[2 * i + 1]
+        if i < 2:
+            a = np.maximum(a, 0)
+    a = a - a.max(axis=1, keepdims=True)
+    logp = a - np.log(np.exp(a).sum(axis=1, keepdims=True))
+    return float(-logp[np.arange(batch), y].mean())
+
+
+def numpy_mlp_step(batch: int):
+    """Hand-written NumPy forward/backward/update (the peers' W3 code)."""
+    x, y, params = mlp_data(batch)
+    w1, b1, w2, b2, w3, b3 = params
+    rows = np.arange(batch)
+
+    def step():
+        h1 = x @ w1
+        h1 += b1
+        a1 = np.maximum(h1, 0)
+        h2 = a1 @ w2
+        h2 += b2
+        a2 = np.maximum(h2, 0)
+        logits = a2 @ w3
+        logits += b3
+        logits -= logits.max(axis=1, keepdims=True)
+        e = np.exp(logits)
+        p = e / e.sum(axis=1, keepdims=True)
+        loss = -np.log(p[rows, y]).mean()
+        d = p
+        d[rows, y] -= 1
+        d /= batch
+        dw3, db3 = a2.T @ d, d.sum(axis=0)
+        da2 = d @ w3.T
+        da2 *= h2 > 0
+        dw2, db2 = a1.T @ da2, da2.sum(axis=0)
+        da1 = da2 @ w2.T
+        da1 *= h1 > 0
+        dw1, db1 = x.T @ da1, da1.sum(axis=0)
+        for p_, g in ((w1, dw1), (b1, db1), (w2, dw2), (b2, db2), (w3, dw3), (b3, db3)):
+            p_ -= LR * g
+        return float(loss)
+    return step
+
+
+def _copy_linears(linears, params, tensor_from_numpy) -> None:
+    for i, lin in enumerate(linears):
+        lin.weight.data.copy_(tensor_from_numpy(np.ascontiguousarray(params[2 * i].T)))
+        lin.bias.data.copy_(tensor_from_numpy(params[2 * i + 1].copy()))
+
+
+def _train_step(model, opt, F):
+    def step(xb, yb):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(xb), yb)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def jitgrad_mlp_step(jg, batch: int, compiled: bool):
+    """``nn.Sequential`` + ``F.cross_entropy`` + ``optim.SGD`` — compiled: the whole step
+    under ``jitgrad.compile`` (traced by the first call, made here)."""
+    import jitgrad.nn as nn
+    import jitgrad.nn.functional as F
+
+    x, y, params = mlp_data(batch)
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 10))
+    _copy_linears([m for m in model if isinstance(m, nn.Linear)], params, jg.from_numpy)
+    opt = jg.optim.SGD(model.parameters(), lr=LR)
+    step = _train_step(model, opt, F)
+    if compiled:
+        step = jg.compile(step)
+    xt, yt = jg.from_numpy(x), jg.from_numpy(y)
+    return (lambda: step(xt, yt)), step
+
+
+def torch_mlp_step(torch, batch: int, compiled: bool = False):
+    """PyTorch eager (or ``torch.compile`` of the whole step): the same model and update."""
+    import torch.nn.functional as F
+    from torch import nn
+
+    x, y, params = mlp_data(batch)
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 10))
+    with torch.no_grad():
+        _copy_linears([m for m in model if isinstance(m, nn.Linear)], params, torch.from_numpy)
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    step = _train_step(model, opt, F)
+    if compiled:
+        step = torch.compile(step)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    return lambda: step(xt, yt).detach()
+
+
+def jax_mlp_step(jax, batch: int):
+    """``jax.jit`` of value_and_grad + the SGD update, parameters donated."""
+    jnp = jax.numpy
+    x, y, params = mlp_data(batch)
+
+    def loss_fn(p, xb, yb):
+        w1, b1, w2, b2, w3, b3 = p
+        a1 = jax.nn.relu(xb @ w1 + b1)
+        a2 = jax.nn.relu(a1 @ w2 + b2)
+        logp = jax.nn.log_softmax(a2 @ w3 + b3)
+        return -jnp.mean(jnp.take_along_axis(logp, yb[:, None], axis=1))
+
+    def train_step(p, xb, yb):
+        loss, g = jax.value_and_grad(loss_fn)(p, xb, yb)
+        return [pi - LR * gi for pi, gi in zip(p, g)], loss
+
+    jstep = jax.jit(train_step, donate_argnums=0)
+    state = {"p": [jnp.asarray(a) for a in params]}
+    xj, yj = jnp.asarray(x), jnp.asarray(y.astype(np.int32))
+
+    def step():
+        state["p"], loss = jstep(state["p"], xj, yj)
+        jax.block_until_ready((state["p"], loss))
+        return loss
+    return step
+
+
+# ------------------------------------------------------------------------------------- CNN
+CNN_LR = 0.05
+
+
+def cnn_data(batch: int):
+    rng = np.random.default_rng(1)
+    x = rng.random((batch, 1, 8, 8), dtype=np.float32)
+    y = rng.integers(0, 10, size=batch).astype(np.int64)
+    return x, y
+
+
+def _cnn(nn):
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(256, 10))
+
+
+def jitgrad_cnn_step(jg, batch: int, compiled: bool):
+    """The demo's CNN (without dropout, for a deterministic step), SGD with momentum."""
+    import jitgrad.nn as nn
+    import jitgrad.nn.functional as F
+
+    x, y = cnn_data(batch)
+    jg.manual_seed(0)
+    model = _cnn(nn)
+    opt = jg.optim.SGD(model.parameters(), lr=CNN_LR, momentum=0.9)
+    step = _train_step(model, opt, F)
+    if compiled:
+        step = jg.compile(step)
+    xt, yt = jg.from_numpy(x), jg.from_numpy(y)
+    return (lambda: step(xt, yt)), step
+
+
+def torch_cnn_step(torch, batch: int, jg_model_state: dict | None = None):
+    """PyTorch eager, same architecture (weights from ``jg_model_state`` when given)."""
+    import torch.nn.functional as F
+    from torch import nn
+
+    x, y = cnn_data(batch)
+    model = _cnn(nn)
+    if jg_model_state is not None:
+        model.load_state_dict({k: torch.from_numpy(np.array(v, copy=True))
+                               for k, v in jg_model_state.items()})
+    opt = torch.optim.SGD(model.parameters(), lr=CNN_LR, momentum=0.9)
+    step = _train_step(model, opt, F)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    return lambda: step(xt, yt).detach()
+
+
+def jitgrad_cnn_initial_state(jg) -> dict:
+    """The CNN's initial weights under ``manual_seed(0)`` as NumPy arrays (to give PyTorch
+    the same start)."""
+    import jitgrad.nn as nn
+
+    jg.manual_seed(0)
+    return {k: v.numpy().copy() for k, v in _cnn(nn).state_dict().items()}
