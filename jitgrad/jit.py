@@ -82,6 +82,21 @@ def _mark_joint_output(t: Tensor, edges: tuple) -> None:
     t._grad_fn = new_node(_JointOutput, edges, None, None)
 
 
+def _wrap_result(arr) -> Tensor:
+    """A plan's output as a tensor with no history (plans run outside any trace)."""
+    t = _new_tensor(Tensor)
+    t._data = arr
+    t._requires_grad = False
+    t._grad_fn = None
+    t._grad = None
+    t._vc = [0]
+    return t
+
+
+_new_tensor = object.__new__
+_LEAF = ("T",)  # pytree's treedef of a single tensor
+
+
 class _Entry:
     """One traced signature: forward (and backward) graphs and their plans."""
 
@@ -113,7 +128,7 @@ class _Entry:
         gi = self.grad_info
         outs = self.plan.run(flat)
         n_out = len(self.graph.outputs)
-        tensors = [wrap(a) for a in outs[:n_out]]
+        tensors = [_wrap_result(a) for a in outs[:n_out]]
         if gi is not None and grad_mode.STATE.enabled:
             self._attach_backward(flat, tensors, outs[n_out:])
         elif self.joint and grad_mode.STATE.enabled and self.joint_outputs:
@@ -121,7 +136,16 @@ class _Entry:
                           for t in flat if t._requires_grad)
             for i in self.joint_outputs:
                 _mark_joint_output(tensors[i], edges)
-        return unflatten(self.out_tree, tensors)
+        return self._unflatten(tensors)
+
+    def _unflatten(self, tensors: list):
+        tree = self.out_tree
+        if tree == _LEAF:
+            return tensors[0]
+        if tree[0] == "tuple" and all(c == _LEAF for c in tree[1]):
+            self._unflatten = tuple  # the structure never changes: decide once
+            return tuple(tensors)
+        return unflatten(tree, tensors)
 
     # --------------------------------------------------------------- autograd glue
     def _attach_backward(self, flat, tensors, residual_arrays):
@@ -219,23 +243,36 @@ class CompiledFunction:
 
     # ------------------------------------------------------------------------ calls
     def _key(self, flat, treedef) -> tuple:
-        return (treedef, tuple((t._data.shape, t._data.dtype.str, t._requires_grad,
-                                bool(t._hooks)) for t in flat),
+        return (treedef, tuple([(t._data.shape, t._data.dtype, t._requires_grad,
+                                 bool(t._hooks)) for t in flat]),
                 grad_mode.STATE.enabled)
 
     def __call__(self, *args, **kwargs):
         self.stats["calls"] += 1
         if _TRACE.tracer is not None:  # nested compiled call: inline into the outer trace
             return self.fn(*args, **kwargs)
-        if not kwargs and all(type(a) is Tensor for a in args):  # the common case, fast
+        fast = not kwargs
+        if fast:
+            for a in args:
+                if type(a) is not Tensor:
+                    fast = False
+                    break
+        if fast:  # the common case: tensor arguments only
             flat = list(args)
             treedef = _TENSOR_ARGS_TREES.get(len(args)) or _tensor_args_tree(len(args))
         else:
             flat, treedef = flatten((args, kwargs))
         key = self._key(flat, treedef)
-        if key in self._eager_keys:
+        if self._eager_keys and key in self._eager_keys:
             return self.fn(*args, **kwargs)
         closure_ids = self._closure.current()
+        entries = self._entries.get(key)
+        if entries:  # fast path: the newest entry of this key, guards holding
+            entry = entries[0]
+            if entry.closure_ids == closure_ids and (not entry.guards or
+                                                     entry.guards_hold() is None):
+                self.stats["cache_hits"] += 1
+                return entry.run(flat)
         entry, reason = self._lookup(key, closure_ids)
         if entry is None:
             with self._lock:  # one trace at a time; a thread that waited may find it done
