@@ -22,6 +22,7 @@ from . import config
 from .autograd import grad_mode
 from .autograd.node import FREED_MESSAGE, Node, node_class, save_input
 from .tensor import Tensor, wrap
+from .tensor import alias as _wrap_result  # a plan output: a new tensor, nothing to trace
 from .trace.pytree import flatten, unflatten
 from .trace.state import STATE as _TRACE
 from .trace.tracer import Tracer
@@ -82,18 +83,6 @@ def _mark_joint_output(t: Tensor, edges: tuple) -> None:
     t._grad_fn = new_node(_JointOutput, edges, None, None)
 
 
-def _wrap_result(arr) -> Tensor:
-    """A plan's output as a tensor with no history (plans run outside any trace)."""
-    t = _new_tensor(Tensor)
-    t._data = arr
-    t._requires_grad = False
-    t._grad_fn = None
-    t._grad = None
-    t._vc = [0]
-    return t
-
-
-_new_tensor = object.__new__
 _LEAF = ("T",)  # pytree's treedef of a single tensor
 
 

@@ -15,7 +15,7 @@ from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from . import hooks as H
 from . import state_dict as SD
-from .parameter import Parameter
+from .parameter import Parameter, zero_grads
 
 __all__ = ["Module"]
 
@@ -319,18 +319,7 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the parameters' gradients (to None, or zeroed in place)."""
-        for p in self.parameters():
-            if set_to_none:  # without reading .grad first: a compiled step need not guard it
-                p.grad = None
-                continue
-            g = p.grad
-            if g is None:
-                continue
-            if g.grad_fn is not None:
-                g.detach_()
-            else:
-                g.requires_grad_(False)
-            g.zero_()
+        zero_grads(self.parameters(), set_to_none)
 
     def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False):
         """Parameters and persistent buffers by dotted name (detached, sharing memory)."""
@@ -370,20 +359,9 @@ class Module:
     def to(self, *args, **kwargs) -> Module:
         """Cast floating-point parameters and buffers to a dtype (``to(dtype)``,
         ``to(tensor)``, ``to(device, dtype)``; the device must be the CPU)."""
-        dtype = kwargs.pop("dtype", None)
-        device = kwargs.pop("device", None)
-        kwargs.pop("non_blocking", None)
-        if kwargs:
-            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, Tensor):
-                dtype = a.dtype
-            elif isinstance(a, str) or a is None:
-                device = a
-            else:
-                dtype = a
-        if device is not None and str(device) not in ("cpu", "cpu:0"):
-            raise RuntimeError(f"jitgrad modules live on the CPU; cannot move to {device!r}")
+        from ..ops.methods import parse_to_args
+
+        dtype, _ = parse_to_args(args, dict(kwargs), "modules")
         if dtype is None:
             return self
         dt = dtypes.to_dtype(dtype)

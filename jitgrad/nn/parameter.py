@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..tensor import Tensor, wrap
 
-__all__ = ["Parameter"]
+__all__ = ["Parameter", "zero_grads"]
 
 
 class _ParameterMeta(type):
@@ -43,3 +43,20 @@ class Parameter(metaclass=_ParameterMeta):
         t.requires_grad_(requires_grad)
         return t
 
+
+def zero_grads(params, set_to_none: bool = True) -> None:
+    """Reset the ``.grad`` of ``params`` (``Module.zero_grad`` and ``Optimizer.zero_grad``):
+    to None without reading it first (so a compiled step need not guard ``.grad``), or
+    detached and zeroed in place."""
+    for p in params:
+        if set_to_none:
+            p.grad = None
+            continue
+        g = p.grad
+        if g is None:
+            continue
+        if g.grad_fn is not None:
+            g.detach_()
+        else:
+            g.requires_grad_(False)
+        g.zero_()

@@ -131,8 +131,10 @@ def _iop(fn):
 
 
 # -------------------------------------------------------------------- conversions
-def _to(self, *args, **kwargs):
-    """``to(dtype)``, ``to(device)``, ``to(other)``, ``to(device, dtype)``."""
+def parse_to_args(args: tuple, kwargs: dict, what: str) -> tuple:
+    """``(dtype or None, copy)`` from ``to()``'s arguments (``to(dtype)``, ``to(device)``,
+    ``to(other)``, ``to(device, dtype)``, keywords); any device but the CPU is an error
+    naming ``what`` ("tensors", "modules")."""
     dtype = kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
@@ -147,7 +149,13 @@ def _to(self, *args, **kwargs):
         else:
             dtype = a
     if device is not None and str(device) not in ("cpu", "cpu:0"):
-        raise RuntimeError(f"jitgrad tensors live on the CPU; cannot move to {device!r}")
+        raise RuntimeError(f"jitgrad {what} live on the CPU; cannot move to {device!r}")
+    return dtype, copy
+
+
+def _to(self, *args, **kwargs):
+    """``to(dtype)``, ``to(device)``, ``to(other)``, ``to(device, dtype)``."""
+    dtype, copy = parse_to_args(args, dict(kwargs), "tensors")
     if dtype is None:
         return M.clone(self) if copy else self
     return M.to_dtype(self, dtype, copy=copy)

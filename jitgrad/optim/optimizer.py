@@ -94,19 +94,10 @@ class Optimizer:
     # ----------------------------------------------------------------- stepping
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every parameter (to None, or zeroed in place)."""
+        from ..nn.parameter import zero_grads
+
         for group in self.param_groups:
-            for p in group["params"]:
-                if set_to_none:  # without reading .grad first: a compiled step need not guard it
-                    p.grad = None
-                    continue
-                g = p.grad
-                if g is None:
-                    continue
-                if g.grad_fn is not None:
-                    g.detach_()
-                else:
-                    g.requires_grad_(False)
-                g.zero_()
+            zero_grads(group["params"], set_to_none)
 
     def step(self, closure: Callable[[], Tensor] | None = None):
         """One update of every parameter that has a gradient; ``closure`` (re-evaluating

@@ -309,3 +309,41 @@ def test_logs(monkeypatch, capsys, rng):
     f(jg.ones(3))
     out = capsys.readouterr().out
     assert "[jitgrad:graph]" in out and "[jitgrad:recompiles]" in out and "shape" in out
+
+
+def _mixed(x, w, b):
+    return (jg.tanh(x @ w + b) ** 2 * jg.sigmoid(x.sum(1, keepdim=True))).mean(0)
+
+
+def test_gradcheck_through_compiled_function(rng):
+    from jitgrad.autograd import gradcheck
+
+    cf = jg.compile(_mixed)
+    ins = [jg.tensor(rng.standard_normal(s), dtype=jg.float64, requires_grad=True)
+           for s in [(4, 3), (3, 5), (5,)]]
+    assert gradcheck(cf, ins)
+    assert cf.stats["traces"] == 1 and cf.stats["cache_hits"] > 10  # the plan did the work
+
+
+IR_SNAPSHOT = """\
+_mixed(%0:float64[4,3], %1:float64[3,5], %2:float64[5]) {
+  %3:float64[4,5] = matmul(%0, %1; ndims=(2, 2))
+  %4:float64[4,5] = add(%3, %2)
+  %5:float64[4,5] = tanh(%4)
+  %6:float64[4,5] = pow_scalar(%5; exponent=2)
+  %7:float64[4,1] = sum(%0; dims=(1,), keepdim=True)
+  %8:float64[4,1] = sigmoid(%7)
+  %9:float64[4,5] = mul(%6, %8)
+  %10:float64[5] = mean(%9; dims=(0,), keepdim=False)
+  return %10
+}"""
+
+
+def test_ir_snapshot(rng):
+    ins = [jg.tensor(rng.standard_normal(s), dtype=jg.float64, requires_grad=True)
+           for s in [(4, 3), (3, 5), (5,)]]
+    low = jg.compile(_mixed).lower(*ins)
+    assert low.graph == IR_SNAPSHOT
+    # the backward graph reads residuals and the cotangent, and ends in the three gradients
+    assert low.backward_graph.startswith("_mixed_backward(")
+    assert low.backward_graph.rstrip().splitlines()[-2].strip().startswith("return %")
