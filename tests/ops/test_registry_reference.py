@@ -149,7 +149,7 @@ def _run_ew(name, dtype, shapes, make=None):
 
 
 SIZES = [0, 1, 17, 1000, PARALLEL_MIN_SIZE - 1]
-PARALLEL_SIZES = [PARALLEL_MIN_SIZE, 300_000]
+PARALLEL_SIZES = [PARALLEL_MIN_SIZE, PARALLEL_MIN_SIZE + 4_321]
 
 
 def test_sizes_straddle_the_parallel_threshold():
@@ -167,11 +167,14 @@ def test_elementwise_sizes(name, dtype):
 @pytest.mark.parametrize("dtype", [F32, F64], ids=["f32", "f64"])
 @pytest.mark.parametrize("name", EW)
 def test_elementwise_parallel_path(name, dtype):
+    from jitgrad.kernels import parallel
+
+    parallel._blas_at[0] = float("-inf")  # no BLAS worker spinning: the parallel kernels run
     for n in PARALLEL_SIZES:
         _run_ew(name, dtype, [(n,)])
-    _run_ew(name, dtype, [(600, 500)])  # contiguous 2-D: still the flat parallel loop
+    _run_ew(name, dtype, [(800, 700)])  # contiguous 2-D: still the flat parallel loop
     if REGISTRY[name].nin > 1:  # a one-element operand is passed by value
-        _run_ew(name, dtype, [(600, 500), (1, 1)])
+        _run_ew(name, dtype, [(800, 700), (1, 1)])
 
 
 @pytest.mark.parametrize("dtype", [F32, F64], ids=["f32", "f64"])
