@@ -240,3 +240,32 @@ class FirstOp:
 
     def timeraw_first_op(self):
         return FIRST_OP
+
+
+class ParallelThreshold:
+    """The sequential and the parallel (``prange``) eager kernel of ``mul`` and ``tanh`` around
+    ``PARALLEL_MIN_SIZE``: the measurement behind the threshold (a parallel launch pays the
+    threads' wake-up, 40-60 us on the 2-core project machine)."""
+
+    params = [["mul", "tanh"], [1 << 17, 1 << 18, 1 << 19, 1 << 20], ["seq", "par"]]
+    param_names = ["op", "n", "variant"]
+    quick_params = [["mul", "tanh"], [1 << 10], ["seq", "par"]]
+
+    def setup(self, op, n, variant):
+        from jitgrad.kernels import parallel
+
+        from jitgrad.ops import eager_kernels
+        from jitgrad.ops.registry import REGISTRY
+
+        parallel._blas_at[0] = float("-inf")
+        kernels = eager_kernels.fast_kernels(REGISTRY[op], np.dtype(np.float32))
+        kernel = kernels[1] if variant == "par" else kernels[0]
+        rng = np.random.default_rng(0)
+        a = rng.random(n, dtype=np.float32)
+        out = np.empty_like(a)
+        args = (a, a, out) if op == "mul" else (a, out)
+        self.run = lambda: kernel(*args)
+        self.run()
+
+    def time_kernel(self, op, n, variant):
+        self.run()

@@ -25,7 +25,8 @@ __all__ = ["run", "PARALLEL_MIN_SIZE", "kernel", "fast_kernels", "param_args"]
 #: than they save. Measured on the 2-core project machine (best of 9, float32, OpenMP layer
 #: with passive waiting: a launch costs 40-60 us of thread wake-up), sequential vs parallel:
 #: ``mul`` 2^17: 14 vs 59 us, 2^19: 65 vs 103 us, 2^20: 113 vs 104 us; ``tanh`` 2^18: 64 vs
-#: 88 us, 2^19: 136 vs 115 us, 2^20: 263 vs 200 us. Compiled plans use the same threshold.
+#: 88 us, 2^19: 136 vs 115 us, 2^20: 263 vs 200 us. Compiled plans use the same threshold
+#: (asv: ``bench_eager.ParallelThreshold``).
 PARALLEL_MIN_SIZE = 1 << 19
 
 _F32 = np.dtype(np.float32)
