@@ -550,7 +550,8 @@ def _state_of(o):
         dynamic = ("params", *getattr(o, "traced_hyperparameters", ()))  # read at every call
         state = getattr(o, "state", {})
         return ("o", tuple(
-            (tuple(id(p) for p in grp["params"]),
+            (id(grp),  # traced hyper-parameters are read from this very dict at every call
+             tuple(id(p) for p in grp["params"]),
              tuple((k, v) for k, v in grp.items()
                    if k not in dynamic and isinstance(v, (int, float, bool, tuple, type(None)))),
              # per-parameter state (momentum buffers, Adam moments) is created by the first

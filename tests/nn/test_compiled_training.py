@@ -164,3 +164,23 @@ def test_cnn_step_equals_eager():
     np.testing.assert_allclose(lc, le, rtol=1e-4, atol=1e-6)
     for a, b in zip(pc, pe):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_loaded_optimizer_state_is_used_not_the_old_groups():
+    """load_state_dict replaces the param-group dicts the plan reads the learning rate from:
+    the next call must retrace and use the loaded rate (plain SGD has no state to notice)."""
+    x, y = _data()
+    jitgrad.manual_seed(0)
+    model = _mlp()
+    opt = jitgrad.optim.SGD(model.parameters(), lr=0.1)
+    step = jitgrad.compile(_make_step(model, opt))
+    for _ in range(3):
+        step(x, y)
+    sd = opt.state_dict()
+    sd["param_groups"][0]["lr"] = 0.0  # a frozen model from here on
+    opt.load_state_dict(sd)
+    before = [p.detach().numpy().copy() for p in model.parameters()]
+    step(x, y)
+    step(x, y)
+    for a, p in zip(before, model.parameters()):
+        np.testing.assert_array_equal(a, p.detach().numpy())
