@@ -562,9 +562,13 @@ def _state_of(o):
     return ("x", id(o))
 
 
+_NUMBERS = (int, float, bool, tuple, type(None))
+
+
 def _module_state(root) -> tuple:
-    """Identity and ``training`` flag of every submodule, identities of their parameters
-    and buffers: one walk over jitgrad's ``Module`` dicts (this runs at every call)."""
+    """Identity, ``training`` flag and plain-number attributes of every submodule, identities
+    of their parameters and buffers: one walk over jitgrad's ``Module`` dicts (this runs at
+    every call)."""
     out: list = []
     seen: set = set()
     stack = [root]
@@ -575,6 +579,8 @@ def _module_state(root) -> tuple:
         seen.add(id(mod))
         out.append(id(mod))
         out.append(getattr(mod, "training", None))
+        # plain numbers a forward reads (Dropout.p, LayerNorm.eps...) are baked into a trace
+        out.extend(v for v in mod.__dict__.items() if type(v[1]) in _NUMBERS)
         out.extend(id(p) for p in mod._parameters.values())
         out.extend(id(b) for b in getattr(mod, "_buffers", {}).values())
         stack.extend(c for c in reversed(mod._modules.values()) if c is not None)

@@ -184,3 +184,22 @@ def test_loaded_optimizer_state_is_used_not_the_old_groups():
     step(x, y)
     for a, p in zip(before, model.parameters()):
         np.testing.assert_array_equal(a, p.detach().numpy())
+
+
+def test_changed_module_attribute_retraces():
+    """A number a module's forward reads (Dropout.p) is baked into the trace: changing it
+    retraces instead of running the stale plan."""
+    jitgrad.manual_seed(0)
+    drop = nn.Dropout(0.5)
+    model = nn.Sequential(nn.Linear(8, 8), drop)
+    f = jitgrad.compile(lambda inp: model(inp))
+    x = jitgrad.ones(4, 8)
+    with jitgrad.no_grad():
+        f(x)
+        f(x)
+        drop.p = 0.0
+        out = f(x)
+    assert f.stats["traces"] == 2
+    with jitgrad.no_grad():
+        expected = model[0](x)
+    np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-6)
