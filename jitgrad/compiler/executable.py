@@ -9,6 +9,7 @@ the output arrays (plus the values the backward graph keeps, for forward graphs)
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -200,13 +201,9 @@ class Plan:
             for e in self.graph.eqns:
                 env[id(e.out)] = run_eqn(e, env, reference=True)
             return
-        if not self.calls:  # fused kernels only: they never raise on inf/nan
-            for r, drop in zip(self.runners, self.drops):
-                r(env)
-                for k in drop:
-                    del env[k]
-            return
-        with np.errstate(all="ignore"):  # NumPy/BLAS calls: inf/nan as the kernels give them
+        # NumPy/BLAS calls give inf/nan silently, as the fused kernels do (which never raise:
+        # a plan of kernels only skips the errstate switch)
+        with np.errstate(all="ignore") if self.calls else _NO_CONTEXT:
             for r, drop in zip(self.runners, self.drops):
                 r(env)
                 for k in drop:  # free values after their last reader (peak memory <= eager)
@@ -241,18 +238,30 @@ class Plan:
         return "\n\n".join(self.sources)
 
 
+_NO_CONTEXT = contextlib.nullcontext()
+
+
+def _slots(e) -> tuple:
+    """An equation's inputs as ``(is_var, id(Var) | literal value)``, resolved once."""
+    return tuple((True, id(i)) if isinstance(i, Var) else
+                 (False, i.value if isinstance(i, Lit) else i) for i in e.ins)
+
+
+def _args(slots: tuple, env: dict) -> list:
+    return [env[x] if is_var else x for is_var, x in slots]
+
+
 def _call_runner(e):
     """A runner for one non-fused equation (BLAS, reductions, opaque kernels): the function
     and the argument slots are resolved once, not at every call."""
     if isinstance(e.op, str) or e.op.kind == "elementwise":
         return lambda env: env.__setitem__(id(e.out), run_eqn(e, env, reference=False))
     fn = e.op.ref if e.op.fwd is None else e.op.fwd
-    slots = tuple((True, id(i)) if isinstance(i, Var) else
-                  (False, i.value if isinstance(i, Lit) else i) for i in e.ins)
+    slots = _slots(e)
     params, key, dtype = e.params, id(e.out), np.dtype(e.out.dtype)
 
     def run(env):
-        out = fn(*[env[x] if is_var else x for is_var, x in slots], **params)
+        out = fn(*_args(slots, env), **params)
         if type(out) is not np.ndarray:
             out = np.asarray(out)
         env[key] = out if out.dtype == dtype else out.astype(dtype)
@@ -279,17 +288,19 @@ def _shared_kernels(steps) -> dict:
         else:
             continue
 
-        def both(env, e=e, f=f, fn=fn):
-            args = [env[id(i)] if isinstance(i, Var) else (i.value if isinstance(i, Lit) else i)
-                    for i in e.ins]
-            partner_val, own_val = fn(*args, **e.params)
-            env[id(f.out)] = partner_val
-            env[id(e.out)] = own_val
-
         first, second = (e, f) if calls.index(e) < calls.index(f) else (f, e)
-        out[id(first)] = both
+        out[id(first)] = _joint_runner(e, f, fn)
         out[id(second)] = _nothing
     return out
+
+
+def _joint_runner(e, partner, fn):
+    """Runs ``fn`` once for ``e`` and its partner call, setting both outputs."""
+    slots, params, own, other = _slots(e), e.params, id(e.out), id(partner.out)
+
+    def both(env):
+        env[other], env[own] = fn(*_args(slots, env), **params)
+    return both
 
 
 def _nothing(env) -> None:

@@ -106,6 +106,10 @@ class Tracer:
             )
         src = Source("tensor", obj=t, name=self.names.get(id(t)) or
                      f"captured{len(self.graph.externals)}")
+        return self._add_external(arr, src)
+
+    def _add_external(self, arr: np.ndarray, src: Source) -> Var:
+        """Register ``arr`` as an external value the plan reads from ``src`` at every call."""
         v = self._new_var(arr, "ext", src)
         self.sources[id(arr)] = src
         self.graph.externals.append(v)
@@ -118,9 +122,7 @@ class Tracer:
 
         arr = np.asarray(mapping[key], dtype)
         src = Source("scalar", obj=(mapping, key, np.dtype(dtype)), name=name or str(key))
-        v = self._new_var(arr, "ext", src)
-        self.sources[id(arr)] = src
-        self.graph.externals.append(v)
+        self._add_external(arr, src)
         return alias(arr)
 
     def operand(self, x):
@@ -224,9 +226,7 @@ class Tracer:
         if g is not None and id(g._data) not in self.vars:
             src = Source("grad", obj=leaf, name=self.names.get(id(leaf)) or
                          f"captured{len(self.graph.externals)}")
-            v = self._new_var(g._data, "ext", src)
-            self.sources[id(g._data)] = src
-            self.graph.externals.append(v)
+            self._add_external(g._data, src)
 
     def on_set_grad(self, leaf, g) -> None:
         self.note_leaf_grad(leaf, read=False)
