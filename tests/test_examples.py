@@ -21,7 +21,7 @@ def _run(script: str, *args: str, timeout: int = 300) -> str:
 def test_compile_inspect_shows_graphs_plan_and_source():
     out = _run("compile_inspect.py")
     for what in ("-- traced graph --", "-- backward graph", "fused loop over [1000]",
-                 "def k_seq(", "write model.0.weight <-",
+                 "def kernel(", "write model.0.weight <-",
                  "opt.state[model.0.weight].momentum_buffer", "generated kernel(s)"):
         assert what in out, what
 

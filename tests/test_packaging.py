@@ -41,6 +41,15 @@ def test_generated_eager_kernels_are_up_to_date():
             f"{path} is stale: run `python -m jitgrad.ops.gen_kernels`")
 
 
+def test_generated_kernel_math_is_up_to_date():
+    from jitgrad.ops import gen_kernels
+
+    for dt in ("f32", "f64"):
+        path = ROOT / "kernels" / "vmath" / f"{dt}.py"
+        assert path.read_text() == gen_kernels.generate_math(dt), (
+            f"{path} is stale: run `python -m jitgrad.ops.gen_kernels`")
+
+
 def test_import_is_light():
     code = ("import sys, time; t = time.perf_counter(); import jitgrad; "
             "dt = time.perf_counter() - t; "

@@ -7,6 +7,8 @@ assignment with typed literals (``f32(1.0)``: float32 math never widens), and re
 accumulate in float64 (per chunk / row / column block, combined in a fixed order, so results
 do not depend on the thread count). Shapes are arguments: one source serves every size.
 Scalar literals and op params are arguments too, so a new learning rate compiles nothing.
+The function computes a range ``[lo, hi)`` of its parts (chunks, rows or column blocks), so
+the plan runs it on several threads (``kernels/pool.py``) from one sequential compilation.
 """
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ import numpy as np
 from ..trace.ir import Lit, Var
 from .fusion import Group, pattern, reduction_kind
 
-__all__ = ["GroupCode", "generate_group", "CHUNK", "COLBLOCK"]
+__all__ = ["GroupCode", "generate_group", "CHUNK", "COLBLOCK", "SCALAR_HELPERS"]
 
 CHUNK = 1 << 14     # elements per partial sum of a flat reduction (fixed: determinism)
 COLBLOCK = 256      # columns per task of a column-reduction loop
 _TYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _MATH = ("cos", "erf", "exp", "expm1", "log", "log1p", "pow", "rsqrt", "sigmoid", "sin",
-         "softplus", "sqrt", "tanh", "maximum", "minimum", "pow_scalar")
+         "softplus", "sqrt", "tanh")   # kernels/vmath: called per dtype (tanh_f32, ...)
+SCALAR_HELPERS = ("maximum", "minimum", "pow_scalar")   # kernels/scalar.py
+_NP_TYPES = {"f32": np.float32, "f64": np.float64}
 
 
 @dataclass
@@ -59,17 +63,21 @@ class _Expr(ast.NodeTransformer):
     def __init__(self, names: dict, tname: str):
         self.names = names
         self.tname = tname
-        self.math: set = set()
 
     def visit_Name(self, node):
         if node.id in self.names:
-            return ast.copy_location(ast.Name(id=self.names[node.id], ctx=node.ctx), node)
+            ref = self.names[node.id]
+            if not ref.isidentifier():  # an inlined param literal: f32(2.0)
+                return ast.copy_location(ast.parse(ref, mode="eval").body, node)
+            return ast.copy_location(ast.Name(id=ref, ctx=node.ctx), node)
         return node
 
     def visit_Call(self, node):
         self.generic_visit(node)
         if isinstance(node.func, ast.Name) and node.func.id in _MATH:
-            self.math.add(node.func.id)
+            # the dtype's implementation directly: the generic overload would cost Numba an
+            # extra typing/inlining pipeline per function and kernel
+            node.func = ast.Name(id=f"{node.func.id}_{self.tname}", ctx=ast.Load())
         return node
 
     def visit_Constant(self, node):
@@ -78,6 +86,123 @@ class _Expr(ast.NodeTransformer):
                 func=ast.Name(id=self.tname, ctx=ast.Load()),
                 args=[ast.Constant(float(node.value))], keywords=[]), node)
         return node
+
+
+def _called(tree) -> set:
+    """Names of the kernel-math functions an expression calls."""
+    known = {f"{m}_{t}" for m in _MATH for t in _NP_TYPES} | set(SCALAR_HELPERS)
+    return {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name) and n.func.id in known}
+
+
+_BINOPS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply,
+           ast.Div: np.true_divide}
+_CMPOPS = {ast.Eq: np.equal, ast.NotEq: np.not_equal, ast.Lt: np.less, ast.LtE: np.less_equal,
+           ast.Gt: np.greater, ast.GtE: np.greater_equal}
+
+
+class _Fold(ast.NodeTransformer):
+    """Constant folding over typed literals (``f32(2.0)``), in the literal's own precision,
+    and ``pow_scalar`` with a literal exponent specialised as ``kernels.scalar.pow_scalar``
+    would branch at run time (x*x, sqrt, 1/x...). Op params are literals in fused kernels,
+    so ``pow_backward``'s ``exponent - 1.0`` and GELU's ``approx`` branch fold away and
+    Numba never compiles the general ``pow``/``erf`` a kernel does not use."""
+
+    def __init__(self, tname: str):
+        self.tname = tname
+
+    def _value(self, node):
+        """The literal's value as a NumPy scalar (or a bool), else None."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+            return node.value
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in _NP_TYPES and len(node.args) == 1):
+            return None
+        arg, sign = node.args[0], 1.0
+        if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub):
+            arg, sign = arg.operand, -1.0
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, float):
+            value = arg.value
+        elif (isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name)
+              and arg.value.id == "np" and arg.attr in ("nan", "inf")):
+            value = getattr(np, arg.attr)
+        else:
+            return None
+        return _NP_TYPES[node.func.id](sign * value)
+
+    def _literal(self, v, like: ast.AST) -> ast.AST:
+        if isinstance(v, (bool, np.bool_)):
+            return ast.copy_location(ast.Constant(bool(v)), like)
+        tname = {np.float32: "f32", np.float64: "f64"}[type(v)]
+        return ast.copy_location(ast.parse(_literal(v, tname), mode="eval").body, like)
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        a, b = self._value(node.left), self._value(node.right)
+        fn = _BINOPS.get(type(node.op))
+        if fn and isinstance(a, np.floating) and isinstance(b, np.floating) \
+                and type(a) is type(b):
+            with np.errstate(all="ignore"):
+                return self._literal(fn(a, b), node)
+        return node
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        v = self._value(node.operand)
+        if isinstance(node.op, ast.USub) and isinstance(v, np.floating):
+            return self._literal(-v, node)
+        if isinstance(node.op, ast.Not) and isinstance(v, bool):
+            return self._literal(not v, node)
+        return node
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        if len(node.ops) != 1:
+            return node
+        a, b = self._value(node.left), self._value(node.comparators[0])
+        fn = _CMPOPS.get(type(node.ops[0]))
+        if fn and isinstance(a, np.floating) and isinstance(b, np.floating):
+            return self._literal(bool(fn(a, b)), node)
+        return node
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        t = self._value(node.test)
+        if isinstance(t, bool):
+            return node.body if t else node.orelse
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if not (isinstance(node.func, ast.Name) and node.func.id == "pow_scalar"):
+            return node
+        base, e = node.args
+        ev = self._value(e)
+        if not isinstance(ev, np.floating):
+            return node
+        t = self.tname
+        one = ast.parse(f"{t}(1.0)", mode="eval").body
+        sqrt = f"sqrt_{t}"
+
+        def mul(*xs):
+            out = xs[0]
+            for x in xs[1:]:
+                out = ast.BinOp(out, ast.Mult(), x)
+            return out
+
+        def call(name, arg):
+            return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[arg], keywords=[])
+
+        forms = {2.0: lambda: mul(base, base), 3.0: lambda: mul(base, base, base),
+                 1.0: lambda: base, 0.5: lambda: call(sqrt, base),
+                 -0.5: lambda: ast.BinOp(one, ast.Div(), call(sqrt, base)),
+                 -1.0: lambda: ast.BinOp(one, ast.Div(), base),
+                 -2.0: lambda: ast.BinOp(one, ast.Div(), mul(base, base))}
+        make = forms.get(float(ev))
+        if make is None:  # what pow_scalar falls back to
+            return ast.copy_location(ast.Call(func=ast.Name(id=f"pow_{t}", ctx=ast.Load()),
+                                              args=[base, e], keywords=[]), node)
+        return ast.copy_location(make(), node)
 
 
 def _literal(value, tname: str) -> str:
@@ -136,9 +261,9 @@ def generate_group(group: Group, needed_outside: set) -> GroupCode:
             # so LLVM folds e.g. pow_scalar(x, 2.0) to x * x and the loop vectorises
             local[pname] = _literal(e.params[pname], tname)
         tree = ast.parse(e.op.expr, mode="eval")
-        rw = _Expr(local, tname)
-        tree = ast.fix_missing_locations(rw.visit(tree))
-        math |= rw.math
+        tree = _Expr(local, tname).visit(tree)
+        tree = ast.fix_missing_locations(_Fold(tname).visit(tree))
+        math |= _called(tree)
         var = f"v{e.out.n}"
         names[id(e.out)] = var
         lines.append(f"{var} = {ast.unparse(tree.body)}  # {e.name}")
@@ -151,8 +276,9 @@ def generate_group(group: Group, needed_outside: set) -> GroupCode:
 
     header = ["# fuses: " + "; ".join(f"{e.out!r} = {e.name}" for e in group.eqns + [
         r for r, _, _ in reds])]
-    args = (["n"] if mode == "flat" else ["R", "C"]) + [f"a{k}" for k in range(len(operands))] \
-        + [f"s{k}" for k in range(len(scalars))] + [f"o{k}" for k in range(len(outputs))] \
+    args = ["lo", "hi"] + (["n"] if mode == "flat" else ["R", "C"]) \
+        + [f"a{k}" for k in range(len(operands))] + [f"s{k}" for k in range(len(scalars))] \
+        + [f"o{k}" for k in range(len(outputs))] \
         + [f"r{k}" for k in range(len(reds))]
     body = _loop(mode, loads, lines, stores, accs)
     src = "\n".join(
@@ -164,8 +290,7 @@ def _loop(mode: str, loads, lines, stores, accs) -> list:
     inner = loads + lines + stores
     out = []
     if mode == "flat":
-        out.append(f"    nch = (n + {CHUNK} - 1) // {CHUNK}")
-        out.append("    for c in PRANGE(nch):")
+        out.append("    for c in range(lo, hi):")
         out += [f"        acc{k} = 0.0" for k, _, _ in accs]
         out.append(f"        base = c * {CHUNK}")
         out.append(f"        for k in range(min({CHUNK}, n - base)):")
@@ -175,7 +300,7 @@ def _loop(mode: str, loads, lines, stores, accs) -> list:
         out += [f"        r{k}[c] = acc{k}" for k, _, _ in accs]
         return out
     if mode == "rows":
-        out.append("    for i in PRANGE(R):")
+        out.append("    for i in range(lo, hi):")
         out += [f"        acc{k} = 0.0" for k, _, _ in accs]
         out.append("        ui = np.uint64(i)")
         out.append("        for j in range(C):")
@@ -186,8 +311,7 @@ def _loop(mode: str, loads, lines, stores, accs) -> list:
         out += [f"        r{k}[i] = acc{k}" for k, _, _ in accs]
         return out
     # cols: blocks of columns across threads, rows inside
-    out.append(f"    nb = (C + {COLBLOCK} - 1) // {COLBLOCK}")
-    out.append("    for b in PRANGE(nb):")
+    out.append("    for b in range(lo, hi):")
     out.append(f"        j0 = b * {COLBLOCK}")
     out.append(f"        j1 = min(j0 + {COLBLOCK}, C)")
     for k, kind, _ in accs:

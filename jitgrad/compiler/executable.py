@@ -16,10 +16,11 @@ import numpy as np
 
 from .. import config
 from ..kernels.parallel import parallel_ok
+from ..kernels.pool import run_parts
 from ..trace.interpreter import apply_effects, run_eqn
 from ..trace.ir import Graph, Lit, Var
 from . import cache
-from .codegen_cpu import CHUNK, COLBLOCK, generate_group
+from .codegen_cpu import CHUNK, COLBLOCK, SCALAR_HELPERS, generate_group
 from .fusion import describe, partition
 from .memory import last_uses
 from .passes import optimize
@@ -27,17 +28,15 @@ from .passes import optimize
 __all__ = ["Plan", "build_plan"]
 
 _MODULE_HEADER = """import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from jitgrad.kernels.scalar import KERNEL_FASTMATH as FASTMATH
-from jitgrad.kernels.scalar import {math}
-
+{math}
 f32 = np.float32
 f64 = np.float64
 
 """
-_DECOR = ('@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy", '
-          'parallel={par})')
+_DECOR = '@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy")'
 
 
 def _parallel_min() -> int:
@@ -53,9 +52,7 @@ class _GroupRunner:
         self.group = group
         self.code = code
         self.source = module_source
-        mod = cache.load_module(module_source, cache_dir)
-        self.k_seq = mod.k_seq
-        self.k_par = mod.k_par
+        self.kernel = cache.load_module(module_source, cache_dir).kernel
         shape = group.shape
         self.shape = shape
         self.n = int(math.prod(shape))
@@ -64,6 +61,9 @@ class _GroupRunner:
         self.C = int(math.prod(shape[p:]))
         self.big = self.n >= _parallel_min()  # parallel when no BLAS worker may be spinning
         self.flat = code.mode == "flat"
+        # the parts the kernel's outer loop runs over (split across threads)
+        self.parts = {"flat": (self.n + CHUNK - 1) // CHUNK, "rows": self.R,
+                      "cols": (self.C + COLBLOCK - 1) // COLBLOCK}[code.mode]
         self.scalars = [np.dtype(dt).type(v) for v, dt in code.scalars]
         self.ops = [(id(v), pat) for v, pat in code.operands]
         self.outs = [(id(v), v.shape, v.dtype) for v in code.outputs]
@@ -82,7 +82,8 @@ class _GroupRunner:
         ``__call__``'s loops over operand patterns unrolled once, ~1 us less per call (which
         is most of a scalar graph's time). Plain Python: nothing here is Numba-compiled."""
         ns = {"empty": np.empty, "ascontig": np.ascontiguousarray, "parallel_ok": parallel_ok,
-              "KS": self.k_seq, "KP": self.k_par, "BIG": self.big, "N": self.n}
+              "run_parts": run_parts, "K": self.kernel, "BIG": self.big, "N": self.n,
+              "P": self.parts}
         args = ["N"] if self.flat else [str(self.R), str(self.C)]
         body = []
         for j, (k, pat) in enumerate(self.ops):
@@ -101,7 +102,10 @@ class _GroupRunner:
             ns[f"SH{j}"], ns[f"DT{j}"] = shape, dt
             body.append(f"    o{j} = env[{k}] = empty(SH{j}, DT{j})")
             args.append(f"o{j}.reshape(-1)")
-        body.append(f"    (KP if BIG and parallel_ok(N) else KS)({', '.join(args)})")
+        body.append("    if BIG and parallel_ok(N):")
+        body.append(f"        run_parts(K, P, ({', '.join(args)},))")
+        body.append("    else:")
+        body.append(f"        K(0, P, {', '.join(args)})")
         exec("def run(env):\n" + "\n".join(body), ns)  # noqa: S102 - generated, trusted
         return ns["run"]
 
@@ -125,7 +129,10 @@ class _GroupRunner:
             r = np.zeros(max(size, 1), np.float64) if kind == "all" else np.empty(size)
             parts.append(r)
             args.append(r)
-        (self.k_par if self.big and parallel_ok(self.n) else self.k_seq)(*args)
+        if self.big and parallel_ok(self.n):
+            run_parts(self.kernel, self.parts, tuple(args))
+        else:
+            self.kernel(0, self.parts, *args)
         for (k, shape, dt, kind, scale, _), r in zip(self.reds, parts):
             if kind == "all":
                 val = r[0] if r.shape[0] == 1 else r.sum()
@@ -308,12 +315,14 @@ def _nothing(env) -> None:
 
 
 def _module_source(code) -> str:
-    math_names = sorted(code.math) or ["exp"]
-    head = _MODULE_HEADER.format(math=", ".join(math_names))
-    seq = code.body.replace("{NAME}", "k_seq").replace("PRANGE", "range")
-    par = code.body.replace("{NAME}", "k_par").replace("PRANGE", "prange")
-    return (head + "\n" + _DECOR.format(par="False") + "\n" + seq + "\n\n\n"
-            + _DECOR.format(par="True") + "\n" + par + "\n")
+    """The kernel's module: imports, then ``kernel`` (one sequential function, compiled once;
+    threads run ranges of its parts)."""
+    helpers = sorted(m for m in code.math if m in SCALAR_HELPERS)
+    vmath = sorted(m for m in code.math if m not in SCALAR_HELPERS)
+    imports = "".join(f"from jitgrad.kernels.{mod} import {', '.join(names)}\n"
+                      for mod, names in (("scalar", helpers), ("vmath", vmath)) if names)
+    head = _MODULE_HEADER.format(math=imports)
+    return head + "\n" + _DECOR + "\n" + code.body.replace("{NAME}", "kernel") + "\n"
 
 
 def build_plan(graph: Graph, keep=(), cache_dir=None) -> Plan:

@@ -1,5 +1,6 @@
 """Generates the eager element-wise kernels (``kernels/eager/f32.py``, ``f64.py``) from the
-scalar expressions of the op registry.
+scalar expressions of the op registry, and the flattened kernel math they inline
+(``kernels/vmath/f32.py``, ``f64.py``, from the helper implementations).
 
 Run ``python -m jitgrad.ops.gen_kernels`` after changing an op's ``expr`` or the kernel math;
 a test fails while the checked-in modules differ from what this produces. Each op gets three
@@ -151,22 +152,42 @@ def _target_dir() -> Path:
     return Path(k.__file__).parent / "eager"
 
 
+def _math_dir() -> Path:
+    import jitgrad.kernels as k
+
+    return Path(k.__file__).parent / "vmath"
+
+
+def generate_math(dtype: str) -> str:
+    """Source of the flattened kernel-math module for ``dtype`` ("f32" or "f64")."""
+    from jitgrad.kernels.vmath._build import generate as generate_flat
+    from jitgrad.kernels.vmath._consts import F32, F64
+
+    return generate_flat({"f32": F32, "f64": F64}[dtype])
+
+
+def _update(path: Path, src: str, check: bool, stale: list) -> None:
+    if path.exists() and path.read_text() == src:
+        return
+    stale.append(path)
+    if not check:
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(src)
+        tmp.replace(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the generated modules; ``--check`` only reports whether they are up to date."""
     argv = sys.argv[1:] if argv is None else argv
     check = "--check" in argv
     out_dir = _target_dir()
-    stale = []
+    stale: list = []
+    # the math first: the eager kernels' header carries a digest of it
     for dt in _DTYPES:
-        path = out_dir / f"{dt}.py"
-        src = generate(dt)
-        if not path.exists() or path.read_text() != src:
-            stale.append(path)
-            if not check:
-                out_dir.mkdir(exist_ok=True)
-                tmp = path.with_suffix(".tmp")
-                tmp.write_text(src)
-                tmp.replace(path)
+        _update(_math_dir() / f"{dt}.py", generate_math(dt), check, stale)
+    for dt in _DTYPES:
+        _update(out_dir / f"{dt}.py", generate(dt), check, stale)
     init = out_dir / "__init__.py"
     if not init.exists() and not check:
         init.write_text('"""Generated eager element-wise kernels (jitgrad.ops.gen_kernels)."""\n')

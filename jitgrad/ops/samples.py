@@ -58,7 +58,7 @@ def binary_nonzero_b(rng, dtype):
 
 def pow_scalar(rng, dtype):
     out = []
-    for e in (2, 3, 0.5, -1.5, 1, 0):
+    for e in (2, 3, 0.5, -0.5, -1, -2, -1.5, 1, 0):  # every pow_scalar fast path
         for s in ((), (2, 3)):
             out.append(((_r(rng, s, dtype, 0.5, 2.0),), {"exponent": e}))
     return out

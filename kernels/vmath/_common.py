@@ -31,5 +31,7 @@ def horner(ftype: type, coeffs: Sequence[float]) -> Callable:
     for name in reversed(names[:-1]):
         expr = f"fma({expr}, x, {name})"
     namespace = {"fma": fma, **{n: ftype(c) for n, c in zip(names, coeffs)}}
-    exec(f"def poly(x):\n    return {expr}\n", namespace)  # noqa: S102 - trusted, built here
+    src = f"def poly(x):\n    return {expr}\n"
+    exec(src, namespace)  # noqa: S102 - trusted, built here
+    namespace["poly"].__jg_source__ = src  # for _flatten (exec'd code has no source file)
     return impl(namespace["poly"])

@@ -45,7 +45,9 @@ def _piecewise_horner(ftype, edges, mids, tables):
     for k in reversed(range(degree)):
         lines.append(f"    r = fma(r, u, {pick([t[k] for t in tables], f'c{k}')})")
     lines.append("    return r")
-    exec("\n".join(lines) + "\n", ns)  # noqa: S102 - trusted, built here
+    src = "\n".join(lines) + "\n"
+    exec(src, ns)  # noqa: S102 - trusted, built here
+    ns["poly"].__jg_source__ = src  # for _flatten (exec'd code has no source file)
     return impl(ns["poly"])
 
 

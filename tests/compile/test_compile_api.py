@@ -258,9 +258,28 @@ def test_lower_and_explain(rng):
     assert low.graph.splitlines()[0] == "chain(%0:float32[10], %1:float32[10], %2:float32[10]) {"
     assert "= tanh(%4)" in low.graph and "tanh_backward" in low.backward_graph
     assert any("fused loop" in g for g in low.fusion_groups)
-    assert "@njit(cache=True" in low.source and "def k_seq(" in low.source
+    assert "@njit(cache=True" in low.source and "def kernel(" in low.source
     text = jg.explain(f, *args)
     assert "2 graph(s)" in text and "generated kernel(s)" in text
+
+
+def test_literal_params_fold_in_generated_kernels(rng):
+    """Op params are literals in fused kernels: ``x ** 2`` becomes ``x * x`` (forward and
+    ``pow_backward``'s ``exponent - 1``), other fast-path exponents their sqrt/reciprocal
+    forms, GELU's unused branch disappears; the general pow/erf are never compiled for them."""
+    x = leaf(rng.uniform(0.5, 2.0, 50))
+    low = jg.compile(lambda x: (x ** 2 + x ** 3).sum()).lower(x)
+    assert "x0 * x0 * x0" in low.source and "pow_f32(" not in low.source
+    low = jg.compile(lambda x: (x ** -0.5 + x ** -1 + x ** -2).sum()).lower(x)
+    assert "f32(1.0) / sqrt_f32(x0)" in low.source and "f32(1.0) / (x0 * x0)" in low.source
+    assert "pow_scalar(" not in low.source
+    low = jg.compile(lambda x: (x ** 1.7).sum()).lower(x)
+    assert "pow_f32(" in low.source and "pow_scalar(" not in low.source
+    gelu = jg.nn.functional.gelu
+    low = jg.compile(lambda x: gelu(x, approximate="tanh").sum()).lower(x)
+    assert "erf_f32" not in low.source and "sigmoid_f32" in low.source
+    low = jg.compile(lambda x: gelu(x).sum()).lower(x)
+    assert "erf_f32" in low.source and "sigmoid_f32" not in low.source
 
 
 def test_grad_and_value_and_grad(rng):

@@ -121,30 +121,46 @@ _UNARY = ["exp", "tanh", "sigmoid", "relu", "neg", "sin", "abs", "square"]
 _BINARY = ["add", "sub", "mul", "maximum", "minimum", "div"]
 
 
+def _broadcasts(a: tuple, b: tuple) -> bool:
+    try:
+        np.broadcast_shapes(a, b)
+        return True
+    except ValueError:
+        return False
+
+
 @st.composite
 def programs(draw):
-    """A random straight-line program over 2-3 broadcastable inputs."""
+    """A random straight-line program over 2-3 broadcastable inputs (binary steps only pair
+    values whose shapes broadcast: a reduction's result may not)."""
     rows = draw(st.integers(1, 5))
     cols = draw(st.integers(1, 6))
     shapes = draw(st.lists(st.sampled_from([(rows, cols), (cols,), (rows, 1), ()]),
                            min_size=2, max_size=3))
     shapes[0] = (rows, cols)
     steps = []
-    n_vals = len(shapes)
+    vals = list(shapes)  # the shape of every value so far
     for _ in range(draw(st.integers(1, 7))):
         kind = draw(st.sampled_from(["u", "b", "b", "red", "mm"]))
-        a = draw(st.integers(0, n_vals - 1))
+        a = draw(st.integers(0, len(vals) - 1))
+        shape = vals[a]
         if kind == "u":
             steps.append(("u", draw(st.sampled_from(_UNARY)), a))
         elif kind == "b":
-            steps.append(("b", draw(st.sampled_from(_BINARY)), a,
-                          draw(st.integers(0, n_vals - 1))))
+            b = draw(st.sampled_from([k for k, v in enumerate(vals) if _broadcasts(shape, v)]))
+            steps.append(("b", draw(st.sampled_from(_BINARY)), a, b))
+            shape = np.broadcast_shapes(shape, vals[b])
         elif kind == "red":
-            steps.append(("red", draw(st.sampled_from(["sum", "mean"])), a,
-                          draw(st.sampled_from([None, 0, -1])), draw(st.booleans())))
+            dim, keep = draw(st.sampled_from([None, 0, -1])), draw(st.booleans())
+            steps.append(("red", draw(st.sampled_from(["sum", "mean"])), a, dim, keep))
+            if dim is None or not shape:
+                shape = ()
+            else:
+                d = dim % len(shape)
+                shape = shape[:d] + ((1,) if keep else ()) + shape[d + 1:]
         else:
             steps.append(("mm", a))
-        n_vals += 1
+        vals.append(tuple(shape))
     return shapes, steps
 
 

@@ -1,0 +1,119 @@
+"""A small thread pool that runs a chunked ``nogil`` kernel on all cores.
+
+Fused kernels of compiled plans are generated as one sequential Numba function over a range
+of parts (``kernel(lo, hi, *args)``: chunks, rows or column blocks). Splitting the parts
+across Python threads parallelises them without Numba's ``parallel=True``: that would cost
+a second compilation per kernel (the parfor pipeline: ~0.4 s of a cold first call) and a
+second cached object to load, for the same launch cost (measured 2.29 ms here vs 2.23 ms
+for ``prange`` on the 1e6 W2 kernel, 80 vs 75 us at 3e4 elements).
+
+Each part is computed by the same code with the same inputs whichever thread runs it, so
+results do not depend on the number of threads. The pool is used by one caller at a time;
+a second thread that finds it busy runs its kernel on its own thread instead of waiting
+(concurrent calls are safe, and never slower than sequential). After ``fork`` the child
+starts a new pool on first use.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+__all__ = ["run_parts", "pool_threads"]
+
+
+def _default_threads() -> int:
+    env = os.environ.get("NUMBA_NUM_THREADS")
+    if env:
+        return max(1, int(env))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class _Worker:
+    def __init__(self) -> None:
+        self.go = threading.Semaphore(0)
+        self.done = threading.Semaphore(0)
+        self.task = None
+        self.error: BaseException | None = None
+        threading.Thread(target=self._loop, name="jitgrad-pool", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            self.go.acquire()
+            fn, lo, hi, args = self.task
+            try:
+                fn(lo, hi, *args)
+            except BaseException as exc:  # handed to the caller
+                self.error = exc
+            self.task = None
+            self.done.release()
+
+
+class _Pool:
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self.workers = [_Worker() for _ in range(threads - 1)]
+        self.busy = threading.Lock()
+
+    def run(self, fn, parts: int, args: tuple) -> None:
+        if not self.busy.acquire(blocking=False):
+            fn(0, parts, *args)  # another thread holds the pool: run here
+            return
+        try:
+            t = min(self.threads, parts)
+            bounds = [parts * k // t for k in range(t + 1)]
+            started = []
+            for w, lo, hi in zip(self.workers, bounds[1:-1], bounds[2:]):
+                w.task = (fn, lo, hi, args)
+                w.go.release()
+                started.append(w)
+            error = None
+            try:
+                fn(0, bounds[1], *args)
+            except BaseException as exc:
+                error = exc
+            for w in started:
+                w.done.acquire()
+                if w.error is not None and error is None:
+                    error, w.error = w.error, None
+            if error is not None:
+                raise error
+        finally:
+            self.busy.release()
+
+
+_pool: _Pool | None = None
+_pool_lock = threading.Lock()
+
+
+def _reset_after_fork() -> None:
+    global _pool
+    _pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def pool_threads() -> int:
+    """Threads the pool uses (``NUMBA_NUM_THREADS``, else the usable CPUs)."""
+    return _pool.threads if _pool is not None else _default_threads()
+
+
+def run_parts(fn, parts: int, args: tuple) -> None:
+    """``fn(lo, hi, *args)`` over ``[0, parts)`` split across the pool's threads (the caller
+    computes the first share); ``fn`` must release the GIL (``nogil=True``)."""
+    global _pool
+    pool = _pool
+    if pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = _Pool(_default_threads())
+            pool = _pool
+    if pool.threads == 1 or parts < 2:
+        fn(0, parts, *args)
+    else:
+        pool.run(fn, parts, args)

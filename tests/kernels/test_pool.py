@@ -1,0 +1,80 @@
+"""The thread pool that runs chunked kernels of compiled plans."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import numpy as np
+import pytest
+from jitgrad.kernels import pool
+from numba import njit
+
+
+@njit(nogil=True, cache=True)
+def _mark(lo, hi, out, stamp):
+    for i in range(lo, hi):
+        out[i] += stamp
+
+
+@njit(nogil=True, cache=True)
+def _fail_past(lo, hi, limit):
+    if hi > limit:
+        raise ValueError("part out of range")
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 17, 1000])
+def test_every_part_runs_exactly_once(parts):
+    out = np.zeros(parts, np.int64)
+    pool.run_parts(_mark, parts, (out, 1))
+    assert (out == 1).all()
+
+
+def test_concurrent_callers_each_get_all_their_parts():
+    results, errors = [], []
+
+    def call(k):
+        try:
+            out = np.zeros(5000, np.int64)
+            for _ in range(50):
+                pool.run_parts(_mark, out.size, (out, k))
+            results.append((k, out))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call, args=(k,)) for k in range(1, 5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert sorted(k for k, _ in results) == [1, 2, 3, 4]
+    for k, out in results:
+        assert (out == 50 * k).all()
+
+
+def test_a_worker_error_reaches_the_caller_and_the_pool_stays_usable():
+    if pool.pool_threads() < 2:
+        pytest.skip("one thread: no worker")
+    with pytest.raises(ValueError, match="part out of range"):
+        pool.run_parts(_fail_past, 100, (60,))  # the caller's share is fine, a worker's not
+    out = np.zeros(10, np.int64)
+    pool.run_parts(_mark, 10, (out, 1))
+    assert (out == 1).all()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="fork")
+def test_a_forked_child_gets_a_new_pool():
+    out = np.zeros(64, np.int64)
+    pool.run_parts(_mark, 64, (out, 1))  # the parent's pool exists
+    pid = os.fork()
+    if pid == 0:  # child: the parent's worker threads do not exist here
+        try:
+            child = np.zeros(64, np.int64)
+            pool.run_parts(_mark, 64, (child, 1))
+            os._exit(0 if (child == 1).all() else 1)
+        except BaseException:  # noqa: BLE001
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
