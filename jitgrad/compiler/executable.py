@@ -24,6 +24,7 @@ from .codegen_cpu import CHUNK, COLBLOCK, SCALAR_HELPERS, generate_group
 from .fusion import describe, partition
 from .memory import last_uses
 from .passes import optimize
+from .recycle import RECYCLE_MIN_BYTES, Recycler
 
 __all__ = ["Plan", "build_plan"]
 
@@ -39,10 +40,12 @@ f64 = np.float64
 _DECOR = '@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy")'
 
 
-def _parallel_min() -> int:
-    from ..ops.eager_kernels import PARALLEL_MIN_SIZE
-
-    return PARALLEL_MIN_SIZE
+#: A pool launch costs ~30 us (kernels/pool.py); a kernel runs on all threads when its
+#: estimated work, elements x ``GroupCode.cost`` (arrays touched + 0.5 per equation + 4 per
+#: transcendental call; a unit is ~0.1 ns on the 2-core project machine), is above this
+#: (~150 us sequential): a plain ``a * b`` from ~430k elements (eager mode: 524k), the W2
+#: kernel (2 transcendentals, 15 equations) from ~65k.
+PARALLEL_MIN_WORK = 1_500_000
 
 
 class _GroupRunner:
@@ -59,7 +62,8 @@ class _GroupRunner:
         p = code.split
         self.R = int(math.prod(shape[:p]))
         self.C = int(math.prod(shape[p:]))
-        self.big = self.n >= _parallel_min()  # parallel when no BLAS worker may be spinning
+        # parallel when worth a pool launch and no BLAS worker may be spinning
+        self.big = self.n * code.cost >= PARALLEL_MIN_WORK
         self.flat = code.mode == "flat"
         # the parts the kernel's outer loop runs over (split across threads)
         self.parts = {"flat": (self.n + CHUNK - 1) // CHUNK, "rows": self.R,
@@ -67,6 +71,9 @@ class _GroupRunner:
         self.scalars = [np.dtype(dt).type(v) for v, dt in code.scalars]
         self.ops = [(id(v), pat) for v, pat in code.operands]
         self.outs = [(id(v), v.shape, v.dtype) for v in code.outputs]
+        # outputs too big for the heap: recycled across calls instead of fresh mmaps
+        self.recyclers = [Recycler(shape, dt) if math.prod(shape) * np.dtype(dt).itemsize
+                          >= RECYCLE_MIN_BYTES else None for _, shape, dt in self.outs]
         if code.mode == "flat":
             nparts = {"all": (self.n + CHUNK - 1) // CHUNK}
         elif code.mode == "rows":
@@ -99,8 +106,11 @@ class _GroupRunner:
             ns[f"S{j}"] = sc
             args.append(f"S{j}")
         for j, (k, shape, dt) in enumerate(self.outs):
-            ns[f"SH{j}"], ns[f"DT{j}"] = shape, dt
-            body.append(f"    o{j} = env[{k}] = empty(SH{j}, DT{j})")
+            ns[f"SH{j}"], ns[f"DT{j}"], ns[f"RC{j}"] = shape, dt, self.recyclers[j]
+            if self.recyclers[j] is not None:
+                body.append(f"    o{j} = env[{k}] = RC{j}.get()")
+            else:
+                body.append(f"    o{j} = env[{k}] = empty(SH{j}, DT{j})")
             args.append(f"o{j}.reshape(-1)")
         body.append("    if BIG and parallel_ok(N):")
         body.append(f"        run_parts(K, P, ({', '.join(args)},))")
@@ -120,8 +130,8 @@ class _GroupRunner:
             else:
                 args.append(np.ascontiguousarray(a).reshape(-1))
         args += self.scalars
-        for k, shape, dt in self.outs:
-            o = np.empty(shape, dt)
+        for (k, shape, dt), rc in zip(self.outs, self.recyclers):
+            o = np.empty(shape, dt) if rc is None else rc.get()
             env[k] = o
             args.append(o.reshape(-1))
         parts = []

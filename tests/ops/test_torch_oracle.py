@@ -69,7 +69,11 @@ def test_forward_matches_torch(torch, name, i, dtype):
     assert tuple(out.shape) == tuple(t_out.shape)
     assert H.dtype_name(out) == H.dtype_name(t_out)
     rtol, atol = FWD_TOL[dtype]
-    np.testing.assert_allclose(H.to_numpy(out), H.to_numpy(t_out), rtol=rtol, atol=atol)
+    ref = H.to_numpy(t_out)
+    # sums in another order (conv, matmul) differ by rounding relative to the terms, which
+    # an element that cancels to near 0 does not show: scale atol by the output's magnitude
+    scale = float(np.nanmax(np.abs(ref[np.isfinite(ref)]))) if np.isfinite(ref).any() else 0.0
+    np.testing.assert_allclose(H.to_numpy(out), ref, rtol=rtol, atol=max(atol, rtol * scale))
 
 
 def test_max_min_dim_indices_match_torch(torch):
