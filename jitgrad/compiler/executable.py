@@ -82,13 +82,15 @@ class _GroupRunner:
             nparts = {"all": (self.C + COLBLOCK - 1) // COLBLOCK, "cols": self.C}
         self.reds = [(id(r.out), r.out.shape, r.out.dtype, kind, scale, nparts[kind])
                      for r, kind, scale in code.reductions]
-        self.fast = self._specialised() if not self.reds else self.__call__
+        self.fast = self._specialised()
 
     def _specialised(self):
-        """A straight-line Python caller for this kernel (no reductions): the generic
-        ``__call__``'s loops over operand patterns unrolled once, ~1 us less per call (which
-        is most of a scalar graph's time). Plain Python: nothing here is Numba-compiled."""
-        ns = {"empty": np.empty, "ascontig": np.ascontiguousarray, "parallel_ok": parallel_ok,
+        """A straight-line Python caller for this kernel: operand preparation, output
+        allocation, the kernel call and the reductions' final combination, unrolled once for
+        this kernel's operand patterns (~1 us less per call than generic loops over them,
+        which is most of a scalar graph's time). Plain Python: nothing here is compiled."""
+        ns = {"empty": np.empty, "zeros": np.zeros, "asarray": np.asarray,
+              "ascontig": np.ascontiguousarray, "parallel_ok": parallel_ok,
               "run_parts": run_parts, "K": self.kernel, "BIG": self.big, "N": self.n,
               "P": self.parts}
         args = ["N"] if self.flat else [str(self.R), str(self.C)]
@@ -112,43 +114,27 @@ class _GroupRunner:
             else:
                 body.append(f"    o{j} = env[{k}] = empty(SH{j}, DT{j})")
             args.append(f"o{j}.reshape(-1)")
+        finish = []
+        for j, (k, shape, dt, kind, scale, size) in enumerate(self.reds):
+            ns[f"RSH{j}"], ns[f"RDT{j}"], ns[f"SC{j}"] = shape, np.dtype(dt), scale
+            if kind == "all":  # one partial sum per part, combined in a fixed order
+                size = max(size, 1)
+                body.append(f"    r{j} = {'zeros' if self.parts == 0 else 'empty'}({size})")
+                val = f"r{j}[0]" if size == 1 else f"r{j}.sum()"
+            else:  # every row's / column's total is written by the kernel
+                body.append(f"    r{j} = empty({size})")
+                val = f"r{j}"
+            if scale != 1:
+                val = f"{val} * SC{j}"
+            args.append(f"r{j}")
+            finish.append(f"    env[{k}] = asarray({val}, RDT{j}).reshape(RSH{j})")
         body.append("    if BIG and parallel_ok(N):")
         body.append(f"        run_parts(K, P, ({', '.join(args)},))")
         body.append("    else:")
         body.append(f"        K(0, P, {', '.join(args)})")
+        body += finish
         exec("def run(env):\n" + "\n".join(body), ns)  # noqa: S102 - generated, trusted
         return ns["run"]
-
-    def __call__(self, env: dict) -> None:
-        args = [self.n] if self.flat else [self.R, self.C]
-        for k, pat in self.ops:
-            a = env[k]
-            if pat == "scalar":
-                args.append(a[()] if a.ndim == 0 else a.reshape(-1)[0])
-            elif a.ndim == 1 and a.flags.c_contiguous:
-                args.append(a)
-            else:
-                args.append(np.ascontiguousarray(a).reshape(-1))
-        args += self.scalars
-        for (k, shape, dt), rc in zip(self.outs, self.recyclers):
-            o = np.empty(shape, dt) if rc is None else rc.get()
-            env[k] = o
-            args.append(o.reshape(-1))
-        parts = []
-        for _, _, _, kind, _, size in self.reds:
-            r = np.zeros(max(size, 1), np.float64) if kind == "all" else np.empty(size)
-            parts.append(r)
-            args.append(r)
-        if self.big and parallel_ok(self.n):
-            run_parts(self.kernel, self.parts, tuple(args))
-        else:
-            self.kernel(0, self.parts, *args)
-        for (k, shape, dt, kind, scale, _), r in zip(self.reds, parts):
-            if kind == "all":
-                val = r[0] if r.shape[0] == 1 else r.sum()
-                env[k] = np.asarray(val * scale if scale != 1 else val, dtype=dt).reshape(shape)
-            else:
-                env[k] = np.asarray(r * scale if scale != 1 else r, dtype=dt).reshape(shape)
 
 
 class Plan:
