@@ -13,6 +13,11 @@ Workloads (as ``shared/peers-bench`` and ``benchmarks/bench_eager.py``):
   STREAM-style triad bandwidth measured here.
 * ``matmul``   ``((x @ w1).tanh() @ w2).sum()`` forward + backward (w1, w2), 128x784x256x10.
 * ``cold``     fresh processes: import, and import + first op + backward (warm disk caches).
+* ``compile``  fresh processes: import + the W2 step (``chain`` at 1e6 float32, loss and the
+  three gradients) until compiled code has produced its result, with an empty ("cold") and a
+  filled ("warm") on-disk cache: jitgrad.compile (two calls: the first traces), a hand-written
+  Numba kernel (``cache=True``), torch.compile (inductor's cache; slow: only without --quick),
+  jax.jit (no persistent cache: cold only).
 
 Every implementation of a workload is timed in this process, interleaved round-robin (one
 repeat of each per round) so background load hits all alike; ``number`` per repeat is
@@ -602,6 +607,96 @@ COLD = {
 }
 
 
+# ------------------------------------------------------------------------------ compile
+_COMPILE_PRELUDE = """
+import json, os, sys, time
+t0 = time.perf_counter()
+"""
+_COMPILE_DATA = """
+rng = np.random.default_rng(0)
+xn, wn, bn = (rng.standard_normal(1_000_000).astype(np.float32) for _ in range(3))
+"""
+COMPILE = {
+    "jitgrad": ("import numpy as np\nimport jitgrad as jg\n", _COMPILE_DATA + """
+x, w, b = (jg.tensor(a, requires_grad=True) for a in (xn, wn, bn))
+@jg.compile
+def step(x, w, b):
+    x.grad = w.grad = b.grad = None
+    loss = (jg.tanh(x * w + b) ** 2 * jg.sigmoid(x)).sum()
+    loss.backward()
+    return loss
+step(x, w, b)          # traces (returns results computed while tracing)
+loss = step(x, w, b)   # compiles (or loads) the kernels and runs them
+float(loss), x.grad.shape
+""", "JITGRAD_CACHE_DIR"),
+    "numba_hand": ("import numpy as np\nsys.path.insert(0, {here!r})\n"
+                   "from compare import chain_fused_f32\n", _COMPILE_DATA + """
+g = [np.empty_like(xn) for _ in range(3)]
+loss = chain_fused_f32(xn, wn, bn, *g)
+""", "NUMBA_CACHE_DIR"),
+    "torch_compile": ("import numpy as np\nimport torch\n", _COMPILE_DATA + """
+x, w, b = (torch.from_numpy(a).requires_grad_() for a in (xn, wn, bn))
+@torch.compile
+def step(x, w, b):
+    loss = (torch.tanh(x * w + b) ** 2 * torch.sigmoid(x)).sum()
+    return loss, *torch.autograd.grad(loss, (x, w, b))
+out = step(x, w, b)
+""", "TORCHINDUCTOR_CACHE_DIR"),
+    "jax_jit": ("import numpy as np\nimport jax, jax.numpy as jnp\n", _COMPILE_DATA + """
+vg = jax.jit(jax.value_and_grad(
+    lambda x, w, b: jnp.sum(jnp.tanh(x * w + b) ** 2 * jax.nn.sigmoid(x)), argnums=(0, 1, 2)))
+loss, grads = vg(*(jnp.asarray(a) for a in (xn, wn, bn)))
+jax.block_until_ready(grads)
+""", None),
+}
+
+
+def compile_latency(rounds: int, peers: list) -> list:
+    """First-result latency of the W2 step in fresh processes, cold (empty cache directory)
+    and warm (filled by the previous run), interleaved."""
+    import tempfile
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    tmp = tempfile.mkdtemp(prefix="jitgrad-compare-")
+    samples: dict = {}
+
+    def run(peer, cache_dir):
+        imp, body, env_var = COMPILE[peer]
+        code = (_COMPILE_PRELUDE + imp.format(here=here) + "t1 = time.perf_counter()\n" + body
+                + "print(json.dumps({'import_s': t1 - t0, 'first_s': time.perf_counter() - t0}))")
+        env = dict(os.environ)
+        if env_var:
+            env[env_var] = cache_dir
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=600, env=env)
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr[-2000:])
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    try:
+        todo = []
+        for p in peers:
+            try:
+                run(p, os.path.join(tmp, f"{p}-probe"))  # page cache, .pyc files
+                todo.append(p)
+            except Exception as exc:
+                print(f"skipped compile latency {p}: {exc}", flush=True)
+        for k in range(rounds):
+            for p in todo:
+                cold = os.path.join(tmp, f"{p}-{k}")
+                for label in ("cold", "warm") if COMPILE[p][2] else ("cold",):
+                    r = run(p, cold)  # the cold run fills the directory the warm run reads
+                    samples.setdefault((p, label), []).append(r["first_s"])
+    finally:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    return [{"workload": "compile", "config": f"W2 1e6 f32, {label} cache", "impl": p,
+             "median_s": statistics.median(v), "min_s": min(v), "max_s": max(v), "number": 1,
+             "repeats": len(v)} for (p, label), v in sorted(samples.items(),
+                                                          key=lambda kv: kv[0][1])]
+
+
 def cold_start(rounds: int, peers: list) -> list:
     """Fresh-process import and import + first op + backward, interleaved; one warm run first."""
     codes = {p: _COLD_TEMPLATE.format(imp=COLD[p][0], op=COLD[p][1]) for p in peers}
@@ -803,7 +898,7 @@ def versions() -> dict:
 
 
 # ------------------------------------------------------------------------------ main
-WORKLOADS = ("per_op", "seed", "matmul", "chain", "mlp", "cnn", "cold")
+WORKLOADS = ("per_op", "seed", "matmul", "chain", "mlp", "cnn", "cold", "compile")
 
 
 def main(argv=None) -> int:
@@ -913,6 +1008,13 @@ def main(argv=None) -> int:
                                          if not q and PEER_MODULES.get(p) is not None]
         rows.extend(cold_start(2 if q else 5, peers))
         print(f"  cold: done ({time.perf_counter() - t_start:.0f} s)", flush=True)
+    if "compile" in todo:
+        peers = ["jitgrad", "numba_hand"]
+        if not q:
+            peers += [p for p, m in (("jax_jit", "jax"), ("torch_compile", "torch"))
+                      if PEER_MODULES.get(m) is not None or optional(m) is not None]
+        rows.extend(compile_latency(1 if q else 3, peers))
+        print(f"  compile: done ({time.perf_counter() - t_start:.0f} s)", flush=True)
 
     add_ratios(rows)
     print()

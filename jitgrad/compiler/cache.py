@@ -22,7 +22,7 @@ from .. import config
 
 __all__ = ["load_module", "cache_root", "STATS", "CODEGEN_VERSION", "reset_stats"]
 
-CODEGEN_VERSION = "2"
+CODEGEN_VERSION = "3"
 STATS = {"modules_written": 0, "modules_loaded": 0, "modules_rewritten": 0}
 _lock = threading.Lock()
 _loaded: dict = {}

@@ -28,7 +28,7 @@ class Recycler:
 
     __slots__ = ("shape", "dtype", "ring", "keep", "reused")
 
-    def __init__(self, shape: tuple, dtype, keep: int = 3) -> None:
+    def __init__(self, shape: tuple, dtype, keep: int = 2) -> None:
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.ring: list = []

@@ -11,7 +11,7 @@ from jitgrad.compiler.recycle import Recycler
 
 
 def test_recycler_reuses_only_unreferenced_arrays():
-    rc = Recycler((4,), np.float32, keep=3)
+    rc = Recycler((4,), np.float32, keep=3)  # (the plans keep 2)
     a = rc.get()
     b = rc.get()           # a is still referenced: a new array
     assert b is not a
