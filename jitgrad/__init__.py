@@ -158,6 +158,7 @@ from .ops.reduce import (
 )
 from .random import Generator, default_generator, initial_seed, manual_seed, seed
 from .tensor import Size, Tensor
+from .threads import get_num_threads, set_num_threads
 
 float = float32  # noqa: A001 - PyTorch's aliases
 double = float64
@@ -241,4 +242,5 @@ __all__ = [
     "unbind", "select", "narrow", "clone",
     "is_tensor", "is_floating_point", "numel", "allclose", "equal", "isnan", "isinf",
     "isfinite", "__version__", "compile", "explain", "grad", "value_and_grad",
+    "set_num_threads", "get_num_threads",
 ]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import threading
 
-__all__ = ["run_parts", "pool_threads"]
+__all__ = ["run_parts", "pool_threads", "set_pool_threads"]
 
 
 def _default_threads() -> int:
@@ -43,6 +43,8 @@ class _Worker:
     def _loop(self) -> None:
         while True:
             self.go.acquire()
+            if self.task is None:  # the pool was replaced: exit
+                return
             fn, lo, hi, args = self.task
             try:
                 fn(lo, hi, *args)
@@ -66,23 +68,39 @@ class _Pool:
             t = min(self.threads, parts)
             bounds = [parts * k // t for k in range(t + 1)]
             started = []
-            for w, lo, hi in zip(self.workers, bounds[1:-1], bounds[2:]):
-                w.task = (fn, lo, hi, args)
-                w.go.release()
-                started.append(w)
             error = None
             try:
+                for w, lo, hi in zip(self.workers, bounds[1:-1], bounds[2:]):
+                    w.task = (fn, lo, hi, args)
+                    w.go.release()
+                    started.append(w)
                 fn(0, bounds[1], *args)
             except BaseException as exc:
                 error = exc
+            # every started share must finish before the caller goes on (its arrays are in
+            # use, and a completion left unconsumed would end the next call's wait early)
+            pending = _join(started)
             for w in started:
-                w.done.acquire()
-                if w.error is not None and error is None:
-                    error, w.error = w.error, None
-            if error is not None:
-                raise error
+                if w.error is not None:
+                    error, w.error = error or w.error, None
+            if error is not None or pending is not None:
+                raise error if error is not None else pending
         finally:
             self.busy.release()
+
+
+def _join(workers: list) -> BaseException | None:
+    """Wait for each worker's completion; an interrupt (Ctrl-C) while waiting is held back
+    until all have finished, and returned."""
+    pending = None
+    for w in workers:
+        while True:
+            try:
+                w.done.acquire()
+                break
+            except BaseException as exc:  # KeyboardInterrupt: finish waiting first
+                pending = pending or exc
+    return pending
 
 
 _pool: _Pool | None = None
@@ -90,12 +108,27 @@ _pool_lock = threading.Lock()
 
 
 def _reset_after_fork() -> None:
-    global _pool
+    # the parent's workers do not exist in the child, and a lock another thread held at the
+    # fork stays held there: start afresh
+    global _pool, _pool_lock
     _pool = None
+    _pool_lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def set_pool_threads(n: int) -> None:
+    """Use ``n`` threads from now on (the old pool's idle workers exit)."""
+    global _pool
+    with _pool_lock:
+        old, _pool = _pool, _Pool(n)
+    if old is not None:
+        with old.busy:  # let a running call finish
+            for w in old.workers:
+                w.task = None
+                w.go.release()
 
 
 def pool_threads() -> int:

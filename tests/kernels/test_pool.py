@@ -78,3 +78,47 @@ def test_a_forked_child_gets_a_new_pool():
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
+
+
+def test_an_interrupt_while_waiting_is_raised_after_the_workers_finish():
+    class FlakySemaphore:
+        """Its first acquire is interrupted (as by Ctrl-C), the second succeeds."""
+
+        def __init__(self):
+            self.calls = 0
+
+        def acquire(self):
+            self.calls += 1
+            if self.calls == 1:
+                raise KeyboardInterrupt
+
+    class FakeWorker:
+        def __init__(self):
+            self.done = FlakySemaphore()
+
+    workers = [FakeWorker(), FakeWorker()]
+    pending = pool._join(workers)
+    assert isinstance(pending, KeyboardInterrupt)
+    assert [w.done.calls for w in workers] == [2, 2]  # both waits completed
+
+
+def test_set_num_threads_changes_the_pool_and_keeps_results(rng):
+    import jitgrad as jg
+
+    before = jg.get_num_threads()
+    x = jg.tensor(rng.standard_normal(300_000), dtype=jg.float32, requires_grad=True)
+    f = jg.compile(jg.grad(lambda x: (jg.tanh(x) * jg.sigmoid(x)).sum()))
+    f(x)
+    try:
+        results = []
+        for n in (1, 2, 3):
+            jg.set_num_threads(n)
+            assert jg.get_num_threads() == n
+            results.append(f(x).numpy())
+        for r in results[1:]:
+            np.testing.assert_array_equal(r, results[0])
+    finally:
+        jg.set_num_threads(before)
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="positive integer"):
+            jg.set_num_threads(bad)
