@@ -136,22 +136,37 @@ class Tracer:
     def on_op(self, op, out, inputs, params, cdt=None) -> None:
         """``out = op(*inputs, **params)`` was executed."""
         ins = tuple(self.operand(x) for x in inputs)
-        if params:
-            self._check_params(op, params)
+        params = self._check_params(op, params) if params else {}
         v = self._new_var(out._data, "op")
-        self.graph.eqns.append(Eqn(op, ins, v, dict(params) if params else {}, cdt))
+        self.graph.eqns.append(Eqn(op, ins, v, params, cdt))
 
-    def _check_params(self, op, params) -> None:
+    def _check_params(self, op, params) -> dict:
+        """The op's params as the graph keeps them. An array param (an index) that is the
+        data of a tensor the function made from Python data (``x[jitgrad.tensor([0, 2])]``,
+        a constant mask) is a constant: its value at this point is frozen into the params.
+        One computed from the inputs is data-dependent: an error."""
+        out = {}
         for k, val in params.items():
-            arrays = [val] if isinstance(val, np.ndarray) else [
-                x for x in (val if isinstance(val, tuple) else ()) if isinstance(x, np.ndarray)]
-            for a in arrays:
-                if id(a) in self.vars or id(a) in self.untraced:
-                    raise TraceError(
-                        f"{user_location()}: {op.name} depends on the values of a traced tensor "
-                        f"(its '{k}' comes from tensor data): data-dependent indexing is not "
-                        "supported by jitgrad.compile"
-                    )
+            if isinstance(val, np.ndarray):
+                out[k] = self._constant_param(op, k, val)
+            elif isinstance(val, tuple) and any(isinstance(x, np.ndarray) for x in val):
+                out[k] = tuple(self._constant_param(op, k, x) if isinstance(x, np.ndarray)
+                               else x for x in val)
+            else:
+                out[k] = val
+        return out
+
+    def _constant_param(self, op, k: str, a: np.ndarray) -> np.ndarray:
+        v = self.vars.get(id(a))
+        if v is None and id(a) not in self.untraced:
+            return a  # made by the op's own code (not a tensor's data)
+        if v is not None and v.kind == "const":
+            return a.copy()  # the value now: a later in-place change must not reach it
+        raise TraceError(
+            f"{user_location()}: {op.name} depends on the values of a traced tensor "
+            f"(its '{k}' comes from tensor data): data-dependent indexing is not "
+            "supported by jitgrad.compile"
+        )
 
     def on_constant(self, t) -> None:
         """A tensor built from Python data inside the function: a constant of the graph."""

@@ -263,6 +263,29 @@ def test_lower_and_explain(rng):
     assert "2 graph(s)" in text and "generated kernel(s)" in text
 
 
+def test_constant_index_tensors_are_frozen_into_the_plan(rng):
+    """An index or mask the function builds from Python data is a constant of the graph
+    (its value at the time of use); one computed from the inputs is data-dependent."""
+    def f(x):
+        idx = jg.tensor([2, 0, 2])
+        mask = jg.tensor([True, False, True, True])
+        y = x[idx] * 2.0 + x[mask].sum() + x[:, mask][1].sum()
+        idx.add_(1)  # after the use: does not change what y saw
+        return (y * y).sum()
+
+    x = leaf(rng.standard_normal((4, 4)))
+    ref = f(x)
+    (g_ref,) = jg.autograd.grad(ref, [x])
+    cf = jg.compile(f)
+    cf(x)
+    out = cf(x)
+    (g,) = jg.autograd.grad(out, [x])
+    np.testing.assert_allclose(out.item(), ref.item(), rtol=1e-6)
+    np.testing.assert_allclose(g.numpy(), g_ref.numpy(), rtol=1e-6, atol=1e-6)
+    with pytest.raises(TraceError, match="depends on the values of a traced tensor"):
+        jg.compile(lambda x: x[x > 0].sum())(x)
+
+
 def test_literal_params_fold_in_generated_kernels(rng):
     """Op params are literals in fused kernels: ``x ** 2`` becomes ``x * x`` (forward and
     ``pow_backward``'s ``exponent - 1``), other fast-path exponents their sqrt/reciprocal

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...creation import full
 from ...shapes import fmt_shape
-from ...tensor import Tensor, wrap
+from ...tensor import Tensor
 from .. import samples as S
 from ..dispatch import as_tensor_arg
 from ..losses import _call_optional
@@ -67,7 +68,7 @@ def _weight_grad(x: Tensor, t: Tensor, w, g: Tensor, loss: Tensor, red: str, ign
     ``g * -x[i, t_i]`` (minus the mean's share) summed into its class."""
     picked = _nll(x, t, None, "none", ign)  # -x[i, t_i], 0 where ignored
     if red == "mean":
-        minus_one = wrap(np.full(x._data.shape, -1.0, dtype=x._data.dtype))
+        minus_one = full(x._data.shape, -1.0, dtype=x.dtype)  # a factory: traced
         total = _nll(minus_one, t, w, "sum", ign)  # the summed weights of the targets
         h = g * (picked - loss) / total
     else:
