@@ -1,4 +1,5 @@
-"""Environment configuration: ``JITGRAD_LOGS``, ``JITGRAD_CACHE_DIR``, ``JITGRAD_DISABLE_JIT``."""
+"""Environment configuration: ``JITGRAD_LOGS``, ``JITGRAD_CACHE_DIR``, ``JITGRAD_DISABLE_JIT``
+(``JITGRAD_NATIVE=0``, read by ``compiler/native.py``, turns native kernel objects off)."""
 
 from __future__ import annotations
 

@@ -20,9 +20,10 @@ import threading
 
 from .. import config
 
-__all__ = ["load_module", "cache_root", "STATS", "CODEGEN_VERSION", "reset_stats"]
+__all__ = ["load_module", "module_path", "cache_root", "STATS", "CODEGEN_VERSION",
+           "reset_stats"]
 
-CODEGEN_VERSION = "3"
+CODEGEN_VERSION = "4"
 STATS = {"modules_written": 0, "modules_loaded": 0, "modules_rewritten": 0}
 _lock = threading.Lock()
 _loaded: dict = {}
@@ -35,13 +36,14 @@ def reset_stats() -> None:
 
 
 def _versions() -> str:
-    import llvmlite
-    import numba
+    # the distributions' versions, not numba.__version__: importing Numba costs 0.2 s, which
+    # a process running only native kernel objects (native.py) never pays
+    from importlib.metadata import version
 
     from .. import __version__
     from ..ops.gen_kernels import math_sources_digest
 
-    return f"{CODEGEN_VERSION}|{__version__}|{numba.__version__}|{llvmlite.__version__}|" \
+    return f"{CODEGEN_VERSION}|{__version__}|{version('numba')}|{version('llvmlite')}|" \
            f"{math_sources_digest()}"
 
 
@@ -70,6 +72,11 @@ def _digest(source: str) -> str:
     if _VERSIONS is None:
         _VERSIONS = _versions()
     return hashlib.sha256((_VERSIONS + "\n" + source).encode()).hexdigest()[:24]
+
+
+def module_path(source: str, cache_dir: str | None = None) -> str:
+    """Where the module with ``source`` lives in the cache (whether written yet or not)."""
+    return os.path.join(cache_root(cache_dir), f"jg_{_digest(source)}.py")
 
 
 def load_module(source: str, cache_dir: str | None = None):

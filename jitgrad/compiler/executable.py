@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
+import threading
 
 import numpy as np
 
@@ -19,7 +21,7 @@ from ..kernels.parallel import parallel_ok
 from ..kernels.pool import run_parts
 from ..trace.interpreter import apply_effects, run_eqn
 from ..trace.ir import Graph, Lit, Var
-from . import cache
+from . import cache, native
 from .codegen_cpu import CHUNK, COLBLOCK, SCALAR_HELPERS, generate_group
 from .fusion import describe, partition
 from .memory import last_uses
@@ -46,6 +48,7 @@ _DECOR = '@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy")'
 #: (~150 us sequential): a plain ``a * b`` from ~430k elements (eager mode: 524k), the W2
 #: kernel (2 transcendentals, 15 equations) from ~65k.
 PARALLEL_MIN_WORK = 1_500_000
+_EXPORT_LOCK = threading.Lock()
 
 
 class _GroupRunner:
@@ -55,10 +58,11 @@ class _GroupRunner:
         self.group = group
         self.code = code
         self.source = module_source
-        self.kernel = cache.load_module(module_source, cache_dir).kernel
         shape = group.shape
         self.shape = shape
         self.n = int(math.prod(shape))
+        self.native = False
+        self.kernel = self._kernel(cache_dir)
         p = code.split
         self.R = int(math.prod(shape[:p]))
         self.C = int(math.prod(shape[p:]))
@@ -84,15 +88,40 @@ class _GroupRunner:
                      for r, kind, scale in code.reductions]
         self.fast = self._specialised()
 
+    def _kernel(self, cache_dir):
+        """The kernel to call: its native object when it is large, one exists and Numba is
+        not loaded in this process (``native.py``); else the Numba dispatcher, which, for a
+        large kernel, exports the native object after its first compilation."""
+        large = self.n * self.code.cost >= native.NATIVE_MIN_WORK and native.native_enabled()
+        path = cache.module_path(self.source, cache_dir) if large else None
+        if large and "numba" not in sys.modules:
+            k = native.load(path)
+            if k is not None:
+                self.native = True
+                return k
+        disp = cache.load_module(self.source, cache_dir).kernel
+        if not large:
+            return disp
+        done = []
+
+        def first_call(*args):
+            disp(*args)
+            with _EXPORT_LOCK:
+                if not done:
+                    done.append(native.export(disp, path))
+                    self._ns["K"] = disp  # later calls go straight to the dispatcher
+        return first_call
+
     def _specialised(self):
         """A straight-line Python caller for this kernel: operand preparation, output
         allocation, the kernel call and the reductions' final combination, unrolled once for
         this kernel's operand patterns (~1 us less per call than generic loops over them,
         which is most of a scalar graph's time). Plain Python: nothing here is compiled."""
-        ns = {"empty": np.empty, "zeros": np.zeros, "asarray": np.asarray,
-              "ascontig": np.ascontiguousarray, "parallel_ok": parallel_ok,
-              "run_parts": run_parts, "K": self.kernel, "BIG": self.big, "N": self.n,
-              "P": self.parts}
+        ns = self._ns = {
+            "empty": np.empty, "zeros": np.zeros, "asarray": np.asarray,
+            "ascontig": np.ascontiguousarray, "parallel_ok": parallel_ok,
+            "run_parts": run_parts, "K": self.kernel, "BIG": self.big, "N": self.n,
+            "P": self.parts}
         args = ["N"] if self.flat else [str(self.R), str(self.C)]
         body = []
         for j, (k, pat) in enumerate(self.ops):
