@@ -95,7 +95,7 @@ class _GroupRunner:
         large = self.n * self.code.cost >= native.NATIVE_MIN_WORK and native.native_enabled()
         path = cache.module_path(self.source, cache_dir) if large else None
         if large and "numba" not in sys.modules:
-            k = native.load(path)
+            k = native.load(path, native.layout_of(self._arg_kinds()))
             if k is not None:
                 self.native = True
                 return k
@@ -111,6 +111,18 @@ class _GroupRunner:
                     done.append(native.export(disp, path))
                     self._ns["K"] = disp  # later calls go straight to the dispatcher
         return first_call
+
+    def _arg_kinds(self) -> list:
+        """What the generated caller passes the kernel: Python ints (lo, hi, sizes), NumPy
+        scalar types (scalar operands, literals), array dtypes (operands, outputs, sums)."""
+        code = self.code
+        kinds: list = [int, int] + [int] * (1 if code.mode == "flat" else 2)
+        for v, pat in code.operands:
+            kinds.append(np.dtype(v.dtype).type if pat == "scalar" else np.dtype(v.dtype))
+        kinds += [np.dtype(dt).type for _, dt in code.scalars]
+        kinds += [np.dtype(v.dtype) for v in code.outputs]
+        kinds += [np.dtype(np.float64)] * len(code.reductions)
+        return kinds
 
     def _specialised(self):
         """A straight-line Python caller for this kernel: operand preparation, output
@@ -186,6 +198,7 @@ class Plan:
                           if v.source is not None and v.source.kind == "arg"]
         self.other_inputs = [v for v in ins if v.source is None or v.source.kind != "arg"]
         self.runners: list = []
+        self.group_runners: list = []   # the fused kernels' runners (native or Numba)
         self.sources: list = []
         self.n_kernels = 0
         if not self.reference:
@@ -216,7 +229,9 @@ class Plan:
                 code = generate_group(s.group, needed)
                 src = _module_source(code)
                 self.sources.append(src)
-                self.runners.append(_GroupRunner(s.group, code, src, cache_dir).fast)
+                gr = _GroupRunner(s.group, code, src, cache_dir)
+                self.group_runners.append(gr)
+                self.runners.append(gr.fast)
                 self.n_kernels += 1
             else:
                 self.runners.append(_call_runner(s.eqn))

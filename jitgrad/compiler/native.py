@@ -29,9 +29,11 @@ import sys
 import tempfile
 import threading
 
+import numpy as np
+
 from .. import config
 
-__all__ = ["NATIVE_MIN_WORK", "export", "load", "host_id", "native_enabled"]
+__all__ = ["NATIVE_MIN_WORK", "export", "load", "layout_of", "host_id", "native_enabled"]
 
 #: elements x GroupCode.cost from which a kernel is exported and loaded natively (~1 ms of
 #: work: the ctypes call, ~30 us with 8 arrays on the project machine, is then < 3%)
@@ -63,9 +65,29 @@ def host_id() -> str | None:
     return _host[0]
 
 
-def _paths(module_path: str) -> tuple[str, str]:
+def _paths(module_path: str, layout: list) -> tuple[str, str]:
+    """The object and its sidecar for the kernel of ``module_path`` compiled for ``layout``
+    (one source can serve several argument types: each gets its own object)."""
     base = module_path[:-3] if module_path.endswith(".py") else module_path
-    return base + ".so", base + ".native.json"
+    tag = hashlib.sha256(json.dumps(layout).encode()).hexdigest()[:12]
+    return f"{base}.{tag}.so", f"{base}.{tag}.native.json"
+
+
+def layout_of(kinds: list) -> list | None:
+    """The layout for a call with these arguments: ``int`` (a Python int: int64), a NumPy
+    float32/float64 scalar type, or a NumPy dtype for a 1-D C-contiguous array. None where
+    an argument has no plain C layout here (bool and small-int scalars...)."""
+    out = []
+    for k in kinds:
+        if k is int:
+            out.append("i64")
+        elif k is np.float32 or k is np.float64:
+            out.append("f32" if k is np.float32 else "f64")
+        elif isinstance(k, np.dtype) and k.kind in "fiu":
+            out.append("A:" + k.str)
+        else:
+            return None
+    return out
 
 
 def _log(msg: str) -> None:
@@ -75,24 +97,22 @@ def _log(msg: str) -> None:
 
 # ------------------------------------------------------------------------------- export
 def _layout(sig) -> list | None:
-    """Per argument: "i64", "f32", "f64" or ["A", itemsize] (a 1-D C array); None when an
-    argument has no plain C layout here."""
+    """:func:`layout_of` for a compiled Numba signature."""
     from numba.core import types
+    from numba.np.numpy_support import as_dtype
 
-    out = []
+    kinds = []
     for t in sig.args:
         if isinstance(t, types.Integer) and t.bitwidth == 64 and t.signed:
-            out.append("i64")
-        elif t == types.float32:
-            out.append("f32")
-        elif t == types.float64:
-            out.append("f64")
+            kinds.append(int)
+        elif t in (types.float32, types.float64):
+            kinds.append(np.float32 if t == types.float32 else np.float64)
         elif isinstance(t, types.Array) and t.ndim == 1 and t.layout == "C" and \
                 isinstance(t.dtype, (types.Float, types.Integer)):
-            out.append(["A", t.dtype.bitwidth // 8])
+            kinds.append(as_dtype(t.dtype))
         else:
             return None
-    return out
+    return layout_of(kinds)
 
 
 def _kernel_object(cres, layout: list) -> bytes | None:
@@ -103,7 +123,7 @@ def _kernel_object(cres, layout: list) -> bytes | None:
     symbol = cres.fndesc.mangled_name
     mod = ll.parse_assembly(lib.get_llvm_str())
     fn = mod.get_function(symbol)
-    expected = 2 + sum(_ARRAY_FIELDS if isinstance(k, list) else 1 for k in layout)
+    expected = 2 + sum(_ARRAY_FIELDS if k.startswith("A:") else 1 for k in layout)
     if len(list(fn.arguments)) != expected:  # not the calling convention assumed here
         return None
     for f in mod.functions:
@@ -146,13 +166,16 @@ def export(dispatcher, module_path: str) -> bool:
     ``module_path``; False (and nothing written) when that is not possible."""
     if not native_enabled() or host_id() is None:
         return False
-    so_path, meta_path = _paths(module_path)
-    if os.path.exists(meta_path):
-        return True
     cc = _compiler()
     if cc is None or len(dispatcher.overloads) != 1:
         return False
     cres = next(iter(dispatcher.overloads.values()))
+    layout = _layout(cres.signature)
+    if layout is None:
+        return False
+    so_path, meta_path = _paths(module_path, layout)
+    if os.path.exists(meta_path):
+        return True
     if getattr(cres.library, "_disable_inspection", False):
         # loaded from Numba's cache: no LLVM module to export from. Only to replace a
         # corrupt object is the kernel compiled again (once); otherwise Numba runs it.
@@ -161,8 +184,7 @@ def export(dispatcher, module_path: str) -> bool:
         _rebuild.discard(module_path)
         cres = _fresh_compile(dispatcher, cres)
     try:
-        layout = _layout(cres.signature)
-        obj = _kernel_object(cres, layout) if layout is not None else None
+        obj = _kernel_object(cres, layout)
         if obj is None:
             return False
         d = os.path.dirname(so_path)
@@ -194,34 +216,35 @@ def export(dispatcher, module_path: str) -> bool:
 
 
 # --------------------------------------------------------------------------------- load
-def load(module_path: str):
-    """A callable with the kernel's Python signature running its native object, or None."""
-    if not native_enabled():
+def load(module_path: str, layout: list | None):
+    """A callable with the kernel's Python signature running its native object compiled for
+    ``layout`` (:func:`layout_of` of the arguments the plan passes), or None."""
+    if not native_enabled() or layout is None:
         return None
-    so_path, meta_path = _paths(module_path)
+    so_path, meta_path = _paths(module_path, layout)
     if not os.path.exists(meta_path):
         return None
     try:
         with open(meta_path, encoding="utf-8") as f:
             meta = json.load(f)
-        if meta.get("host") != host_id() or host_id() is None:
+        if meta.get("host") != host_id() or host_id() is None or meta["layout"] != layout:
             return None
         with open(so_path, "rb") as f:
             if hashlib.sha256(f.read()).hexdigest() != meta["sha256"]:
                 _log(f"{os.path.basename(so_path)}: corrupt (digest mismatch): rebuilt")
-                _discard(module_path)
+                _discard(module_path, layout)
                 return None
-        return _caller(so_path, meta["symbol"], meta["layout"])
+        return _caller(so_path, meta["symbol"], layout)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         _log(f"load failed: {type(exc).__name__}: {exc}")
         if not isinstance(exc, OSError) or os.path.exists(so_path):
-            _discard(module_path)  # unreadable sidecar or object: rebuild it
+            _discard(module_path, layout)  # unreadable sidecar or object: rebuild it
         return None
 
 
-def _discard(module_path: str) -> None:
+def _discard(module_path: str, layout: list) -> None:
     """Remove a bad object and its sidecar; the next export compiles the kernel afresh."""
-    for p in reversed(_paths(module_path)):  # the sidecar first: never a sidecar alone
+    for p in reversed(_paths(module_path, layout)):  # the sidecar first: never it alone
         try:
             os.remove(p)
         except OSError:
@@ -240,8 +263,8 @@ def _caller(so_path: str, symbol: str, layout: list):
     for k, kind in enumerate(layout):
         name = f"x{k}"
         params.append(name)
-        if isinstance(kind, list):
-            size = int(kind[1])
+        if kind.startswith("A:"):
+            size = np.dtype(kind[2:]).itemsize
             argtypes += [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
                          ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
             pieces.append(f"None, None, {name}.size, {size}, {name}.ctypes.data, "

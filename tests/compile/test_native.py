@@ -85,10 +85,14 @@ def test_a_corrupt_or_foreign_object_is_not_loaded(tmp_path):
     assert not numba_used
     np.testing.assert_array_equal(again, cold)
     m = json.loads(meta.read_text())
+    module = str(so).rsplit(".", 2)[0] + ".py"
+    assert native.load(module, m["layout"]) is not None
+    f64 = [k.replace("<f4", "<f8").replace("f32", "f64") for k in m["layout"]]
+    assert native.load(module, f64) is None  # compiled for float32 only
     meta.write_text(json.dumps(dict(m, host="another cpu")))
-    assert native.load(str(meta).replace(".native.json", ".py")) is None
+    assert native.load(module, m["layout"]) is None
     meta.write_text("{not json")
-    assert native.load(str(meta).replace(".native.json", ".py")) is None
+    assert native.load(module, m["layout"]) is None
     assert not meta.exists() and not so.exists()  # an unreadable sidecar: discarded
 
 
@@ -97,3 +101,55 @@ def test_no_c_compiler_means_no_native_object(tmp_path):
                            PATH=os.path.dirname(sys.executable))
     assert numba_used and _artifacts(tmp_path) == ([], [])
     assert np.isfinite(res).all()
+
+
+def test_native_object_equals_the_dispatcher_and_runs_on_threads(tmp_path, monkeypatch, rng):
+    """In-process: the exported object computes the same bits as the Numba dispatcher, also
+    with several threads calling it at once (ctypes releases the GIL)."""
+    import threading
+
+    import jitgrad as jg
+    from jitgrad.compiler import cache
+
+    monkeypatch.setenv("JITGRAD_CACHE_DIR", str(tmp_path))
+    f = jg.compile(jg.value_and_grad(lambda x, w: (jg.tanh(x * w) * jg.sigmoid(x)).sum(),
+                                     argnums=(0, 1)))
+    x, w = (jg.tensor(rng.standard_normal(N_LARGE), dtype=jg.float32) for _ in range(2))
+    f(x, w)
+    f(x, w)  # compiled: the first kernel call exported the object
+    (entry,) = (e for es in f._entries.values() for e in es)
+    (gr,) = entry.plan.group_runners
+    disp = cache.load_module(gr.source).kernel
+    kern = native.load(cache.module_path(gr.source), native.layout_of(gr._arg_kinds()))
+    assert kern is not None
+    n = gr.n
+    assert gr.code.mode == "flat"  # every non-scalar operand is a full-length array
+    ins = [np.dtype(v.dtype).type(0.75) if p == "scalar" else
+           rng.standard_normal(n).astype(v.dtype) for v, p in gr.code.operands]
+    outs = {}
+    for name, k in (("numba", disp), ("native", kern)):
+        o = [np.empty(n, np.float32) for _ in gr.code.outputs]
+        r = [np.empty(gr.parts) for _ in gr.code.reductions]
+        k(0, gr.parts, n, *ins, *gr.scalars, *o, *r)
+        outs[name] = o + r
+    for p, q in zip(outs["numba"], outs["native"]):
+        np.testing.assert_array_equal(p, q)
+    results, errors = [], []
+
+    def call():
+        try:
+            o = [np.empty(n, np.float32) for _ in gr.code.outputs]
+            r = [np.empty(gr.parts) for _ in gr.code.reductions]
+            kern(0, gr.parts, n, *ins, *gr.scalars, *o, *r)
+            results.append(o + r)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == 4
+    for res in results:
+        for p, q in zip(outs["numba"], res):
+            np.testing.assert_array_equal(p, q)
