@@ -94,8 +94,9 @@ class _GroupRunner:
         large kernel, exports the native object after its first compilation."""
         large = self.n * self.code.cost >= native.NATIVE_MIN_WORK and native.native_enabled()
         path = cache.module_path(self.source, cache_dir) if large else None
+        layout = native.layout_of(self._arg_kinds()) if large else None
         if large and "numba" not in sys.modules:
-            k = native.load(path, native.layout_of(self._arg_kinds()))
+            k = native.load(path, layout)
             if k is not None:
                 self.native = True
                 return k
@@ -108,7 +109,7 @@ class _GroupRunner:
             disp(*args)
             with _EXPORT_LOCK:
                 if not done:
-                    done.append(native.export(disp, path))
+                    done.append(native.export(disp, path, layout))
                     self._ns["K"] = disp  # later calls go straight to the dispatcher
         return first_call
 

@@ -161,17 +161,15 @@ def _compiler() -> str | None:
     return None
 
 
-def export(dispatcher, module_path: str) -> bool:
-    """Write the native object of ``dispatcher``'s (single) compiled kernel beside
+def export(dispatcher, module_path: str, layout: list | None) -> bool:
+    """Write the native object of ``dispatcher``'s kernel compiled for ``layout`` beside
     ``module_path``; False (and nothing written) when that is not possible."""
-    if not native_enabled() or host_id() is None:
+    if not native_enabled() or host_id() is None or layout is None:
         return False
     cc = _compiler()
-    if cc is None or len(dispatcher.overloads) != 1:
-        return False
-    cres = next(iter(dispatcher.overloads.values()))
-    layout = _layout(cres.signature)
-    if layout is None:
+    cres = next((c for c in dispatcher.overloads.values() if _layout(c.signature) == layout),
+                None)
+    if cc is None or cres is None:
         return False
     so_path, meta_path = _paths(module_path, layout)
     if os.path.exists(meta_path):

@@ -153,3 +153,25 @@ def test_native_object_equals_the_dispatcher_and_runs_on_threads(tmp_path, monke
     for res in results:
         for p, q in zip(outs["numba"], res):
             np.testing.assert_array_equal(p, q)
+
+
+def test_one_kernel_source_for_two_dtypes_gets_two_objects(tmp_path, monkeypatch):
+    import jitgrad as jg
+    from jitgrad.compiler import cache
+
+    monkeypatch.setenv("JITGRAD_CACHE_DIR", str(tmp_path))
+    f = jg.compile(lambda x, y: x * y + x)   # no literals, no sums: dtype-free source
+    n = 2_600_000                             # x (3 arrays + 2 equations / 2) > 10M
+    srcs = set()
+    for dt in (jg.float32, jg.float64):
+        x, y = jg.ones(n, dtype=dt), jg.full((n,), 2.0, dtype=dt)
+        f(x, y)
+        out = f(x, y)
+        assert out.dtype == dt and float(out[0]) == 3.0
+        (entry,) = f._entries[next(k for k in f._entries if k[1][0][1] == x._data.dtype)]
+        (gr,) = entry.plan.group_runners
+        srcs.add(gr.source)
+    assert len(srcs) == 1  # the same module...
+    (src,) = srcs
+    base = cache.module_path(src)[:-3]
+    assert len(list((tmp_path / "kernels").glob(base.rsplit("/", 1)[1] + ".*.so"))) == 2
