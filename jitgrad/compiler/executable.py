@@ -99,7 +99,15 @@ class _GroupRunner:
             k = native.load(path, layout)
             if k is not None:
                 self.native = True
-                return k
+
+                def guarded(*args):
+                    try:
+                        return k(*args)
+                    except native.LayoutMismatch:  # never expected: Numba specialises
+                        self._ns["K"] = d = cache.load_module(self.source, cache_dir).kernel
+                        self.native = False
+                        return d(*args)
+                return guarded
         disp = cache.load_module(self.source, cache_dir).kernel
         if not large:
             return disp

@@ -33,7 +33,8 @@ import numpy as np
 
 from .. import config
 
-__all__ = ["NATIVE_MIN_WORK", "export", "load", "layout_of", "host_id", "native_enabled"]
+__all__ = ["NATIVE_MIN_WORK", "export", "load", "layout_of", "host_id", "native_enabled",
+           "LayoutMismatch"]
 
 #: elements x GroupCode.cost from which a kernel is exported and loaded natively (~1 ms of
 #: work: the ctypes call, ~30 us with 8 arrays on the project machine, is then < 3%)
@@ -41,6 +42,13 @@ NATIVE_MIN_WORK = 10_000_000
 _ARRAY_FIELDS = 7          # meminfo, parent, nitems, itemsize, data, shape[0], strides[0]
 _lock = threading.Lock()
 _host: list = []
+
+
+class LayoutMismatch(TypeError):
+    """A native kernel was called with arrays of other dtypes than it was compiled for (the
+    caller then runs the Numba dispatcher, which specialises; never reinterpreted memory)."""
+
+
 _rebuild: set = set()      # module paths whose object was found corrupt in this process
 
 
@@ -257,12 +265,14 @@ def _caller(so_path: str, symbol: str, layout: list):
     fn.restype = ctypes.c_int32
     c = {"i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double}
     argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-    params, pieces = [], []
+    params, pieces, arrays, dtypes = [], [], [], []
     for k, kind in enumerate(layout):
         name = f"x{k}"
         params.append(name)
         if kind.startswith("A:"):
             size = np.dtype(kind[2:]).itemsize
+            arrays.append(name)
+            dtypes.append(np.dtype(kind[2:]))
             argtypes += [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
                          ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
             pieces.append(f"None, None, {name}.size, {size}, {name}.ctypes.data, "
@@ -272,8 +282,11 @@ def _caller(so_path: str, symbol: str, layout: list):
             pieces.append(name)
     fn.argtypes = argtypes
     ns = {"FN": fn, "byref": ctypes.byref, "scratch": ctypes.c_int64 * 2,
-          "ptr": ctypes.c_void_p}
+          "ptr": ctypes.c_void_p, "DTS": tuple(dtypes), "Mismatch": LayoutMismatch}
+    check = f"({', '.join(f'{a}.dtype' for a in arrays)},)" if arrays else "()"
     src = (f"def native_kernel({', '.join(params)}):\n"
+           f"    if {check} != DTS:\n"
+           f"        raise Mismatch('arrays of other dtypes than the object was built for')\n"
            f"    st = FN(byref(scratch()), byref(ptr()), {', '.join(pieces)})\n"
            f"    if st:\n"
            f"        raise RuntimeError('jitgrad: native kernel {os.path.basename(so_path)} "

@@ -175,3 +175,22 @@ def test_one_kernel_source_for_two_dtypes_gets_two_objects(tmp_path, monkeypatch
     (src,) = srcs
     base = cache.module_path(src)[:-3]
     assert len(list((tmp_path / "kernels").glob(base.rsplit("/", 1)[1] + ".*.so"))) == 2
+
+
+def test_a_native_call_with_other_dtypes_is_refused_not_reinterpreted(tmp_path, monkeypatch):
+    import jitgrad as jg
+    from jitgrad.compiler import cache
+
+    monkeypatch.setenv("JITGRAD_CACHE_DIR", str(tmp_path))
+    f = jg.compile(lambda x, y: x * y + x)
+    n = 2_600_000
+    x, y = jg.ones(n, dtype=jg.float32), jg.ones(n, dtype=jg.float32)
+    f(x, y)
+    f(x, y)
+    (entry,) = (e for es in f._entries.values() for e in es)
+    (gr,) = entry.plan.group_runners
+    kern = native.load(cache.module_path(gr.source), native.layout_of(gr._arg_kinds()))
+    a64 = np.ones(n)
+    o = np.empty(n, np.float32)
+    with pytest.raises(native.LayoutMismatch):
+        kern(0, gr.parts, n, a64, a64, o)
