@@ -240,18 +240,21 @@ class CompiledFunction:
         self.stats["calls"] += 1
         if _TRACE.tracer is not None:  # nested compiled call: inline into the outer trace
             return self.fn(*args, **kwargs)
-        fast = not kwargs
-        if fast:
+        key = None
+        if not kwargs:  # the common case, tensor arguments only: the key in one pass
+            items = []
             for a in args:
                 if type(a) is not Tensor:
-                    fast = False
                     break
-        if fast:  # the common case: tensor arguments only
-            flat = list(args)
-            treedef = _TENSOR_ARGS_TREES.get(len(args)) or _tensor_args_tree(len(args))
-        else:
+                d = a._data
+                items.append((d.shape, d.dtype, a._requires_grad, bool(a._hooks)))
+            else:
+                flat = list(args)
+                treedef = _TENSOR_ARGS_TREES.get(len(args)) or _tensor_args_tree(len(args))
+                key = (treedef, tuple(items), grad_mode.STATE.enabled)
+        if key is None:
             flat, treedef = flatten((args, kwargs))
-        key = self._key(flat, treedef)
+            key = self._key(flat, treedef)
         if self._eager_keys and key in self._eager_keys:
             return self.fn(*args, **kwargs)
         closure_ids = self._closure.current()
