@@ -163,7 +163,7 @@ class _GroupRunner:
                 body.append(f"    o{j} = env[{k}] = RC{j}.get()")
             else:
                 body.append(f"    o{j} = env[{k}] = empty(SH{j}, DT{j})")
-            args.append(f"o{j}.reshape(-1)")
+            args.append(f"o{j}" if len(shape) == 1 else f"o{j}.reshape(-1)")
         finish = []
         for j, (k, shape, dt, kind, scale, size) in enumerate(self.reds):
             ns[f"RSH{j}"], ns[f"RDT{j}"], ns[f"SC{j}"] = shape, np.dtype(dt), scale
