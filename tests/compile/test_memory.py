@@ -7,6 +7,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from helpers import w2_step
 
 import jitgrad as jg
 
@@ -22,13 +23,6 @@ def _peak(fn) -> int:
         tracemalloc.stop()
 
 
-def _chain(x, w, b):
-    x.grad = w.grad = b.grad = None
-    loss = (jg.tanh(x * w + b) ** 2 * jg.sigmoid(x)).sum()
-    loss.backward()
-    return loss
-
-
 def _mlp(x, w1, w2):
     w1.grad = w2.grad = None
     h = jg.tanh(x @ w1)
@@ -38,7 +32,7 @@ def _mlp(x, w1, w2):
 
 
 @pytest.mark.parametrize("fn,shapes", [
-    (_chain, [(1_000_000,)] * 3),
+    (w2_step, [(1_000_000,)] * 3),
     (_mlp, [(256, 512), (512, 512), (512, 64)]),
 ], ids=["chain", "mlp"])
 def test_compiled_peak_memory_at_most_eager(fn, shapes, rng):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import w2_step
 
 import jitgrad as jg
 import jitgrad.compiler.executable as executable
@@ -33,13 +34,7 @@ def small_recycling(monkeypatch):
 
 
 def _step():
-    @jg.compile
-    def step(x, w, b):
-        x.grad = w.grad = b.grad = None
-        loss = (jg.tanh(x * w + b) ** 2 * jg.sigmoid(x)).sum()
-        loss.backward()
-        return loss
-    return step
+    return jg.compile(w2_step)
 
 
 def _leaves(rng, n=1000):
