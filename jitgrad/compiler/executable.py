@@ -9,7 +9,6 @@ the output arrays (plus the values the backward graph keeps, for forward graphs)
 
 from __future__ import annotations
 
-import contextlib
 import math
 import sys
 import threading
@@ -290,22 +289,15 @@ class Plan:
         return env
 
     def _execute(self, env: dict) -> None:
-        if self.reference:
-            for e in self.graph.eqns:
-                env[id(e.out)] = run_eqn(e, env, reference=True)
-            return
-        # NumPy/BLAS calls give inf/nan silently, as the fused kernels do (which never raise:
-        # a plan of kernels only skips the errstate switch)
-        with np.errstate(all="ignore") if self.calls else _NO_CONTEXT:
-            for r, drop in zip(self.runners, self.drops):
-                r(env)
-                for k in drop:  # free values after their last reader (peak memory <= eager)
-                    del env[k]
+        """``JITGRAD_DISABLE_JIT``: every equation through the reference interpreter (a built
+        plan runs its straight-line ``run``/``run_arrays`` instead)."""
+        for e in self.graph.eqns:
+            env[id(e.out)] = run_eqn(e, env, reference=True)
 
     def run(self, flat: list) -> list:
         """Forward graphs: arguments are the flattened call's tensors. Returns the outputs,
-        then the kept values (residuals of the backward). (A built plan replaces this with
-        its straight-line version; this one serves ``JITGRAD_DISABLE_JIT``.)"""
+        then the kept values (residuals of the backward). A built plan replaces this with
+        its straight-line version; this one serves ``JITGRAD_DISABLE_JIT``."""
         g = self.graph
         env = dict(self.consts)
         for k, i in self.arg_slots:
@@ -332,8 +324,6 @@ class Plan:
     def source(self) -> str:
         return "\n\n".join(self.sources)
 
-
-_NO_CONTEXT = contextlib.nullcontext()
 
 
 def _slots(e) -> tuple:
