@@ -18,12 +18,11 @@ import functools
 import threading
 import warnings
 
-from . import config
+from . import call_path, config
 from .autograd import grad_mode
 from .autograd.node import FREED_MESSAGE, Node, node_class, save_input
 from .tensor import Tensor, wrap
-from .tensor import alias as _wrap_result  # a plan output: a new tensor, nothing to trace
-from .trace.pytree import flatten, unflatten
+from .trace.pytree import flatten
 from .trace.state import STATE as _TRACE
 from .trace.tracer import Tracer
 
@@ -83,9 +82,6 @@ def _mark_joint_output(t: Tensor, edges: tuple) -> None:
     t._grad_fn = new_node(_JointOutput, edges, None, None)
 
 
-_LEAF = ("T",)  # pytree's treedef of a single tensor
-
-
 class _Entry:
     """One traced signature: forward (and backward) graphs and their plans."""
 
@@ -112,29 +108,13 @@ class _Entry:
         return None
 
     joint = False
+    joint_outputs: list = []
+    fast = None  # the generated cache-hit path (call_path.py), made at the first hit
 
-    def run(self, flat: list):
-        gi = self.grad_info
-        outs = self.plan.run(flat)
-        n_out = len(self.graph.outputs)
-        tensors = [_wrap_result(a) for a in outs[:n_out]]
-        if gi is not None and grad_mode.STATE.enabled:
-            self._attach_backward(flat, tensors, outs[n_out:])
-        elif self.joint and grad_mode.STATE.enabled and self.joint_outputs:
-            edges = tuple((t if t._grad_fn is None else (t._grad_fn, t._output_nr))
-                          for t in flat if t._requires_grad)
-            for i in self.joint_outputs:
-                _mark_joint_output(tensors[i], edges)
-        return self._unflatten(tensors)
-
-    def _unflatten(self, tensors: list):
-        tree = self.out_tree
-        if tree == _LEAF:
-            return tensors[0]
-        if tree[0] == "tuple" and all(c == _LEAF for c in tree[1]):
-            self._unflatten = tuple  # the structure never changes: decide once
-            return tuple(tensors)
-        return unflatten(tree, tensors)
+    def finish(self, grad_enabled: bool) -> None:
+        """Make ``run(flat)`` (the plan, output tensors, autograd glue, output structure:
+        ``call_path.entry_run``) once the entry is complete (``joint`` is known)."""
+        self.run = call_path.entry_run(self, grad_enabled)
 
     # --------------------------------------------------------------- autograd glue
     def _attach_backward(self, flat, tensors, residual_arrays):
@@ -221,9 +201,12 @@ class CompiledFunction:
         self.last_retrace_reason: str | None = None
         self._warned = False
         self._last_key = None
+        self._fast = None  # call_path's fast path of the last entry hit
         self._lock = threading.RLock()  # one trace at a time; plans run concurrently
         self._closure = _ClosureGuard(fn)
         functools.update_wrapper(self, fn, updated=())
+        if not hasattr(self, "__name__"):  # a Module-like callable
+            self.__name__ = type(fn).__name__
 
     def __get__(self, obj, objtype=None):  # decorating methods
         if obj is None:
@@ -237,10 +220,16 @@ class CompiledFunction:
                 grad_mode.STATE.enabled)
 
     def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs:  # the newest hit's generated path, if it fits
+            out = fast(args)
+            if out is not call_path.MISS:
+                return out
         self.stats["calls"] += 1
         if _TRACE.tracer is not None:  # nested compiled call: inline into the outer trace
             return self.fn(*args, **kwargs)
         key = None
+        tensor_args = False  # positional tensors only: the generated fast path applies
         if not kwargs:  # the common case, tensor arguments only: the key in one pass
             items = []
             for a in args:
@@ -252,6 +241,7 @@ class CompiledFunction:
                 flat = list(args)
                 treedef = _TENSOR_ARGS_TREES.get(len(args)) or _tensor_args_tree(len(args))
                 key = (treedef, tuple(items), grad_mode.STATE.enabled)
+                tensor_args = True
         if key is None:
             flat, treedef = flatten((args, kwargs))
             key = self._key(flat, treedef)
@@ -264,6 +254,8 @@ class CompiledFunction:
             if entry.closure_ids == closure_ids and (not entry.guards or
                                                      entry.guards_hold() is None):
                 self.stats["cache_hits"] += 1
+                if tensor_args:
+                    self._fast = self._fast_path(entry, key)
                 return entry.run(flat)
         entry, reason = self._lookup(key, closure_ids)
         if entry is None:
@@ -273,6 +265,11 @@ class CompiledFunction:
                     return self._trace(args, kwargs, flat, key, closure_ids, reason)
         self.stats["cache_hits"] += 1
         return entry.run(flat)
+
+    def _fast_path(self, entry, key):
+        if entry.fast is None:
+            entry.fast = call_path.entry_fast(entry, key, self._closure, self.stats)
+        return entry.fast
 
     def _lookup(self, key, closure_ids):
         """``(entry, None)`` on a hit; ``(None, why)`` on a miss."""
@@ -333,6 +330,7 @@ class CompiledFunction:
             warnings.warn(f"jitgrad.compile: running {self.__name__} eagerly: {tracer.escaped}",
                           UserWarning, stacklevel=3)
             self._eager_keys.add(key)
+            self._fast = None  # this key now runs eagerly: the generic path decides
             return result
         out_flat, out_tree = flatten(result)
         graph = tracer.finish(out_flat)
@@ -352,6 +350,7 @@ class CompiledFunction:
             # first call returns the eager results, which do)
             entry.joint = True
             entry.joint_outputs = [i for i, t in enumerate(out_flat) if t._requires_grad]
+        entry.finish(key[2])
         return result
 
     # ------------------------------------------------------------------- debugging
@@ -523,6 +522,33 @@ class _ClosureGuard:
                 obj = holder.get(name)
             out.append(_state_of(obj))
         return tuple(out)
+
+    def fast_checks(self, expected: tuple, ns: dict) -> list:
+        """Source lines that ``return MISS`` unless ``current() == expected`` (an entry's
+        call path, ``call_path.py``): tensors and plain numbers are compared inline, other
+        objects through ``_state_of``. Reading an emptied cell raises ValueError."""
+        ns["STATE_OF"] = _state_of
+        lines = []
+        reads = []
+        if self.module is not None:
+            ns["CMOD"] = self.module
+            reads.append("CMOD")
+        for j, (holder, name) in enumerate(self.slots):
+            ns[f"CH{j}"] = holder
+            reads.append(f"CH{j}.cell_contents" if name is None else f"CH{j}.get({name!r})")
+        for j, (read, exp) in enumerate(zip(reads, expected)):
+            ns[f"CE{j}"] = exp
+            lines.append(f"o = {read}")
+            if type(exp) is int:  # a tensor, by identity
+                lines.append(f"if id(o) != CE{j} or not isinstance(o, Tensor):")
+            elif (type(exp) is tuple and exp[0] == "n" and type(exp[1]) in (int, float, bool)
+                  and exp[1] == exp[1]):
+                ns[f"CT{j}"], ns[f"CV{j}"] = type(exp[1]), exp[1]
+                lines.append(f"if type(o) is not CT{j} or o != CV{j}:")
+            else:
+                lines.append(f"if STATE_OF(o) != CE{j}:")
+            lines.append("    return MISS")
+        return lines
 
 
 def _is_module(o) -> bool:
