@@ -16,6 +16,7 @@ import threading
 import numpy as np
 
 from .. import config
+from .._malloc import tune_allocator
 from ..kernels.parallel import parallel_ok
 from ..kernels.pool import run_parts
 from ..trace.interpreter import apply_effects, run_eqn
@@ -72,7 +73,7 @@ class _GroupRunner:
         self.parts = {"flat": (self.n + CHUNK - 1) // CHUNK, "rows": self.R,
                       "cols": (self.C + COLBLOCK - 1) // COLBLOCK}[code.mode]
         self.scalars = [np.dtype(dt).type(v) for v, dt in code.scalars]
-        self.ops = [(id(v), pat) for v, pat in code.operands]
+        self.ops = [(id(v), pat, v.shape) for v, pat in code.operands]
         self.outs = [(id(v), v.shape, v.dtype) for v in code.outputs]
         # outputs too big for the heap: recycled across calls instead of fresh mmaps
         self.recyclers = [Recycler(shape, dt) if math.prod(shape) * np.dtype(dt).itemsize
@@ -144,10 +145,11 @@ class _GroupRunner:
             "P": self.parts}
         args = ["N"] if self.flat else [str(self.R), str(self.C)]
         body = []
-        for j, (k, pat) in enumerate(self.ops):
+        for j, (k, pat, shape) in enumerate(self.ops):
             if pat == "scalar":
                 body.append(f"    a{j} = env[{k}]")
-                args.append(f"(a{j}[()] if a{j}.ndim == 0 else a{j}.reshape(-1)[0])")
+                args.append(f"a{j}[()]" if shape == () else
+                            f"(a{j}[()] if a{j}.ndim == 0 else a{j}.reshape(-1)[0])")
             else:
                 body.append(f"    a{j} = env[{k}]")
                 body.append(f"    if a{j}.ndim != 1 or not a{j}.flags.c_contiguous:")
@@ -162,7 +164,8 @@ class _GroupRunner:
                 body.append(f"    o{j} = env[{k}] = RC{j}.get()")
             else:
                 body.append(f"    o{j} = env[{k}] = empty(SH{j}, DT{j})")
-            args.append(f"o{j}" if len(shape) == 1 else f"o{j}.reshape(-1)")
+            args.append(f"o{j}" if len(shape) == 1 else f"o{j}[None]" if shape == () else
+                        f"o{j}.reshape(-1)")
         finish = []
         for j, (k, shape, dt, kind, scale, size) in enumerate(self.reds):
             ns[f"RSH{j}"], ns[f"RDT{j}"], ns[f"SC{j}"] = shape, np.dtype(dt), scale
@@ -177,12 +180,16 @@ class _GroupRunner:
                 val = f"{val} * SC{j}"
             args.append(f"r{j}")
             finish.append(f"    env[{k}] = asarray({val}, RDT{j}).reshape(RSH{j})")
-        body.append("    if BIG and parallel_ok(N):")
-        body.append(f"        run_parts(K, P, ({', '.join(args)},))")
-        body.append("    else:")
-        body.append(f"        K(0, P, {', '.join(args)})")
+        if self.big:
+            body.append("    if parallel_ok(N):")
+            body.append(f"        run_parts(K, P, ({', '.join(args)},))")
+            body.append("    else:")
+            body.append(f"        K(0, P, {', '.join(args)})")
+        else:
+            body.append(f"    K(0, P, {', '.join(args)})")
         body += finish
-        exec("def run(env):\n" + "\n".join(body), ns)  # noqa: S102 - generated, trusted
+        self.run_source = "def run(env):\n" + "\n".join(body)
+        exec(self.run_source, ns)  # noqa: S102 - generated, trusted
         return ns["run"]
 
 
@@ -213,6 +220,9 @@ class Plan:
             self._build(cache_dir)
 
     def _build(self, cache_dir) -> None:
+        # plans allocate their outputs fresh each call: keep freed blocks for reuse (a
+        # process that runs native kernels only never loads the eager kernels, which tune it)
+        tune_allocator()
         g = self.graph
         needed: set = set()
         for s in self.steps:
