@@ -18,29 +18,33 @@ from ._common import impl
 from ._llvm import copysign, fabs, select, sqrt
 
 
-def build(K, exp, expm1, log1p_core) -> dict:
+def build(K, exp_core, expm1_core, log1p_core) -> dict:
     """The activation functions for the dtype described by ``K``."""
     F, ZERO, ONE, TWO = K.F, K.ZERO, K.ONE, K.TWO
-    BIG, TINY = K.TANH_ONE, K.TINY
+    BIG, TINY, EXP_LO = K.TANH_ONE, K.TINY, K.EXP_LO
 
     @impl
     def tanh(x):
         x = F(x)
         a = fabs(x)
-        e = expm1(TWO * select(a > BIG, BIG, a))
+        # 2*min(|x|, BIG) is inside expm1's clamps and >= TINY wherever the result is used
+        # (|x| < TINY returns x): expm1's own range handling would be dead work
+        e = expm1_core(TWO * select(a > BIG, BIG, a))
         res = copysign(e / (e + TWO), x)
         return select(a < TINY, x, res)
 
     @impl
     def sigmoid(x):
         x = F(x)
-        e = exp(-fabs(x))
+        m = -fabs(x)  # <= 0: only exp's lower clamp can apply (NaN passes through)
+        e = exp_core(select(m < EXP_LO, EXP_LO, m))
         return select(x >= ZERO, ONE, e) / (ONE + e)
 
     @impl
     def softplus(x):
         x = F(x)
-        res = select(x > ZERO, x, ZERO) + log1p_core(exp(-fabs(x)))
+        m = -fabs(x)
+        res = select(x > ZERO, x, ZERO) + log1p_core(exp_core(select(m < EXP_LO, EXP_LO, m)))
         return select(x != x, x, res)
 
     @impl

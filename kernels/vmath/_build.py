@@ -23,7 +23,7 @@ def build_all(K) -> dict:
     fns.update(_trig.build(K))
     fns.update(_erf.build(K, fns["exp"]))
     fns.update(_pow.build(K, fns["log_dd"], fns["exp_dd"]))
-    fns.update(_activations.build(K, fns["exp"], fns["expm1"], fns["log1p_core"]))
+    fns.update(_activations.build(K, fns["exp_core"], fns["expm1_core"], fns["log1p_core"]))
     dtype = np.dtype(K.F).name
     for name in FUNCTIONS:
         fns[name].__doc__ = f"{name} of {dtype} scalars (jitted). {describe(name, dtype)}"

@@ -48,10 +48,15 @@ def build(K) -> dict:
         return select(x > hi, hi, x)
 
     @impl
+    def exp_core(x):
+        """exp(x) for x already in [LO, HI] (or NaN)."""
+        n, r = reduce(x)
+        return scale(fma(r * r, expm1_poly(r), r) + ONE, n)
+
+    @impl
     def exp(x):
         x = F(x)
-        n, r = reduce(clamp(x, LO, HI))
-        return scale(fma(r * r, expm1_poly(r), r) + ONE, n)
+        return exp_core(clamp(x, LO, HI))
 
     @impl
     def exp_dd(hi, lo):
@@ -62,14 +67,19 @@ def build(K) -> dict:
         return scale(fma(r * r, expm1_poly(r), r) + ONE, n)
 
     @impl
-    def expm1(x):
-        x = F(x)
-        n, r = reduce(clamp(x, M1_LO, HI))
+    def expm1_core(x):
+        """expm1(x) for x already in [M1_LO, HI] (or NaN) and |x| >= TINY."""
+        n, r = reduce(x)
         e = fma(r * r, expm1_poly(r), r)
         # 2**n*(1+e) - 1 = 2*(s*e + (s - 1/2)) with s = 2**(n-1): one rounding, and
         # 2**(n-1) stays finite up to the overflow threshold.
         s = as_float(ishl(iadd(n, BIAS - 1), MANT), x)
-        res = TWO * fma(s, e, s - HALF)
-        return select(fabs(x) < TINY, x, res)
+        return TWO * fma(s, e, s - HALF)
 
-    return {"exp": exp, "expm1": expm1, "exp_dd": exp_dd}
+    @impl
+    def expm1(x):
+        x = F(x)
+        return select(fabs(x) < TINY, x, expm1_core(clamp(x, M1_LO, HI)))
+
+    return {"exp": exp, "expm1": expm1, "exp_dd": exp_dd, "exp_core": exp_core,
+            "expm1_core": expm1_core}
