@@ -40,10 +40,10 @@ def entry_run(entry, grad_enabled: bool) -> Callable[[Any], Any]:
     """``entry.run`` unrolled: the plan, one tensor per output, the backward node (or the
     joint-output marks) when grad mode is on, the output structure."""
     n_out = len(entry.graph.outputs)
-    ns: dict = {"PLAN": entry.plan, "ALIAS": alias, "ENTRY": entry, "TREE": entry.out_tree,
-                "UNFLATTEN": unflatten}
+    ns: dict = {"PLAN_RUN": entry.plan.run, "ALIAS": alias, "ENTRY": entry,
+                "TREE": entry.out_tree, "UNFLATTEN": unflatten}
     ts = [f"t{i}" for i in range(n_out)]
-    body = ["outs = PLAN.run(flat)"]
+    body = ["outs = PLAN_RUN(flat)"]
     body += [f"t{i} = ALIAS(outs[{i}])" for i in range(n_out)]
     if entry.grad_info is not None and grad_enabled:
         body.append(f"ENTRY._attach_backward(flat, [{', '.join(ts)}], outs[{n_out}:])")
