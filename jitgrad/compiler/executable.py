@@ -188,8 +188,7 @@ class _GroupRunner:
         else:
             body.append(f"    K(0, P, {', '.join(args)})")
         body += finish
-        self.run_source = "def run(env):\n" + "\n".join(body)
-        exec(self.run_source, ns)  # noqa: S102 - generated, trusted
+        exec("def run(env):\n" + "\n".join(body), ns)  # noqa: S102 - generated, trusted
         return ns["run"]
 
 
