@@ -24,7 +24,7 @@ quickstart: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m jitgrad.ops.gen_kernels --check
+	$(BIN)/python -m jitgrad.kernels.vmath --check
 	$(BIN)/pytest
 
 test-all: $(STAMP)  # includes the slow sweeps (dense ulp sweeps: ~15 min)
@@ -34,7 +34,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 kernels: $(STAMP)
-	$(BIN)/python -m jitgrad.ops.gen_kernels
+	$(BIN)/python -m jitgrad.kernels.vmath
 
 bench: $(STAMP)
 	cd asv_benchmarks && ../$(BIN)/asv machine --yes >/dev/null && \

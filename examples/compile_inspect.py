@@ -28,9 +28,9 @@ def chain(x, w, b):
 
 
 def first_kernel(source: str) -> str:
-    """The first generated module's sequential kernel (the parallel one is the same loop)."""
-    start = source.find("@njit")
-    end = source.find("@njit", start + 1)
+    """The first generated module's kernel (one function: threads run ranges of its parts)."""
+    start = source.find("@cached_njit")
+    end = source.find("import numpy", start + 1)
     return source[start:end if end > 0 else None].rstrip()
 
 

@@ -11,7 +11,8 @@ is attached) is known when the entry is built, so each entry gets:
   matches this entry exactly (the same checks as the generic path, unrolled) and runs it, or
   returns :data:`MISS` and the generic path decides. A miss is never wrong, only slower.
 
-Plain Python, generated once per entry (``exec``: nothing here is compiled by Numba).
+Plain Python, generated once per entry (``compiler/pysource.py``: nothing here is compiled by
+Numba).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .autograd import grad_mode
+from .compiler.pysource import build_function
 from .tensor import Tensor, alias
 from .trace.pytree import unflatten
 from .trace.state import STATE as _TRACE
@@ -31,9 +33,7 @@ MISS = object()
 
 
 def _exec(name: str, body: list, ns: dict) -> Callable:
-    exec(f"def {name}({'args' if name == 'fast' else 'flat'}):\n"  # noqa: S102 - generated
-         + "\n".join("    " + line for line in body), ns)
-    return ns[name]
+    return build_function(f"call_{name}", ["args" if name == "fast" else "flat"], body, ns)
 
 
 def entry_run(entry, grad_enabled: bool) -> Callable[[Any], Any]:

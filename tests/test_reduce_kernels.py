@@ -68,25 +68,21 @@ def test_parallel_sums_are_deterministic_across_thread_counts():
     assert outs[0] == outs[1]
 
 
-@pytest.mark.parametrize("shape", [(300_001,), (7, 50_001), (50_001, 3), (3, 20_000, 300)])
-def test_sequential_and_parallel_kernels_give_the_same_bits(shape, rng):
-    """Eager sums pick the parallel or the sequential kernel at run time (sequential while
-    BLAS workers may spin): both must produce identical results."""
-    from jitgrad.kernels import reduce as k
+@pytest.mark.parametrize("shape,dims", [((300_001,), None), ((7, 50_001), 1),
+                                        ((50_001, 3), 0), ((3, 20_000, 300), 1),
+                                        ((3, 20_000, 30), (0, 2))])
+def test_sequential_and_parallel_kernels_give_the_same_bits(shape, dims, rng, monkeypatch):
+    """Eager sums run on the calling thread or on the pool, decided at run time (sequential
+    while BLAS workers may spin): both must produce identical results."""
+    from jitgrad.ops import eager_reduce
 
-    a = rng.standard_normal(shape).astype(np.float32)
-    if a.ndim == 1:
-        assert k.sum_flat(a) == k.sum_flat_par(a)
-        return
-    a3 = a.reshape((1,) + a.shape) if a.ndim == 2 else a
-    a3 = a3 if a3.shape[0] > 1 else a.reshape(a.shape[0], a.shape[1], 1)
+    a = jg.tensor(rng.standard_normal(shape).astype(np.float32))
     outs = []
-    for fn in (k.sum_mid, k.sum_mid_par_outer, k.sum_mid_par_inner):
-        out = np.empty((a3.shape[0], a3.shape[2]), np.float32)
-        fn(a3, 1.0, out)
-        outs.append(out)
+    for pool in (False, True):
+        monkeypatch.setattr(eager_reduce, "PARALLEL_MIN_SIZE", 1 if pool else 1 << 62)
+        monkeypatch.setattr(eager_reduce, "parallel_ok", lambda n, pool=pool: pool)
+        outs.append((a.sum() if dims is None else a.sum(dims)).numpy())
     np.testing.assert_array_equal(outs[0], outs[1])
-    np.testing.assert_array_equal(outs[0], outs[2])
 
 
 def test_parallel_use_waits_for_blas_spinners():

@@ -17,13 +17,15 @@ import os
 import sys
 import tempfile
 import threading
+from pathlib import Path
 
 from .. import config
+from .pysource import log_source
 
 __all__ = ["load_module", "module_path", "cache_root", "STATS", "CODEGEN_VERSION",
-           "reset_stats"]
+           "reset_stats", "math_sources_digest"]
 
-CODEGEN_VERSION = "4"
+CODEGEN_VERSION = "5"
 STATS = {"modules_written": 0, "modules_loaded": 0, "modules_rewritten": 0}
 _lock = threading.Lock()
 _loaded: dict = {}
@@ -35,13 +37,27 @@ def reset_stats() -> None:
         STATS[k] = 0
 
 
+def math_sources_digest() -> str:
+    """Hash of the code generated modules import: the kernel math they inline and the
+    cached-function decorator (Numba keys its disk cache on the generated file's timestamp
+    and would not notice a change there)."""
+    import jitgrad.kernels as k
+
+    root = Path(k.__file__).parent
+    h = hashlib.sha256()
+    for p in sorted([root / "scalar.py", root / "cached.py", root / "mathtable.py",
+                     *(root / "vmath").glob("*.py")]):
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def _versions() -> str:
     # the distributions' versions, not numba.__version__: importing Numba costs 0.2 s, which
     # a process running only native kernel objects (native.py) never pays
     from importlib.metadata import version
 
     from .. import __version__
-    from ..ops.gen_kernels import math_sources_digest
 
     return f"{CODEGEN_VERSION}|{__version__}|{version('numba')}|{version('llvmlite')}|" \
            f"{math_sources_digest()}"
@@ -95,6 +111,7 @@ def load_module(source: str, cache_dir: str | None = None):
                 STATS["modules_rewritten"] += 1
             _atomic_write(path, stamped)
             STATS["modules_written"] += 1
+        log_source(path, stamped)
         spec = importlib.util.spec_from_file_location(name, path)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod

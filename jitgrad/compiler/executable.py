@@ -9,188 +9,20 @@ the output arrays (plus the values the backward graph keeps, for forward graphs)
 
 from __future__ import annotations
 
-import math
-import sys
-import threading
-
 import numpy as np
 
 from .. import config
 from .._malloc import tune_allocator
-from ..kernels.parallel import parallel_ok
-from ..kernels.pool import run_parts
 from ..trace.interpreter import apply_effects, run_eqn
 from ..trace.ir import Graph, Lit, Var
-from . import cache, native
-from .codegen_cpu import CHUNK, COLBLOCK, SCALAR_HELPERS, generate_group
+from .describe import describe_group
 from .fusion import describe, partition
+from .group_runner import GroupRunner
 from .memory import last_uses
 from .passes import optimize
-from .recycle import RECYCLE_MIN_BYTES, Recycler
+from .pysource import build_function
 
 __all__ = ["Plan", "build_plan"]
-
-_MODULE_HEADER = """import numpy as np
-from numba import njit
-
-from jitgrad.kernels.scalar import KERNEL_FASTMATH as FASTMATH
-{math}
-f32 = np.float32
-f64 = np.float64
-
-"""
-_DECOR = '@njit(cache=True, fastmath=FASTMATH, nogil=True, error_model="numpy")'
-
-
-#: A pool launch costs ~30 us (kernels/pool.py); a kernel runs on all threads when its
-#: estimated work, elements x ``GroupCode.cost`` (arrays touched + 0.5 per equation + 4 per
-#: transcendental call; a unit is ~0.1 ns on the 2-core project machine), is above this
-#: (~150 us sequential): a plain ``a * b`` from ~430k elements (eager mode: 524k), the W2
-#: kernel (2 transcendentals, 15 equations) from ~65k.
-PARALLEL_MIN_WORK = 1_500_000
-_EXPORT_LOCK = threading.Lock()
-
-
-class _GroupRunner:
-    """Calls one fused kernel: prepares operands, allocates outputs, finishes reductions."""
-
-    def __init__(self, group, code, module_source, cache_dir):
-        self.group = group
-        self.code = code
-        self.source = module_source
-        shape = group.shape
-        self.shape = shape
-        self.n = int(math.prod(shape))
-        self.native = False
-        self.kernel = self._kernel(cache_dir)
-        p = code.split
-        self.R = int(math.prod(shape[:p]))
-        self.C = int(math.prod(shape[p:]))
-        # parallel when worth a pool launch and no BLAS worker may be spinning
-        self.big = self.n * code.cost >= PARALLEL_MIN_WORK
-        self.flat = code.mode == "flat"
-        # the parts the kernel's outer loop runs over (split across threads)
-        self.parts = {"flat": (self.n + CHUNK - 1) // CHUNK, "rows": self.R,
-                      "cols": (self.C + COLBLOCK - 1) // COLBLOCK}[code.mode]
-        self.scalars = [np.dtype(dt).type(v) for v, dt in code.scalars]
-        self.ops = [(id(v), pat, v.shape) for v, pat in code.operands]
-        self.outs = [(id(v), v.shape, v.dtype) for v in code.outputs]
-        # outputs too big for the heap: recycled across calls instead of fresh mmaps
-        self.recyclers = [Recycler(shape, dt) if math.prod(shape) * np.dtype(dt).itemsize
-                          >= RECYCLE_MIN_BYTES else None for _, shape, dt in self.outs]
-        if code.mode == "flat":
-            nparts = {"all": (self.n + CHUNK - 1) // CHUNK}
-        elif code.mode == "rows":
-            nparts = {"all": self.R, "rows": self.R}
-        else:
-            nparts = {"all": (self.C + COLBLOCK - 1) // COLBLOCK, "cols": self.C}
-        self.reds = [(id(r.out), r.out.shape, r.out.dtype, kind, scale, nparts[kind])
-                     for r, kind, scale in code.reductions]
-        self.fast = self._specialised()
-
-    def _kernel(self, cache_dir):
-        """The kernel to call: its native object when it is large, one exists and Numba is
-        not loaded in this process (``native.py``); else the Numba dispatcher, which, for a
-        large kernel, exports the native object after its first compilation."""
-        large = self.n * self.code.cost >= native.NATIVE_MIN_WORK and native.native_enabled()
-        path = cache.module_path(self.source, cache_dir) if large else None
-        layout = native.layout_of(self._arg_kinds()) if large else None
-        if large and "numba" not in sys.modules:
-            k = native.load(path, layout)
-            if k is not None:
-                self.native = True
-
-                def guarded(*args):
-                    try:
-                        return k(*args)
-                    except native.LayoutMismatch:  # never expected: Numba specialises
-                        self._ns["K"] = d = cache.load_module(self.source, cache_dir).kernel
-                        self.native = False
-                        return d(*args)
-                return guarded
-        disp = cache.load_module(self.source, cache_dir).kernel
-        if not large:
-            return disp
-        done = []
-
-        def first_call(*args):
-            disp(*args)
-            with _EXPORT_LOCK:
-                if not done:
-                    done.append(native.export(disp, path, layout))
-                    self._ns["K"] = disp  # later calls go straight to the dispatcher
-        return first_call
-
-    def _arg_kinds(self) -> list:
-        """What the generated caller passes the kernel: Python ints (lo, hi, sizes), NumPy
-        scalar types (scalar operands, literals), array dtypes (operands, outputs, sums)."""
-        code = self.code
-        kinds: list = [int, int] + [int] * (1 if code.mode == "flat" else 2)
-        for v, pat in code.operands:
-            kinds.append(np.dtype(v.dtype).type if pat == "scalar" else np.dtype(v.dtype))
-        kinds += [np.dtype(dt).type for _, dt in code.scalars]
-        kinds += [np.dtype(v.dtype) for v in code.outputs]
-        kinds += [np.dtype(np.float64)] * len(code.reductions)
-        return kinds
-
-    def _specialised(self):
-        """A straight-line Python caller for this kernel: operand preparation, output
-        allocation, the kernel call and the reductions' final combination, unrolled once for
-        this kernel's operand patterns (~1 us less per call than generic loops over them,
-        which is most of a scalar graph's time). Plain Python: nothing here is compiled."""
-        ns = self._ns = {
-            "empty": np.empty, "zeros": np.zeros, "asarray": np.asarray,
-            "ascontig": np.ascontiguousarray, "parallel_ok": parallel_ok,
-            "run_parts": run_parts, "K": self.kernel, "BIG": self.big, "N": self.n,
-            "P": self.parts}
-        args = ["N"] if self.flat else [str(self.R), str(self.C)]
-        body = []
-        for j, (k, pat, shape) in enumerate(self.ops):
-            if pat == "scalar":
-                body.append(f"    a{j} = env[{k}]")
-                args.append(f"a{j}[()]" if shape == () else
-                            f"(a{j}[()] if a{j}.ndim == 0 else a{j}.reshape(-1)[0])")
-            else:
-                body.append(f"    a{j} = env[{k}]")
-                body.append(f"    if a{j}.ndim != 1 or not a{j}.flags.c_contiguous:")
-                body.append(f"        a{j} = ascontig(a{j}).reshape(-1)")
-                args.append(f"a{j}")
-        for j, sc in enumerate(self.scalars):
-            ns[f"S{j}"] = sc
-            args.append(f"S{j}")
-        for j, (k, shape, dt) in enumerate(self.outs):
-            ns[f"SH{j}"], ns[f"DT{j}"], ns[f"RC{j}"] = shape, dt, self.recyclers[j]
-            if self.recyclers[j] is not None:
-                body.append(f"    o{j} = env[{k}] = RC{j}.get()")
-            else:
-                body.append(f"    o{j} = env[{k}] = empty(SH{j}, DT{j})")
-            args.append(f"o{j}" if len(shape) == 1 else f"o{j}[None]" if shape == () else
-                        f"o{j}.reshape(-1)")
-        finish = []
-        for j, (k, shape, dt, kind, scale, size) in enumerate(self.reds):
-            ns[f"RSH{j}"], ns[f"RDT{j}"], ns[f"SC{j}"] = shape, np.dtype(dt), scale
-            if kind == "all":  # one partial sum per part, combined in a fixed order
-                size = max(size, 1)
-                body.append(f"    r{j} = {'zeros' if self.parts == 0 else 'empty'}({size})")
-                val = f"r{j}[0]" if size == 1 else f"r{j}.sum()"
-            else:  # every row's / column's total is written by the kernel
-                body.append(f"    r{j} = empty({size})")
-                val = f"r{j}"
-            if scale != 1:
-                val = f"{val} * SC{j}"
-            args.append(f"r{j}")
-            finish.append(f"    env[{k}] = asarray({val}, RDT{j}).reshape(RSH{j})")
-        if self.big:
-            body.append("    if parallel_ok(N):")
-            body.append(f"        run_parts(K, P, ({', '.join(args)},))")
-            body.append("    else:")
-            body.append(f"        K(0, P, {', '.join(args)})")
-        else:
-            body.append(f"    K(0, P, {', '.join(args)})")
-        body += finish
-        exec("def run(env):\n" + "\n".join(body), ns)  # noqa: S102 - generated, trusted
-        return ns["run"]
-
 
 class Plan:
     """Runs a graph: reads inputs, executes its steps, applies its effects."""
@@ -243,12 +75,11 @@ class Plan:
             if s.eqn is not None and id(s.eqn) in shared:
                 self.runners.append(shared[id(s.eqn)])
             elif s.kind == "group":
-                code = generate_group(s.group, needed)
-                src = _module_source(code)
-                self.sources.append(src)
-                gr = _GroupRunner(s.group, code, src, cache_dir)
+                desc, binding = describe_group(s.group, needed)
+                gr = GroupRunner(s.group, desc, binding, cache_dir)
+                self.sources.append(gr.source)
                 self.group_runners.append(gr)
-                self.runners.append(gr.fast)
+                self.runners.append(gr.run)
                 self.n_kernels += 1
             else:
                 self.runners.append(_call_runner(s.eqn))
@@ -287,8 +118,7 @@ class Plan:
             body.append("    outs = [" + ", ".join(f"asarray(env[{id(v)}])"
                                                   for v in self.graph.outputs) + "]")
         body.append("    return outs")
-        exec(f"def {which}(flat):\n" + "\n".join(body), ns)  # noqa: S102 - generated
-        return ns[which]
+        return build_function(f"plan_{which}", ["flat"], [ln[4:] for ln in body], ns)
 
     # ------------------------------------------------------------------------- running
     def _env(self, in_arrays: list) -> dict:
@@ -399,17 +229,6 @@ def _joint_runner(e, partner, fn):
 
 def _nothing(env) -> None:
     """The second call of a shared-kernel pair: its output was set by the first."""
-
-
-def _module_source(code) -> str:
-    """The kernel's module: imports, then ``kernel`` (one sequential function, compiled once;
-    threads run ranges of its parts)."""
-    helpers = sorted(m for m in code.math if m in SCALAR_HELPERS)
-    vmath = sorted(m for m in code.math if m not in SCALAR_HELPERS)
-    imports = "".join(f"from jitgrad.kernels.{mod} import {', '.join(names)}\n"
-                      for mod, names in (("scalar", helpers), ("vmath", vmath)) if names)
-    head = _MODULE_HEADER.format(math=imports)
-    return head + "\n" + _DECOR + "\n" + code.body.replace("{NAME}", "kernel") + "\n"
 
 
 def build_plan(graph: Graph, keep=(), cache_dir=None) -> Plan:

@@ -9,7 +9,8 @@
 
 A group iterates over its shape collapsed to 2-D ``(R, C)`` at a split point chosen so every
 operand is *full*, *row* (varies along C only), *col* (along R only) or *scalar*, and every
-reduction sums over all, over C ("rows") or over R ("cols").
+reduction sums over all (a flat group: no split), over C ("rows") or over R ("cols"), one
+kind per group (see ``kernel_desc.py``: each kind of sum has one order).
 """
 
 from __future__ import annotations
@@ -122,9 +123,10 @@ def _constrain(group: Group, e: Eqn, is_reduction: bool) -> set:
             kind = reduction_kind(dims, full, p)
             if kind is None:
                 continue
+            # one kind of sum per kernel, each in its one order (kernel_desc.py): "all" in
+            # flat kernels only, so a sum gives the eager kernel's bits wherever it is fused
             others = {reduction_kind(r.params["dims"], full, p) for r in group.reductions}
-            allk = {x for x in others | {kind} if x != "all"}
-            if len(allk) <= 1:
+            if others <= {kind} and (kind != "all" or p == 0):
                 new_ok.add(p)
         ok = new_ok
     return ok

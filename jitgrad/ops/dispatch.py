@@ -12,7 +12,6 @@ import numpy as np
 from .. import dtypes
 from ..autograd import grad_mode
 from ..autograd.node import _seq, save_input, save_output
-from ..kernels.parallel import parallel_ok
 from ..shapes import broadcast_many, broadcast_shapes
 from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
@@ -210,25 +209,43 @@ def _finish(op: OpDef, res, params, a, b, same_meta: bool, cdt) -> Tensor:
 
 _NO_ARG = object()
 _PAR_MIN = eager_kernels.PARALLEL_MIN_SIZE
-_par_ok = parallel_ok
+_run_kernel = eager_kernels.run_kernel
 _empty = np.empty
+_MISSING = object()
+
+
+def _kernels(op: OpDef, dt):
+    """The op's fast-path kernels for dtype ``dt`` (None: no kernel; or while tracing)."""
+    if _TRACE.tracer is not None:
+        return None
+    ks = op.fast_kernels.get(dt, _MISSING)
+    return eager_kernels.fast_kernels(op, dt) if ks is _MISSING else ks
+
+
+def _launch(k, out, first, second, params, op, dt) -> None:
+    """One flat kernel call: ``first`` (an array) and ``second`` (an array, a number or
+    ``_NO_ARG``), the op's params as scalar arguments, ``out``."""
+    n = out.size
+    o = out if out.ndim == 1 else out.reshape(-1)
+    a = first if first.ndim == 1 else first.reshape(-1)
+    args = (a,) if second is _NO_ARG else (
+        a, second if type(second) is not np.ndarray or second.ndim == 1 else second.reshape(-1))
+    if params:
+        args += tuple(dt.type(params[p]) for p in op.params)
+    if n < _PAR_MIN:
+        k(0, (n + 16383) >> 14, n, *args, o)
+    else:
+        _run_kernel(k, n, (*args, o))
 
 
 def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
     """Eager element-wise op with one tensor input."""
     ad = a._data
     dt = ad.dtype
-    ks = op.fast_kernels.get(dt, _MISSING) if _TRACE.tracer is None else None
-    if ks is _MISSING:
-        ks = eager_kernels.fast_kernels(op, dt)
+    ks = _kernels(op, dt)
     if ks is not None:
         out = _empty(ad.shape, ks[2])
-        k = ks[1] if out.size >= _PAR_MIN and _par_ok(out.size) else ks[0]
-        pargs = eager_kernels.param_args(op, params, dt) if params else ()
-        if ad.ndim == 1:
-            k(ad, *pargs, out)
-        else:
-            k(ad.reshape(-1), *pargs, out.reshape(-1))
+        _launch(ks[0], out, ad, _NO_ARG, params, op, dt)
         return _finish(op, out, params, a, _NO_ARG, True, dt)
     if op.dtype_rule == FLOAT and dt.kind != "f":
         cdt = dtypes.get_default_dtype().np
@@ -240,9 +257,6 @@ def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
     return _finish(op, res, params, a, _NO_ARG, res.dtype == dt, cdt)
 
 
-_MISSING = object()
-
-
 def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
     """Eager element-wise op with two inputs (tensors or Python scalars, one a tensor)."""
     if type(a) is Tensor:
@@ -251,32 +265,18 @@ def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
         if type(b) is Tensor:
             bd = b._data
             if (dt is bd.dtype or dt == bd.dtype) and ad.shape == bd.shape:
-                ks = op.fast_kernels.get(dt, _MISSING) if _TRACE.tracer is None else None
-                if ks is _MISSING:
-                    ks = eager_kernels.fast_kernels(op, dt)
+                ks = _kernels(op, dt)
                 if ks is not None:
                     out = _empty(ad.shape, ks[2])
-                    k = ks[1] if out.size >= _PAR_MIN and _par_ok(out.size) else ks[0]
-                    pargs = eager_kernels.param_args(op, params, dt) if params else ()
-                    if ad.ndim == 1:
-                        k(ad, bd, *pargs, out)
-                    else:
-                        k(ad.reshape(-1), bd.reshape(-1), *pargs, out.reshape(-1))
+                    _launch(ks[0], out, ad, bd, params, op, dt)
                     return _finish(op, out, params, a, b, True, dt)
-        elif type(b) is float or type(b) is int:
-            if dt.kind == "f":  # float tensor (op) Python number: stays in the tensor's dtype
-                ks = op.fast_kernels.get(dt, _MISSING) if _TRACE.tracer is None else None
-                if ks is _MISSING:
-                    ks = eager_kernels.fast_kernels(op, dt)
-                if ks is not None:
-                    out = _empty(ad.shape, ks[2])
-                    k = ks[1] if out.size >= _PAR_MIN and _par_ok(out.size) else ks[0]
-                    pargs = eager_kernels.param_args(op, params, dt) if params else ()
-                    if ad.ndim == 1:
-                        k(ad, dt.type(b), *pargs, out)
-                    else:
-                        k(ad.reshape(-1), dt.type(b), *pargs, out.reshape(-1))
-                    return _finish(op, out, params, a, b, True, dt)
+        elif (type(b) is float or type(b) is int) and dt.kind == "f":
+            # float tensor (op) Python number: stays in the tensor's dtype
+            ks = _kernels(op, dt)
+            if ks is not None:
+                out = _empty(ad.shape, ks[2])
+                _launch(ks[1], out, ad, dt.type(b), params, op, dt)
+                return _finish(op, out, params, a, b, True, dt)
     return _binary_general(op, a, b, params)
 
 

@@ -1,16 +1,24 @@
-"""Runs element-wise ops eagerly on the generated Numba kernels of ``jitgrad.kernels.eager``.
+"""Eager element-wise ops and sums as one-equation kernels of the compiler's pipeline.
 
-Float32/float64 ops with a scalar expression run on kernels generated from that expression
-(see :mod:`jitgrad.ops.gen_kernels`): a 1-D loop for contiguous same-shape operands (scalars
-and one-element operands are passed by value), its ``prange`` twin above
-:data:`PARALLEL_MIN_SIZE` elements, and a 2-D strided loop for broadcasting. Integer and bool
-ops run on the op's NumPy reference. The kernel modules import (and Numba loads its disk
-cache) on the first element-wise op, never at ``import jitgrad``.
+An eager ``x * y`` is a fused group of one equation: :func:`jitgrad.compiler.describe.
+describe_op` describes it for the operands' layout, :func:`jitgrad.compiler.kernels.load`
+renders, caches and loads it — the same generator, cache and thread pool as a compiled plan,
+so an op computes the same bits eagerly and inside a fused kernel. Parameters (an exponent, a
+clamp bound) are kernel arguments: one compiled kernel serves every value.
+
+Layouts: contiguous operands of the output's shape and scalars run the ``flat`` kernel over
+``n`` elements (Python numbers and one-element arrays are passed by value); broadcasting that
+a split of the output shape expresses (a bias row, a column) runs the ``rows`` kernel; anything
+else (more broadcast dims, non-contiguous operands) the ``strided`` kernel over 2-D views,
+leading dims looped here. Integer and bool ops run on the op's NumPy reference. Large kernels
+run on all cores (``kernels/pool.py``), from :data:`PARALLEL_MIN_SIZE` elements.
+
+While ``jitgrad.compile`` traces, ops run on the NumPy references (:func:`use_kernels`): the
+traced values only shape the graph, and the first call's results come from the plan.
 """
 
 from __future__ import annotations
 
-import importlib
 import itertools
 
 import numpy as np
@@ -19,69 +27,78 @@ from ..kernels.parallel import parallel_ok
 from ..trace.state import STATE as _TRACE
 from .registry import OpDef
 
-__all__ = ["run", "PARALLEL_MIN_SIZE", "kernel", "fast_kernels", "param_args"]
+__all__ = ["run", "PARALLEL_MIN_SIZE", "fast_kernels", "kernel_fn", "use_kernels",
+           "run_kernel", "sum_kind"]
 
-#: size from which the parallel (``prange``) kernels are used; below it threads cost more
-#: than they save. Measured on the 2-core project machine (best of 9, float32, OpenMP layer
-#: with passive waiting: a launch costs 40-60 us of thread wake-up), sequential vs parallel:
+#: size from which eager kernels run on the thread pool; below it threads cost more than they
+#: save. Measured on the 2-core project machine (best of 9, float32), sequential vs parallel:
 #: ``mul`` 2^17: 14 vs 59 us, 2^19: 65 vs 103 us, 2^20: 113 vs 104 us; ``tanh`` 2^18: 64 vs
-#: 88 us, 2^19: 136 vs 115 us, 2^20: 263 vs 200 us. Compiled plans use the same threshold
-#: (asv: ``bench_eager.ParallelThreshold``).
+#: 88 us, 2^19: 136 vs 115 us, 2^20: 263 vs 200 us (asv: ``bench_eager.ParallelThreshold``).
 PARALLEL_MIN_SIZE = 1 << 19
+CHUNK_SHIFT = 14                 # log2 of kernel_desc.CHUNK (parts of a flat kernel)
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
-_MODULES = {_F32: "jitgrad.kernels.eager.f32", _F64: "jitgrad.kernels.eager.f64"}
-_loaded: dict = {}
-_cache: dict = {}
 _ndarray = np.ndarray
 _empty = np.empty
-
-
-def _module(dt):
-    m = _loaded.get(dt)
-    if m is None:
-        from .._malloc import tune_allocator
-        from ..kernels.parallel import configure_threading
-
-        configure_threading()
-        tune_allocator()
-        m = _loaded[dt] = importlib.import_module(_MODULES[dt])
-    return m
-
-
-def kernel(name: str, dt, variant: str):
-    """The generated kernel ``{name}_{variant}`` for dtype ``dt`` (``1d``, ``1d_par``, ``2d``)."""
-    key = (name, dt, variant)
-    k = _cache.get(key)
-    if k is None:
-        k = _cache[key] = getattr(_module(dt), f"{name}_{variant}")
-    return k
+_fns: dict = {}
 
 
 def use_kernels() -> bool:
-    """False while ``jitgrad.compile`` traces: the trace runs on the NumPy references (the
-    compiled plan computes the values; loading or compiling eager kernels would only add
-    first-call latency)."""
+    """False while ``jitgrad.compile`` traces: the trace runs on the NumPy references (its
+    values are not the results: the first call's come from the compiled plan)."""
     return _TRACE.tracer is None
 
 
+def kernel_fn(op: OpDef, cdt, patterns: tuple, mode: str, odt):
+    """The loaded kernel (Numba dispatcher) of ``op`` for this layout (cached)."""
+    key = (op.name, cdt, patterns, mode, odt)
+    fn = _fns.get(key)
+    if fn is None:
+        from ..compiler import kernels
+        from ..compiler.describe import describe_op
+
+        _prepare()
+        fn = _fns[key] = kernels.load(describe_op(op, cdt, patterns, mode, odt)).fn
+    return fn
+
+
+_prepared = []
+
+
+def _prepare() -> None:
+    if not _prepared:
+        from .._malloc import tune_allocator
+
+        tune_allocator()  # fresh outputs reuse freed heap blocks instead of page-faulting
+        _prepared.append(True)
+
+
 def fast_kernels(op: OpDef, dt):
-    """``(kernel_1d, kernel_1d_par, out_dtype)`` for ``op`` on dtype ``dt``, or None when the
-    op has no kernel for it (cached on the op)."""
+    """``(kernel of full operands, kernel of a tensor and a Python number, out dtype)`` for
+    ``op`` on dtype ``dt`` (the dispatch fast paths), or None when the op has no kernel for
+    it; cached on the op."""
     ks = None
     if op.expr is not None and (dt == _F32 or dt == _F64):
         dt = _F32 if dt == _F32 else _F64
         odt = np.dtype(np.bool_) if op.dtype_rule == "bool" else dt
-        ks = (kernel(op.name, dt, "1d"), kernel(op.name, dt, "1d_par"), odt)
+        full = kernel_fn(op, dt, ("full",) * op.nin, "flat", odt)
+        scalar = kernel_fn(op, dt, ("full", "arg"), "flat", odt) if op.nin == 2 else None
+        ks = (full, scalar, odt)
     op.fast_kernels[dt] = ks
     return ks
 
 
-def param_args(op: OpDef, params, cdt) -> tuple:
-    """The op's params as kernel arguments of the compute dtype, in declaration order."""
-    t = cdt.type
-    return tuple(t(params[p]) for p in op.params)
+def run_kernel(fn, n: int, args: tuple) -> None:
+    """A flat kernel over ``n`` elements: on the calling thread, or on the pool when large
+    (same bits either way: the parts are fixed)."""
+    parts = (n + (1 << CHUNK_SHIFT) - 1) >> CHUNK_SHIFT
+    if n >= PARALLEL_MIN_SIZE and parallel_ok(n):
+        from ..kernels.pool import run_parts
+
+        run_parts(fn, parts, (n, *args))
+    else:
+        fn(0, parts, n, *args)
 
 
 def _param_args(op: OpDef, params, cdt) -> tuple:
@@ -92,76 +109,93 @@ def _param_args(op: OpDef, params, cdt) -> tuple:
 
 
 def run(op: OpDef, operands: tuple, params, cdt, odt) -> np.ndarray:
-    """Compute element-wise ``op`` over ``operands`` (arrays of ``cdt`` or scalars)."""
-    if op.expr is None or (cdt is not _F32 and cdt is not _F64 and cdt != _F32
-                           and cdt != _F64) or not use_kernels():
+    """Compute element-wise ``op`` over ``operands`` (arrays of ``cdt``, or NumPy scalars;
+    ``no_promote`` inputs keep their dtype)."""
+    cdt = np.dtype(cdt)
+    odt = np.dtype(odt)
+    if op.expr is None or (cdt != _F32 and cdt != _F64) or not use_kernels():
         return _run_numpy(op, operands, params, odt)
-    shape = None
-    same = True
-    for x in operands:
-        if type(x) is _ndarray:
-            s = x.shape
-            if shape is None:
-                shape = s
-            elif s != shape:
-                same = False
-                break
-            if not x.flags.c_contiguous:
-                same = False
-                break
-    if shape is None:
-        shape = ()
-    if same:
-        out = _empty(shape, odt)
-        n = out.size
-        args = tuple(x.reshape(-1) if type(x) is _ndarray else x for x in operands)
-        args += _param_args(op, params, cdt)
-        variant = "1d_par" if n >= PARALLEL_MIN_SIZE and parallel_ok(n) else "1d"
-        kernel(op.name, cdt, variant)(*args, out.reshape(-1))
-        return out
-    return _run_broadcast(op, operands, params, cdt, odt)
-
-
-def _run_broadcast(op, operands, params, cdt, odt):
-    shapes = [x.shape for x in operands if type(x) is _ndarray]
-    out_shape = np.broadcast_shapes(*shapes)
+    cdt = _F32 if cdt == _F32 else _F64
+    shapes = [x.shape for x in operands if type(x) is _ndarray and x.size != 1]
+    ones = [x.shape for x in operands if type(x) is _ndarray and x.size == 1]
+    out_shape = np.broadcast_shapes(*shapes, *ones) if (shapes or ones) else ()
     out = _empty(out_shape, odt)
     if out.size == 0:
         return out
-    # one-element operands are scalars; the rest are broadcast (zero-stride) views
-    args = []
-    views = []
+    pargs = _param_args(op, params, cdt)
+    if all(s == out_shape for s in shapes) and all(
+            x.flags.c_contiguous for x in operands if type(x) is _ndarray and x.size != 1):
+        pats, arrays, numbers = [], [], []
+        for x in operands:
+            if type(x) is _ndarray and x.size != 1:
+                pats.append("full")
+                arrays.append(x.reshape(-1))
+            else:  # a number, or a one-element array: by value
+                pats.append("arg")
+                numbers.append(x.reshape(-1)[0] if type(x) is _ndarray else x)
+        fn = kernel_fn(op, cdt, tuple(pats), "flat", odt)
+        run_kernel(fn, out.size, (*arrays, *numbers, *pargs, out.reshape(-1)))
+        return out
+    return _run_broadcast(op, operands, pargs, cdt, odt, out)
+
+
+def _run_broadcast(op, operands, pargs, cdt, odt, out):
+    """Broadcasting: a ``rows`` kernel when one split of the output shape makes every array
+    full, a row or a column (contiguous); else the ``strided`` kernel over 2-D views."""
+    from ..compiler.fusion import operand_fits, pattern
+
+    shape = out.shape
+    arrays = [(k, x) for k, x in enumerate(operands) if type(x) is _ndarray and x.size != 1]
+    for p in range(len(shape) - 1, 0, -1):
+        if all(operand_fits(x.shape, shape, p) and x.flags.c_contiguous for _, x in arrays):
+            R = int(np.prod(shape[:p]))
+            C = int(np.prod(shape[p:]))
+            pats, args, numbers = [], [], []
+            for x in operands:
+                if type(x) is _ndarray and x.size != 1:
+                    pats.append(pattern(x.shape, shape, p))
+                    args.append(x.reshape(-1))
+                else:
+                    pats.append("arg")
+                    numbers.append(x.reshape(-1)[0] if type(x) is _ndarray else x)
+            fn = kernel_fn(op, cdt, tuple(pats), "rows", odt)
+            _run_rows(fn, R, C, (*args, *numbers, *pargs, out.reshape(-1)))
+            return out
+    return _run_strided(op, operands, pargs, cdt, odt, out)
+
+
+def _run_rows(fn, R: int, C: int, args: tuple) -> None:
+    n = R * C
+    if n >= PARALLEL_MIN_SIZE and R > 1 and parallel_ok(n):
+        from ..kernels.pool import run_parts
+
+        run_parts(fn, R, (R, C, *args))
+    else:
+        fn(0, R, R, C, *args)
+
+
+def _run_strided(op, operands, pargs, cdt, odt, out):
+    shape = out.shape
+    views, numbers, pats = [], [], []
     for x in operands:
-        if type(x) is _ndarray and x.size == 1:
-            args.append(x.reshape(())[()])
-        elif type(x) is _ndarray:
-            v = np.broadcast_to(x, out_shape)
-            args.append(None)
-            views.append((len(args) - 1, v))
+        if type(x) is _ndarray and x.size != 1:
+            pats.append("strided")
+            views.append(np.broadcast_to(x, shape))
         else:
-            args.append(x)
-    extra = _param_args(op, params, cdt)
-    if not views:  # everything was one element
-        return run(op, tuple(args), params, cdt, odt).reshape(out_shape)
-    shape2, strides = _collapse(out_shape, [out.strides] + [v.strides for _, v in views])
-    k2 = kernel(op.name, cdt, "2d")
+            pats.append("arg")
+            numbers.append(x.reshape(-1)[0] if type(x) is _ndarray else x)
+    fn = kernel_fn(op, cdt, tuple(pats), "strided", odt)
+    shape2, strides = _collapse(shape, [out.strides] + [v.strides for v in views])
     if len(shape2) <= 2:
         shape2 = (1,) * (2 - len(shape2)) + shape2
         strides = [(0,) * (2 - len(s)) + s for s in strides]
-        o2 = np.lib.stride_tricks.as_strided(out, shape2, strides[0])
-        for (i, v), st in zip(views, strides[1:]):
-            args[i] = np.lib.stride_tricks.as_strided(v, shape2, st)
-        k2(*args, *extra, o2)
-        return out
-    # more than two non-mergeable dims: loop over the leading ones
-    lead = shape2[:-2]
-    o_full = np.lib.stride_tricks.as_strided(out, shape2, strides[0])
-    v_full = [np.lib.stride_tricks.as_strided(v, shape2, st) for (_, v), st in
-              zip(views, strides[1:])]
-    for idx in itertools.product(*(range(s) for s in lead)):
-        for (i, _), vf in zip(views, v_full):
-            args[i] = vf[idx]
-        k2(*args, *extra, o_full[idx])
+    as_strided = np.lib.stride_tricks.as_strided
+    o_full = as_strided(out, shape2, strides[0])
+    v_full = [as_strided(v, shape2, st) for v, st in zip(views, strides[1:])]
+    R, C = shape2[-2:]
+    for idx in itertools.product(*(range(s) for s in shape2[:-2])):
+        args = (*[v[idx] for v in v_full], *numbers, *pargs, o_full[idx])
+        _run_rows(fn, R, C, args)
     return out
 
 
@@ -194,3 +228,22 @@ def _run_numpy(op: OpDef, operands, params, odt) -> np.ndarray:
     if r.dtype != odt:
         r = r.astype(odt)
     return r
+
+
+def sum_kind(shape: tuple, dims: tuple) -> str | None:
+    """How a sum over ``dims`` of ``shape`` is computed: "all" (every dim of size > 1
+    summed), "rows" (a trailing block), "cols" (a leading block), None (a copy: only size-1
+    dims summed) or "general" (anything else: moved last, then "rows"). Size-1 dims are
+    ignored, as the fusion pass does, so the kind is the one a fused sum gets."""
+    active = [d for d in range(len(shape)) if shape[d] != 1]
+    red = [d for d in active if d in dims]
+    if len(red) == len(active):
+        return "all"
+    if not red:
+        return None
+    k = len(red)
+    if red == active[-k:]:
+        return "rows"
+    if red == active[:k]:
+        return "cols"
+    return "general"

@@ -1,5 +1,6 @@
-"""Eager float sums and means on the deterministic float64-accumulating kernels of
-:mod:`jitgrad.kernels.reduce` (integer and bool sums run on NumPy in int64)."""
+"""Eager float sums and means as one-reduction kernels of the compiler's pipeline (the order
+of a fused sum of the same kind: eager and compiled sums are bit-identical; integer and bool
+sums run on NumPy in int64), and the row-wise softmax family's kernels."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import math
 import numpy as np
 
 from ..kernels.parallel import parallel_ok
-from .eager_kernels import PARALLEL_MIN_SIZE, use_kernels
+from .eager_kernels import PARALLEL_MIN_SIZE, sum_kind, use_kernels
 
 __all__ = ["sum_float"]
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
+_sum_fns: dict = {}
 _mod = None
 
 
@@ -21,9 +23,7 @@ def _kernels():
     global _mod
     if _mod is None:
         from ..kernels import reduce as mod
-        from ..kernels.parallel import configure_threading
 
-        configure_threading()
         _mod = mod
     return _mod
 
@@ -39,41 +39,62 @@ def trig_out_of_domain(name: str, a: np.ndarray) -> bool:
     return not m < limit  # NaN takes the libm path too (both give NaN)
 
 
+def _sum_fn(dtype, kind: str):
+    key = (dtype, kind)
+    fn = _sum_fns.get(key)
+    if fn is None:
+        from ..compiler import kernels
+        from ..compiler.describe import describe_sum
+
+        fn = _sum_fns[key] = kernels.load(describe_sum(dtype, kind)).fn
+    return fn
+
+
 def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> np.ndarray:
-    """``scale * a.sum(dims)`` for float32/float64 ``a``, accumulated in float64."""
+    """``scale * a.sum(dims)`` for float32/float64 ``a``: blocked in ``a``'s dtype, float64
+    across blocks, in the order a fused sum of the same kind uses."""
+    from ..compiler.kernel_desc import CHUNK, COLBLOCK
+    from ..compiler.kernels import finish_sum
+
     dt = a.dtype
     out_shape = tuple(1 if i in dims else s for i, s in enumerate(a.shape)) if keepdim else \
         tuple(s for i, s in enumerate(a.shape) if i not in dims)
-    if a.size == 0 or not dims or not use_kernels():
+    kind = sum_kind(a.shape, dims)
+    if a.size == 0 or kind is None or not use_kernels():
         with np.errstate(invalid="ignore"):
             r = np.sum(a, axis=dims, keepdims=keepdim, dtype=np.float64) * scale
         return np.asarray(r, dtype=dt).reshape(out_shape)
-    k = _kernels()
-    nd = a.ndim
-    d0, d1 = dims[0], dims[-1]
-    if d1 - d0 + 1 != len(dims):  # not one block of adjacent axes: move them to the end
-        rest = [i for i in range(nd) if i not in dims]
-        a = np.transpose(a, rest + list(dims))
-        d0, d1 = len(rest), nd - 1
+    if kind == "general":  # the summed dims moved last: a sum of rows
+        rest = [i for i in range(a.ndim) if i not in dims]
+        a = np.transpose(a, rest + sorted(dims))
+        kind = "rows"
+        cut = len(rest)
+    elif kind != "all":
+        active = [d for d in range(a.ndim) if a.shape[d] != 1]
+        red = [d for d in active if d in dims]
+        cut = red[0] if kind == "rows" else red[-1] + 1
     a = np.ascontiguousarray(a)
-    shape = a.shape
-    P = math.prod(shape[:d0])
-    R = math.prod(shape[d0:d1 + 1])
-    Q = math.prod(shape[d1 + 1:])
-    big = a.size >= PARALLEL_MIN_SIZE and parallel_ok(a.size)  # same bits either way
-    if P == 1 and Q == 1:
-        flat = a.reshape(-1)
-        total = k.sum_flat_par(flat) if big else k.sum_flat(flat)
-        return np.asarray(total * scale, dtype=dt).reshape(out_shape)
-    out = np.empty((P, Q), dt)
-    a3 = a.reshape(P, R, Q)
-    if not big:
-        k.sum_mid(a3, scale, out)
-    elif P >= 8 or Q < 2 * k.QBLOCK:
-        k.sum_mid_par_outer(a3, scale, out)
+    n = a.size
+    R = math.prod(a.shape[:cut]) if kind != "all" else 1
+    C = n // R
+    fn = _sum_fn(dt, kind)
+    big = n >= PARALLEL_MIN_SIZE and parallel_ok(n)  # same bits either way
+    flat = a.reshape(-1)
+    if kind == "all":
+        parts = (n + CHUNK - 1) // CHUNK
+        r = np.empty(max(parts, 1))
+        args = (n, flat, r)
     else:
-        k.sum_mid_par_inner(a3, scale, out)
-    return out.reshape(out_shape)
+        parts = R if kind == "rows" else (C + COLBLOCK - 1) // COLBLOCK
+        r = np.empty(R if kind == "rows" else C)
+        args = (R, C, flat, r)
+    if big and parts > 1:
+        from ..kernels.pool import run_parts
+
+        run_parts(fn, parts, args)
+    else:
+        fn(0, parts, *args)
+    return finish_sum(r, kind, scale, dt, out_shape)
 
 
 _sm = None

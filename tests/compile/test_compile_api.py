@@ -279,7 +279,7 @@ def test_lower_and_explain(rng):
     assert low.graph.splitlines()[0] == "chain(%0:float32[10], %1:float32[10], %2:float32[10]) {"
     assert "= tanh(%4)" in low.graph and "tanh_backward" in low.backward_graph
     assert any("fused loop" in g for g in low.fusion_groups)
-    assert "@njit(cache=True" in low.source and "def kernel(" in low.source
+    assert "@cached_njit(" in low.source and "def kernel(" in low.source
     text = jg.explain(f, *args)
     assert "2 graph(s)" in text and "generated kernel(s)" in text
 

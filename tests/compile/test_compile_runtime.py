@@ -109,7 +109,7 @@ def test_four_threads_call_one_compiled_function():
 def test_thread_pool_and_sequential_runs_are_bit_identical(case, monkeypatch, rng):
     """Fused kernels computing parts on several threads give the same bits as one thread
     (fixed chunks, rows or column blocks; float32 sums blocked the same way)."""
-    import jitgrad.compiler.executable as executable
+    import jitgrad.compiler.group_runner as executable
 
     shape = {"flat": (40_000,), "rows": (37, 900), "cols": (90, 700)}[case]
     dim = {"flat": None, "rows": 1, "cols": 0}[case]

@@ -42,7 +42,7 @@ for _ in range(5):
 print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / 5)
 print("numba" in sys.modules)
 """
-N_LARGE = 600_000   # x GroupCode.cost (~23) is above NATIVE_MIN_WORK
+N_LARGE = 600_000   # x GroupBinding.cost (~23) is above NATIVE_MIN_WORK
 N_SMALL = 20_000
 
 
@@ -133,14 +133,16 @@ def test_native_object_equals_the_dispatcher_and_runs_on_threads(tmp_path, monke
     kern = native.load(cache.module_path(gr.source), native.layout_of(gr._arg_kinds()))
     assert kern is not None
     n = gr.n
-    assert gr.code.mode == "flat"  # every non-scalar operand is a full-length array
-    ins = [np.dtype(v.dtype).type(0.75) if p == "scalar" else
-           rng.standard_normal(n).astype(v.dtype) for v, p in gr.code.operands]
+    assert gr.desc.mode == "flat"  # every non-scalar operand is a full-length array
+    ins = [np.dtype(v.dtype).type(0.75) if op.pattern == "scalar" else
+           rng.standard_normal(n).astype(v.dtype)
+           for v, op in zip(gr.binding.operands, gr.desc.operands)]
+    scalars = [np.dtype(dt).type(v) for v, dt in gr.binding.scalars]
     outs = {}
     for name, k in (("numba", disp), ("native", kern)):
-        o = [np.empty(n, np.float32) for _ in gr.code.outputs]
-        r = [np.empty(gr.parts) for _ in gr.code.reductions]
-        k(0, gr.parts, n, *ins, *gr.scalars, *o, *r)
+        o = [np.empty(n, np.float32) for _ in gr.binding.outputs]
+        r = [np.empty(gr.parts) for _ in gr.binding.reductions]
+        k(0, gr.parts, n, *ins, *scalars, *o, *r)
         outs[name] = o + r
     for p, q in zip(outs["numba"], outs["native"]):
         np.testing.assert_array_equal(p, q)
@@ -148,9 +150,9 @@ def test_native_object_equals_the_dispatcher_and_runs_on_threads(tmp_path, monke
 
     def call():
         try:
-            o = [np.empty(n, np.float32) for _ in gr.code.outputs]
-            r = [np.empty(gr.parts) for _ in gr.code.reductions]
-            kern(0, gr.parts, n, *ins, *gr.scalars, *o, *r)
+            o = [np.empty(n, np.float32) for _ in gr.binding.outputs]
+            r = [np.empty(gr.parts) for _ in gr.binding.reductions]
+            kern(0, gr.parts, n, *ins, *scalars, *o, *r)
             results.append(o + r)
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)

@@ -7,7 +7,7 @@ import pytest
 from helpers import w2_step
 
 import jitgrad as jg
-import jitgrad.compiler.executable as executable
+import jitgrad.compiler.group_runner as executable
 from jitgrad.compiler.recycle import Recycler
 
 

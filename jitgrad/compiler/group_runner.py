@@ -1,0 +1,154 @@
+"""Calling one fused kernel of a plan: operand preparation, outputs, the call, the sums.
+
+A :class:`GroupRunner` is built once per fused group: the kernel (its native object when
+large and Numba is not loaded, else the Numba dispatcher: ``native.py``), and a straight-line
+Python caller generated for this kernel's operand patterns, outputs and sums (~1 us less per
+call than generic loops over them, which is most of a scalar graph's time).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+
+import numpy as np
+
+from ..kernels.parallel import parallel_ok
+from ..kernels.pool import run_parts
+from . import cache, kernels, native
+from .describe import GroupBinding
+from .kernel_desc import KernelDesc
+from .pysource import build_function
+from .recycle import RECYCLE_MIN_BYTES, Recycler
+from .render_cpu import module_source
+
+__all__ = ["GroupRunner", "PARALLEL_MIN_WORK"]
+
+#: A pool launch costs ~30 us (kernels/pool.py); a kernel runs on all threads when its
+#: estimated work, elements x ``GroupBinding.cost`` (arrays touched + 0.5 per line + 4 per
+#: transcendental call; a unit is ~0.1 ns on the 2-core project machine), is above this
+#: (~150 us sequential): a plain ``a * b`` from ~430k elements (eager mode: 524k), the W2
+#: kernel (2 transcendentals, 15 lines) from ~65k.
+PARALLEL_MIN_WORK = 1_500_000
+_EXPORT_LOCK = threading.Lock()
+
+
+class GroupRunner:
+    """Runs one fused kernel over a plan's environment (``run(env)``)."""
+
+    def __init__(self, group, desc: KernelDesc, binding: GroupBinding, cache_dir) -> None:
+        self.group = group
+        self.desc = desc
+        self.binding = binding
+        self.source = module_source(desc)
+        shape = group.shape
+        self.n = int(math.prod(shape))
+        p = binding.split
+        self.R = int(math.prod(shape[:p]))
+        self.C = int(math.prod(shape[p:]))
+        self.parts = desc.parts(self.n, self.R, self.C)
+        self.native = False
+        self._ns: dict = {}
+        self.kernel = self._kernel(cache_dir)
+        # parallel when worth a pool launch and no BLAS worker may be spinning
+        self.big = self.n * binding.cost >= PARALLEL_MIN_WORK
+        self.run = self._caller()
+
+    def _kernel(self, cache_dir):
+        """The kernel to call: its native object when it is large, one exists and Numba is
+        not loaded in this process (``native.py``); else the Numba dispatcher, which, for a
+        large kernel, exports the native object after its first compilation."""
+        large = self.n * self.binding.cost >= native.NATIVE_MIN_WORK and \
+            native.native_enabled()
+        path = cache.module_path(self.source, cache_dir) if large else None
+        layout = native.layout_of(self._arg_kinds()) if large else None
+        if large and "numba" not in sys.modules:
+            k = native.load(path, layout)
+            if k is not None:
+                self.native = True
+
+                def guarded(*args):
+                    try:
+                        return k(*args)
+                    except native.LayoutMismatch:  # never expected: Numba specialises
+                        self._ns["K"] = d = kernels.load(self.desc, cache_dir).fn
+                        self.native = False
+                        return d(*args)
+                return guarded
+        disp = kernels.load(self.desc, cache_dir).fn
+        if not large:
+            return disp
+        done = []
+
+        def first_call(*args):
+            disp(*args)
+            with _EXPORT_LOCK:
+                if not done:
+                    done.append(native.export(disp, path, layout))
+                    self._ns["K"] = disp  # later calls go straight to the dispatcher
+        return first_call
+
+    def _arg_kinds(self) -> list:
+        """What the generated caller passes the kernel: Python ints (lo, hi, sizes), NumPy
+        scalar types (scalar operands, literals), array dtypes (operands, outputs, sums)."""
+        b, d = self.binding, self.desc
+        kinds: list = [int, int] + [int] * (1 if d.mode == "flat" else 2)
+        for v, op in zip(b.operands, d.operands):
+            kinds.append(np.dtype(v.dtype).type if op.pattern == "scalar" else
+                         np.dtype(v.dtype))
+        kinds += [np.dtype(dt).type for _, dt in b.scalars]
+        kinds += [np.dtype(v.dtype) for v in b.outputs]
+        kinds += [np.dtype(np.float64)] * len(b.reductions)
+        return kinds
+
+    def _caller(self):
+        """The straight-line caller: operands read from the environment (made contiguous
+        and flat), outputs allocated (recycled when large), the kernel called sequentially or
+        on the pool, sums finished (``kernels.finish_sum``). Plain Python, generated once."""
+        b, d = self.binding, self.desc
+        ns = self._ns
+        ns.update({"empty": np.empty, "zeros": np.zeros, "ascontig": np.ascontiguousarray,
+                   "parallel_ok": parallel_ok, "run_parts": run_parts, "K": self.kernel,
+                   "N": self.n, "P": self.parts, "FINISH": kernels.finish_sum})
+        args = ["N"] if d.mode == "flat" else [str(self.R), str(self.C)]
+        body = []
+        for j, (v, op) in enumerate(zip(b.operands, d.operands)):
+            body.append(f"a{j} = env[{id(v)}]")
+            if op.pattern == "scalar":
+                args.append(f"a{j}[()]" if v.shape == () else
+                            f"(a{j}[()] if a{j}.ndim == 0 else a{j}.reshape(-1)[0])")
+            else:
+                body += [f"if a{j}.ndim != 1 or not a{j}.flags.c_contiguous:",
+                         f"    a{j} = ascontig(a{j}).reshape(-1)"]
+                args.append(f"a{j}")
+        for j, (value, dt) in enumerate(b.scalars):
+            ns[f"S{j}"] = np.dtype(dt).type(value)
+            args.append(f"S{j}")
+        for j, v in enumerate(b.outputs):
+            shape, dt = v.shape, v.dtype
+            big = math.prod(shape) * np.dtype(dt).itemsize >= RECYCLE_MIN_BYTES
+            ns[f"SH{j}"], ns[f"DT{j}"] = shape, dt
+            if big:  # too big for the heap: recycled across calls instead of fresh mmaps
+                ns[f"RC{j}"] = Recycler(shape, dt)
+                body.append(f"o{j} = env[{id(v)}] = RC{j}.get()")
+            else:
+                body.append(f"o{j} = env[{id(v)}] = empty(SH{j}, DT{j})")
+            args.append(f"o{j}" if len(shape) == 1 else f"o{j}[None]" if shape == () else
+                        f"o{j}.reshape(-1)")
+        finish = []
+        for j, (e, kind, scale) in enumerate(b.reductions):
+            size = d.partials(kind, self.n, self.R, self.C)
+            ns[f"RSH{j}"], ns[f"RDT{j}"] = e.out.shape, np.dtype(e.out.dtype)
+            ns[f"KIND{j}"], ns[f"SC{j}"] = kind, scale
+            # no parts (an empty input): one zero partial
+            body.append(f"r{j} = {'zeros' if self.parts == 0 else 'empty'}({size})")
+            args.append(f"r{j}")
+            finish.append(f"env[{id(e.out)}] = FINISH(r{j}, KIND{j}, SC{j}, RDT{j}, RSH{j})")
+        call = ", ".join(args)
+        if self.big:
+            body += ["if parallel_ok(N):", f"    run_parts(K, P, ({call},))", "else:",
+                     f"    K(0, P, {call})"]
+        else:
+            body.append(f"K(0, P, {call})")
+        return build_function("group", ["env"], body + finish, ns)

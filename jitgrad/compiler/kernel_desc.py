@@ -1,0 +1,144 @@
+"""The backend-neutral description of a generated element-wise kernel.
+
+A :class:`KernelDesc` says *what* a kernel computes, per element of an iteration space, and
+nothing about how a backend writes the loop: the operands it loads (with their access
+pattern), the scalar lines it evaluates, the values it stores and the sums it reduces. Fused
+groups of a compiled plan and single eager ops are both described this way
+(:mod:`jitgrad.compiler.describe`); a renderer turns a description into source
+(:mod:`jitgrad.compiler.render_cpu` for Numba on the CPU; a CUDA renderer would be a second
+one).
+
+**Iteration space and arguments.** A kernel computes *parts* ``[lo, hi)`` of its space, so a
+caller can split the parts over threads; its arguments are ``lo, hi``, the sizes (``n`` in
+``flat`` mode, ``R, C`` otherwise), the operands ``a0, a1...``, the scalar arguments
+``s0, s1...``, the stored outputs ``o0, o1...`` and one float64 array per reduction
+``r0, r1...``. Modes:
+
+* ``flat``: ``n`` elements in chunks of :data:`CHUNK` (a part is a chunk);
+* ``rows``: an ``R x C`` space, a part is a row;
+* ``cols``: an ``R x C`` space, a part is a block of :data:`COLBLOCK` columns;
+* ``strided``: an ``R x C`` space over strided 2-D operands (eager broadcasting that no split
+  expresses), a part is a row; no reductions.
+
+**Operand patterns.** ``full`` (one value per element), ``row`` (varies along C only),
+``col`` (along R only), ``scalar`` (passed by value), ``strided`` (a 2-D array indexed
+``[i, j]``, any strides).
+
+**Expressions** are Python expression syntax over the loads ``x0, x1...``, the scalar
+arguments ``s0...``, earlier lines' targets, typed literals and casts (``f32(1.5)``,
+``f64(np.inf)``, ``f32(x0)``), the kernel-math functions of
+:mod:`jitgrad.kernels.mathtable` per dtype (``tanh_f32(x)``) and its scalar helpers
+(``maximum``, ``minimum``, ``pow_scalar``), ``abs``, arithmetic, comparisons, ``and``/``or``/
+``not`` and conditional expressions.
+
+**Sums** have one order, whatever else the kernel computes, so a sum gives the same bits in a
+fused kernel as in the eager kernel that sums a materialised array (eager == compiled):
+
+* ``all`` (flat mode only): each chunk is summed in blocks of :data:`BLOCK` elements in the
+  value's dtype, block totals added in float64; the caller adds the chunks' partials in order;
+* ``rows`` (rows mode): each row likewise, blocks of :data:`BLOCK` along the row;
+* ``cols`` (cols mode): each column sums :data:`RBLOCK` rows at a time in the value's dtype,
+  then adds them to a float64 total, rows in order.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..kernels.mathtable import DTYPE_SUFFIXES, FUNCTIONS, SCALAR_HELPERS
+
+__all__ = ["KernelDesc", "Operand", "Line", "Reduction", "CHUNK", "BLOCK", "RBLOCK",
+           "COLBLOCK", "MODES", "PATTERNS"]
+
+CHUNK = 1 << 14     # elements per part of a flat kernel (fixed: results never depend on threads)
+BLOCK = 256         # elements summed in the value's dtype before joining a float64 total
+RBLOCK = 32         # rows summed per column likewise in column sums
+COLBLOCK = 256      # columns per part of a cols kernel
+
+MODES = ("flat", "rows", "cols", "strided")
+PATTERNS = ("full", "row", "col", "scalar", "strided")
+_MATH_CALL = re.compile(r"\b(" + "|".join(
+    [f"{f}_{t}" for f in FUNCTIONS for t in DTYPE_SUFFIXES.values()] + list(SCALAR_HELPERS))
+    + r")\(")
+
+
+@dataclass(frozen=True)
+class Operand:
+    """An array (or scalar) the kernel reads: its NumPy dtype name and access pattern."""
+
+    dtype: str
+    pattern: str
+
+
+@dataclass(frozen=True)
+class Line:
+    """``target = expr`` evaluated per element; ``note`` names what it computes."""
+
+    target: str
+    expr: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """A sum of ``value`` (a load or a line's target) of dtype ``dtype``, of ``kind``
+    "all", "rows" or "cols"."""
+
+    value: str
+    kind: str
+    dtype: str
+
+
+@dataclass(frozen=True)
+class KernelDesc:
+    """What one generated kernel computes (see the module docstring)."""
+
+    mode: str
+    operands: tuple[Operand, ...]
+    scalars: tuple[str, ...]                 # dtype names of s0, s1...
+    lines: tuple[Line, ...]
+    stores: tuple[tuple[str, str], ...]      # (value, dtype name) written to o0, o1...
+    reductions: tuple[Reduction, ...] = ()
+    title: str = ""                          # one line saying what it computes
+    math: frozenset = field(default=frozenset(), compare=False)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"unknown kernel mode {self.mode!r}")
+        for op in self.operands:
+            if op.pattern not in PATTERNS:
+                raise ValueError(f"unknown operand pattern {op.pattern!r}")
+        kinds = {r.kind for r in self.reductions}
+        allowed = {"flat": {"all"}, "rows": {"rows"}, "cols": {"cols"}, "strided": set()}
+        if not kinds <= allowed[self.mode]:
+            raise ValueError(f"{self.mode} kernels cannot compute {sorted(kinds)} sums "
+                             "(each kind of sum has one order: see the module docstring)")
+        called = set()
+        for line in self.lines:
+            called.update(_MATH_CALL.findall(line.expr))
+        object.__setattr__(self, "math", frozenset(called))
+
+    def parts(self, n: int = 0, R: int = 0, C: int = 0) -> int:
+        """How many parts the iteration space has (what ``lo, hi`` range over)."""
+        if self.mode == "flat":
+            return (n + CHUNK - 1) // CHUNK
+        if self.mode == "cols":
+            return (C + COLBLOCK - 1) // COLBLOCK
+        return R
+
+    def partials(self, kind: str, n: int = 0, R: int = 0, C: int = 0) -> int:
+        """Length of the float64 array a reduction of ``kind`` writes."""
+        if kind == "rows":
+            return R
+        if kind == "cols":
+            return C
+        return max(self.parts(n, R, C), 1)
+
+    def signature(self) -> list[str]:
+        """The kernel's parameter names, in order."""
+        sizes = ["n"] if self.mode == "flat" else ["R", "C"]
+        return (["lo", "hi"] + sizes + [f"a{k}" for k in range(len(self.operands))]
+                + [f"s{k}" for k in range(len(self.scalars))]
+                + [f"o{k}" for k in range(len(self.stores))]
+                + [f"r{k}" for k in range(len(self.reductions))])

@@ -1,0 +1,70 @@
+"""Generated kernels, loaded: the one door from a :class:`KernelDesc` to a callable.
+
+Eager ops and compiled plans both ask :func:`load` for the kernel of a description: it is
+rendered (:mod:`jitgrad.compiler.render_cpu`), written once to the content-addressed cache and
+imported (:mod:`jitgrad.compiler.cache`), and kept in a table for the rest of the process, so
+an eager ``x * y`` and a plan's one-multiplication group share one kernel. Numba compiles it on
+its first call (or loads it from its disk cache).
+
+:func:`finish_sum` turns a sum's float64 partials into its value; eager sums and plans call it
+alike, so a sum ends with the same operations on both paths.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from . import cache
+from .kernel_desc import KernelDesc
+from .render_cpu import module_source
+
+__all__ = ["Kernel", "load", "finish_sum", "STATS"]
+
+STATS = {"kernels_loaded": 0}
+_table: dict = {}
+_lock = threading.Lock()
+
+
+class Kernel:
+    """A loaded kernel: its description, module source and path, and ``fn`` (the Numba
+    dispatcher of ``kernel(lo, hi, ...)``)."""
+
+    __slots__ = ("desc", "source", "path", "fn")
+
+    def __init__(self, desc: KernelDesc, source: str, path: str, fn) -> None:
+        self.desc = desc
+        self.source = source
+        self.path = path
+        self.fn = fn
+
+    def __repr__(self) -> str:
+        return f"<Kernel {self.desc.title or self.desc.mode} at {self.path}>"
+
+
+def load(desc: KernelDesc, cache_dir: str | None = None) -> Kernel:
+    """The kernel of ``desc`` (rendered, cached on disk and imported on first request)."""
+    key = (desc, cache_dir)
+    k = _table.get(key)
+    if k is not None:
+        return k
+    with _lock:
+        k = _table.get(key)
+        if k is None:
+            source = module_source(desc)
+            mod = cache.load_module(source, cache_dir)
+            k = _table[key] = Kernel(desc, source, cache.module_path(source, cache_dir),
+                                     mod.kernel)
+            STATS["kernels_loaded"] += 1
+    return k
+
+
+def finish_sum(partials: np.ndarray, kind: str, scale: float, dtype, shape) -> np.ndarray:
+    """A sum's value from its kernel's float64 partials: ``all`` adds the parts' partials
+    in order (NumPy's pairwise sum of a fixed-length array), ``rows``/``cols`` are the
+    totals; then ``* scale`` (a mean) in float64, rounded once to ``dtype``."""
+    val = np.add.reduce(partials) if kind == "all" else partials
+    if scale != 1.0:
+        val = val * scale
+    return np.asarray(val, dtype).reshape(shape)

@@ -1,1 +1,0 @@
-"""Generated eager element-wise kernels (see jitgrad.ops.gen_kernels)."""
