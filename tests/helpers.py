@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -11,6 +13,23 @@ ROOT = Path(__file__).resolve().parent.parent
 def strip_addresses(text: str) -> str:
     """Replace ``object at 0x...`` addresses so printed grad_fns compare equal."""
     return re.sub(r"object at 0x[0-9A-Fa-f]+", "object at 0x?", text)
+
+
+def ops_helpers():
+    """``tests/ops/conftest.py`` as a module: the adapters, samples and input builders of the
+    registry-driven op tests.
+
+    pytest runs with ``--import-mode=importlib``, so a test module cannot import a conftest:
+    the file is loaded by path once, under the name ``_jitgrad_ops_helpers`` (pytest also
+    loads it on its own as the conftest of ``tests/ops``, for the fixtures)."""
+    name = "_jitgrad_ops_helpers"
+    if name not in sys.modules:
+        path = ROOT / "tests" / "ops" / "conftest.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
 
 
 def w2_step(x, w, b):
