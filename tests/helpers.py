@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +32,15 @@ def ops_helpers():
         sys.modules[name] = mod
         spec.loader.exec_module(mod)
     return sys.modules[name]
+
+
+def run_in_threads(work: Callable[[int], object], n: int) -> list[BaseException]:
+    """Run ``work(0)``, ..., ``work(n - 1)`` on ``n`` threads at once and return what they
+    raised: an exception (a failed assert included) inside a thread does not fail the test by
+    itself, so the caller asserts the list is empty."""
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        futures = [pool.submit(work, i) for i in range(n)]
+    return [f.exception() for f in futures if f.exception() is not None]
 
 
 def w2_step(x, w, b):
