@@ -10,11 +10,21 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
 
 
 def strip_addresses(text: str) -> str:
     """Replace ``object at 0x...`` addresses so printed grad_fns compare equal."""
     return re.sub(r"object at 0x[0-9A-Fa-f]+", "object at 0x?", text)
+
+
+def import_example(name: str):
+    """``examples/<name>.py`` imported as the module ``name`` (its ``main()`` does not run),
+    with the examples folder on sys.path as when an example runs as a script (examples import
+    each other by name)."""
+    if str(EXAMPLES) not in sys.path:
+        sys.path.append(str(EXAMPLES))
+    return importlib.import_module(name)
 
 
 def ops_helpers():
