@@ -30,6 +30,7 @@ Each result is checked against a float64 NumPy reference (``err`` column).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -57,13 +58,9 @@ def calibrate(fn, target_s: float, max_number: int = 1_000_000) -> int:
     return int(max(1, min(max_number, target_s / max(best, 1e-9))))
 
 
-def bench_interleaved(fns: dict, warmup: int, rounds: int, target_s: float) -> dict:
-    """Median/min seconds per call of each callable, repeats interleaved round-robin."""
-    numbers = {}
-    for name, fn in fns.items():
-        for _ in range(warmup):
-            fn()
-        numbers[name] = calibrate(fn, target_s)
+def interleaved_samples(fns: dict, numbers: dict, rounds: int) -> dict:
+    """Seconds per call of each callable, ``rounds`` samples each: a round times one repeat
+    (``numbers[name]`` calls) of every callable in turn, so background load hits all alike."""
     samples = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
@@ -72,6 +69,17 @@ def bench_interleaved(fns: dict, warmup: int, rounds: int, target_s: float) -> d
             for _ in range(n):
                 fn()
             samples[name].append((time.perf_counter() - t0) / n)
+    return samples
+
+
+def bench_interleaved(fns: dict, warmup: int, rounds: int, target_s: float) -> dict:
+    """Median/min seconds per call of each callable, repeats interleaved round-robin."""
+    numbers = {}
+    for name, fn in fns.items():
+        for _ in range(warmup):
+            fn()
+        numbers[name] = calibrate(fn, target_s)
+    samples = interleaved_samples(fns, numbers, rounds)
     return {name: {"median_s": statistics.median(v), "min_s": min(v), "max_s": max(v),
                    "number": numbers[name], "repeats": rounds} for name, v in samples.items()}
 
@@ -98,6 +106,16 @@ def wait_quiet(max_wait_s: float, threshold: float = 0.25) -> float:
     while busy > threshold and time.time() < deadline:
         busy = cpu_busy()
     return busy
+
+
+def workloads(name: str):
+    """``benchmarks/<name>.py``: workloads that asv times too, so both tools run the same code.
+    Imported on first use, not with this file, which the numba_hand compile-latency program
+    imports (for ``chain_fused_f32``) inside its timing."""
+    bench_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "benchmarks")
+    if bench_dir not in sys.path:
+        sys.path.insert(0, bench_dir)
+    return importlib.import_module(name)
 
 
 # ------------------------------------------------------------------------------ peers
@@ -133,6 +151,22 @@ def to_np(t):
 
 
 # ------------------------------------------------------------------------------ per_op (W4)
+def autograd_lines(lib, a, b):
+    """The timed calls of per_op for an autograd library (jitgrad, PyTorch): ``LINES`` times
+    ``c = a * b + a`` recording the graph, and the same under ``lib.no_grad()``."""
+    def grad():
+        for _ in range(LINES):
+            c = a * b + a
+        return c
+
+    def no_grad():
+        with lib.no_grad():
+            for _ in range(LINES):
+                c = a * b + a
+        return c
+    return grad, no_grad
+
+
 def per_op_impls(jg):
     an = np.linspace(-1, 1, 16, dtype=np.float32)
     bn = np.linspace(0.5, 2, 16, dtype=np.float32)
@@ -147,37 +181,13 @@ def per_op_impls(jg):
 
     a = jg.from_numpy(an.copy()).requires_grad_()
     b = jg.from_numpy(bn.copy())
-
-    def jitgrad_grad():
-        for _ in range(LINES):
-            c = a * b + a
-        return c
-
-    def jitgrad_no_grad():
-        with jg.no_grad():
-            for _ in range(LINES):
-                c = a * b + a
-        return c
-    impls["jitgrad_grad"] = jitgrad_grad
-    impls["jitgrad_no_grad"] = jitgrad_no_grad
+    impls["jitgrad_grad"], impls["jitgrad_no_grad"] = autograd_lines(jg, a, b)
 
     torch = optional("torch")
     if torch:
         ta = torch.from_numpy(an.copy()).requires_grad_()
         tb = torch.from_numpy(bn.copy())
-
-        def torch_grad():
-            for _ in range(LINES):
-                c = ta * tb + ta
-            return c
-
-        def torch_no_grad():
-            with torch.no_grad():
-                for _ in range(LINES):
-                    c = ta * tb + ta
-            return c
-        impls["torch_grad"] = torch_grad
-        impls["torch_no_grad"] = torch_no_grad
+        impls["torch_grad"], impls["torch_no_grad"] = autograd_lines(torch, ta, tb)
 
     jax = optional("jax")
     if jax:
@@ -338,14 +348,15 @@ def chain_fused_libm(x, w, b, gx, gw, gb, one, two):
     return acc
 
 
-def chain_reference(x, w, b):
-    """Float64 loss and (gx, gw, gb), hand-derived backward."""
-    x, w, b = (a.astype(np.float64) for a in (x, w, b))
-    t = np.tanh(x * w + b)
-    s = 1.0 / (1.0 + np.exp(-x))
-    t2 = t * t
-    du = 2.0 * t * s * (1.0 - t2)
-    return (t2 * s).sum(), du * w + t2 * s * (1.0 - s), du * x, du
+def eager_chain_step(lib, x, w, b):
+    """W2 in an autograd library (jitgrad, PyTorch) on the leaves x, w, b: forward + backward
+    into fresh grads; returns the loss and the three gradients."""
+    def eager():
+        x.grad = w.grad = b.grad = None
+        loss = (lib.tanh(x * w + b) ** 2 * lib.sigmoid(x)).sum()
+        loss.backward()
+        return loss.item(), x.grad, w.grad, b.grad
+    return eager
 
 
 def chain_impls(jg, n: int, dtype: str):
@@ -373,21 +384,9 @@ def chain_impls(jg, n: int, dtype: str):
                                          gx, gw, gb)
 
     jx, jw, jb = (jg.from_numpy(a.copy()).requires_grad_() for a in (x, w, b))
+    impls["jitgrad"] = eager_chain_step(jg, jx, jw, jb)
 
-    def jitgrad_eager():
-        jx.grad = jw.grad = jb.grad = None
-        loss = (jg.tanh(jx * jw + jb) ** 2 * jg.sigmoid(jx)).sum()
-        loss.backward()
-        return loss.item(), jx.grad, jw.grad, jb.grad
-    impls["jitgrad"] = jitgrad_eager
-
-    @jg.compile
-    def step(x, w, b):
-        x.grad = w.grad = b.grad = None
-        loss = (jg.tanh(x * w + b) ** 2 * jg.sigmoid(x)).sum()
-        loss.backward()
-        return loss
-
+    step = workloads("chain_workloads").compiled_chain_step(jg)
     cx, cw, cb = (jg.from_numpy(a.copy()).requires_grad_() for a in (x, w, b))
     step(cx, cw, cb)
 
@@ -399,13 +398,7 @@ def chain_impls(jg, n: int, dtype: str):
     torch = optional("torch")
     if torch:
         tx, tw, tb = (torch.from_numpy(a).requires_grad_() for a in (x, w, b))
-
-        def torch_eager():
-            tx.grad = tw.grad = tb.grad = None
-            loss = (torch.tanh(tx * tw + tb) ** 2 * torch.sigmoid(tx)).sum()
-            loss.backward()
-            return loss.item(), tx.grad, tw.grad, tb.grad
-        impls["torch_eager"] = torch_eager
+        impls["torch_eager"] = eager_chain_step(torch, tx, tw, tb)
 
     jax = optional("jax")
     if jax:
@@ -425,24 +418,31 @@ def chain_impls(jg, n: int, dtype: str):
         else:
             print(f"skipped jax_jit for {dtype}: jax made {ja[0].dtype}", flush=True)
 
-    ref = chain_reference(x, w, b)
+    ref_loss, ref_grads = workloads("chain_workloads").chain_reference(x, w, b)
 
     def check(f):
         loss, *grads = f()
-        lerr = abs(float(loss) - ref[0]) / abs(ref[0])
-        return max(lerr, *(rel_err(to_np(g), r) for g, r in zip(grads, ref[1:])))
+        lerr = abs(float(loss) - ref_loss) / abs(ref_loss)
+        return max(lerr, *(rel_err(to_np(g), r) for g, r in zip(grads, ref_grads)))
 
     checks = {name: (lambda f=f: check(f)) for name, f in impls.items()}
     return impls, checks, 6 * n * x.itemsize
 
 
 # ------------------------------------------------------------------------------ matmul
+def eager_matmul_step(x, w1, w2):
+    """The matmul chain in an autograd library (jitgrad, PyTorch): forward + backward into
+    fresh grads of the weights; returns the loss and the two gradients."""
+    def eager():
+        w1.grad = w2.grad = None
+        loss = ((x @ w1).tanh() @ w2).sum()
+        loss.backward()
+        return loss.item(), w1.grad, w2.grad
+    return eager
+
+
 def matmul_impls(jg, shape=(128, 784, 256, 10)):
-    bsz, d_in, d_hid, d_out = shape
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((bsz, d_in), dtype=np.float32)
-    w1 = (rng.standard_normal((d_in, d_hid), dtype=np.float32) / np.float32(d_in ** 0.5))
-    w2 = (rng.standard_normal((d_hid, d_out), dtype=np.float32) / np.float32(d_hid ** 0.5))
+    x, w1, w2 = workloads("chain_workloads").matmul_arrays(shape)
     impls = {}
 
     def numpy_hand(x=x, w1=w1, w2=w2):
@@ -456,13 +456,7 @@ def matmul_impls(jg, shape=(128, 784, 256, 10)):
 
     jx = jg.from_numpy(x.copy())
     jw1, jw2 = (jg.from_numpy(a.copy()).requires_grad_() for a in (w1, w2))
-
-    def jitgrad_eager():
-        jw1.grad = jw2.grad = None
-        loss = ((jx @ jw1).tanh() @ jw2).sum()
-        loss.backward()
-        return loss.item(), jw1.grad, jw2.grad
-    impls["jitgrad"] = jitgrad_eager
+    impls["jitgrad"] = eager_matmul_step(jx, jw1, jw2)
 
     cw1, cw2 = (jg.from_numpy(a.copy()).requires_grad_() for a in (w1, w2))
 
@@ -483,13 +477,7 @@ def matmul_impls(jg, shape=(128, 784, 256, 10)):
     if torch:
         tx = torch.from_numpy(x)
         tw1, tw2 = (torch.from_numpy(a).requires_grad_() for a in (w1, w2))
-
-        def torch_eager():
-            tw1.grad = tw2.grad = None
-            loss = ((tx @ tw1).tanh() @ tw2).sum()
-            loss.backward()
-            return loss.item(), tw1.grad, tw2.grad
-        impls["torch_eager"] = torch_eager
+        impls["torch_eager"] = eager_matmul_step(tx, tw1, tw2)
 
     jax = optional("jax")
     if jax:
@@ -516,15 +504,8 @@ def matmul_impls(jg, shape=(128, 784, 256, 10)):
 
 
 # ------------------------------------------------------------------- training steps (W3)
-def _training_workloads():
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "benchmarks"))
-    import training_workloads
-
-    return training_workloads
-
-
 def mlp_impls(jg, batch: int, with_torch_compile: bool):
-    tw = _training_workloads()
+    tw = workloads("training_workloads")
     makers = {
         "numpy": lambda: tw.numpy_mlp_step(batch),
         "jitgrad": lambda: tw.jitgrad_mlp_step(jg, batch, compiled=False)[0],
@@ -542,7 +523,7 @@ def mlp_impls(jg, batch: int, with_torch_compile: bool):
 
 
 def cnn_impls(jg, batch: int):
-    tw = _training_workloads()
+    tw = workloads("training_workloads")
     makers = {
         "jitgrad": lambda: tw.jitgrad_cnn_step(jg, batch, compiled=False)[0],
         "jitgrad_compiled": lambda: tw.jitgrad_cnn_step(jg, batch, compiled=True)[0],
@@ -616,15 +597,14 @@ _COMPILE_DATA = """
 rng = np.random.default_rng(0)
 xn, wn, bn = (rng.standard_normal(1_000_000).astype(np.float32) for _ in range(3))
 """
+# peer -> (imports, body, cache directory variable); compile_latency fills in {here} (this
+# folder) and {chain_step} (the source of chain_workloads.compiled_chain_step, the step the
+# in-process benchmarks compile)
 COMPILE = {
     "jitgrad": ("import numpy as np\nimport jitgrad as jg\n", _COMPILE_DATA + """
 x, w, b = (jg.tensor(a, requires_grad=True) for a in (xn, wn, bn))
-@jg.compile
-def step(x, w, b):
-    x.grad = w.grad = b.grad = None
-    loss = (jg.tanh(x * w + b) ** 2 * jg.sigmoid(x)).sum()
-    loss.backward()
-    return loss
+{chain_step}
+step = compiled_chain_step(jg)
 step(x, w, b)          # traces (returns results computed while tracing)
 loss = step(x, w, b)   # compiles (or loads) the kernels and runs them
 float(loss), x.grad.shape
@@ -657,12 +637,14 @@ def compile_latency(rounds: int, peers: list) -> list:
     import tempfile
 
     here = os.path.dirname(os.path.abspath(__file__))
+    chain_step = workloads("chain_workloads").compiled_chain_step_source()
     tmp = tempfile.mkdtemp(prefix="jitgrad-compare-")
     samples: dict = {}
 
     def run(peer, cache_dir):
         imp, body, env_var = COMPILE[peer]
-        code = (_COMPILE_PRELUDE + imp.format(here=here) + "t1 = time.perf_counter()\n" + body
+        code = (_COMPILE_PRELUDE + imp.format(here=here) + "t1 = time.perf_counter()\n"
+                + body.format(chain_step=chain_step)
                 + "print(json.dumps({'import_s': t1 - t0, 'first_s': time.perf_counter() - t0}))")
         env = dict(os.environ)
         if env_var:
@@ -991,7 +973,7 @@ def main(argv=None) -> int:
             run("chain", f"n={n:.0e} {dtype}".replace("e+0", "e"), impls, checks, gbs)
             del impls, checks
     if "mlp" in todo:
-        tw = _training_workloads()
+        tw = workloads("training_workloads")
         for batch in ((128,) if q else (128, 1024)):
             impls, checks = mlp_impls(jg, batch, with_torch_compile=not q)
 

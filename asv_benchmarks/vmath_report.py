@@ -29,6 +29,7 @@ import tempfile
 import time
 
 import numpy as np
+from compare import interleaved_samples
 from jitgrad.kernels.vmath import FUNCTIONS
 from jitgrad.kernels.vmath.testing import (
     array_kernel,
@@ -50,14 +51,7 @@ def _calls_per_repeat(fn, target_s=0.02):
 
 def _interleaved_medians(fns: dict, repeat: int) -> dict:
     numbers = {name: _calls_per_repeat(fn) for name, fn in fns.items()}
-    samples = {name: [] for name in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            k = numbers[name]
-            start = time.perf_counter()
-            for _ in range(k):
-                fn()
-            samples[name].append((time.perf_counter() - start) / k)
+    samples = interleaved_samples(fns, numbers, repeat)  # compare.py's round-robin timing
     return {name: statistics.median(s) for name, s in samples.items()}
 
 

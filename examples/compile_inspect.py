@@ -3,7 +3,8 @@ fusion groups and the generated Numba source, for two functions:
 
 1. ``loss(x, w, b)`` compiled on its own, so ``.backward()`` outside runs its compiled backward
    (a separate backward graph);
-2. a whole training step (forward, loss, ``.backward()``, SGD update) compiled to one plan.
+2. a whole training step (forward, loss, ``.backward()``, SGD update) compiled to one plan:
+   ``make_step`` of the digits demo, ``train_digits.py`` beside this file.
 
     python examples/compile_inspect.py            # summaries and the first kernel's source
     python examples/compile_inspect.py --full     # every graph and all generated source
@@ -16,10 +17,10 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from train_digits import make_step  # the digits demo beside this file
 
 import jitgrad
 import jitgrad.nn as nn
-import jitgrad.nn.functional as F
 
 
 def chain(x, w, b):
@@ -66,14 +67,8 @@ def main(argv=None) -> None:
     jitgrad.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
     opt = jitgrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-
-    @jitgrad.compile
-    def train_step(xb, yb):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(xb), yb)
-        loss.backward()
-        opt.step()
-        return loss
+    # zero_grad, cross-entropy of model(x), backward, opt.step(): one compiled plan
+    train_step = jitgrad.compile(make_step(model, opt))
 
     xb = jitgrad.tensor(rng.standard_normal((16, 64)), dtype=jitgrad.float32)
     yb = jitgrad.tensor(rng.integers(0, 10, 16))

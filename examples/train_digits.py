@@ -20,9 +20,6 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
-from tqdm import tqdm
 
 import jitgrad as torch
 import jitgrad.nn as nn
@@ -32,6 +29,11 @@ from jitgrad.utils.data import DataLoader, TensorDataset
 
 def load_data(seed: int):
     """Digits as float32 tensors scaled to [0, 1]: (x_train, y_train, x_test, y_test)."""
+    # scikit-learn and tqdm are imported where they are used: compile_inspect.py, the
+    # benchmarks and the tests import make_step from this file without them
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
     digits = load_digits()
     x = (digits.images / 16.0).astype(np.float32)[:, None]  # (N, 1, 8, 8)
     y = digits.target.astype(np.int64)
@@ -51,13 +53,17 @@ def cnn() -> nn.Module:
         nn.Flatten(), nn.Dropout(0.25), nn.Linear(256, 10))
 
 
-def make_step(model: nn.Module, opt: torch.optim.Optimizer) -> Callable:
+def make_step(model: nn.Module, opt: torch.optim.Optimizer,
+              loss_fn: Callable = F.cross_entropy) -> Callable:
     """One training step: forward, loss, backward and the optimizer update. Wrapped in
     ``jitgrad.compile`` it becomes one plan of fused kernels (parameters, gradients and the
-    optimizer's state are captured; the scheduler's learning rate is read at every call)."""
+    optimizer's state are captured; the scheduler's learning rate is read at every call).
+
+    Nothing in it is jitgrad's own: given PyTorch's ``cross_entropy`` as ``loss_fn``, it
+    trains a PyTorch model too (the benchmarks time both)."""
     def step(x, y):
         opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
+        loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         return loss
@@ -82,6 +88,8 @@ def train(model: nn.Module, opt: torch.optim.Optimizer, loader: DataLoader, epoc
     kernel cache, nothing on a warm one), and where eager mode loads its kernels: steps per
     second are timed over the later epochs (over the first epoch's steps after its first
     when there is only one)."""
+    from tqdm import tqdm
+
     model.train()
     losses: list[float] = []
     start, steps, first_epoch_s = None, 0, 0.0

@@ -22,14 +22,10 @@ from . import (  # ops first: attaches Tensor methods
     utils,
 )
 from ._tensor_str import get_printoptions, set_printoptions
-from .autograd.grad_mode import (
-    enable_grad,
-    inference_mode,
-    is_grad_enabled,
-    is_inference_mode_enabled,
-    no_grad,
-    set_grad_enabled,
-)
+
+# no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled and
+# is_inference_mode_enabled: grad_mode's __all__ is the one list of them
+from .autograd.grad_mode import *  # noqa: F403
 from .creation import (
     arange,
     as_tensor,
@@ -223,8 +219,7 @@ __all__ = [
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
     "float", "double", "half", "int", "long", "short",
     "get_default_dtype", "set_default_dtype", "result_type", "set_printoptions",
-    "get_printoptions", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-    "is_grad_enabled", "is_inference_mode_enabled", "manual_seed", "seed", "initial_seed",
+    "get_printoptions", *autograd.grad_mode.__all__, "manual_seed", "seed", "initial_seed",
     "tensor", "as_tensor", "from_numpy", "scalar_tensor", "zeros", "ones", "full", "empty",
     "eye", "arange", "linspace", "logspace", "rand", "randn", "randint", "randperm", "normal",
     "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",

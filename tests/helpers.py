@@ -2,15 +2,55 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
 
 
 def strip_addresses(text: str) -> str:
     """Replace ``object at 0x...`` addresses so printed grad_fns compare equal."""
     return re.sub(r"object at 0x[0-9A-Fa-f]+", "object at 0x?", text)
+
+
+def import_example(name: str):
+    """``examples/<name>.py`` imported as the module ``name`` (its ``main()`` does not run),
+    with the examples folder on sys.path as when an example runs as a script (examples import
+    each other by name)."""
+    if str(EXAMPLES) not in sys.path:
+        sys.path.append(str(EXAMPLES))
+    return importlib.import_module(name)
+
+
+def ops_helpers():
+    """``tests/ops/conftest.py`` as a module: the adapters, samples and input builders of the
+    registry-driven op tests.
+
+    pytest runs with ``--import-mode=importlib``, so a test module cannot import a conftest:
+    the file is loaded by path once, under the name ``_jitgrad_ops_helpers`` (pytest also
+    loads it on its own as the conftest of ``tests/ops``, for the fixtures)."""
+    name = "_jitgrad_ops_helpers"
+    if name not in sys.modules:
+        path = ROOT / "tests" / "ops" / "conftest.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+def run_in_threads(work: Callable[[int], object], n: int) -> list[BaseException]:
+    """Run ``work(0)``, ..., ``work(n - 1)`` on ``n`` threads at once and return what they
+    raised: an exception (a failed assert included) inside a thread does not fail the test by
+    itself, so the caller asserts the list is empty."""
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        futures = [pool.submit(work, i) for i in range(n)]
+    return [f.exception() for f in futures if f.exception() is not None]
 
 
 def w2_step(x, w, b):

@@ -110,12 +110,17 @@ def test_100000_node_chain():
     assert x.grad.item() == 1.0
 
 
-def test_graph_is_freed_after_backward():
+def _graph_saving_exp():
+    """``z = sum(exp(x) * exp(x))`` and a weak reference to ``exp(x)``, which only z's graph
+    keeps alive (MulBackward0 saved it)."""
     x = leaf([1.0, 2.0])
     y = x.exp()
     z = (y * y).sum()
-    ref = weakref.ref(y)
-    del y
+    return z, weakref.ref(y)
+
+
+def test_graph_is_freed_after_backward():
+    z, ref = _graph_saving_exp()
     gc.collect()
     assert ref() is not None  # saved by MulBackward0
     z.backward()
@@ -124,11 +129,7 @@ def test_graph_is_freed_after_backward():
 
 
 def test_graph_kept_with_retain_graph():
-    x = leaf([1.0, 2.0])
-    y = x.exp()
-    z = (y * y).sum()
-    ref = weakref.ref(y)
-    del y
+    z, ref = _graph_saving_exp()
     z.backward(retain_graph=True)
     gc.collect()
     assert ref() is not None

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from helpers import EXAMPLES, import_example
 
 
 def _run(script: str, *args: str, timeout: int = 300) -> str:
@@ -44,10 +42,7 @@ def test_train_digits_smoke():
 def test_train_digits_reaches_the_promised_accuracy():
     pytest.importorskip("sklearn")
     pytest.importorskip("tqdm")
-    sys.path.insert(0, str(EXAMPLES))
-    import train_digits
-
-    results = train_digits.main(["--plot", ""])
+    results = import_example("train_digits").main(["--plot", ""])
     for mode in ("eager", "compiled"):
         assert results[("mlp", mode)]["accuracy"] >= 0.95
         assert results[("cnn", mode)]["accuracy"] >= 0.97

@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 import pytest
+from helpers import run_in_threads
 
 import jitgrad as jg
 
@@ -153,25 +154,15 @@ def test_grad_mode_is_thread_local():
 
 
 def test_backward_from_several_threads():
-    errors = []
-
     def work(seed):
-        try:
-            rng = np.random.default_rng(seed)
-            for _ in range(20):
-                a = jg.tensor(rng.standard_normal(300_000).astype(np.float32),
-                              requires_grad=True)
-                (a.tanh() * a).sum().backward()
-                expect = np.tanh(a._data) + a._data * (1 - np.tanh(a._data) ** 2)
-                np.testing.assert_allclose(a.grad.numpy(), expect, rtol=1e-4, atol=1e-5)
-        except Exception as e:  # pragma: no cover - reported below
-            errors.append(e)
+        rng = np.random.default_rng(seed)
+        for _ in range(20):
+            a = jg.tensor(rng.standard_normal(300_000).astype(np.float32), requires_grad=True)
+            (a.tanh() * a).sum().backward()
+            expect = np.tanh(a._data) + a._data * (1 - np.tanh(a._data) ** 2)
+            np.testing.assert_allclose(a.grad.numpy(), expect, rtol=1e-4, atol=1e-5)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = run_in_threads(work, 4)
     assert not errors, errors
 
 

@@ -16,11 +16,15 @@ and a matmul chain. ``quick_params`` is what ``tests/test_benchmarks_quick.py`` 
 
 import os
 import shutil
+import sys
 import tempfile
 
 import numpy as np
 
 import jitgrad
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from chain_workloads import compiled_chain_step, compiled_chain_step_source  # noqa: E402
 
 
 def _w1(x):
@@ -29,18 +33,6 @@ def _w1(x):
 
 def _chain(x, w, b):
     return (jitgrad.tanh(x * w + b) ** 2 * jitgrad.sigmoid(x)).sum()
-
-
-def _make_step(x, w, b):
-    @jitgrad.compile
-    def step(x, w, b):
-        x.grad = None
-        w.grad = None
-        b.grad = None
-        loss = _chain(x, w, b)
-        loss.backward()
-        return loss
-    return step
 
 
 def _inputs(n, dtype, seed=0):
@@ -80,7 +72,7 @@ class ChainCompiled:
             raise NotImplementedError("float64 only at 1e6 (as the peers)")
         self.x, self.w, self.b = _inputs(n, dtype)
         if mode == "joint":
-            step = _make_step(self.x, self.w, self.b)
+            step = compiled_chain_step(jitgrad)
             self.fn = lambda: step(self.x, self.w, self.b)
         else:
             f = jitgrad.compile(_chain)
@@ -171,7 +163,7 @@ class CompileLatency:
         self.args = _inputs(10_000, "float32")
 
     def time_compile_chain(self):
-        step = _make_step(*self.args)
+        step = compiled_chain_step(jitgrad)
         step(*self.args)   # trace
         step(*self.args)   # build + first run of the plan
 
@@ -195,12 +187,8 @@ import jitgrad as jg
 rng = np.random.default_rng(0)
 x, w, b = (jg.tensor(rng.standard_normal(1_000_000), dtype=jg.float32, requires_grad=True)
            for _ in range(3))
-@jg.compile
-def step(x, w, b):
-    x.grad = w.grad = b.grad = None
-    l = (jg.tanh(x * w + b) ** 2 * jg.sigmoid(x)).sum()
-    l.backward()
-    return l
+""" + compiled_chain_step_source() + """
+step = compiled_chain_step(jg)
 step(x, w, b)
 step(x, w, b)
 """

@@ -12,6 +12,7 @@ Side-by-side figures against NumPy, Numba, PyTorch and JAX: ``asv_benchmarks/com
 ``quick_params`` (not an asv attribute) is what ``tests/test_benchmarks_quick.py`` runs.
 """
 
+import os
 import resource
 import subprocess
 import sys
@@ -19,6 +20,9 @@ import sys
 import numpy as np
 
 import jitgrad
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from chain_workloads import chain_reference, matmul_arrays  # noqa: E402
 
 
 def _leaf(arr, requires_grad=True):
@@ -100,16 +104,6 @@ class SeedGraph:
 
 
 # --------------------------------------------------------------------------- W2
-def chain_reference(x, w, b):
-    """Float64 NumPy loss and (gx, gw, gb) with the hand-derived backward."""
-    x, w, b = (a.astype(np.float64) for a in (x, w, b))
-    t = np.tanh(x * w + b)
-    s = 1.0 / (1.0 + np.exp(-x))
-    t2 = t * t
-    du = 2.0 * t * s * (1.0 - t2)
-    return float((t2 * s).sum()), (du * w + t2 * s * (1.0 - s), du * x, du)
-
-
 class ElementwiseChain:
     """``sum(tanh(x*w + b)**2 * sigmoid(x))`` forward + backward; x, w, b require grad.
 
@@ -181,11 +175,9 @@ class MatmulChain:
     quick_params = [[(8, 16, 8, 4)]]
 
     def setup(self, shape):
-        bsz, d_in, d_hid, d_out = shape
-        rng = np.random.default_rng(0)
-        self.x = _leaf(rng.standard_normal((bsz, d_in), dtype=np.float32), False)
-        self.w1 = _leaf(rng.standard_normal((d_in, d_hid), dtype=np.float32) / d_in ** 0.5)
-        self.w2 = _leaf(rng.standard_normal((d_hid, d_out), dtype=np.float32) / d_hid ** 0.5)
+        x, w1, w2 = matmul_arrays(shape)
+        self.x = _leaf(x, requires_grad=False)
+        self.w1, self.w2 = _leaf(w1), _leaf(w2)
         self.step()
 
     def step(self):

@@ -109,7 +109,6 @@ class TrainingRetraces:
 
     def setup(self):
         import jitgrad.nn as nn
-        import jitgrad.nn.functional as F
         from jitgrad.utils.data import DataLoader, TensorDataset
 
         rng = np.random.default_rng(0)
@@ -118,16 +117,7 @@ class TrainingRetraces:
         model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 5))
         opt = jitgrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         sched = jitgrad.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.9)
-
-        @jitgrad.compile
-        def step(xb, yb):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(xb), yb)
-            loss.backward()
-            opt.step()
-            return loss
-
-        self.step, self.sched = step, sched
+        self.step, self.sched = jitgrad.compile(tw.make_step(model, opt)), sched
         self.loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True,
                                  generator=jitgrad.Generator().manual_seed(0))
 

@@ -8,12 +8,20 @@
   a linear head) on 1x8x8 images, SGD with momentum.
 
 Every ``*_step`` builder returns ``step() -> loss`` (a scalar of its library); the state of
-each implementation advances with every call, as in training.
+each implementation advances with every call, as in training. The jitgrad and PyTorch steps
+are the demo's own (``make_step`` of ``examples/train_digits.py``).
 """
 
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
+
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                             "examples"))
+from train_digits import make_step  # noqa: E402
 
 MLP_SIZES = (784, 256, 256, 10)
 LR = 0.01
@@ -86,54 +94,52 @@ def numpy_mlp_step(batch: int):
     return step
 
 
-def _copy_linears(linears, params, tensor_from_numpy) -> None:
+def _mlp(nn):
+    """784-256-256-10 with ReLU, in ``nn`` (``jitgrad.nn`` or ``torch.nn``)."""
+    d0, d1, d2, d3 = MLP_SIZES
+    return nn.Sequential(nn.Linear(d0, d1), nn.ReLU(), nn.Linear(d1, d2), nn.ReLU(),
+                         nn.Linear(d2, d3))
+
+
+def _copy_linears(model, params, tensor_from_numpy) -> None:
+    """``mlp_data``'s weights into the model's layers that have weights (its Linears)."""
+    linears = [m for m in model if hasattr(m, "weight")]
     for i, lin in enumerate(linears):
         lin.weight.data.copy_(tensor_from_numpy(np.ascontiguousarray(params[2 * i].T)))
         lin.bias.data.copy_(tensor_from_numpy(params[2 * i + 1].copy()))
 
 
-def _train_step(model, opt, F):
-    def step(xb, yb):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(xb), yb)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
+def _sgd_step(lib, model, lr: float, compiled: bool, **sgd):
+    """The demo's step (forward, cross-entropy, backward, update) of ``model`` with
+    ``lib.optim.SGD(lr, **sgd)``; with ``compiled``, the whole step under ``lib.compile``.
+    ``lib`` is ``jitgrad`` or ``torch``."""
+    opt = lib.optim.SGD(model.parameters(), lr=lr, **sgd)
+    step = make_step(model, opt, lib.nn.functional.cross_entropy)
+    return lib.compile(step) if compiled else step
 
 
 def jitgrad_mlp_step(jg, batch: int, compiled: bool):
     """``nn.Sequential`` + ``F.cross_entropy`` + ``optim.SGD`` — compiled: the whole step
     under ``jitgrad.compile`` (traced by the first call, made here)."""
     import jitgrad.nn as nn
-    import jitgrad.nn.functional as F
 
     x, y, params = mlp_data(batch)
-    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
-                          nn.Linear(256, 10))
-    _copy_linears([m for m in model if isinstance(m, nn.Linear)], params, jg.from_numpy)
-    opt = jg.optim.SGD(model.parameters(), lr=LR)
-    step = _train_step(model, opt, F)
-    if compiled:
-        step = jg.compile(step)
+    model = _mlp(nn)
+    _copy_linears(model, params, jg.from_numpy)
+    step = _sgd_step(jg, model, LR, compiled)
     xt, yt = jg.from_numpy(x), jg.from_numpy(y)
     return (lambda: step(xt, yt)), step
 
 
 def torch_mlp_step(torch, batch: int, compiled: bool = False):
     """PyTorch eager (or ``torch.compile`` of the whole step): the same model and update."""
-    import torch.nn.functional as F
     from torch import nn
 
     x, y, params = mlp_data(batch)
-    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
-                          nn.Linear(256, 10))
+    model = _mlp(nn)
     with torch.no_grad():
-        _copy_linears([m for m in model if isinstance(m, nn.Linear)], params, torch.from_numpy)
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
-    step = _train_step(model, opt, F)
-    if compiled:
-        step = torch.compile(step)
+        _copy_linears(model, params, torch.from_numpy)
+    step = _sgd_step(torch, model, LR, compiled)
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     return lambda: step(xt, yt).detach()
 
@@ -186,22 +192,17 @@ def _cnn(nn):
 def jitgrad_cnn_step(jg, batch: int, compiled: bool):
     """The demo's CNN (without dropout, for a deterministic step), SGD with momentum."""
     import jitgrad.nn as nn
-    import jitgrad.nn.functional as F
 
     x, y = cnn_data(batch)
     jg.manual_seed(0)
     model = _cnn(nn)
-    opt = jg.optim.SGD(model.parameters(), lr=CNN_LR, momentum=0.9)
-    step = _train_step(model, opt, F)
-    if compiled:
-        step = jg.compile(step)
+    step = _sgd_step(jg, model, CNN_LR, compiled, momentum=0.9)
     xt, yt = jg.from_numpy(x), jg.from_numpy(y)
     return (lambda: step(xt, yt)), step
 
 
 def torch_cnn_step(torch, batch: int, jg_model_state: dict | None = None):
     """PyTorch eager, same architecture (weights from ``jg_model_state`` when given)."""
-    import torch.nn.functional as F
     from torch import nn
 
     x, y = cnn_data(batch)
@@ -209,8 +210,7 @@ def torch_cnn_step(torch, batch: int, jg_model_state: dict | None = None):
     if jg_model_state is not None:
         model.load_state_dict({k: torch.from_numpy(np.array(v, copy=True))
                                for k, v in jg_model_state.items()})
-    opt = torch.optim.SGD(model.parameters(), lr=CNN_LR, momentum=0.9)
-    step = _train_step(model, opt, F)
+    step = _sgd_step(torch, model, CNN_LR, False, momentum=0.9)
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     return lambda: step(xt, yt).detach()
 

@@ -16,6 +16,13 @@ def get_tensor_info(tensor):
     return " ".join(info)
 
 
+def print_tensor_infos(suffix="", **tensors):
+    """``get_tensor_info`` of each tensor on its own line, labelled ``name + suffix`` (the blog
+    prints them one ``print`` at a time)."""
+    for name, tensor in tensors.items():
+        print(name + suffix, get_tensor_info(tensor))
+
+
 # 06. retain_graph
 x = torch.tensor(5.0, requires_grad=True)
 y = x**3
@@ -23,15 +30,11 @@ z = torch.log(y)
 
 z.backward(retain_graph=True)
 
-print('x after backward', get_tensor_info(x))
-print('y after backward', get_tensor_info(y))
-print('z after backward', get_tensor_info(z))
+print_tensor_infos(' after backward', x=x, y=y, z=z)
 
 z.backward()
 
-print('x after 2backward', get_tensor_info(x))
-print('y after 2backward', get_tensor_info(y))
-print('z after 2backward', get_tensor_info(z))
+print_tensor_infos(' after 2backward', x=x, y=y, z=z)
 
 # 07. an extra stem
 x = torch.tensor(5.0, requires_grad=True)
@@ -39,10 +42,7 @@ y = x ** 3
 w = x ** 2
 z = torch.log(y) + torch.sqrt(w)
 
-print('x', get_tensor_info(x))
-print('y', get_tensor_info(y))
-print('w', get_tensor_info(w))
-print('z', get_tensor_info(z))
+print_tensor_infos(x=x, y=y, w=w, z=z)
 
 y.retain_grad()
 w.retain_grad()
@@ -50,10 +50,7 @@ z.retain_grad()
 
 z.backward()
 
-print('x after backward', get_tensor_info(x))
-print('y after backward', get_tensor_info(y))
-print('w after backward', get_tensor_info(w))
-print('z after backward', get_tensor_info(z))
+print_tensor_infos(' after backward', x=x, y=y, w=w, z=z)
 
 # 08. an extra leaf
 q = torch.tensor(3.0, requires_grad=True)
@@ -61,17 +58,11 @@ x = torch.tensor(5.0, requires_grad=True)
 y = x ** q
 z = torch.log(y)
 
-print('q', get_tensor_info(q))
-print('x', get_tensor_info(x))
-print('y', get_tensor_info(y))
-print('z', get_tensor_info(z))
+print_tensor_infos(q=q, x=x, y=y, z=z)
 
 z.backward()
 
-print('q_after_backward', get_tensor_info(q))
-print('x_after_backward', get_tensor_info(x))
-print('y_after_backward', get_tensor_info(y))
-print('z_after_backward', get_tensor_info(z))
+print_tensor_infos('_after_backward', q=q, x=x, y=y, z=z)
 
 print("z gradient w.r.t q:", q.grad)
 print("z gradient w.r.t x:", x.grad)

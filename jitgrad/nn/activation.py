@@ -52,32 +52,29 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class Softmax(Module):
-    """Softmax along ``dim``."""
+class _AlongDim(Module):
+    """A normalisation along one dimension ``dim`` (the base of Softmax and LogSoftmax)."""
 
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmax(_AlongDim):
+    """Softmax along ``dim``."""
 
     def forward(self, input: Tensor) -> Tensor:
         return F.softmax(input, self.dim)
 
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
 
-
-class LogSoftmax(Module):
+class LogSoftmax(_AlongDim):
     """Log-softmax along ``dim``."""
-
-    def __init__(self, dim: int | None = None) -> None:
-        super().__init__()
-        self.dim = dim
 
     def forward(self, input: Tensor) -> Tensor:
         return F.log_softmax(input, self.dim)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
 
 
 class Dropout(Module):

@@ -20,6 +20,18 @@ def _empty(*shape, dtype=None) -> Tensor:
     return creation.empty(*shape, dtype=dtypes.to_dtype(dtype) if dtype is not None else None)
 
 
+def _weight_and_bias(module: Module, shape: tuple, bias: bool, dtype) -> None:
+    """Give ``module`` a ``weight`` of ``shape`` and, when ``bias``, a ``bias`` of ``shape[0]``
+    elements (else a ``None`` bias parameter, as PyTorch registers it), then initialise them
+    with its ``reset_parameters()``."""
+    module.weight = Parameter(_empty(*shape, dtype=dtype))
+    if bias:
+        module.bias = Parameter(_empty(shape[0], dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+    module.reset_parameters()
+
+
 def _check_device(device) -> None:
     if device is not None and str(device) not in ("cpu", "cpu:0"):
         raise RuntimeError(f"jitgrad modules live on the CPU; cannot create one on {device!r}")
@@ -51,12 +63,7 @@ class Linear(Module):
         _check_device(device)
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(_empty(out_features, in_features, dtype=dtype))
-        if bias:
-            self.bias = Parameter(_empty(out_features, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _weight_and_bias(self, (out_features, in_features), bias, dtype)
 
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
@@ -185,13 +192,8 @@ class Conv2d(Module):
         self.dilation = _pair(dilation, "dilation")
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(_empty(out_channels, in_channels // groups, *self.kernel_size,
-                                       dtype=dtype))
-        if bias:
-            self.bias = Parameter(_empty(out_channels, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _weight_and_bias(self, (out_channels, in_channels // groups, *self.kernel_size), bias,
+                         dtype)
 
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))

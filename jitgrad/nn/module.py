@@ -281,21 +281,22 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
 
+    def _get_member(self, target: str, store: str, kind: str):
+        """The entry of ``store`` (``_parameters`` or ``_buffers``) at dotted path ``target``;
+        AttributeError "`name` is not <kind>" when the module there has none by that name."""
+        path, _, name = target.rpartition(".")
+        members = getattr(self.get_submodule(path), store)
+        if name not in members:
+            raise AttributeError(f"`{name}` is not {kind}")
+        return members[name]
+
     def get_parameter(self, target: str) -> Parameter:
         """The parameter at dotted path ``target``."""
-        path, _, name = target.rpartition(".")
-        mod = self.get_submodule(path)
-        if name not in mod._parameters:
-            raise AttributeError(f"`{name}` is not an nn.Parameter")
-        return mod._parameters[name]
+        return self._get_member(target, "_parameters", "an nn.Parameter")
 
     def get_buffer(self, target: str) -> Tensor:
         """The buffer at dotted path ``target``."""
-        path, _, name = target.rpartition(".")
-        mod = self.get_submodule(path)
-        if name not in mod._buffers:
-            raise AttributeError(f"`{name}` is not a buffer")
-        return mod._buffers[name]
+        return self._get_member(target, "_buffers", "a buffer")
 
     # ------------------------------------------------------------------------ state
     def train(self, mode: bool = True) -> Module:

@@ -21,27 +21,11 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from . import (
-    FUNCTIONS,
-    KERNEL_FASTMATH,
-    cos,
-    erf,
-    exp,
-    expm1,
-    log,
-    log1p,
-    pow,
-    rsqrt,
-    sigmoid,
-    sin,
-    softplus,
-    sqrt,
-    tanh,
-)
+from .. import vmath
+from . import FUNCTIONS, KERNEL_FASTMATH
 
-_PUBLIC = {"exp": exp, "expm1": expm1, "log": log, "log1p": log1p, "tanh": tanh,
-           "sigmoid": sigmoid, "softplus": softplus, "erf": erf, "sin": sin, "cos": cos,
-           "pow": pow, "sqrt": sqrt, "rsqrt": rsqrt}
+#: name -> the public dtype-dispatching function (``vmath.exp``, ...)
+_PUBLIC = {name: getattr(vmath, name) for name in FUNCTIONS}
 
 _HP = np.longdouble if np.finfo(np.longdouble).nmant >= 63 else None
 _LAYOUT = {np.dtype(np.float32): (24, -126, 128), np.dtype(np.float64): (53, -1022, 1024)}
@@ -54,8 +38,13 @@ def array_kernel(name: str) -> Callable:
     Compiled with ``KERNEL_FASTMATH`` through the public dtype-dispatching function, as
     generated kernels call it.
     """
-    fn = _PUBLIC[name]
-    if name == "pow":
+    return _loop_kernel(_PUBLIC[name], binary=name == "pow")
+
+
+def _loop_kernel(fn: Callable, binary: bool) -> Callable:
+    """``loop(x, out)``: ``out[i] = fn(x[i])`` (``loop(x, y, out)`` with ``fn(x[i], y[i])``
+    when ``binary``), jitted with ``KERNEL_FASTMATH`` as generated kernels are."""
+    if binary:
 
         def loop2(x, y, out):
             for i in range(x.size):
@@ -328,20 +317,7 @@ def libm_kernel(name: str) -> Callable:
            "erf": lambda v: math.erf(v), "rsqrt": lambda v: 1 / np.sqrt(v),
            "pow": lambda v, w: np.power(v, w)}
     ufunc = getattr(np, name, None)
-    fn = njit(fns.get(name) or (lambda v: ufunc(v)))
-    if name == "pow":
-
-        def loop2(x, y, out):
-            for i in range(x.size):
-                out[i] = fn(x[i], y[i])
-
-        return njit(fastmath=KERNEL_FASTMATH)(loop2)
-
-    def loop(x, out):
-        for i in range(x.size):
-            out[i] = fn(x[i])
-
-    return njit(fastmath=KERNEL_FASTMATH)(loop)
+    return _loop_kernel(njit(fns.get(name) or (lambda v: ufunc(v))), binary=name == "pow")
 
 
 def _table() -> None:  # pragma: no cover - documentation tool

@@ -3,6 +3,7 @@ process without importing Numba, bit-identical results; every failure falls back
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -10,6 +11,7 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import w2_step
 
 from jitgrad.compiler import native
 
@@ -17,6 +19,7 @@ pytestmark = pytest.mark.skipif(not native.native_enabled() or native.host_id() 
                                 or native._compiler() is None,
                                 reason="native objects need Linux and a C compiler")
 
+# the W2 step compiled whole (helpers.w2_step, defined in the program from its source)
 _PROGRAM = r"""
 import sys
 import numpy as np
@@ -25,12 +28,8 @@ n = int(sys.argv[1])
 rng = np.random.default_rng(0)
 x, w, b = (jg.tensor(rng.standard_normal(n), dtype=jg.float32, requires_grad=True)
            for _ in range(3))
-@jg.compile
-def step(x, w, b):
-    x.grad = w.grad = b.grad = None
-    loss = (jg.tanh(x * w + b) ** 2 * jg.sigmoid(x)).sum()
-    loss.backward()
-    return loss
+""" + inspect.getsource(w2_step) + r"""
+step = jg.compile(w2_step)
 step(x, w, b)
 loss = step(x, w, b)
 np.save(sys.argv[2], np.concatenate([[loss.item()], x.grad.numpy(), w.grad.numpy(),

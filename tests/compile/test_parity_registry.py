@@ -8,31 +8,16 @@ same OpDef (expression for fused kernels, eager forward for the rest)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from helpers import ops_helpers
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jitgrad as jg
 from jitgrad.ops import REGISTRY
 
-
-def _helpers():
-    name = "_jitgrad_ops_helpers"
-    if name not in sys.modules:
-        path = Path(__file__).resolve().parent.parent / "ops" / "conftest.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-H = _helpers()
+H = ops_helpers()
 
 #: ops whose samples depend on values compile cannot capture (data-dependent indices)
 NOT_COMPILABLE = {

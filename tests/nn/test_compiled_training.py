@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import import_example
 
 import jitgrad
 import jitgrad.nn as nn
-import jitgrad.nn.functional as F
 from jitgrad.compiler import cache
 from jitgrad.utils.data import DataLoader, TensorDataset
+
+#: the training step of the digits demo: zero_grad, cross-entropy, backward, optimizer step
+make_step = import_example("train_digits").make_step
 
 
 def _data(n=70, d=12, classes=5, seed=3):
@@ -27,16 +30,6 @@ def _mlp(d=12, classes=5, dropout=0.0):
     return nn.Sequential(*layers, nn.Linear(32, 16), nn.Tanh(), nn.Linear(16, classes))
 
 
-def _make_step(model, opt):
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
-
-
 def _train(compiled, make_opt, epochs=3, batch_size=16, sched=None, dropout=0.0, seed=0):
     """Train from a fixed seed; returns (params, losses, step function)."""
     x, y = _data()
@@ -44,7 +37,7 @@ def _train(compiled, make_opt, epochs=3, batch_size=16, sched=None, dropout=0.0,
     model = _mlp(dropout=dropout)
     opt = make_opt(model.parameters())
     scheduler = sched(opt) if sched else None
-    step = _make_step(model, opt)
+    step = make_step(model, opt)
     if compiled:
         step = jitgrad.compile(step)
     loader = DataLoader(TensorDataset(x, y), batch_size=batch_size, shuffle=True,
@@ -96,7 +89,7 @@ def test_changed_non_scheduled_hyperparameter_retraces():
     x, y = _data()
     model = _mlp()
     opt = jitgrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.5)
-    step = jitgrad.compile(_make_step(model, opt))
+    step = jitgrad.compile(make_step(model, opt))
     for _ in range(3):
         step(x, y)
     assert step.stats["traces"] == 2
@@ -110,7 +103,7 @@ def test_short_last_batch_reuses_kernels():
     x, y = _data(n=40)
     model = _mlp()
     opt = jitgrad.optim.SGD(model.parameters(), lr=0.1)
-    step = jitgrad.compile(_make_step(model, opt))
+    step = jitgrad.compile(make_step(model, opt))
     step(x[:16], y[:16])
     step(x[:16], y[:16])
     before = cache.STATS["modules_written"] + cache.STATS["modules_loaded"]
@@ -153,7 +146,7 @@ def test_cnn_step_equals_eager():
                               nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                               nn.Flatten(), nn.Linear(32, 10))
         opt = jitgrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        step = _make_step(model, opt)
+        step = make_step(model, opt)
         if compiled:
             step = jitgrad.compile(step)
         losses = [step(x, y).item() for _ in range(10)]
@@ -173,7 +166,7 @@ def test_loaded_optimizer_state_is_used_not_the_old_groups():
     jitgrad.manual_seed(0)
     model = _mlp()
     opt = jitgrad.optim.SGD(model.parameters(), lr=0.1)
-    step = jitgrad.compile(_make_step(model, opt))
+    step = jitgrad.compile(make_step(model, opt))
     for _ in range(3):
         step(x, y)
     sd = opt.state_dict()

@@ -1,8 +1,8 @@
 """Shared helpers of the registry-driven op tests: one adapter per registered op, hand-written
 samples for the ops whose OpDef has none, and input builders.
 
-pytest runs with ``--import-mode=importlib``, so the test modules of this directory load this
-file by path (see ``_helpers()`` at the top of each) under the name ``_jitgrad_ops_helpers``;
+pytest runs with ``--import-mode=importlib``, so the test modules that use this file load it
+by path (``helpers.ops_helpers()`` in tests/helpers.py) under the name ``_jitgrad_ops_helpers``;
 pytest also loads it as this directory's conftest, for the fixtures at the bottom.
 
 An adapter is ``fn(M, ts, p) -> tensor`` where ``M`` is the module (``jitgrad`` or ``torch``),

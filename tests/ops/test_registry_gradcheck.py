@@ -8,30 +8,15 @@ samples` until it is wired in here, so it cannot slip through untested.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from helpers import ops_helpers
 
 import jitgrad
 from jitgrad.autograd import gradcheck, gradgradcheck
 from jitgrad.ops import REGISTRY
 
-
-def _helpers():
-    name = "_jitgrad_ops_helpers"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(
-            "conftest.py"))
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-H = _helpers()
+H = ops_helpers()
 F64 = np.float64
 DIFFERENTIABLE = sorted(n for n, op in REGISTRY.items() if op.differentiable)
 

@@ -8,12 +8,10 @@ patterns that take the strided 2-D kernel and the >2-D fallback; PyTorch's dtype
 from __future__ import annotations
 
 import functools
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import ops_helpers
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,19 +20,7 @@ from jitgrad.ops import REGISTRY
 from jitgrad.ops.eager_kernels import PARALLEL_MIN_SIZE
 from jitgrad.ops.registry import ELEMENTWISE, MOVEMENT
 
-
-def _helpers():
-    name = "_jitgrad_ops_helpers"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(
-            "conftest.py"))
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-H = _helpers()
+H = ops_helpers()
 F32, F64 = H.F32, H.F64
 ALL = sorted(REGISTRY)
 EW = sorted(n for n, op in REGISTRY.items() if op.kind == ELEMENTWISE)

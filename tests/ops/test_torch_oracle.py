@@ -8,29 +8,16 @@ PyTorch; the rest compare live).
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import ops_helpers
 
 import jitgrad
 from jitgrad.ops import REGISTRY
 
-
-def _helpers():
-    name = "_jitgrad_ops_helpers"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(
-            "conftest.py"))
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-H = _helpers()
+H = ops_helpers()
 F32, F64 = H.F32, H.F64
 ALL = sorted(REGISTRY)
 DIFFERENTIABLE = sorted(n for n, op in REGISTRY.items() if op.differentiable)
