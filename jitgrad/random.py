@@ -6,12 +6,17 @@ PyTorch's (which uses a Mersenne twister with its own transforms).
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
            "get_rng_state", "set_rng_state"]
 
 _DEFAULT_SEED = 67280421310721  # PyTorch's default CPU seed
+#: every live Generator: jitgrad.compile restores their states after tracing a call (the
+#: compiled plan then draws the call's random numbers, as eager would, once)
+LIVE: weakref.WeakSet = weakref.WeakSet()
 
 
 class Generator:
@@ -29,6 +34,7 @@ class Generator:
         self.device = device
         self._seed = _DEFAULT_SEED
         self.np = np.random.Generator(np.random.PCG64(self._seed))
+        LIVE.add(self)
 
     def manual_seed(self, seed: int) -> Generator:
         """Reset the stream to ``seed``; returns self."""

@@ -62,3 +62,20 @@ def w2_step(x, w, b):
     loss = (jg.tanh(x * w + b) ** 2 * jg.sigmoid(x)).sum()
     loss.backward()
     return loss
+
+
+def assert_same_bits(actual, expected, what: str = "") -> None:
+    """``actual`` and ``expected`` (arrays or tensors) hold the same bits: same dtype and
+    shape, every element identical (-0.0 differs from 0.0; NaN equals NaN)."""
+    import numpy as np
+
+    a = np.asarray(actual.detach().numpy() if hasattr(actual, "detach") else actual)
+    b = np.asarray(expected.detach().numpy() if hasattr(expected, "detach") else expected)
+    assert a.dtype == b.dtype and a.shape == b.shape, (what, a.dtype, b.dtype, a.shape, b.shape)
+    if a.dtype.kind == "f":
+        nan = np.isnan(a) & np.isnan(b)
+        a, b = np.where(nan, 0, a), np.where(nan, 0, b)
+        a = a.view(f"u{a.dtype.itemsize}")
+        b = b.view(f"u{b.dtype.itemsize}")
+    bad = np.flatnonzero(np.asarray(a != b).reshape(-1))
+    assert bad.size == 0, f"{what}: {bad.size} of {a.size} elements differ (first at {bad[0]})"

@@ -23,7 +23,16 @@ import functools
 from ..shapes import fmt_shape, sum_axes_to
 from ..tensor import Tensor, alias
 from . import grad_mode
-from .node import FREED_MESSAGE, Node, new_node, node_class, save_input, save_output
+from .node import (
+    FREED_MESSAGE,
+    Node,
+    edge,
+    init_node,
+    make_node,
+    node_class,
+    save_input,
+    save_output,
+)
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable", "BackwardCFunction"]
 
@@ -222,25 +231,11 @@ def _wrap_outputs(ctx, args, outputs, record):
                 raise RuntimeError(
                     "a leaf Variable that requires grad is being used in an in-place operation."
                 )
-        edges = []
-        in_meta = []
-        for a in args:
-            if isinstance(a, Tensor):
-                in_meta.append((a._data.shape, a._data.dtype))
-                if not a._requires_grad:
-                    edges.append(None)
-                elif a._grad_fn is None:
-                    edges.append(a)
-                else:
-                    edges.append((a._grad_fn, a._output_nr))
-            else:
-                in_meta.append(None)
-                edges.append(None)
-        ctx.next_edges = tuple(edges)
-        ctx.in_meta = tuple(in_meta)
-        from .node import _seq
-
-        ctx.seq = next(_seq)
+        tensors = [isinstance(a, Tensor) for a in args]
+        init_node(ctx, tuple(edge(a) if t else None for a, t in zip(args, tensors)),
+                  ctx.saved,
+                  tuple((a._data.shape, a._data.dtype) if t else None
+                        for a, t in zip(args, tensors)))
     out_meta = []
     for i, o in enumerate(outputs):
         if not isinstance(o, Tensor):
@@ -297,10 +292,8 @@ def once_differentiable(fn):
             return out
         single = not isinstance(out, tuple)
         outs = (out,) if single else out
-        edges = tuple((g._grad_fn, g._output_nr) if g._grad_fn is not None else
-                      (g if g._requires_grad else None) for g in grads
-                      if isinstance(g, Tensor))
-        node = new_node(_DelayedError, edges, None, None)
+        edges = tuple(edge(g) for g in grads if isinstance(g, Tensor))
+        node = make_node(_DelayedError, edges, None, None)
         wrapped = []
         for o in outs:
             if isinstance(o, Tensor) and o._data.dtype.kind == "f":

@@ -13,8 +13,8 @@ import weakref
 
 from ..tensor import RemovableHandle, Tensor, _HookDict, alias
 
-__all__ = ["Node", "AccumulateGrad", "node_class", "new_node", "save_input", "save_output",
-           "unpack", "FREED_MESSAGE"]
+__all__ = ["Node", "AccumulateGrad", "node_class", "make_node", "init_node", "edge", "save_input",
+           "save_output", "unpack", "FREED_MESSAGE"]
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -206,8 +206,24 @@ def node_class(name: str, base: type) -> type:
     return cls
 
 
-def new_node(cls: type, edges: tuple, saved, in_meta) -> Node:
-    n = object.__new__(cls)
+def edge(t: Tensor):
+    """The edge a node keeps to its input ``t``: ``(grad_fn, output_nr)``, the leaf itself
+    (its gradient is accumulated), or None (``t`` needs no gradient)."""
+    if not t._requires_grad:
+        return None
+    fn = t._grad_fn
+    return t if fn is None else (fn, t._output_nr)
+
+
+def make_node(cls: type, edges: tuple, saved, in_meta) -> Node:
+    """A new node of class ``cls`` (every node of jitgrad is made here or, for an object
+    that already exists as a custom Function's ``ctx``, set up by :func:`init_node`)."""
+    return init_node(object.__new__(cls), edges, saved, in_meta)
+
+
+def init_node(n: Node, edges: tuple, saved, in_meta) -> Node:
+    """Set a node's edges, saved entries, input metadata ((shape, dtype) per input, or None)
+    and its sequence number (the engine runs later nodes first)."""
     n.next_edges = edges
     n.saved = saved
     n.in_meta = in_meta

@@ -7,14 +7,16 @@ negative-index wraparound branches, which would stop LLVM from vectorising the l
 (measured: 13.5 ms -> 1.3 ms for W2). The function is one sequential ``nogil`` Numba function
 over parts ``[lo, hi)``; ``kernels/pool.py`` runs ranges of parts on several threads.
 
-Floating-point flags: ``reassoc`` only. It lets LLVM vectorise the block sums; without
-``contract`` no ``a * b + c`` of two ops becomes an FMA, so every line rounds exactly as the
-one-op eager kernel of its op does, and a fused chain gives the bits of the eager sequence.
-A sum whose value is computed in the loop is staged: the block's values go to a small buffer
-and are summed by a loop of their own. LLVM picks a sum loop's vector width and interleave
-from that loop's body; summed inline, a fused kernel and the eager kernel that sums the
-materialised value would be vectorised differently and add in different orders (measured:
-25 of 55 sizes differed); staged, every sum loop is the same loop.
+Floating-point flags: none. No ``contract`` (``a * b + c`` of two ops never becomes an FMA)
+and no ``reassoc`` (LLVM would rewrite ``(x * d) * d`` as ``x * (d * d)``): every line rounds
+exactly as the one-op eager kernel of its op does, so a fused chain gives the bits of the eager
+sequence. A block sum is the one place where order may change (that is what vectorises it):
+``kernels/scratch.py``'s ``block_sum_*``, compiled on its own with ``reassoc`` and inlined, the
+same loop in every kernel. A sum whose value is computed in the loop is staged: the block's
+values go to a stack buffer, then ``block_sum`` adds them. LLVM picks a sum loop's vector width
+and interleave from that loop's body; summed inline, a fused kernel and the eager kernel that
+sums the materialised value would add in different orders (measured: 25 of 55 sizes differed);
+staged, every block is summed by the same loop.
 """
 
 from __future__ import annotations
@@ -22,22 +24,19 @@ from __future__ import annotations
 from ..kernels.mathtable import DTYPE_SUFFIXES, SCALAR_HELPERS
 from .kernel_desc import BLOCK, CHUNK, COLBLOCK, RBLOCK, KernelDesc
 
-__all__ = ["render_cpu", "module_source", "FASTMATH"]
-
-FASTMATH = frozenset({"reassoc"})
+__all__ = ["render_cpu", "module_source"]
 
 _HEADER = """import numpy as np
 
 from jitgrad.kernels.cached import cached_njit
-from jitgrad.kernels.scratch import scratch_f32, scratch_f64
+from jitgrad.kernels.scratch import block_sum_f32, block_sum_f64, scratch_f32, scratch_f64
 {imports}
 f32 = np.float32
 f64 = np.float64
 u64 = np.uint64
-FASTMATH = {fastmath}
 
 """
-_DECOR = '@cached_njit(fastmath=FASTMATH, nogil=True, error_model="numpy")'
+_DECOR = '@cached_njit(nogil=True, error_model="numpy")'
 
 
 def module_source(desc: KernelDesc) -> str:
@@ -46,7 +45,7 @@ def module_source(desc: KernelDesc) -> str:
     vmath = sorted(m for m in desc.math if m not in SCALAR_HELPERS)
     imports = "".join(f"from jitgrad.kernels.{mod} import {', '.join(names)}\n"
                       for mod, names in (("scalar", helpers), ("vmath", vmath)) if names)
-    head = _HEADER.format(imports=imports, fastmath=repr(set(sorted(FASTMATH))))
+    head = _HEADER.format(imports=imports)
     return head + _DECOR + "\n" + render_cpu(desc) + "\n"
 
 
@@ -135,12 +134,9 @@ def _blocked_sums(desc: KernelDesc, body: list) -> list:
         out += [f"                buf{k}[u64({pos} - b0)] = {r.value}" for k, r in staged]
     for k, r in enumerate(desc.reductions):
         j = _summed_operand(desc, r.value)
-        src = f"buf{k}[u64(q)]" if j is None else (
-            f"a{j}[u64({first}b0 + q)]" if flat else f"a{j}[row + u64(b0 + q)]")
-        out += [f"            p{k} = {DTYPE_SUFFIXES.get(r.dtype, _np(r.dtype))}(0.0)",
-                "            for q in range(b1 - b0):",
-                f"                p{k} += {src}",
-                f"            acc{k} += p{k}"]
+        src = f"buf{k}, 0" if j is None else (
+            f"a{j}, {first}b0" if flat else f"a{j}, i * C + b0")
+        out.append(f"            acc{k} += block_sum_{DTYPE_SUFFIXES[r.dtype]}({src}, b1 - b0)")
     out += [f"        r{k}[{done}] = acc{k}" for k in range(len(desc.reductions))]
     return out
 

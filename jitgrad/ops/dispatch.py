@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd import grad_mode
-from ..autograd.node import _seq, save_input, save_output
+from ..autograd.node import edge, make_node, save_input, save_output
 from ..shapes import broadcast_many, broadcast_shapes
 from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
@@ -26,13 +26,6 @@ _from_np = dtypes.from_numpy_dtype
 _SCALARS = (int, float, bool)
 
 
-def _edge(t: Tensor):
-    if not t._requires_grad:
-        return None
-    fn = t._grad_fn
-    return t if fn is None else (fn, t._output_nr)
-
-
 def record(op: OpDef, out: Tensor, inputs: tuple, params: dict | None, cdt=None) -> Tensor:
     """Attach a backward node for ``op`` to ``out`` if grad mode is on and an input needs it
     (and tell the tracer, when ``jitgrad.compile`` is tracing, that ``op`` ran)."""
@@ -41,7 +34,7 @@ def record(op: OpDef, out: Tensor, inputs: tuple, params: dict | None, cdt=None)
         tr.on_op(op, out, inputs, params, cdt)
     if not _STATE.enabled or op.vjp is None:
         return out
-    edges = tuple(_edge(t) if type(t) is Tensor else None for t in inputs)
+    edges = tuple(edge(t) if type(t) is Tensor else None for t in inputs)
     for e in edges:
         if e is not None:
             break
@@ -49,28 +42,33 @@ def record(op: OpDef, out: Tensor, inputs: tuple, params: dict | None, cdt=None)
         return out
     if out._data.dtype.kind != "f":
         return out
-    cls = op.node_cls or op.node_class_for(params)
-    node = _new(cls)
-    node.next_edges = edges
-    node.in_meta = tuple((t._data.shape, t._data.dtype) if type(t) is Tensor else None
-                         for t in inputs)
-    node.seq = next(_seq)
+    _attach(op, params, out, edges, tuple((t._data.shape, t._data.dtype) if type(t) is Tensor
+                                          else None for t in inputs), _saved(op, inputs, out))
+    return out
+
+
+def _saved(op: OpDef, inputs: tuple, out: Tensor):
+    """The entries ``op``'s VJP rule needs saved: inputs with their versions (numbers as
+    they are), the output as array + version counter; None when it needs none."""
+    if not (op.save or op.save_out):
+        return None
+    sv = [None] * (len(inputs) + op.save_out)
+    for i in op.save:
+        t = inputs[i]
+        sv[i] = save_input(t) if type(t) is Tensor else t
+    if op.save_out:
+        out._requires_grad = True  # a saved output records that it requires grad
+        sv[-1] = save_output(out)
+    return tuple(sv)
+
+
+def _attach(op: OpDef, params, out: Tensor, edges: tuple, in_meta, saved) -> None:
+    """Make ``op``'s node and make it ``out``'s ``grad_fn``."""
+    node = make_node(op.node_cls or op.node_class_for(params), edges, saved, in_meta)
     node.op = op
     node.params = params
     out._requires_grad = True
     out._grad_fn = node
-    save = op.save
-    if save or op.save_out:
-        saved = [None] * (op.nin + op.save_out)
-        for i in save:
-            t = inputs[i]
-            saved[i] = save_input(t) if type(t) is Tensor else t  # scalars saved as-is
-        if op.save_out:
-            saved[op.nin] = save_output(out)
-        node.saved = tuple(saved)
-    else:
-        node.saved = None
-    return out
 
 
 def as_tensor_arg(x, name: str = "input") -> Tensor:
@@ -148,17 +146,6 @@ def _check_bool_arith(op: OpDef, a, b) -> None:
         )
 
 
-def _node(op: OpDef, params, edges, in_meta, saved) -> object:
-    node = _new(op.node_cls or op.node_class_for(params))
-    node.next_edges = edges
-    node.in_meta = in_meta
-    node.seq = next(_seq)
-    node.op = op
-    node.params = params
-    node.saved = saved
-    return node
-
-
 def _finish(op: OpDef, res, params, a, b, same_meta: bool, cdt) -> Tensor:
     """Wrap an element-wise result and record its node (one or two inputs)."""
     out = _new(Tensor)
@@ -173,8 +160,7 @@ def _finish(op: OpDef, res, params, a, b, same_meta: bool, cdt) -> Tensor:
     if not _STATE.enabled or op.vjp is None:
         return out
     ta = type(a) is Tensor
-    ea = (a if a._grad_fn is None else (a._grad_fn, a._output_nr)) if (
-        ta and a._requires_grad) else None
+    ea = edge(a) if ta else None
     if b is _NO_ARG:
         if ea is None or res.dtype.kind != "f":
             return out
@@ -182,28 +168,14 @@ def _finish(op: OpDef, res, params, a, b, same_meta: bool, cdt) -> Tensor:
         in_meta = None if same_meta else ((a._data.shape, a._data.dtype),)
     else:
         tb = type(b) is Tensor
-        eb = (b if b._grad_fn is None else (b._grad_fn, b._output_nr)) if (
-            tb and b._requires_grad) else None
+        eb = edge(b) if tb else None
         if (ea is None and eb is None) or res.dtype.kind != "f":
             return out
         edges = (ea, eb)
         in_meta = None if same_meta else (
             (a._data.shape, a._data.dtype) if ta else None,
             (b._data.shape, b._data.dtype) if tb else None)
-    saved = None
-    save = op.save
-    if save or op.save_out:
-        out._requires_grad = True
-        ins = (a,) if b is _NO_ARG else (a, b)
-        sv = [None] * (len(ins) + op.save_out)
-        for i in save:
-            t = ins[i]
-            sv[i] = (t, t._vc[0]) if type(t) is Tensor else t
-        if op.save_out:
-            sv[-1] = save_output(out)
-        saved = tuple(sv)
-    out._requires_grad = True
-    out._grad_fn = _node(op, params, edges, in_meta, saved)
+    _attach(op, params, out, edges, in_meta, _saved(op, (a,) if b is _NO_ARG else (a, b), out))
     return out
 
 

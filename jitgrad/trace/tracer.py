@@ -72,6 +72,13 @@ class Tracer:
         self.n = 0
         self.escape_policy = "error"
         self.escaped = None
+        # what undo() needs to take the trace's effects back: externals' contents before
+        # their first write, leaves' .grad before the first change, generators' states
+        self.saved_arrays: dict[int, tuple] = {}
+        self.saved_grads: dict[int, tuple] = {}
+        from ..random import LIVE
+
+        self.saved_rng = [(g, g.get_state()) for g in list(LIVE)]
 
     # ---------------------------------------------------------------- variables
     def _new_var(self, arr: np.ndarray, kind: str, source=None) -> Var:
@@ -198,6 +205,8 @@ class Tracer:
         old = self.vars.get(id(arr))
         if old is None:
             old = self.var(dst)
+        if id(arr) in self.sources and id(arr) not in self.saved_arrays:
+            self.saved_arrays[id(arr)] = (arr, arr.copy())  # called before the write
         new = self.var(src)
         if new.shape != old.shape or np.dtype(new.dtype) != np.dtype(old.dtype):
             new = self._cast_broadcast(new, old)
@@ -227,6 +236,8 @@ class Tracer:
         """Guard a leaf's ``.grad`` state as the function first saw it — unless the function
         overwrote it before reading it (then the incoming state does not matter)."""
         k = id(leaf)
+        if k not in self.saved_grads:  # called before the trace changes leaf._grad
+            self.saved_grads[k] = (leaf, leaf._grad)
         if k not in self.grad_guards:
             if read:
                 g = leaf._grad
@@ -263,6 +274,47 @@ class Tracer:
             STATE.tracer = None
             return
         raise ValueEscape(msg)
+
+    # ---------------------------------------------------------------------- undo
+    def undo(self) -> None:
+        """Take the traced call's effects on existing state back: arrays written in place
+        get their old contents, leaves their old ``.grad``, generators their old state (the
+        compiled plan then runs the call: it computes the values every later call gets)."""
+        for arr, old in self.saved_arrays.values():
+            np.copyto(arr, old)
+        for leaf, g in self.saved_grads.values():
+            leaf._grad = g
+        for gen, state in self.saved_rng:
+            gen.set_state(state)
+        self.saved_arrays.clear()
+        self.saved_grads.clear()
+
+    def escaped_values(self) -> list:
+        """``(array, Var)`` of the arrays the traced call created that something outside the
+        trace still holds (a tensor the function stored: optimizer state made by a first
+        step, a list it appended to...): the plan computes them on its first run too, so they
+        hold the compiled values. Found by reference counts: the trace's own references (its
+        ``keep`` list and views' bases) are known; any other means an outside holder."""
+        import sys
+        from collections import Counter
+
+        own = Counter(id(a) for a in self.keep)
+        for a in self.keep:
+            base = getattr(a, "base", None)
+            if base is not None:
+                own[id(base)] += 1
+        out, seen = [], set()
+        for a in self.keep:
+            if type(a) is not np.ndarray or id(a) in seen:
+                continue
+            seen.add(id(a))
+            v = self.vars.get(id(a))
+            # getrefcount's argument and this loop's name are the two references added here;
+            # a read-only array is a view (a broadcast): its base, if kept, is found itself
+            if (v is not None and v.kind == "op" and a.flags.writeable
+                    and sys.getrefcount(a) > own[id(a)] + 2):
+                out.append((a, v))
+        return out
 
     # --------------------------------------------------------------------- result
     def finish(self, outputs) -> Graph:

@@ -1,4 +1,4 @@
-"""The generated cache-hit path of compiled calls (jitgrad/call_path.py): every key and
+"""The generated cache-hit path of compiled calls (jitgrad/jit/call_path.py): every key and
 guard component it unrolls must send a changed call back to the generic path."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
-from jitgrad import call_path
+from jitgrad.jit import call_path
 
 
 def _t(rng, shape=(4,), dtype=jg.float32, requires_grad=False):

@@ -20,11 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .autograd import grad_mode
-from .compiler.pysource import build_function
-from .tensor import Tensor, alias
-from .trace.pytree import unflatten
-from .trace.state import STATE as _TRACE
+from ..autograd import grad_mode
+from ..autograd.node import edge
+from ..compiler.pysource import build_function
+from ..tensor import Tensor, alias
+from ..trace.pytree import unflatten
+from ..trace.state import STATE as _TRACE
+from .autograd_glue import attach_backward, mark_joint_output
 
 __all__ = ["MISS", "entry_run", "entry_fast"]
 
@@ -41,18 +43,18 @@ def entry_run(entry, grad_enabled: bool) -> Callable[[Any], Any]:
     joint-output marks) when grad mode is on, the output structure."""
     n_out = len(entry.graph.outputs)
     ns: dict = {"PLAN_RUN": entry.plan.run, "ALIAS": alias, "ENTRY": entry,
-                "TREE": entry.out_tree, "UNFLATTEN": unflatten}
+                "TREE": entry.out_tree, "UNFLATTEN": unflatten, "ATTACH": attach_backward,
+                "MARK": mark_joint_output, "EDGE": edge}
     ts = [f"t{i}" for i in range(n_out)]
     body = ["outs = PLAN_RUN(flat)"]
+    if entry.escaped:  # only until the first run has filled them
+        body += ["if ENTRY.escaped:", "    ENTRY.fill_escaped(outs)"]
     body += [f"t{i} = ALIAS(outs[{i}])" for i in range(n_out)]
     if entry.grad_info is not None and grad_enabled:
-        body.append(f"ENTRY._attach_backward(flat, [{', '.join(ts)}], outs[{n_out}:])")
+        n_res = len(entry.grad_info.residuals)
+        body.append(f"ATTACH(ENTRY, flat, [{', '.join(ts)}], outs[{n_out}:{n_out + n_res}])")
     elif entry.joint and grad_enabled and entry.joint_outputs:
-        from .jit import _mark_joint_output
-
-        ns["MARK"] = _mark_joint_output
-        body.append("edges = tuple((t if t._grad_fn is None else (t._grad_fn, t._output_nr))"
-                    " for t in flat if t._requires_grad)")
+        body.append("edges = tuple(EDGE(t) for t in flat if t._requires_grad)")
         body += [f"MARK(t{i}, edges)" for i in entry.joint_outputs]
     tree = entry.out_tree
     if tree == ("T",):

@@ -1,0 +1,84 @@
+"""The backward graph of a traced forward, traced by running the eager engine over it.
+
+``autograd.grad`` of the traced outputs (cotangents of ones) runs the ops' VJP rules under a
+second tracer, so the backward graph falls out of the same op registry the forward used. Its
+inputs are the cotangents, the forward values it reads (*residuals*, which the forward plan
+keeps) and the inputs / captured tensors it reads.
+"""
+
+from __future__ import annotations
+
+from ..trace.state import STATE as _TRACE
+from ..trace.tracer import Tracer
+
+__all__ = ["GradInfo", "trace_backward"]
+
+
+class GradInfo:
+    """How a forward entry's backward is wired: which outputs/inputs are differentiable and
+    which forward values the backward graph reads."""
+
+    def __init__(self):
+        self.graph = None
+        self.diff_outputs: list[int] = []
+        self.diff_inputs: list = []      # ("arg", i, None) | ("ext", -1, tensor)
+        self.residuals: list = []        # forward Vars the backward reads
+        self.ext_residuals: list = []    # inputs/captured tensors the backward reads
+
+
+def trace_backward(tracer: Tracer, graph, flat, out_flat) -> GradInfo:
+    """Trace the backward of the traced forward by running the eager engine over it."""
+    from ..autograd.engine import grad as autograd_grad
+    from ..creation import ones_like, zeros_like
+
+    gi = GradInfo()
+    diff_tensors = []
+    for i, t in enumerate(flat):
+        if t._requires_grad:
+            gi.diff_inputs.append(("arg", i, None))
+            diff_tensors.append(t)
+    for v in graph.externals:
+        src = v.source
+        if src.kind == "tensor" and src.obj._requires_grad:
+            gi.diff_inputs.append(("ext", -1, src.obj))
+            diff_tensors.append(src.obj)
+    outs = [t for t in out_flat if t._requires_grad]
+    gi.diff_outputs = [i for i, t in enumerate(out_flat) if t._requires_grad]
+    bt = Tracer(name=graph.name + "_backward")
+    cots = [ones_like(t) for t in outs]
+    for i, c in enumerate(cots):
+        bt.add_input(c, i)
+    _TRACE.tracer = bt
+    try:
+        grads = autograd_grad(outs, diff_tensors, grad_outputs=cots, retain_graph=True,
+                              allow_unused=True, _raw_inputs=True)
+        # unused inputs get zero gradients (a constant of the backward graph)
+        grads = [g if g is not None else zeros_like(t) for g, t in zip(grads, diff_tensors)]
+    finally:
+        _TRACE.tracer = None
+    bgraph = bt.finish(grads)
+    # backward externals: forward values (residuals) or inputs / captured tensors
+    fwd_vars = tracer.vars
+    arg_pos = {id(t._data): i for i, t in enumerate(flat)}
+    res_inputs, ext_inputs = [], []
+    for v in bgraph.externals:
+        arr = v.source.obj._data if v.source.kind == "tensor" else None
+        fv = fwd_vars.get(id(arr)) if arr is not None else None
+        if fv is not None and fv.kind in ("op", "const"):
+            gi.residuals.append(fv)
+            res_inputs.append(v)
+        elif arr is not None and id(arr) in arg_pos:
+            gi.ext_residuals.append(("arg", arg_pos[id(arr)], None))
+            ext_inputs.append(v)
+        else:
+            gi.ext_residuals.append(("ext", -1, v.source.obj))
+            ext_inputs.append(v)
+    # the backward graph's inputs: cotangents, residual arrays, input/captured arrays
+    bgraph.inputs = list(bgraph.inputs) + res_inputs + ext_inputs
+    bgraph.externals = []
+    for k, v in enumerate(bgraph.inputs):
+        v.kind = "in"
+        v.source = None
+        v.n_in = k
+    gi.graph = bgraph
+    return gi

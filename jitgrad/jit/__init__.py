@@ -1,0 +1,19 @@
+"""``jitgrad.compile`` and its companions.
+
+* ``function.py``: ``CompiledFunction`` (keys, entry lookup, tracing a miss, the first call);
+* ``entry.py``: one traced signature's graphs and plans; ``call_path.py``: its generated
+  cache-hit path;
+* ``guards.py``: what an entry checks besides its key;
+* ``autograd_glue.py``: the ``CompiledFunctionBackward`` node;
+* ``functional.py``: ``grad`` and ``value_and_grad``.
+"""
+
+from __future__ import annotations
+
+from .autograd_glue import CompiledFunctionBackward
+from .entry import Lowered
+from .function import MAX_RETRACES_BEFORE_WARNING, CompiledFunction, compile, explain
+from .functional import grad, value_and_grad
+
+__all__ = ["compile", "CompiledFunction", "CompiledFunctionBackward", "explain", "grad",
+           "value_and_grad", "Lowered", "MAX_RETRACES_BEFORE_WARNING"]

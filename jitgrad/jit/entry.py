@@ -1,0 +1,85 @@
+"""One traced signature of a compiled function: its graphs, plans and generated call path."""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from . import call_path
+
+__all__ = ["Entry", "Lowered"]
+
+
+class Entry:
+    """Forward (and backward) graphs of one signature, compiled into plans.
+
+    ``escaped``: arrays the traced call created that outside state still holds (see
+    ``Tracer.escaped_values``), with the index of their value among the plan's kept values;
+    the first run of the plan fills them with the compiled values, then forgets them.
+    """
+
+    joint = False
+    joint_outputs: list = []
+    fast = None  # the generated cache-hit path (call_path.py), made at the first hit
+
+    def __init__(self, fn_name, graph, out_tree, guards, grad_info, closure_ids, cache_dir,
+                 escaped=()) -> None:
+        from ..compiler import build_plan
+
+        self.graph = graph
+        self.graph_text = str(graph)    # as traced (the plan optimises the graph in place)
+        self.out_tree = out_tree
+        self.guards = guards            # externals / grad states to re-check each call
+        self.closure_ids = closure_ids
+        self.grad_info = grad_info      # None, or the backward description (GradInfo)
+        self.backward_text = str(grad_info.graph) if grad_info is not None else None
+        residuals = list(grad_info.residuals) if grad_info else []
+        n_out = len(graph.outputs)
+        self.plan = build_plan(graph, residuals + [v for _, v in escaped], cache_dir)
+        self.bplan = build_plan(grad_info.graph, (), cache_dir) if grad_info else None
+        self.fn_name = fn_name
+        self.escaped = [(weakref.ref(a), n_out + len(residuals) + k)
+                        for k, (a, _) in enumerate(escaped)]
+
+    def guards_hold(self) -> str | None:
+        """None when every guard holds, else the first failing guard, in words."""
+        for check in self.guards:
+            why = check()
+            if why:
+                return why
+        return None
+
+    def finish(self, grad_enabled: bool) -> None:
+        """Make ``run(flat)`` (the plan, output tensors, autograd glue, output structure:
+        ``call_path.entry_run``) once the entry is complete (``joint`` is known)."""
+        self.run = call_path.entry_run(self, grad_enabled)
+
+    def fill_escaped(self, outs: list) -> None:
+        """The first run: copy the compiled values into the arrays outside state kept."""
+        for ref, k in self.escaped:
+            a = ref()
+            if a is not None:
+                np.copyto(a, outs[k], casting="unsafe")
+        self.escaped = []
+
+
+class Lowered:
+    """What :meth:`CompiledFunction.lower` returns: the traced graph, backward graph, fusion
+    groups and generated source of one entry."""
+
+    def __init__(self, entry: Entry) -> None:
+        self.entry = entry
+        self.graph = entry.graph_text
+        self.backward_graph = entry.backward_text
+        self.fusion_groups = entry.plan.describe_groups() + (
+            entry.bplan.describe_groups() if entry.bplan else [])
+        self.source = entry.plan.source() + (entry.bplan.source() if entry.bplan else "")
+
+    def __str__(self) -> str:
+        parts = ["== graph ==", self.graph]
+        if self.backward_graph:
+            parts += ["== backward graph ==", self.backward_graph]
+        parts += ["== fusion groups =="] + self.fusion_groups
+        parts += ["== generated source ==", self.source or "(no generated kernels)"]
+        return "\n".join(parts)

@@ -1,0 +1,286 @@
+"""``jitgrad.compile``: trace a function per input signature, compile the graph, plug it into
+eager autograd.
+
+A call is keyed by its argument structure, shapes, dtypes, requires_grad mask and grad mode; an
+entry also guards what the trace read from outside (``guards.py``). A miss traces the function
+and compiles the graph into a plan; then the plan runs the call (``CompiledFunction._trace``).
+
+If outputs require grad (and the function did not call ``.backward()`` itself), the backward
+graph is traced too (``compiler/autodiff.py``): the outputs get one
+``CompiledFunctionBackward`` node that runs the compiled backward (``autograd_glue.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import warnings
+
+from .. import config
+from ..autograd import grad_mode
+from ..compiler.autodiff import trace_backward
+from ..tensor import Tensor
+from ..trace.pytree import flatten
+from ..trace.state import STATE as _TRACE
+from ..trace.tracer import TraceError, Tracer
+from . import call_path
+from .entry import Entry, Lowered
+from .guards import ClosureGuard, closure_names, external_guards
+
+__all__ = ["compile", "CompiledFunction", "explain", "MAX_RETRACES_BEFORE_WARNING"]
+
+MAX_RETRACES_BEFORE_WARNING = 8
+
+
+def _log(topic: str, msg: str) -> None:
+    if topic in config.log_topics():
+        print(f"[jitgrad:{topic}] {msg}", flush=True)
+
+
+class CompiledFunction:
+    """A function compiled by :func:`compile` (see there)."""
+
+    def __init__(self, fn, backend: str = "auto", fallback: str = "error", cache_dir=None):
+        if backend not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', got {backend!r}")
+        if backend == "cuda":
+            raise NotImplementedError(
+                "backend='cuda' is reserved for jitgrad's CUDA backend, which has not landed "
+                "yet; use backend='cpu' (or 'auto')"
+            )
+        if fallback not in ("error", "eager"):
+            raise ValueError(f"fallback must be 'error' or 'eager', got {fallback!r}")
+        self.fn = fn
+        self.backend = backend
+        self.fallback = fallback
+        self.cache_dir = cache_dir
+        self._entries: dict = {}
+        self._eager_keys: set = set()
+        self.stats = {"calls": 0, "traces": 0, "retraces": 0, "cache_hits": 0}
+        self.last_retrace_reason: str | None = None
+        self._warned = False
+        self._last_key = None
+        self._fast = None  # call_path's fast path of the last entry hit
+        self._lock = threading.RLock()  # one trace at a time; plans run concurrently
+        self._closure = ClosureGuard(fn)
+        functools.update_wrapper(self, fn, updated=())
+        if not hasattr(self, "__name__"):  # a Module-like callable
+            self.__name__ = type(fn).__name__
+
+    def __get__(self, obj, objtype=None):  # decorating methods
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+    # ------------------------------------------------------------------------ calls
+    def _key(self, flat, treedef) -> tuple:
+        return (treedef, tuple([(t._data.shape, t._data.dtype, t._requires_grad,
+                                 bool(t._hooks)) for t in flat]),
+                grad_mode.STATE.enabled)
+
+    def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs:  # the newest hit's generated path, if it fits
+            out = fast(args)
+            if out is not call_path.MISS:
+                return out
+        self.stats["calls"] += 1
+        if _TRACE.tracer is not None:  # nested compiled call: inline into the outer trace
+            return self.fn(*args, **kwargs)
+        key = None
+        tensor_args = False  # positional tensors only: the generated fast path applies
+        if not kwargs:  # the common case, tensor arguments only: the key in one pass
+            items = []
+            for a in args:
+                if type(a) is not Tensor:
+                    break
+                d = a._data
+                items.append((d.shape, d.dtype, a._requires_grad, bool(a._hooks)))
+            else:
+                flat = list(args)
+                treedef = _TENSOR_ARGS_TREES.get(len(args)) or _tensor_args_tree(len(args))
+                key = (treedef, tuple(items), grad_mode.STATE.enabled)
+                tensor_args = True
+        if key is None:
+            flat, treedef = flatten((args, kwargs))
+            key = self._key(flat, treedef)
+        if self._eager_keys and key in self._eager_keys:
+            return self.fn(*args, **kwargs)
+        closure_ids = self._closure.current()
+        entries = self._entries.get(key)
+        if entries:  # fast path: the newest entry of this key, guards holding
+            entry = entries[0]
+            if entry.closure_ids == closure_ids and (not entry.guards or
+                                                     entry.guards_hold() is None):
+                self.stats["cache_hits"] += 1
+                if tensor_args:
+                    self._fast = self._fast_path(entry, key)
+                return entry.run(flat)
+        entry, reason = self._lookup(key, closure_ids)
+        if entry is None:
+            with self._lock:  # one trace at a time; a thread that waited may find it done
+                entry, reason = self._lookup(key, closure_ids)
+                if entry is None:
+                    return self._trace(args, kwargs, flat, key, closure_ids, reason)
+        self.stats["cache_hits"] += 1
+        return entry.run(flat)
+
+    def _fast_path(self, entry, key):
+        if entry.fast is None:
+            entry.fast = call_path.entry_fast(entry, key, self._closure, self.stats)
+        return entry.fast
+
+    def _lookup(self, key, closure_ids):
+        """``(entry, None)`` on a hit; ``(None, why)`` on a miss."""
+        entries = self._entries.get(key)
+        if not entries:
+            return None, (self._why_new_key(key) if self._entries else None)
+        reason = None
+        for entry in entries:
+            if entry.closure_ids != closure_ids:
+                reason = ("what the function refers to changed (a tensor or module rebound, "
+                          "a module's train/eval mode, an optimizer hyper-parameter, a number)")
+                continue
+            why = entry.guards_hold()
+            if why is None:
+                return entry, None
+            reason = why
+        return None, reason
+
+    def _why_new_key(self, key) -> str:
+        old = self._last_key
+        if old is None:
+            return "new signature"
+        if old[0] != key[0]:
+            return "argument structure or non-tensor arguments changed"
+        if old[2] != key[2]:
+            return f"grad mode changed ({old[2]} -> {key[2]})"
+        for i, (a, b) in enumerate(zip(old[1], key[1])):
+            if a != b:
+                what = ("shape", "dtype", "requires_grad", "hooks")
+                for name, x, y in zip(what, a, b):
+                    if x != y:
+                        return f"argument tensor {i}: {name} changed {x} -> {y}"
+        return "number of tensor arguments changed"
+
+    def _trace(self, args, kwargs, flat, key, closure_ids, reason):
+        """A miss: trace the call, compile the graph, then run the call on the plan.
+
+        The function runs once under a tracer, on the NumPy references (no eager kernel is
+        compiled for it): that records the graph. Its effects on existing state (arrays
+        written in place, ``.grad`` set, random draws) are then taken back, and the compiled
+        plan runs the call, so the first call returns what every later call would -- the
+        same bits as eager mode, whose ops are the plan's kernels -- and its effects happen
+        once. Arrays the traced call made that outside state kept get the plan's values too.
+        """
+        self.stats["traces"] += 1
+        if reason is not None:
+            self.stats["retraces"] += 1
+            self.last_retrace_reason = reason
+            _log("recompiles", f"{self.__name__}: retrace #{self.stats['retraces']}: {reason}")
+            if self.stats["retraces"] > MAX_RETRACES_BEFORE_WARNING and not self._warned:
+                self._warned = True
+                warnings.warn(
+                    f"jitgrad.compile: {self.__name__} was retraced "
+                    f"{self.stats['retraces']} times; last guard that failed: {reason}",
+                    UserWarning, stacklevel=3)
+        self._last_key = key
+        tracer = Tracer(name=getattr(self.fn, "__name__", "fn"), names=closure_names(self.fn))
+        tracer.escape_policy = self.fallback
+        for i, t in enumerate(flat):
+            tracer.add_input(t, i)
+        _TRACE.tracer = tracer
+        try:
+            result = self.fn(*args, **kwargs)
+        except TraceError:
+            _TRACE.tracer = None
+            tracer.undo()  # jitgrad refused the function: it leaves no half-done effects
+            raise
+        finally:
+            _TRACE.tracer = None
+        if tracer.escaped is not None:
+            warnings.warn(f"jitgrad.compile: running {self.__name__} eagerly: {tracer.escaped}",
+                          UserWarning, stacklevel=3)
+            self._eager_keys.add(key)
+            self._fast = None  # this key now runs eagerly: the generic path decides
+            return result
+        out_flat, out_tree = flatten(result)
+        graph = tracer.finish(out_flat)
+        grad_info = None
+        if (grad_mode.STATE.enabled and tracer.backward_runs == 0
+                and any(t._requires_grad for t in out_flat)):
+            grad_info = trace_backward(tracer, graph, flat, out_flat)
+        _log("graph", f"{self.__name__}:\n{graph}")
+        if grad_info is not None:
+            _log("graph", f"{self.__name__} backward:\n{grad_info.graph}")
+        guards = external_guards(graph, tracer)
+        # backward()/grad() ran inside: outputs that required grad carry no history of it
+        joint_outputs = [i for i, t in enumerate(out_flat) if t._requires_grad]
+        tracer.undo()
+        del result, out_flat  # the traced outputs: not results (the plan computes those)
+        entry = Entry(self.__name__, graph, out_tree, guards, grad_info, closure_ids,
+                      self.cache_dir, tracer.escaped_values())
+        if tracer.backward_runs:
+            entry.joint = True
+            entry.joint_outputs = joint_outputs
+        entry.finish(key[2])
+        self._entries.setdefault(key, []).insert(0, entry)
+        return entry.run(flat)
+
+    # ------------------------------------------------------------------- debugging
+    def lower(self, *args, **kwargs) -> Lowered:
+        """The traced graph, backward graph, fusion groups and generated source for these
+        arguments (traces them if needed)."""
+        flat, treedef = flatten((args, kwargs))
+        key = self._key(flat, treedef)
+        if key not in self._entries:
+            self(*args, **kwargs)
+        entry = self._entries[key][0]
+        return Lowered(entry)
+
+
+
+_TENSOR_ARGS_TREES: dict = {}
+
+
+def _tensor_args_tree(n: int) -> tuple:
+    """The treedef flatten() gives ``(args, {})`` for ``n`` tensor arguments."""
+    tree = flatten((tuple(Tensor.__new__(Tensor) for _ in range(n)), {}))[1]
+    _TENSOR_ARGS_TREES[n] = tree
+    return tree
+
+
+def compile(fn=None, *, backend: str = "auto", fallback: str = "error",  # noqa: A001
+            cache_dir=None):
+    """Compile ``fn`` (a function or a Module-like callable): traced per input signature,
+    differentiated, fused into generated Numba kernels.
+
+    >>> import jitgrad
+    >>> @jitgrad.compile
+    ... def f(x):
+    ...     return (x.tanh() * x).sum()
+    >>> x = jitgrad.ones(3, requires_grad=True)
+    >>> f(x).backward(); x.grad.shape
+    jitgrad.Size([3])
+    """
+    if fn is None:
+        return lambda f: CompiledFunction(f, backend, fallback, cache_dir)
+    return CompiledFunction(fn, backend, fallback, cache_dir)
+
+
+def explain(f: CompiledFunction, *args, **kwargs) -> str:
+    """How ``f`` compiles for these arguments: graphs, kernels, and the last retrace reason."""
+    if not isinstance(f, CompiledFunction):
+        raise TypeError("explain() expects a function returned by jitgrad.compile")
+    low = f.lower(*args, **kwargs)
+    e = low.entry
+    n_graphs = 1 + (1 if e.grad_info else 0)
+    n_kernels = e.plan.n_kernels + (e.bplan.n_kernels if e.bplan else 0)
+    lines = [
+        f"{f.__name__}: {n_graphs} graph(s) ({'forward + backward' if e.grad_info else 'one'}), "
+        f"{len(e.graph.eqns)} forward op(s), {n_kernels} generated kernel(s)",
+        f"traces: {f.stats['traces']}, retraces: {f.stats['retraces']}, cache hits: "
+        f"{f.stats['cache_hits']}",
+        f"last retrace reason: {f.last_retrace_reason or 'none'}",
+    ]
+    return "\n".join(lines)
