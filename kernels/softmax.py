@@ -2,20 +2,21 @@
 
 Forward: softmax, log_softmax, logsumexp (max-shifted, float64 row sums); backward:
 ``softmax_backward(g, y) = y * (g - sum(g * y))`` and
-``log_softmax_backward(g, y) = g - exp(y) * sum(g)``. Each kernel has a sequential and a
-row-parallel twin; ``exp``/``log`` are the inlined vectorisable ones.
+``log_softmax_backward(g, y) = g - exp(y) * sum(g)``. Every kernel computes rows
+``[lo, hi)`` and releases the GIL: the caller runs ``k(0, R, ...)`` on its own thread, or
+splits the rows over threads with :func:`jitgrad.kernels.pool.run_parts` (a row's result
+does not depend on the split). ``exp``/``log`` are the inlined vectorisable ones.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from .cached import cached_njit
 from .scalar import KERNEL_FASTMATH, exp, log
 
-__all__ = ["softmax", "softmax_par", "log_softmax", "log_softmax_par", "logsumexp",
-           "logsumexp_par", "softmax_backward", "softmax_backward_par", "log_softmax_backward",
-           "log_softmax_backward_par"]
+__all__ = ["softmax", "log_softmax", "logsumexp", "softmax_backward", "log_softmax_backward"]
 
 
 @njit(inline="always")
@@ -53,52 +54,27 @@ def _lse_row(x, r):
     return m, s
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
-def softmax(x, out):
-    """``out[r] = exp(x[r] - max) / sum(exp(x[r] - max))``."""
-    for r in range(x.shape[0]):
+@cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
+def softmax(lo, hi, x, out):
+    """``out[r] = exp(x[r] - max) / sum(exp(x[r] - max))`` for rows ``lo <= r < hi``."""
+    for r in range(lo, hi):
         _softmax_row(x, out, r)
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy", parallel=True)
-def softmax_par(x, out):
-    """Row-parallel :func:`softmax`."""
-    for r in prange(x.shape[0]):
-        _softmax_row(x, out, r)
-
-
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
-def log_softmax(x, out):
+@cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
+def log_softmax(lo, hi, x, out):
     """``out[r] = x[r] - logsumexp(x[r])``."""
-    for r in range(x.shape[0]):
+    for r in range(lo, hi):
         m, s = _lse_row(x, r)
         shift = m + log(x.dtype.type(s))
         for c in range(x.shape[1]):
             out[r, c] = x[r, c] - shift
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy", parallel=True)
-def log_softmax_par(x, out):
-    """Row-parallel :func:`log_softmax`."""
-    for r in prange(x.shape[0]):
-        m, s = _lse_row(x, r)
-        shift = m + log(x.dtype.type(s))
-        for c in range(x.shape[1]):
-            out[r, c] = x[r, c] - shift
-
-
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
-def logsumexp(x, out):
+@cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
+def logsumexp(lo, hi, x, out):
     """``out[r] = log(sum(exp(x[r])))``, max-shifted."""
-    for r in range(x.shape[0]):
-        m, s = _lse_row(x, r)
-        out[r] = m + log(x.dtype.type(s))
-
-
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy", parallel=True)
-def logsumexp_par(x, out):
-    """Row-parallel :func:`logsumexp`."""
-    for r in prange(x.shape[0]):
+    for r in range(lo, hi):
         m, s = _lse_row(x, r)
         out[r] = m + log(x.dtype.type(s))
 
@@ -113,17 +89,10 @@ def _softmax_bwd_row(g, y, out, r):
         out[r, c] = y[r, c] * (g[r, c] - t)
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
-def softmax_backward(g, y, out):
+@cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
+def softmax_backward(lo, hi, g, y, out):
     """``out[r] = y[r] * (g[r] - sum(g[r] * y[r]))``."""
-    for r in range(g.shape[0]):
-        _softmax_bwd_row(g, y, out, r)
-
-
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy", parallel=True)
-def softmax_backward_par(g, y, out):
-    """Row-parallel :func:`softmax_backward`."""
-    for r in prange(g.shape[0]):
+    for r in range(lo, hi):
         _softmax_bwd_row(g, y, out, r)
 
 
@@ -137,15 +106,8 @@ def _log_softmax_bwd_row(g, y, out, r):
         out[r, c] = g[r, c] - exp(y[r, c]) * t
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
-def log_softmax_backward(g, y, out):
+@cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
+def log_softmax_backward(lo, hi, g, y, out):
     """``out[r] = g[r] - exp(y[r]) * sum(g[r])``."""
-    for r in range(g.shape[0]):
-        _log_softmax_bwd_row(g, y, out, r)
-
-
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy", parallel=True)
-def log_softmax_backward_par(g, y, out):
-    """Row-parallel :func:`log_softmax_backward`."""
-    for r in prange(g.shape[0]):
+    for r in range(lo, hi):
         _log_softmax_bwd_row(g, y, out, r)
