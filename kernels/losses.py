@@ -15,6 +15,7 @@ the total does not depend on how the chunks were split over threads.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from .access import ld
@@ -25,6 +26,10 @@ __all__ = ["bce_logits_sum", "bce_logits_none", "bce_logits_grad", "sum_chunks",
 
 #: elements per partial sum of :func:`bce_logits_sum` (the parts it is split into)
 SUM_CHUNK = 16384
+#: element indices are unsigned: with a loop start that is an argument (``lo``) Numba cannot
+#: tell that a signed index is not negative, and its wraparound select blocks vectorisation
+#: (2^18 float32 elements: 510 vs 113 us for the gradient)
+U = np.uintp
 
 
 @njit(inline="always")
@@ -55,7 +60,7 @@ def bce_logits_sum(lo, hi, x, y, w, pw, partial):
     n = x.shape[0]
     for c in range(lo, hi):
         s = 0.0
-        for i in range(c * SUM_CHUNK, min(c * SUM_CHUNK + SUM_CHUNK, n)):
+        for i in range(U(c * SUM_CHUNK), U(min(c * SUM_CHUNK + SUM_CHUNK, n))):
             s += _loss(x, y, w, pw, i)
         partial[c] = s
 
@@ -88,5 +93,5 @@ def _grad(x, y, w, pw, g, i):
 def bce_logits_grad(lo, hi, x, y, w, pw, g, out):
     """``out[i] = dloss/dx[i] * g`` for ``lo <= i < hi`` (``g``: scalar scale for mean/sum, or
     per-element array)."""
-    for i in range(lo, hi):
+    for i in range(U(lo), U(hi)):
         out[i] = _grad(x, y, w, pw, g, i)
