@@ -19,14 +19,55 @@ from .scalar import KERNEL_FASTMATH, exp, log
 __all__ = ["softmax", "log_softmax", "logsumexp", "softmax_backward", "log_softmax_backward"]
 
 
+#: unsigned indices: Numba then skips the negative-index wraparound (see kernels/conv.py)
+U = np.uintp
+
+
 @njit(inline="always")
 def _row_max(x, r):
-    m = x[r, 0]
-    for c in range(1, x.shape[1]):
-        v = x[r, c]
-        if v > m or v != v:
-            m = v
-    return m
+    """The largest element of row ``r``; NaN if the row holds one. Eight independent running
+    maxima: a single one is a loop-carried compare+select chain of ~4 cycles per element that
+    LLVM does not vectorise without ``nnan`` (4096x1024 float32: 0.76 vs 5.98 ms; float64
+    1.44 vs 6.04 ms; rows of 10: 2.45 vs 2.72 ms). The maximum is exact, so the result does
+    not depend on the order (a zero's sign may: either gives the same softmax)."""
+    row = x[U(r)]
+    n = row.shape[0]
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = row[0]
+    c = 0
+    while c + 8 <= n:
+        v0 = row[U(c)]
+        v1 = row[U(c + 1)]
+        v2 = row[U(c + 2)]
+        v3 = row[U(c + 3)]
+        v4 = row[U(c + 4)]
+        v5 = row[U(c + 5)]
+        v6 = row[U(c + 6)]
+        v7 = row[U(c + 7)]
+        m0 = v0 if v0 > m0 else m0
+        m1 = v1 if v1 > m1 else m1
+        m2 = v2 if v2 > m2 else m2
+        m3 = v3 if v3 > m3 else m3
+        m4 = v4 if v4 > m4 else m4
+        m5 = v5 if v5 > m5 else m5
+        m6 = v6 if v6 > m6 else m6
+        m7 = v7 if v7 > m7 else m7
+        c += 8
+    m0 = m1 if m1 > m0 else m0
+    m2 = m3 if m3 > m2 else m2
+    m4 = m5 if m5 > m4 else m4
+    m6 = m7 if m7 > m6 else m6
+    m0 = m2 if m2 > m0 else m0
+    m4 = m6 if m6 > m4 else m4
+    m = m4 if m4 > m0 else m0
+    while c < n:
+        v = row[U(c)]
+        m = v if v > m else m
+        c += 1
+    nan = False  # (comparisons skip NaNs: a separate vectorised pass finds them)
+    for c in range(n):
+        v = row[U(c)]
+        nan |= v != v
+    return row.dtype.type(np.nan) if nan else m
 
 
 @njit(inline="always")
