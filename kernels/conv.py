@@ -237,7 +237,7 @@ def _pad_plane(x, t, pt, pl, out):
 def pad(lo, hi, x, pt, pl, out):
     """``out`` (N, C, H + pt + pb, W + pl + pr): ``x`` at offset ``(pt, pl)``, zeros around,
     for the planes ``lo <= t < hi`` (``t = n*C + c``)."""
-    for t in range(lo, hi):
+    for t in range(max(lo, 0), hi):  # (t >= 0: see _nonneg)
         _pad_plane(x, t, pt, pl, out)
 
 
@@ -323,6 +323,15 @@ DOT_MIN_K = 32
 
 
 @njit(inline="always")
+def _nonneg(lo, per_block):
+    """``lo`` clamped to >= 0 and the block size to >= 1: LLVM then knows that block and row
+    indices are not negative, so Python's floor ``//`` and ``%`` in the lowering loops compile
+    to plain unsigned arithmetic (with a signed ``lo`` argument the weight gradient ran 12-15%
+    slower than with the block loop starting at 0)."""
+    return max(lo, 0), max(per_block, 1)
+
+
+@njit(inline="always")
 def _fwd_block(xp, w2, b, t, rows, sh, sw, dh, dw, kh, kw, groups, out, y, buf):
     """Output rows ``[t*rows, (t+1)*rows)`` of ``out``; ``y`` (O, rows*OW) and ``buf`` (the
     patch buffer, either layout) are scratch at least one block large."""
@@ -360,6 +369,7 @@ def conv2d_forward(lo, hi, xp, w2, b, rows, sh, sw, dh, dw, kh, kw, groups, out)
     (O, C/groups*kh*kw) (+ ``b`` (O,) or None): blocks ``lo <= t < hi`` of ``rows`` output
     rows (``q = n*OH + oh``) each (``rows = row_blocks(N*OH, OW, BLOCK_COLS)``)."""
     Co, Kg = w2.shape
+    lo, rows = _nonneg(lo, rows)
     m = rows * out.shape[3]
     y = np.empty((Co, m), xp.dtype)
     if Kg >= DOT_MIN_K:  # patch vectors contiguous (colsT) / a row per tap (cols)
@@ -398,6 +408,7 @@ def conv2d_backward_input(lo, hi, g, wt, nb, sh, sw, pt, pl, dh, dw, kh, kw, gro
     (C*kh*kw, O/groups) stacks each group's transposed ``(O/groups, C/groups*kh*kw)`` weight
     matrix. (Stride 1 is a convolution of ``g`` with the flipped kernel: the caller uses
     :func:`conv2d_forward` for it.)"""
+    lo, nb = _nonneg(lo, nb)
     m = nb * g.shape[2] * g.shape[3]
     gb = np.empty((g.shape[1], m), g.dtype)
     dcols = np.empty((wt.shape[0], m), g.dtype)
@@ -425,6 +436,7 @@ def conv2d_backward_weight(lo, hi, g, xp, rows, sh, sw, dh, dw, kh, kw, groups, 
     """``partial[t]`` (O, C/groups*kh*kw) for ``lo <= t < hi``: the weight gradient from block
     ``t`` of ``rows`` output rows (``rows = row_blocks(N*OH, OW, WGRAD_BLOCK_COLS)``) for the
     padded input ``xp``; the caller sums over ``t`` in block order."""
+    lo, rows = _nonneg(lo, rows)
     m = rows * g.shape[3]
     gb = np.empty((g.shape[1], m), g.dtype)
     cols = np.empty((xp.shape[1] * kh * kw, m), g.dtype)
