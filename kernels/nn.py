@@ -7,7 +7,9 @@ normalised. The backward recomputes the row statistics instead of storing them, 
 forward leaves no residuals but its input. ``w``/``b`` may be ``None``: Numba compiles the
 branch away. The layer-norm kernels compute rows ``[lo, hi)`` and release the GIL: the caller
 runs ``k(0, M, ...)`` on its own thread, or splits the rows over threads with
-:func:`jitgrad.kernels.pool.run_parts` (a row's result does not depend on the split).
+:func:`jitgrad.kernels.pool.run_parts` (a row's result does not depend on the split). They
+slice their rows ``[lo, hi)`` and loop over the slices from 0 (faster code than a loop from
+the argument ``lo``: see :mod:`.pooling`).
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ def _ln_row(x, w, b, eps, out, i):
 @cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
 def layer_norm(lo, hi, x, w, b, eps, out):
     """``out = (x - mean) / sqrt(var + eps) * w + b`` per row ``lo <= i < hi`` of ``x``."""
-    for i in range(lo, hi):
+    x, out = x[lo:hi], out[lo:hi]
+    for i in range(x.shape[0]):
         _ln_row(x, w, b, eps, out, i)
 
 
@@ -75,7 +78,8 @@ def _ln_bwd_row(g, x, w, eps, out, i):
 def layer_norm_backward(lo, hi, g, x, w, eps, out):
     """Input gradient of :func:`layer_norm` per row: ``rstd * (a - mean(a) - xhat *
     mean(a * xhat))`` with ``a = g * w``."""
-    for i in range(lo, hi):
+    g, x, out = g[lo:hi], x[lo:hi], out[lo:hi]
+    for i in range(x.shape[0]):
         _ln_bwd_row(g, x, w, eps, out, i)
 
 

@@ -6,7 +6,11 @@ Max pooling stores the flat ``ih*W + iw`` index of each window's maximum (PyTorc
 kernel computes planes ``[lo, hi)`` and releases the GIL: the caller runs ``k(0, P, ...)`` on
 its own thread, or splits the planes over threads with :func:`jitgrad.kernels.pool.run_parts`
 (a plane owns its output, so the backward kernels are race-free and the result does not depend
-on the split).
+on the split). A kernel calls a loop over all planes of its arguments (``_*_planes``, compiled
+into it) on the slices ``[lo, hi)``: the same loop from the argument ``lo`` over the whole
+arrays, or over slices taken in the kernel itself, compiled to slower code (max pooling's
+backward at batch 128 of the digits CNN: 227 vs 215 us; average pooling of 64x64x32x32:
+8700 vs 8390 us).
 """
 
 from __future__ import annotations
@@ -56,12 +60,17 @@ def _max_pool_plane(x, p, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
             idx[p, oh, ow] = bi
 
 
+@njit(nogil=True, error_model="numpy")
+def _max_pool_planes(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
+    for p in range(x.shape[0]):
+        _max_pool_plane(x, p, kh, kw, sh, sw, ph, pw, dh, dw, out, idx)
+
+
 @cached_njit(nogil=True, error_model="numpy")
 def max_pool(lo, hi, x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
     """Max pooling of planes ``lo <= p < hi`` of ``x`` ``(P, H, W)`` into ``out`` ``(P, OH, OW)``
     with the flat ``ih*W + iw`` index of each maximum in ``idx`` (first maximum; NaN wins)."""
-    for p in range(lo, hi):
-        _max_pool_plane(x, p, kh, kw, sh, sw, ph, pw, dh, dw, out, idx)
+    _max_pool_planes(x[lo:hi], kh, kw, sh, sw, ph, pw, dh, dw, out[lo:hi], idx[lo:hi])
 
 
 @njit(inline="always")
@@ -78,13 +87,18 @@ def _scatter_plane(g, idx, p, out):
                 out[p, k // W, k % W] += g[p, oh, ow]
 
 
+@njit(nogil=True, error_model="numpy")
+def _max_pool_backward_planes(g, idx, out):
+    for p in range(g.shape[0]):
+        _scatter_plane(g, idx, p, out)
+
+
 @cached_njit(nogil=True, error_model="numpy")
 def max_pool_backward(lo, hi, g, idx, out):
     """``out`` ``(P, H, W)``: the gradients ``g`` ``(P, OH, OW)`` summed into the positions
     ``idx`` of each plane ``lo <= p < hi`` (the adjoint of gathering by ``idx``; a plane owns
     its output)."""
-    for p in range(lo, hi):
-        _scatter_plane(g, idx, p, out)
+    _max_pool_backward_planes(g[lo:hi], idx[lo:hi], out[lo:hi])
 
 
 # ----------------------------------------------------------------------------- avg pool
@@ -125,12 +139,17 @@ def _avg_pool_plane(x, p, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
             out[p, oh, ow] = s
 
 
+@njit(nogil=True, fastmath=_FM, error_model="numpy")
+def _avg_pool_planes(x, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
+    for p in range(x.shape[0]):
+        _avg_pool_plane(x, p, kh, kw, sh, sw, ph, pw, count_pad, divisor, out)
+
+
 @cached_njit(nogil=True, fastmath=_FM, error_model="numpy")
 def avg_pool(lo, hi, x, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
     """Average pooling of planes ``lo <= p < hi`` of ``x`` ``(P, H, W)`` (PyTorch's divisor
     rules; ``divisor`` 0: none)."""
-    for p in range(lo, hi):
-        _avg_pool_plane(x, p, kh, kw, sh, sw, ph, pw, count_pad, divisor, out)
+    _avg_pool_planes(x[lo:hi], kh, kw, sh, sw, ph, pw, count_pad, divisor, out[lo:hi])
 
 
 @njit(inline="always")
@@ -150,9 +169,15 @@ def _avg_back_plane(g, p, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
                         out[p, ih, iw] += v
 
 
+@njit(nogil=True, fastmath=_FM, error_model="numpy")
+def _avg_pool_backward_planes(g, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
+    for p in range(g.shape[0]):
+        _avg_back_plane(g, p, kh, kw, sh, sw, ph, pw, count_pad, divisor, out)
+
+
 @cached_njit(nogil=True, fastmath=_FM, error_model="numpy")
 def avg_pool_backward(lo, hi, g, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
     """Adjoint of :func:`avg_pool` on planes ``lo <= p < hi``: each ``g / divisor`` spread
     over its window (a plane owns its output)."""
-    for p in range(lo, hi):
-        _avg_back_plane(g, p, kh, kw, sh, sw, ph, pw, count_pad, divisor, out)
+    _avg_pool_backward_planes(g[lo:hi], kh, kw, sh, sw, ph, pw, count_pad, divisor,
+                              out[lo:hi])

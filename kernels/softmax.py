@@ -5,7 +5,10 @@ Forward: softmax, log_softmax, logsumexp (max-shifted, float64 row sums); backwa
 ``log_softmax_backward(g, y) = g - exp(y) * sum(g)``. Every kernel computes rows
 ``[lo, hi)`` and releases the GIL: the caller runs ``k(0, R, ...)`` on its own thread, or
 splits the rows over threads with :func:`jitgrad.kernels.pool.run_parts` (a row's result
-does not depend on the split). ``exp``/``log`` are the inlined vectorisable ones.
+does not depend on the split). A kernel slices its rows ``[lo, hi)`` and loops over the
+slices from 0: a loop from the argument ``lo`` over the whole arrays compiles to slower code
+(the backward kernels 3-7%, as max pooling's; see :mod:`.pooling`). ``exp``/``log`` are the
+inlined vectorisable ones.
 """
 
 from __future__ import annotations
@@ -98,14 +101,16 @@ def _lse_row(x, r):
 @cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
 def softmax(lo, hi, x, out):
     """``out[r] = exp(x[r] - max) / sum(exp(x[r] - max))`` for rows ``lo <= r < hi``."""
-    for r in range(lo, hi):
+    x, out = x[lo:hi], out[lo:hi]
+    for r in range(x.shape[0]):
         _softmax_row(x, out, r)
 
 
 @cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
 def log_softmax(lo, hi, x, out):
     """``out[r] = x[r] - logsumexp(x[r])``."""
-    for r in range(lo, hi):
+    x, out = x[lo:hi], out[lo:hi]
+    for r in range(x.shape[0]):
         m, s = _lse_row(x, r)
         shift = m + log(x.dtype.type(s))
         for c in range(x.shape[1]):
@@ -115,7 +120,8 @@ def log_softmax(lo, hi, x, out):
 @cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
 def logsumexp(lo, hi, x, out):
     """``out[r] = log(sum(exp(x[r])))``, max-shifted."""
-    for r in range(lo, hi):
+    x, out = x[lo:hi], out[lo:hi]
+    for r in range(x.shape[0]):
         m, s = _lse_row(x, r)
         out[r] = m + log(x.dtype.type(s))
 
@@ -133,7 +139,8 @@ def _softmax_bwd_row(g, y, out, r):
 @cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
 def softmax_backward(lo, hi, g, y, out):
     """``out[r] = y[r] * (g[r] - sum(g[r] * y[r]))``."""
-    for r in range(lo, hi):
+    g, y, out = g[lo:hi], y[lo:hi], out[lo:hi]
+    for r in range(g.shape[0]):
         _softmax_bwd_row(g, y, out, r)
 
 
@@ -150,5 +157,6 @@ def _log_softmax_bwd_row(g, y, out, r):
 @cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
 def log_softmax_backward(lo, hi, g, y, out):
     """``out[r] = g[r] - exp(y[r]) * sum(g[r])``."""
-    for r in range(lo, hi):
+    g, y, out = g[lo:hi], y[lo:hi], out[lo:hi]
+    for r in range(g.shape[0]):
         _log_softmax_bwd_row(g, y, out, r)
