@@ -1,11 +1,11 @@
-"""Convolution and pooling kernels (NCHW): blocked patch lowering fused with a GEMM, and pooling.
+"""Convolution kernels (NCHW): blocked patch lowering fused with a GEMM.
 
 A 2-D convolution is a matrix product on a *patch matrix* ("im2col"): the patch of output
 pixel ``(n, oh, ow)`` holds ``xp[n, c, oh*sh + i*dh, ow*sw + j*dw]`` for every tap ``(c, i, j)``
 of the zero-padded input ``xp``, and ``out[n, o, oh, ow] = w[o] . patch`` within each group.
 The kernels never build the whole patch matrix: the work is split into blocks of about
-:data:`BLOCK_COLS` output pixels (whole output rows, possibly spanning samples); a task lowers
-its block into a small buffer that stays in cache and multiplies it at once:
+:data:`BLOCK_COLS` output pixels (whole output rows, possibly spanning samples); each block is
+lowered into a small buffer that stays in cache and multiplied at once:
 
 - long patches (``C/groups*kh*kw >= DOT_MIN_K``): patch vectors contiguous (``colsT``) and
   dot products in 4x3 blocks (:func:`_mm_nt`), whose accumulators stay in registers;
@@ -20,32 +20,32 @@ Gradients: of the weight, per block ``g_block @ cols_block^T`` into the block's 
 ``partial`` (summed by the caller in block order, so the result does not depend on the thread
 count); of the input, a convolution of ``g`` with the flipped kernel when the stride is 1 (the
 caller uses :func:`conv2d_forward`), else blocks of whole samples: ``w^T @ g_block`` in patch
-form added back to the pixels the patches came from ("col2im"), race-free in parallel because
-a block owns its samples.
+form added back to the pixels the patches came from ("col2im"), race-free across threads
+because a block owns its samples.
 
-Pooling kernels work on ``(P, H, W)`` planes (``P = N*C``); max pooling stores the flat
-``ih*W + iw`` index of each window's maximum (PyTorch's ``indices``): the first maximum in
-window order, NaN counting as the largest value. Every kernel has a sequential and a ``prange``
-(``_par``) twin; the caller picks by the amount of work.
+Every kernel computes parts ``[lo, hi)`` (blocks, or planes for :func:`pad`) and releases the
+GIL: the caller runs ``k(0, parts, ...)`` on its own thread, or splits the parts over threads
+with :func:`jitgrad.kernels.pool.run_parts`; :func:`row_blocks` and :func:`sample_blocks` size
+the blocks. A call allocates its block buffers once and reuses them for each of its blocks.
+Pooling kernels are in :mod:`jitgrad.kernels.pooling`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-__all__ = ["pad", "pad_par", "conv2d_forward", "conv2d_forward_par", "conv2d_backward_input",
-           "conv2d_backward_input_par", "conv2d_backward_weight", "conv2d_backward_weight_par",
-           "row_blocks", "sample_blocks", "max_pool", "max_pool_par", "max_pool_backward",
-           "max_pool_backward_par", "avg_pool", "avg_pool_par", "avg_pool_backward",
-           "avg_pool_backward_par", "BLOCK_COLS", "WGRAD_BLOCK_COLS", "DOT_MIN_K"]
+from .cached import cached_njit
+
+__all__ = ["pad", "conv2d_forward", "conv2d_backward_input", "conv2d_backward_weight",
+           "row_blocks", "sample_blocks", "n_blocks", "BLOCK_COLS", "WGRAD_BLOCK_COLS", "DOT_MIN_K"]
 
 #: unsigned indices: Numba then skips the negative-index wraparound, which otherwise blocks
 #: vectorisation of the inner loops (4x slower lowering)
 U = np.uintp
-#: output pixels per task of the forward and input-gradient kernels (buffers stay in L2)
+#: output pixels per block of the forward and input-gradient kernels (buffers stay in L2)
 BLOCK_COLS = 256
-#: output pixels per task of the weight gradient (fewer partial sums to add up)
+#: output pixels per block of the weight gradient (fewer partial sums to add up)
 WGRAD_BLOCK_COLS = 1024
 #: columns per GEMM tile (the tile of ``b`` and four rows of ``c`` stay in cache)
 _TILE = 256
@@ -66,16 +66,20 @@ def _valid(n_out, start, step, size):
     return lo, max(lo, hi)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def row_blocks(n_rows, ow, target):
-    """Output rows per task so that a task covers about ``target`` output pixels."""
+def row_blocks(n_rows: int, ow: int, target: int) -> int:
+    """Output rows per block so that a block covers about ``target`` output pixels (called
+    from Python: the caller passes it to the kernels and counts the blocks)."""
     return max(1, min(n_rows, target // max(ow, 1)))
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def sample_blocks(n, npix, target):
-    """Samples per task so that a task covers about ``target`` output pixels."""
+def sample_blocks(n: int, npix: int, target: int) -> int:
+    """Samples per block so that a block covers about ``target`` output pixels."""
     return max(1, min(max(n, 1), target // max(npix, 1)))
+
+
+def n_blocks(n: int, per_block: int) -> int:
+    """How many blocks of ``per_block`` rows (or samples) cover ``n``."""
+    return -(-n // per_block)
 
 
 # ----------------------------------------------------------------------- GEMM micro-kernels
@@ -229,18 +233,11 @@ def _pad_plane(x, t, pt, pl, out):
             dst[U(w)] = 0
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def pad(x, pt, pl, out):
-    """``out`` (N, C, H + pt + pb, W + pl + pr): ``x`` at offset ``(pt, pl)``, zeros
-    around."""
-    for t in range(x.shape[0] * x.shape[1]):
-        _pad_plane(x, t, pt, pl, out)
-
-
-@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def pad_par(x, pt, pl, out):
-    """Parallel :func:`pad` over the planes."""
-    for t in prange(x.shape[0] * x.shape[1]):
+@cached_njit(nogil=True, error_model="numpy")
+def pad(lo, hi, x, pt, pl, out):
+    """``out`` (N, C, H + pt + pb, W + pl + pr): ``x`` at offset ``(pt, pl)``, zeros around,
+    for the planes ``lo <= t < hi`` (``t = n*C + c``)."""
+    for t in range(max(lo, 0), hi):  # (t >= 0: see _nonneg)
         _pad_plane(x, t, pt, pl, out)
 
 
@@ -326,24 +323,32 @@ DOT_MIN_K = 32
 
 
 @njit(inline="always")
-def _fwd_block(xp, w2, b, t, rows, sh, sw, dh, dw, kh, kw, groups, out):
+def _nonneg(lo, per_block):
+    """``lo`` clamped to >= 0 and the block size to >= 1: LLVM then knows that block and row
+    indices are not negative, so Python's floor ``//`` and ``%`` in the lowering loops compile
+    to plain unsigned arithmetic (with a signed ``lo`` argument the weight gradient ran 12-15%
+    slower than with the block loop starting at 0)."""
+    return max(lo, 0), max(per_block, 1)
+
+
+@njit(inline="always")
+def _fwd_block(xp, w2, b, t, rows, sh, sw, dh, dw, kh, kw, groups, out, y, buf):
+    """Output rows ``[t*rows, (t+1)*rows)`` of ``out``; ``y`` (O, rows*OW) and ``buf`` (the
+    patch buffer, either layout) are scratch at least one block large."""
     Co, Kg = w2.shape
     Og = Co // groups
     OH, OW = out.shape[2], out.shape[3]
     q0 = t * rows
     q1 = min(q0 + rows, out.shape[0] * OH)
     m = (q1 - q0) * OW
-    y = np.empty((Co, m), xp.dtype)
     if Kg >= DOT_MIN_K:
-        colsT = np.empty((m, Kg * groups), xp.dtype)
-        _lower_t(xp, q0, q1, OH, OW, sh, sw, dh, dw, kh, kw, colsT)
+        _lower_t(xp, q0, q1, OH, OW, sh, sw, dh, dw, kh, kw, buf)
         for gi in range(groups):
-            _mm_nt(w2, gi * Og, 0, Og, colsT, 0, gi * Kg, m, Kg, y, gi * Og)
+            _mm_nt(w2, gi * Og, 0, Og, buf, 0, gi * Kg, m, Kg, y, gi * Og)
     else:
-        cols = np.empty((Kg * groups, m), xp.dtype)
-        _lower(xp, q0, q1, OH, OW, sh, sw, dh, dw, kh, kw, cols)
+        _lower(xp, q0, q1, OH, OW, sh, sw, dh, dw, kh, kw, buf)
         for gi in range(groups):
-            _mm(w2, gi * Og, Og, Kg, cols, gi * Kg, y, gi * Og, m)
+            _mm(w2, gi * Og, Og, Kg, buf, gi * Kg, y, gi * Og, m)
     for o in range(Co):
         row = y[U(o)]
         if b is not None:
@@ -358,27 +363,25 @@ def _fwd_block(xp, w2, b, t, rows, sh, sw, dh, dw, kh, kw, groups, out):
                 out[n, U(o), oh, U(ow)] = row[U(base + ow)]
 
 
-@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
-def conv2d_forward(xp, w2, b, sh, sw, dh, dw, kh, kw, groups, out):
+@cached_njit(nogil=True, fastmath=_FM, error_model="numpy")
+def conv2d_forward(lo, hi, xp, w2, b, rows, sh, sw, dh, dw, kh, kw, groups, out):
     """``out`` (N, O, OH, OW) = conv of the padded input ``xp`` (N, C, Hp, Wp) with ``w2``
-    (O, C/groups*kh*kw) (+ ``b`` (O,) or None)."""
-    n_rows = out.shape[0] * out.shape[2]
-    rows = row_blocks(n_rows, out.shape[3], BLOCK_COLS)
-    for t in range((n_rows + rows - 1) // rows):
-        _fwd_block(xp, w2, b, t, rows, sh, sw, dh, dw, kh, kw, groups, out)
-
-
-@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy", parallel=True)
-def conv2d_forward_par(xp, w2, b, sh, sw, dh, dw, kh, kw, groups, out):
-    """Parallel :func:`conv2d_forward` over blocks of output rows."""
-    n_rows = out.shape[0] * out.shape[2]
-    rows = row_blocks(n_rows, out.shape[3], BLOCK_COLS)
-    for t in prange((n_rows + rows - 1) // rows):
-        _fwd_block(xp, w2, b, t, rows, sh, sw, dh, dw, kh, kw, groups, out)
+    (O, C/groups*kh*kw) (+ ``b`` (O,) or None): blocks ``lo <= t < hi`` of ``rows`` output
+    rows (``q = n*OH + oh``) each (``rows = row_blocks(N*OH, OW, BLOCK_COLS)``)."""
+    Co, Kg = w2.shape
+    lo, rows = _nonneg(lo, rows)
+    m = rows * out.shape[3]
+    y = np.empty((Co, m), xp.dtype)
+    if Kg >= DOT_MIN_K:  # patch vectors contiguous (colsT) / a row per tap (cols)
+        buf = np.empty((m, Kg * groups), xp.dtype)
+    else:
+        buf = np.empty((Kg * groups, m), xp.dtype)
+    for t in range(lo, hi):
+        _fwd_block(xp, w2, b, t, rows, sh, sw, dh, dw, kh, kw, groups, out, y, buf)
 
 
 @njit(inline="always")
-def _bwd_input_block(g, wt, t, nb, sh, sw, pt, pl, dh, dw, kh, kw, groups, out):
+def _bwd_input_block(g, wt, t, nb, sh, sw, pt, pl, dh, dw, kh, kw, groups, out, gb, dcols):
     N, Co, OH, OW = g.shape
     Kg, Og = wt.shape[0] // groups, wt.shape[1]
     n0 = t * nb
@@ -386,8 +389,6 @@ def _bwd_input_block(g, wt, t, nb, sh, sw, pt, pl, dh, dw, kh, kw, groups, out):
     q0 = n0 * OH
     q1 = n1 * OH
     m = (q1 - q0) * OW
-    gb = np.empty((Co, m), g.dtype)
-    dcols = np.empty((wt.shape[0], m), g.dtype)
     _gather(g, q0, q1, gb)
     for gi in range(groups):
         _mm(wt, gi * Kg, Kg, Og, gb, gi * Og, dcols, gi * Kg, m)
@@ -399,37 +400,30 @@ def _bwd_input_block(g, wt, t, nb, sh, sw, pt, pl, dh, dw, kh, kw, groups, out):
     _unlower(dcols, q0, q1, OH, OW, sh, sw, pt, pl, dh, dw, kh, kw, out)
 
 
-@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
-def conv2d_backward_input(g, wt, sh, sw, pt, pl, dh, dw, kh, kw, groups, out):
+@cached_njit(nogil=True, fastmath=_FM, error_model="numpy")
+def conv2d_backward_input(lo, hi, g, wt, nb, sh, sw, pt, pl, dh, dw, kh, kw, groups, out):
     """``out`` (N, C, H, W): gradient of the input for output gradient ``g`` (N, O, OH, OW)
-    of a convolution with any stride; ``wt`` (C*kh*kw, O/groups) stacks each group's
-    transposed ``(O/groups, C/groups*kh*kw)`` weight matrix. (Stride 1 is a convolution of
-    ``g`` with the flipped kernel: the caller uses :func:`conv2d_forward` for it.)"""
-    N = g.shape[0]
-    nb = sample_blocks(N, g.shape[2] * g.shape[3], BLOCK_COLS)
-    for t in range((N + nb - 1) // nb):
-        _bwd_input_block(g, wt, t, nb, sh, sw, pt, pl, dh, dw, kh, kw, groups, out)
-
-
-@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy", parallel=True)
-def conv2d_backward_input_par(g, wt, sh, sw, pt, pl, dh, dw, kh, kw, groups, out):
-    """Parallel :func:`conv2d_backward_input` over blocks of samples (each owns its pixels)."""
-    N = g.shape[0]
-    nb = sample_blocks(N, g.shape[2] * g.shape[3], BLOCK_COLS)
-    for t in prange((N + nb - 1) // nb):
-        _bwd_input_block(g, wt, t, nb, sh, sw, pt, pl, dh, dw, kh, kw, groups, out)
+    of a convolution with any stride, for the blocks ``lo <= t < hi`` of ``nb`` samples each
+    (``nb = sample_blocks(N, OH*OW, BLOCK_COLS)``; a block owns its samples' pixels). ``wt``
+    (C*kh*kw, O/groups) stacks each group's transposed ``(O/groups, C/groups*kh*kw)`` weight
+    matrix. (Stride 1 is a convolution of ``g`` with the flipped kernel: the caller uses
+    :func:`conv2d_forward` for it.)"""
+    lo, nb = _nonneg(lo, nb)
+    m = nb * g.shape[2] * g.shape[3]
+    gb = np.empty((g.shape[1], m), g.dtype)
+    dcols = np.empty((wt.shape[0], m), g.dtype)
+    for t in range(lo, hi):
+        _bwd_input_block(g, wt, t, nb, sh, sw, pt, pl, dh, dw, kh, kw, groups, out, gb, dcols)
 
 
 @njit(inline="always")
-def _bwd_weight_block(g, xp, t, rows, sh, sw, dh, dw, kh, kw, groups, partial):
+def _bwd_weight_block(g, xp, t, rows, sh, sw, dh, dw, kh, kw, groups, partial, gb, cols):
     N, Co, OH, OW = g.shape
     Kg = partial.shape[2]
     Og = Co // groups
     q0 = t * rows
     q1 = min(q0 + rows, N * OH)
     m = (q1 - q0) * OW
-    gb = np.empty((Co, m), g.dtype)
-    cols = np.empty((xp.shape[1] * kh * kw, m), g.dtype)
     _gather(g, q0, q1, gb)
     _lower(xp, q0, q1, OH, OW, sh, sw, dh, dw, kh, kw, cols)
     dst = partial[U(t)]
@@ -437,182 +431,14 @@ def _bwd_weight_block(g, xp, t, rows, sh, sw, dh, dw, kh, kw, groups, partial):
         _mm_nt(gb, gi * Og, 0, Og, cols, gi * Kg, 0, Kg, m, dst, gi * Og)
 
 
-@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
-def conv2d_backward_weight(g, xp, sh, sw, dh, dw, kh, kw, groups, partial):
-    """``partial[t]`` (O, C/groups*kh*kw): the weight gradient from block ``t`` of output rows
-    (``row_blocks(N*OH, OW, WGRAD_BLOCK_COLS)`` rows each) for the padded input ``xp``; the
-    caller sums over ``t``."""
-    n_rows = g.shape[0] * g.shape[2]
-    rows = row_blocks(n_rows, g.shape[3], WGRAD_BLOCK_COLS)
-    for t in range(partial.shape[0]):
-        _bwd_weight_block(g, xp, t, rows, sh, sw, dh, dw, kh, kw, groups, partial)
-
-
-@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy", parallel=True)
-def conv2d_backward_weight_par(g, xp, sh, sw, dh, dw, kh, kw, groups, partial):
-    """Parallel :func:`conv2d_backward_weight` over the blocks."""
-    n_rows = g.shape[0] * g.shape[2]
-    rows = row_blocks(n_rows, g.shape[3], WGRAD_BLOCK_COLS)
-    for t in prange(partial.shape[0]):
-        _bwd_weight_block(g, xp, t, rows, sh, sw, dh, dw, kh, kw, groups, partial)
-
-
-# ----------------------------------------------------------------------------- max pool
-@njit(inline="always")
-def _first(start, step):
-    """The first tap ``start + m*step`` at or after 0 (the earlier ones lie in the padding)."""
-    while start < 0:
-        start += step
-    return start
-
-
-@njit(inline="always")
-def _max_pool_plane(x, p, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
-    H, W = x.shape[1], x.shape[2]
-    OH, OW = out.shape[1], out.shape[2]
-    ninf = -np.inf
-    for oh in range(OH):
-        hs = oh * sh - ph
-        he = min(hs + (kh - 1) * dh + 1, H)
-        hs = _first(hs, dh)
-        for ow in range(OW):
-            ws = ow * sw - pw
-            we = min(ws + (kw - 1) * dw + 1, W)
-            ws = _first(ws, dw)
-            best = x.dtype.type(ninf)
-            bi = hs * W + ws
-            for ih in range(hs, he, dh):
-                for iw in range(ws, we, dw):
-                    v = x[p, ih, iw]
-                    if v > best or v != v:
-                        best = v
-                        bi = ih * W + iw
-            out[p, oh, ow] = best
-            idx[p, oh, ow] = bi
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def max_pool(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
-    """Max pooling of ``x`` ``(P, H, W)`` into ``out`` ``(P, OH, OW)`` with the flat
-    ``ih*W + iw`` index of each maximum in ``idx`` (first maximum; NaN wins)."""
-    for p in range(x.shape[0]):
-        _max_pool_plane(x, p, kh, kw, sh, sw, ph, pw, dh, dw, out, idx)
-
-
-@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def max_pool_par(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
-    """Parallel :func:`max_pool` over the planes."""
-    for p in prange(x.shape[0]):
-        _max_pool_plane(x, p, kh, kw, sh, sw, ph, pw, dh, dw, out, idx)
-
-
-@njit(inline="always")
-def _scatter_plane(g, idx, p, out):
-    H, W = out.shape[1], out.shape[2]
-    hw = H * W
-    for ih in range(H):
-        for iw in range(W):
-            out[p, ih, iw] = 0
-    for oh in range(g.shape[1]):
-        for ow in range(g.shape[2]):
-            k = idx[p, oh, ow]
-            if 0 <= k < hw:
-                out[p, k // W, k % W] += g[p, oh, ow]
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def max_pool_backward(g, idx, out):
-    """``out`` ``(P, H, W)``: the gradients ``g`` ``(P, OH, OW)`` summed into the positions
-    ``idx`` of each plane (the adjoint of gathering by ``idx``)."""
-    for p in range(g.shape[0]):
-        _scatter_plane(g, idx, p, out)
-
-
-@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def max_pool_backward_par(g, idx, out):
-    """Parallel :func:`max_pool_backward` over the planes (each owns its output)."""
-    for p in prange(g.shape[0]):
-        _scatter_plane(g, idx, p, out)
-
-
-# ----------------------------------------------------------------------------- avg pool
-@njit(inline="always")
-def _avg_window(oh, ow, kh, kw, sh, sw, ph, pw, H, W, count_pad, divisor):
-    """PyTorch's window bounds and divisor of output ``(oh, ow)``."""
-    hs = oh * sh - ph
-    ws = ow * sw - pw
-    he = min(hs + kh, H + ph)
-    we = min(ws + kw, W + pw)
-    size = (he - hs) * (we - ws)
-    hs = max(hs, 0)
-    ws = max(ws, 0)
-    he = min(he, H)
-    we = min(we, W)
-    if divisor != 0:
-        d = divisor
-    elif count_pad:
-        d = size
-    else:
-        d = (he - hs) * (we - ws)
-    return hs, he, ws, we, d
-
-
-@njit(inline="always")
-def _avg_pool_plane(x, p, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
-    H, W = x.shape[1], x.shape[2]
-    for oh in range(out.shape[1]):
-        for ow in range(out.shape[2]):
-            hs, he, ws, we, d = _avg_window(oh, ow, kh, kw, sh, sw, ph, pw, H, W, count_pad,
-                                            divisor)
-            s = x.dtype.type(0)
-            if hs < he and ws < we:
-                for ih in range(hs, he):
-                    for iw in range(ws, we):
-                        s += x[p, ih, iw]
-                s = s / d
-            out[p, oh, ow] = s
-
-
-@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
-def avg_pool(x, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
-    """Average pooling of ``x`` ``(P, H, W)`` (PyTorch's divisor rules; ``divisor`` 0: none)."""
-    for p in range(x.shape[0]):
-        _avg_pool_plane(x, p, kh, kw, sh, sw, ph, pw, count_pad, divisor, out)
-
-
-@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy", parallel=True)
-def avg_pool_par(x, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
-    """Parallel :func:`avg_pool` over the planes."""
-    for p in prange(x.shape[0]):
-        _avg_pool_plane(x, p, kh, kw, sh, sw, ph, pw, count_pad, divisor, out)
-
-
-@njit(inline="always")
-def _avg_back_plane(g, p, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
-    H, W = out.shape[1], out.shape[2]
-    for ih in range(H):
-        for iw in range(W):
-            out[p, ih, iw] = 0
-    for oh in range(g.shape[1]):
-        for ow in range(g.shape[2]):
-            hs, he, ws, we, d = _avg_window(oh, ow, kh, kw, sh, sw, ph, pw, H, W, count_pad,
-                                            divisor)
-            if hs < he and ws < we:
-                v = g[p, oh, ow] / d
-                for ih in range(hs, he):
-                    for iw in range(ws, we):
-                        out[p, ih, iw] += v
-
-
-@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
-def avg_pool_backward(g, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
-    """Adjoint of :func:`avg_pool`: each ``g / divisor`` spread over its window."""
-    for p in range(g.shape[0]):
-        _avg_back_plane(g, p, kh, kw, sh, sw, ph, pw, count_pad, divisor, out)
-
-
-@njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy", parallel=True)
-def avg_pool_backward_par(g, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
-    """Parallel :func:`avg_pool_backward` over the planes (each owns its output)."""
-    for p in prange(g.shape[0]):
-        _avg_back_plane(g, p, kh, kw, sh, sw, ph, pw, count_pad, divisor, out)
+@cached_njit(nogil=True, fastmath=_FM, error_model="numpy")
+def conv2d_backward_weight(lo, hi, g, xp, rows, sh, sw, dh, dw, kh, kw, groups, partial):
+    """``partial[t]`` (O, C/groups*kh*kw) for ``lo <= t < hi``: the weight gradient from block
+    ``t`` of ``rows`` output rows (``rows = row_blocks(N*OH, OW, WGRAD_BLOCK_COLS)``) for the
+    padded input ``xp``; the caller sums over ``t`` in block order."""
+    lo, rows = _nonneg(lo, rows)
+    m = rows * g.shape[3]
+    gb = np.empty((g.shape[1], m), g.dtype)
+    cols = np.empty((xp.shape[1] * kh * kw, m), g.dtype)
+    for t in range(lo, hi):
+        _bwd_weight_block(g, xp, t, rows, sh, sw, dh, dw, kh, kw, groups, partial, gb, cols)

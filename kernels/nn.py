@@ -5,18 +5,22 @@ Layer norm works on ``(M, N)`` rows (the normalised dims flattened): per row, th
 biased variance are accumulated in float64 in two passes (no cancellation), then the row is
 normalised. The backward recomputes the row statistics instead of storing them, so the
 forward leaves no residuals but its input. ``w``/``b`` may be ``None``: Numba compiles the
-branch away. Each row kernel has a ``prange`` twin for large inputs.
+branch away. The layer-norm kernels compute rows ``[lo, hi)`` and release the GIL: the caller
+runs ``k(0, M, ...)`` on its own thread, or splits the rows over threads with
+:func:`jitgrad.kernels.pool.run_parts` (a row's result does not depend on the split). They
+slice their rows ``[lo, hi)`` and loop over the slices from 0 (faster code than a loop from
+the argument ``lo``: see :mod:`.pooling`).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from .cached import cached_njit
 from .scalar import KERNEL_FASTMATH
 
-__all__ = ["layer_norm", "layer_norm_par", "layer_norm_backward", "layer_norm_backward_par",
-           "embedding_backward"]
+__all__ = ["layer_norm", "layer_norm_backward", "embedding_backward"]
 
 
 @njit(inline="always")
@@ -45,17 +49,11 @@ def _ln_row(x, w, b, eps, out, i):
         out[i, j] = y
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
-def layer_norm(x, w, b, eps, out):
-    """``out = (x - mean) / sqrt(var + eps) * w + b`` per row of ``x``."""
+@cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
+def layer_norm(lo, hi, x, w, b, eps, out):
+    """``out = (x - mean) / sqrt(var + eps) * w + b`` per row ``lo <= i < hi`` of ``x``."""
+    x, out = x[lo:hi], out[lo:hi]
     for i in range(x.shape[0]):
-        _ln_row(x, w, b, eps, out, i)
-
-
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy", parallel=True)
-def layer_norm_par(x, w, b, eps, out):
-    """Parallel :func:`layer_norm` (rows are independent)."""
-    for i in prange(x.shape[0]):
         _ln_row(x, w, b, eps, out, i)
 
 
@@ -76,22 +74,16 @@ def _ln_bwd_row(g, x, w, eps, out, i):
         out[i, j] = rstd * (a - s1 - (x[i, j] - mean) * rstd * s2)
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
-def layer_norm_backward(g, x, w, eps, out):
+@cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
+def layer_norm_backward(lo, hi, g, x, w, eps, out):
     """Input gradient of :func:`layer_norm` per row: ``rstd * (a - mean(a) - xhat *
     mean(a * xhat))`` with ``a = g * w``."""
+    g, x, out = g[lo:hi], x[lo:hi], out[lo:hi]
     for i in range(x.shape[0]):
         _ln_bwd_row(g, x, w, eps, out, i)
 
 
-@njit(cache=True, nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy", parallel=True)
-def layer_norm_backward_par(g, x, w, eps, out):
-    """Parallel :func:`layer_norm_backward`."""
-    for i in prange(x.shape[0]):
-        _ln_bwd_row(g, x, w, eps, out, i)
-
-
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def embedding_backward(g, idx, padding_idx, out):
     """``out[idx[i]] += g[i]`` for every ``i`` whose index is not ``padding_idx`` (``out``
     zeroed by the caller)."""

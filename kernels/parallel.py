@@ -12,7 +12,17 @@ import os
 import threading
 from time import perf_counter
 
-__all__ = ["configure_threading", "PARALLEL_LOCK", "needs_lock", "note_blas", "parallel_ok"]
+__all__ = ["configure_threading", "PARALLEL_LOCK", "needs_lock", "note_blas", "parallel_ok",
+           "PARALLEL_MIN_SIZE"]
+
+#: size from which the parallel kernels are used; below it threads cost more than they save.
+#: Measured on the 2-core project machine (best of 9, float32, OpenMP layer with passive
+#: waiting: a launch costs 40-60 us of thread wake-up), sequential vs parallel: ``mul`` 2^17:
+#: 14 vs 59 us, 2^19: 65 vs 103 us, 2^20: 113 vs 104 us; ``tanh`` 2^18: 64 vs 88 us, 2^19: 136
+#: vs 115 us, 2^20: 263 vs 200 us. The part-splitting pool of :mod:`.pool` costs the same per
+#: launch (80 vs 75 us at 3e4 elements), so the threshold holds for kernels run on it too.
+#: Compiled plans use the same threshold (asv: ``bench_eager.ParallelThreshold``).
+PARALLEL_MIN_SIZE = 1 << 19
 
 PARALLEL_LOCK = threading.Lock()
 _configured = False

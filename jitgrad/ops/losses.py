@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..kernels.parallel import parallel_ok
+from ..kernels.parallel import PARALLEL_MIN_SIZE, parallel_ok
+from ..kernels.pool import run_parts
 from ..shapes import fmt_shape
 from ..tensor import Tensor
 from .dispatch import as_tensor_arg
-from .eager_kernels import PARALLEL_MIN_SIZE, use_kernels
+from .eager_kernels import use_kernels
 from .registry import REDUCE, defop
 
 __all__ = ["binary_cross_entropy_with_logits"]
@@ -52,9 +55,7 @@ def _kernel_operands(x, y, w, pw):
 
 def _kernels():
     from ..kernels import losses
-    from ..kernels.parallel import configure_threading
 
-    configure_threading()
     return losses
 
 
@@ -72,8 +73,16 @@ def _bce_logits_eager(x, y, w, pw, reduction, shape):
         out = np.empty(x.size, x.dtype)
         k.bce_logits_none(fx, fy, fw, fpw, out)
         return out.reshape(shape)
-    big = x.size >= PARALLEL_MIN_SIZE
-    total = (k.bce_logits_sum_par if big else k.bce_logits_sum)(fx, fy, fw, fpw)
+    # float64 partial sums of fixed chunks, added correctly rounded (fsum): the same bits on
+    # one thread or several
+    parts = k.sum_chunks(x.size)
+    partial = np.empty(parts, np.float64)
+    args = (fx, fy, fw, fpw, partial)
+    if x.size >= PARALLEL_MIN_SIZE:
+        run_parts(k.bce_logits_sum, parts, args)
+    else:
+        k.bce_logits_sum(0, parts, *args)
+    total = partial[0] if parts == 1 else math.fsum(partial.tolist())
     if reduction == "mean":
         total /= x.size
     return np.asarray(total, dtype=x.dtype)
@@ -101,9 +110,11 @@ def _bce_grad_eager(g, x, y, w, pw, reduction, shape):
         fg = g.reshape(()).item() / (x.size if reduction == "mean" else 1)
         fg = x.dtype.type(fg)
     out = np.empty(x.size, x.dtype)
-    fn = (k.bce_logits_grad_par if x.size >= PARALLEL_MIN_SIZE and parallel_ok(x.size)
-          else k.bce_logits_grad)
-    fn(fx, fy, fw, fpw, fg, out)
+    args = (fx, fy, fw, fpw, fg, out)
+    if x.size >= PARALLEL_MIN_SIZE and parallel_ok(x.size):
+        run_parts(k.bce_logits_grad, x.size, args)  # parts: elements
+    else:
+        k.bce_logits_grad(0, x.size, *args)
     return out.reshape(shape)
 
 

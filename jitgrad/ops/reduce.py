@@ -13,8 +13,9 @@ from ..shapes import fmt_shape, wrap_dim, wrap_dims
 from ..tensor import Tensor, wrap
 from . import samples as S
 from .dispatch import call, record
-from .eager_reduce import kernel_ok, rowwise, sum_float
+from .eager_reduce import sum_float
 from .registry import REDUCE, defop
+from .rowwise import kernel_ok, rowwise
 
 __all__ = ["sum", "mean", "max", "min", "amax", "amin", "logsumexp", "softmax", "log_softmax",
            "softmax_backward", "log_softmax_backward",

@@ -1,9 +1,9 @@
 """conv2d, max_pool2d and avg_pool2d (jitgrad.ops.conv) beyond the registry-driven tests:
 naive NumPy references (written here, independent of the ops' own references), finite
 differences on the cases the registry samples cannot hold (unbatched input: its node is
-PyTorch's SqueezeBackward1), shapes large enough for the parallel kernels (bit-equal to the
-sequential ones), PyTorch as an oracle (values, gradients, node names, pooling indices and
-ties, every error message) and the errors without PyTorch.
+PyTorch's SqueezeBackward1), part kernels split unevenly (bit-equal to one call; the pooled
+runs are in tests/nn/test_kernel_parts.py), PyTorch as an oracle (values, gradients, node
+names, pooling indices and ties, every error message) and the errors without PyTorch.
 """
 
 from __future__ import annotations
@@ -211,9 +211,25 @@ def test_pooling_gradcheck_in_a_small_net():
 
 
 # ---------------------------------------------------------- parallel == sequential
-def test_parallel_kernels_equal_sequential_bitwise():
-    """Fixed block partitions: the result does not depend on the thread count or path."""
-    k = C._k()
+def _split_runs(fn, parts, args, out_specs):
+    """``fn`` over ``[0, parts)`` in one call and in uneven pieces (as threads would split
+    it): the outputs (new arrays of ``out_specs`` ``(shape, dtype)``, passed after ``args``)
+    must be equal."""
+    outs = []
+    for cuts in ([0, parts], sorted({0, parts, parts // 3, parts // 3 + 1, parts - 1})):
+        out = [np.empty(shape, dt) for shape, dt in out_specs]
+        for lo, hi in zip(cuts[:-1], cuts[1:]):
+            fn(lo, hi, *args, *out)
+        outs.append(out)
+    for a, c in zip(*outs):
+        np.testing.assert_array_equal(a, c)
+
+
+def test_part_kernels_do_not_depend_on_the_split():
+    """Fixed block partitions: the result does not depend on how the parts are split."""
+    from jitgrad.kernels import conv as k
+    from jitgrad.kernels import pooling as kp
+
     rng = np.random.default_rng(4)
     for dt in (F32, F64):
         for xs, ws, s, d, grp in [((8, 16, 9, 10), (32, 16, 3, 3), 1, 1, 1),
@@ -226,33 +242,26 @@ def test_parallel_kernels_equal_sequential_bitwise():
             xp = C._padded(x, (1, 1, 1, 1))
             geo = (*_pair(s), *_pair(d), ws[2], ws[3], grp)
             w2 = w.reshape(ws[0], -1)
-            outs = [np.empty((xs[0], ws[0]) + ohw, dt) for _ in range(2)]
-            k.conv2d_forward(xp, w2, b, *geo, outs[0])
-            k.conv2d_forward_par(xp, w2, b, *geo, outs[1])
-            np.testing.assert_array_equal(outs[0], outs[1])
+            n_rows = xs[0] * ohw[0]
+            rows = k.row_blocks(n_rows, ohw[1], k.BLOCK_COLS)
+            _split_runs(k.conv2d_forward, k.n_blocks(n_rows, rows), (xp, w2, b, rows, *geo),
+                        [((xs[0], ws[0]) + ohw, dt)])
             wt = np.ascontiguousarray(w.reshape(grp, ws[0] // grp, -1).transpose(0, 2, 1))
             wt = wt.reshape(-1, ws[0] // grp)
-            gi = [np.empty(xs, dt) for _ in range(2)]
-            k.conv2d_backward_input(g, wt, *_pair(s), 1, 1, *_pair(d), ws[2], ws[3], grp, gi[0])
-            k.conv2d_backward_input_par(g, wt, *_pair(s), 1, 1, *_pair(d), ws[2], ws[3], grp,
-                                        gi[1])
-            np.testing.assert_array_equal(gi[0], gi[1])
-            rows = k.row_blocks(xs[0] * ohw[0], ohw[1], k.WGRAD_BLOCK_COLS)
-            parts = [np.empty((-(-xs[0] * ohw[0] // rows), ws[0], w2.shape[1]), dt)
-                     for _ in range(2)]
-            k.conv2d_backward_weight(g, xp, *geo, parts[0])
-            k.conv2d_backward_weight_par(g, xp, *geo, parts[1])
-            np.testing.assert_array_equal(parts[0], parts[1])
+            nb = k.sample_blocks(xs[0], ohw[0] * ohw[1], k.BLOCK_COLS)
+            _split_runs(k.conv2d_backward_input, k.n_blocks(xs[0], nb),
+                        (g, wt, nb, *_pair(s), 1, 1, *_pair(d), ws[2], ws[3], grp),
+                        [(xs, dt)])
+            rows = k.row_blocks(n_rows, ohw[1], k.WGRAD_BLOCK_COLS)
+            parts = k.n_blocks(n_rows, rows)
+            _split_runs(k.conv2d_backward_weight, parts, (g, xp, rows, *geo),
+                        [((parts, ws[0], w2.shape[1]), dt)])
         x = _rand(rng, (40, 30, 30), dt)
-        res = []
-        for fn in (k.max_pool, k.max_pool_par):
-            o, i = np.empty((40, 15, 15), dt), np.empty((40, 15, 15), np.int64)
-            fn(x, 3, 3, 2, 2, 1, 1, 1, 1, o, i)
-            gx = np.empty_like(x)
-            (k.max_pool_backward if fn is k.max_pool else k.max_pool_backward_par)(o, i, gx)
-            res.append((o, i, gx))
-        for a, c in zip(*res):
-            np.testing.assert_array_equal(a, c)
+        _split_runs(kp.max_pool, 40, (x, 3, 3, 2, 2, 1, 1, 1, 1),
+                    [((40, 15, 15), dt), ((40, 15, 15), np.int64)])
+        o, i = np.empty((40, 15, 15), dt), np.empty((40, 15, 15), np.int64)
+        kp.max_pool(0, 40, x, 3, 3, 2, 2, 1, 1, 1, 1, o, i)
+        _split_runs(kp.max_pool_backward, 40, (o, i), [(x.shape, dt)])
 
 
 # ------------------------------------------------------------------------ PyTorch oracle
@@ -516,6 +525,7 @@ def test_numpy_arrays_and_sequences_are_accepted():
 
 def test_kernels_are_not_compiled_at_import():
     code = ("import sys, jitgrad; assert 'jitgrad.kernels.conv' not in sys.modules; "
-            "from jitgrad.kernels import conv; "
-            "assert not conv.conv2d_forward.signatures and not conv.max_pool.signatures")
+            "assert 'jitgrad.kernels.pooling' not in sys.modules; "
+            "from jitgrad.kernels import conv, pooling; "
+            "assert not conv.conv2d_forward.signatures and not pooling.max_pool.signatures")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -15,12 +15,13 @@ import math
 
 import numpy as np
 
-from ...kernels.parallel import parallel_ok
+from ...kernels.parallel import PARALLEL_MIN_SIZE, parallel_ok
+from ...kernels.pool import run_parts
 from ...shapes import fmt_shape
 from ...tensor import Tensor
 from .. import samples as S
 from ..dispatch import as_tensor_arg
-from ..eager_kernels import PARALLEL_MIN_SIZE, use_kernels
+from ..eager_kernels import use_kernels
 from ..elementwise import rsqrt
 from ..losses import _call_optional
 from ..registry import REDUCE, defop
@@ -119,6 +120,16 @@ def _kernel_ok(*arrays) -> bool:
             and all(a is None or a.dtype == x.dtype for a in arrays))
 
 
+def _run_rows(fn, n_rows: int, size: int, args: tuple) -> None:
+    """``fn(lo, hi, *args)`` over the ``n_rows`` rows: split over the pool's threads from
+    ``PARALLEL_MIN_SIZE`` elements (unless OpenBLAS's workers may be spinning), else on the
+    calling thread. A row's result does not depend on the split."""
+    if size >= PARALLEL_MIN_SIZE and parallel_ok(size):
+        run_parts(fn, n_rows, args)
+    else:
+        fn(0, n_rows, *args)
+
+
 def _ln_eager(x, w, b, normalized_shape, eps):
     if not _kernel_ok(x, w, b):
         return _ln_ref(x, w, b, normalized_shape, eps)
@@ -126,8 +137,7 @@ def _ln_eager(x, w, b, normalized_shape, eps):
 
     rows = _rows(x, normalized_shape)
     out = np.empty_like(rows)
-    fn = K.layer_norm_par if x.size >= PARALLEL_MIN_SIZE and parallel_ok(x.size) else K.layer_norm
-    fn(rows, _flat(w), _flat(b), float(eps), out)
+    _run_rows(K.layer_norm, rows.shape[0], x.size, (rows, _flat(w), _flat(b), float(eps), out))
     return out.reshape(x.shape)
 
 
@@ -138,9 +148,8 @@ def _ln_grad_eager(g, x, w, normalized_shape, eps):
 
     rows = _rows(x, normalized_shape)
     out = np.empty_like(rows)
-    fn = (K.layer_norm_backward_par if x.size >= PARALLEL_MIN_SIZE and parallel_ok(x.size)
-          else K.layer_norm_backward)
-    fn(_rows(g, normalized_shape), rows, _flat(w), float(eps), out)
+    _run_rows(K.layer_norm_backward, rows.shape[0], x.size,
+              (_rows(g, normalized_shape), rows, _flat(w), float(eps), out))
     return out.reshape(x.shape)
 
 

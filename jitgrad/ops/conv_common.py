@@ -1,0 +1,82 @@
+"""What the convolution (:mod:`.conv`) and pooling (:mod:`.pooling`) ops share: when their
+kernels run in parallel, how a kernel is launched, argument parsing, dtype checks and the
+strided window views of the NumPy references.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ..kernels.parallel import parallel_ok
+from ..kernels.pool import run_parts
+from ..shapes import fmt_shape
+from ..tensor import Tensor, wrap
+from .dispatch import record
+
+#: multiply-adds from which the conv kernels run in parallel
+PARALLEL_MIN_MACS = 1 << 18
+#: window taps (pooling) or padded elements from which the pooling and padding kernels run in
+#: parallel
+PARALLEL_MIN_WORK = 1 << 15
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _par(macs: int) -> bool:
+    return macs >= PARALLEL_MIN_MACS and parallel_ok(macs)
+
+
+def _big(work: int) -> bool:
+    return work >= PARALLEL_MIN_WORK and parallel_ok(work)
+
+
+def _launch(fn, parts: int, args: tuple, parallel: bool) -> None:
+    """``fn(lo, hi, *args)`` over ``[0, parts)``: split over the pool's threads when
+    ``parallel``, else on the calling thread (a part's result does not depend on the split)."""
+    if parallel:
+        run_parts(fn, parts, args)
+    else:
+        fn(0, parts, *args)
+
+
+def _run(op, inputs, params, res):
+    return record(op, wrap(res), tuple(inputs), params)
+
+
+def _ints(v, n, what):
+    """``v`` (int or sequence of 1 or ``n`` ints) as an ``n``-tuple, or None if malformed."""
+    if isinstance(v, (bool, np.bool_)):
+        return None
+    try:
+        return (operator.index(v),) * n
+    except TypeError:
+        pass
+    try:
+        vals = tuple(operator.index(e) for e in v)
+    except TypeError:
+        raise TypeError(f"{what} must be an int or a tuple of ints, got {v!r}") from None
+    if len(vals) == 1:
+        return vals * n
+    return vals if len(vals) == n else None
+
+
+def _check_float(t: Tensor, fn: str) -> None:
+    if t._data.dtype not in _FLOATS:
+        raise RuntimeError(f"{fn}: jitgrad implements float32 and float64 tensors, got "
+                           f"{t.dtype.name} (input of size {fmt_shape(t._data.shape)})")
+
+
+def _windows(xp, k, stride, dilation, ohw):
+    """``xp[..., i*dh + oh*sh, j*dw + ow*sw]`` as an array ``(..., kh, kw, OH, OW)`` view."""
+    sh, sw = xp.strides[-2:]
+    shape = xp.shape[:-2] + (k[0], k[1]) + tuple(ohw)
+    strides = xp.strides[:-2] + (sh * dilation[0], sw * dilation[1], sh * stride[0],
+                                 sw * stride[1])
+    return np.lib.stride_tricks.as_strided(xp, shape, strides, writeable=False)
+
+
+def _pad(x, padding, value=0.0):
+    t, b, lft, r = padding
+    return np.pad(x, ((0, 0), (0, 0), (t, b), (lft, r)), constant_values=value)

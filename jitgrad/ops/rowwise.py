@@ -1,0 +1,69 @@
+"""Eager softmax, log_softmax and logsumexp (and the two backward ops) along one dim, on the
+row kernels of :mod:`jitgrad.kernels.softmax`.
+
+A kernel computes rows ``[lo, hi)`` of an ``(R, C)`` array; from :data:`PARALLEL_MIN_SIZE`
+elements (and while no OpenBLAS worker may be spinning, see
+:func:`jitgrad.kernels.parallel.parallel_ok`) the rows are split over the threads of
+:mod:`jitgrad.kernels.pool`, else the calling thread runs them all. A row's result does not
+depend on the split.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels.parallel import PARALLEL_MIN_SIZE, parallel_ok
+from ..kernels.pool import run_parts
+from .eager_kernels import use_kernels
+
+__all__ = ["rowwise", "kernel_ok"]
+
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_sm = None
+
+
+def _softmax_kernels():
+    global _sm
+    if _sm is None:
+        from ..kernels import softmax as mod
+
+        _sm = mod
+    return _sm
+
+
+def rowwise(name: str, arrays: tuple, dim: int, reduce_out: bool = False) -> np.ndarray:
+    """Run softmax-family kernel ``name`` along ``dim`` of float arrays of one shape.
+
+    The kernels work on the last axis of ``(R, C)`` arrays; another ``dim`` is moved last
+    (one copy) and moved back. ``reduce_out``: the result drops ``dim`` (logsumexp).
+    """
+    a0 = arrays[0]
+    nd = a0.ndim
+    last = dim == nd - 1
+    if last:
+        arrs = [np.ascontiguousarray(a) for a in arrays]
+    else:
+        arrs = [np.ascontiguousarray(np.moveaxis(a, dim, -1)) for a in arrays]
+    mshape = arrs[0].shape
+    C = mshape[-1]
+    R = a0.size // C if C else 0
+    two = [a.reshape(R, C) for a in arrs]
+    fn = getattr(_softmax_kernels(), name)
+    par = a0.size >= PARALLEL_MIN_SIZE and R > 1 and parallel_ok(a0.size)
+    out = np.empty(R if reduce_out else (R, C), a0.dtype)
+    args = (*two, out)
+    if par:
+        run_parts(fn, R, args)
+    else:
+        fn(0, R, *args)
+    if reduce_out:
+        return out.reshape(mshape[:-1])
+    out = out.reshape(mshape)
+    return out if last else np.moveaxis(out, -1, dim)
+
+
+def kernel_ok(a: np.ndarray, dim) -> bool:
+    """Whether the softmax kernels apply (float32/64, non-empty, a real dim)."""
+    return (a.dtype == _F32 or a.dtype == _F64) and a.size > 0 and a.ndim > 0 and \
+        dim is not None and use_kernels()

@@ -1,0 +1,183 @@
+"""Pooling kernels (NCHW, as ``(P, H, W)`` planes with ``P = N*C``): max and average pooling
+and their adjoints, with PyTorch's window and divisor rules.
+
+Max pooling stores the flat ``ih*W + iw`` index of each window's maximum (PyTorch's
+``indices``): the first maximum in window order, NaN counting as the largest value. Every
+kernel computes planes ``[lo, hi)`` and releases the GIL: the caller runs ``k(0, P, ...)`` on
+its own thread, or splits the planes over threads with :func:`jitgrad.kernels.pool.run_parts`
+(a plane owns its output, so the backward kernels are race-free and the result does not depend
+on the split). A kernel calls a loop over all planes of its arguments (``_*_planes``, compiled
+into it) on the slices ``[lo, hi)``: the same loop from the argument ``lo`` over the whole
+arrays, or over slices taken in the kernel itself, compiled to slower code (max pooling's
+backward at batch 128 of the digits CNN: 227 vs 215 us; average pooling of 64x64x32x32:
+8700 vs 8390 us).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .cached import cached_njit
+
+__all__ = ["max_pool", "max_pool_backward", "avg_pool", "avg_pool_backward"]
+
+# reassoc/contract only: NaN and inf propagate as in PyTorch (no nnan/ninf)
+_FM = {"contract", "reassoc"}
+
+
+# ----------------------------------------------------------------------------- max pool
+@njit(inline="always")
+def _first(start, step):
+    """The first tap ``start + m*step`` at or after 0 (the earlier ones lie in the padding)."""
+    while start < 0:
+        start += step
+    return start
+
+
+@njit(inline="always")
+def _max_pool_plane(x, p, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
+    H, W = x.shape[1], x.shape[2]
+    OH, OW = out.shape[1], out.shape[2]
+    ninf = -np.inf
+    for oh in range(OH):
+        hs = oh * sh - ph
+        he = min(hs + (kh - 1) * dh + 1, H)
+        hs = _first(hs, dh)
+        for ow in range(OW):
+            ws = ow * sw - pw
+            we = min(ws + (kw - 1) * dw + 1, W)
+            ws = _first(ws, dw)
+            best = x.dtype.type(ninf)
+            bi = hs * W + ws
+            for ih in range(hs, he, dh):
+                for iw in range(ws, we, dw):
+                    v = x[p, ih, iw]
+                    if v > best or v != v:
+                        best = v
+                        bi = ih * W + iw
+            out[p, oh, ow] = best
+            idx[p, oh, ow] = bi
+
+
+@njit(nogil=True, error_model="numpy")
+def _max_pool_planes(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
+    for p in range(x.shape[0]):
+        _max_pool_plane(x, p, kh, kw, sh, sw, ph, pw, dh, dw, out, idx)
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def max_pool(lo, hi, x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
+    """Max pooling of planes ``lo <= p < hi`` of ``x`` ``(P, H, W)`` into ``out`` ``(P, OH, OW)``
+    with the flat ``ih*W + iw`` index of each maximum in ``idx`` (first maximum; NaN wins)."""
+    _max_pool_planes(x[lo:hi], kh, kw, sh, sw, ph, pw, dh, dw, out[lo:hi], idx[lo:hi])
+
+
+@njit(inline="always")
+def _scatter_plane(g, idx, p, out):
+    H, W = out.shape[1], out.shape[2]
+    hw = H * W
+    for ih in range(H):
+        for iw in range(W):
+            out[p, ih, iw] = 0
+    for oh in range(g.shape[1]):
+        for ow in range(g.shape[2]):
+            k = idx[p, oh, ow]
+            if 0 <= k < hw:
+                out[p, k // W, k % W] += g[p, oh, ow]
+
+
+@njit(nogil=True, error_model="numpy")
+def _max_pool_backward_planes(g, idx, out):
+    for p in range(g.shape[0]):
+        _scatter_plane(g, idx, p, out)
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def max_pool_backward(lo, hi, g, idx, out):
+    """``out`` ``(P, H, W)``: the gradients ``g`` ``(P, OH, OW)`` summed into the positions
+    ``idx`` of each plane ``lo <= p < hi`` (the adjoint of gathering by ``idx``; a plane owns
+    its output)."""
+    _max_pool_backward_planes(g[lo:hi], idx[lo:hi], out[lo:hi])
+
+
+# ----------------------------------------------------------------------------- avg pool
+@njit(inline="always")
+def _avg_window(oh, ow, kh, kw, sh, sw, ph, pw, H, W, count_pad, divisor):
+    """PyTorch's window bounds and divisor of output ``(oh, ow)``."""
+    hs = oh * sh - ph
+    ws = ow * sw - pw
+    he = min(hs + kh, H + ph)
+    we = min(ws + kw, W + pw)
+    size = (he - hs) * (we - ws)
+    hs = max(hs, 0)
+    ws = max(ws, 0)
+    he = min(he, H)
+    we = min(we, W)
+    if divisor != 0:
+        d = divisor
+    elif count_pad:
+        d = size
+    else:
+        d = (he - hs) * (we - ws)
+    return hs, he, ws, we, d
+
+
+@njit(inline="always")
+def _avg_pool_plane(x, p, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
+    H, W = x.shape[1], x.shape[2]
+    for oh in range(out.shape[1]):
+        for ow in range(out.shape[2]):
+            hs, he, ws, we, d = _avg_window(oh, ow, kh, kw, sh, sw, ph, pw, H, W, count_pad,
+                                            divisor)
+            s = x.dtype.type(0)
+            if hs < he and ws < we:
+                for ih in range(hs, he):
+                    for iw in range(ws, we):
+                        s += x[p, ih, iw]
+                s = s / d
+            out[p, oh, ow] = s
+
+
+@njit(nogil=True, fastmath=_FM, error_model="numpy")
+def _avg_pool_planes(x, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
+    for p in range(x.shape[0]):
+        _avg_pool_plane(x, p, kh, kw, sh, sw, ph, pw, count_pad, divisor, out)
+
+
+@cached_njit(nogil=True, fastmath=_FM, error_model="numpy")
+def avg_pool(lo, hi, x, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
+    """Average pooling of planes ``lo <= p < hi`` of ``x`` ``(P, H, W)`` (PyTorch's divisor
+    rules; ``divisor`` 0: none)."""
+    _avg_pool_planes(x[lo:hi], kh, kw, sh, sw, ph, pw, count_pad, divisor, out[lo:hi])
+
+
+@njit(inline="always")
+def _avg_back_plane(g, p, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
+    H, W = out.shape[1], out.shape[2]
+    for ih in range(H):
+        for iw in range(W):
+            out[p, ih, iw] = 0
+    for oh in range(g.shape[1]):
+        for ow in range(g.shape[2]):
+            hs, he, ws, we, d = _avg_window(oh, ow, kh, kw, sh, sw, ph, pw, H, W, count_pad,
+                                            divisor)
+            if hs < he and ws < we:
+                v = g[p, oh, ow] / d
+                for ih in range(hs, he):
+                    for iw in range(ws, we):
+                        out[p, ih, iw] += v
+
+
+@njit(nogil=True, fastmath=_FM, error_model="numpy")
+def _avg_pool_backward_planes(g, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
+    for p in range(g.shape[0]):
+        _avg_back_plane(g, p, kh, kw, sh, sw, ph, pw, count_pad, divisor, out)
+
+
+@cached_njit(nogil=True, fastmath=_FM, error_model="numpy")
+def avg_pool_backward(lo, hi, g, kh, kw, sh, sw, ph, pw, count_pad, divisor, out):
+    """Adjoint of :func:`avg_pool` on planes ``lo <= p < hi``: each ``g / divisor`` spread
+    over its window (a plane owns its output)."""
+    _avg_pool_backward_planes(g[lo:hi], kh, kw, sh, sw, ph, pw, count_pad, divisor,
+                              out[lo:hi])
