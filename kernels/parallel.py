@@ -1,19 +1,15 @@
-"""Threading-layer selection for parallel (``prange``) kernels.
+"""When parallel kernels may run: the size threshold and the BLAS-aware check.
 
-Numba's ``workqueue`` layer aborts the process when parallel kernels are launched from several
-Python threads at once, so jitgrad selects a thread-safe layer (OpenMP, else TBB) before the
-first parallel launch, unless ``NUMBA_THREADING_LAYER`` is set. When neither is loadable,
-parallel launches are serialised with :data:`PARALLEL_LOCK`.
+Every parallel kernel of jitgrad runs its parts on one thread pool (``kernels/pool.py``);
+Numba's own threading layers (OpenMP, TBB, workqueue) are never started, so a process that ran
+parallel kernels can ``fork()`` and its children run jitgrad.
 """
 
 from __future__ import annotations
 
-import os
-import threading
 from time import perf_counter
 
-__all__ = ["configure_threading", "PARALLEL_LOCK", "needs_lock", "note_blas", "parallel_ok",
-           "PARALLEL_MIN_SIZE"]
+__all__ = ["PARALLEL_MIN_SIZE", "note_blas", "parallel_ok"]
 
 #: size from which the parallel kernels are used; below it threads cost more than they save.
 #: Measured on the 2-core project machine (best of 9, float32, OpenMP layer with passive
@@ -23,47 +19,6 @@ __all__ = ["configure_threading", "PARALLEL_LOCK", "needs_lock", "note_blas", "p
 #: launch (80 vs 75 us at 3e4 elements), so the threshold holds for kernels run on it too.
 #: Compiled plans use the same threshold (asv: ``bench_eager.ParallelThreshold``).
 PARALLEL_MIN_SIZE = 1 << 19
-
-PARALLEL_LOCK = threading.Lock()
-_configured = False
-_needs_lock = False
-
-
-def _loadable(module: str) -> bool:
-    try:
-        __import__(module)
-        return True
-    except Exception:  # a missing libgomp/libtbb raises OSError/ImportError/ValueError
-        return False
-
-
-def configure_threading() -> None:
-    """Pick a thread-safe threading layer once (idempotent; call before parallel kernels)."""
-    global _configured, _needs_lock
-    if _configured:
-        return
-    _configured = True
-    import numba
-
-    if os.environ.get("NUMBA_THREADING_LAYER"):
-        _needs_lock = os.environ["NUMBA_THREADING_LAYER"] == "workqueue"
-        return
-    # OpenMP's default busy-wait costs 4-16 ms per parallel launch whenever another process
-    # holds a core (measured on the 2-core project machine); passive waiting costs ~nothing
-    # when idle. Must be set before libgomp loads; a user's own setting wins.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    if _loadable("numba.np.ufunc.omppool"):
-        numba.config.THREADING_LAYER = "omp"
-    elif _loadable("numba.np.ufunc.tbbpool"):
-        numba.config.THREADING_LAYER = "tbb"
-    else:
-        numba.config.THREADING_LAYER = "workqueue"
-        _needs_lock = True
-
-
-def needs_lock() -> bool:
-    """Whether parallel launches must hold :data:`PARALLEL_LOCK` (workqueue layer)."""
-    return _needs_lock
 
 
 # ---------------------------------------------------------------- BLAS-aware thread use

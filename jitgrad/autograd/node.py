@@ -25,6 +25,7 @@ FREED_MESSAGE = (
 )
 
 _seq = itertools.count()
+_new = object.__new__
 
 
 def _type_name(t: Tensor) -> str:
@@ -218,7 +219,12 @@ def edge(t: Tensor):
 def make_node(cls: type, edges: tuple, saved, in_meta) -> Node:
     """A new node of class ``cls`` (every node of jitgrad is made here or, for an object
     that already exists as a custom Function's ``ctx``, set up by :func:`init_node`)."""
-    return init_node(object.__new__(cls), edges, saved, in_meta)
+    n = _new(cls)  # init_node's lines, inlined: this is on eager mode's per-op path
+    n.next_edges = edges
+    n.saved = saved
+    n.in_meta = in_meta
+    n.seq = next(_seq)
+    return n
 
 
 def init_node(n: Node, edges: tuple, saved, in_meta) -> Node:

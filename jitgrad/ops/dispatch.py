@@ -175,49 +175,54 @@ def _finish(op: OpDef, res, params, a, b, same_meta: bool, cdt) -> Tensor:
         in_meta = None if same_meta else (
             (a._data.shape, a._data.dtype) if ta else None,
             (b._data.shape, b._data.dtype) if tb else None)
-    _attach(op, params, out, edges, in_meta, _saved(op, (a,) if b is _NO_ARG else (a, b), out))
+    node = make_node(op.node_cls or op.node_class_for(params), edges, _saved(
+        op, (a,) if b is _NO_ARG else (a, b), out) if (op.save or op.save_out) else None,
+        in_meta)
+    node.op = op
+    node.params = params
+    out._requires_grad = True
+    out._grad_fn = node
     return out
 
 
 _NO_ARG = object()
 _PAR_MIN = eager_kernels.PARALLEL_MIN_SIZE
+_PART = (1 << eager_kernels.CHUNK_SHIFT) - 1   # n + _PART >> _SHIFT: a flat kernel's parts
+_SHIFT = eager_kernels.CHUNK_SHIFT
 _run_kernel = eager_kernels.run_kernel
 _empty = np.empty
+_ndarray = np.ndarray
 _MISSING = object()
 
 
-def _kernels(op: OpDef, dt):
-    """The op's fast-path kernels for dtype ``dt`` (None: no kernel; or while tracing)."""
-    if _TRACE.tracer is not None:
-        return None
-    ks = op.fast_kernels.get(dt, _MISSING)
-    return eager_kernels.fast_kernels(op, dt) if ks is _MISSING else ks
-
-
 def _launch(k, out, first, second, params, op, dt) -> None:
-    """One flat kernel call: ``first`` (an array) and ``second`` (an array, a number or
-    ``_NO_ARG``), the op's params as scalar arguments, ``out``."""
+    """A flat kernel call off the fastest path: arrays of any ndim (flattened), the op's
+    params as scalar arguments, the pool for large outputs."""
     n = out.size
-    o = out if out.ndim == 1 else out.reshape(-1)
-    a = first if first.ndim == 1 else first.reshape(-1)
-    args = (a,) if second is _NO_ARG else (
-        a, second if type(second) is not np.ndarray or second.ndim == 1 else second.reshape(-1))
+    args = (first.reshape(-1),) if second is _NO_ARG else (
+        first.reshape(-1), second.reshape(-1) if type(second) is _ndarray else second)
     if params:
         args += tuple(dt.type(params[p]) for p in op.params)
     if n < _PAR_MIN:
-        k(0, (n + 16383) >> 14, n, *args, o)
+        k(0, (n + _PART) >> _SHIFT, n, *args, out.reshape(-1))
     else:
-        _run_kernel(k, n, (*args, o))
+        _run_kernel(k, n, (*args, out.reshape(-1)))
 
 
 def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
     """Eager element-wise op with one tensor input."""
     ad = a._data
     dt = ad.dtype
-    ks = _kernels(op, dt)
+    ks = op.fast_kernels.get(dt, _MISSING) if _TRACE.tracer is None else None
+    if ks is _MISSING:
+        ks = eager_kernels.fast_kernels(op, dt)
     if ks is not None:
         out = _empty(ad.shape, ks[2])
-        _launch(ks[0], out, ad, _NO_ARG, params, op, dt)
+        n = out.size
+        if ad.ndim == 1 and n < _PAR_MIN and not params:  # the common case, unrolled
+            ks[0](0, (n + _PART) >> _SHIFT, n, ad, out)
+        else:
+            _launch(ks[0], out, ad, _NO_ARG, params, op, dt)
         return _finish(op, out, params, a, _NO_ARG, True, dt)
     if op.dtype_rule == FLOAT and dt.kind != "f":
         cdt = dtypes.get_default_dtype().np
@@ -234,20 +239,26 @@ def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
     if type(a) is Tensor:
         ad = a._data
         dt = ad.dtype
-        if type(b) is Tensor:
-            bd = b._data
-            if (dt is bd.dtype or dt == bd.dtype) and ad.shape == bd.shape:
-                ks = _kernels(op, dt)
-                if ks is not None:
-                    out = _empty(ad.shape, ks[2])
-                    _launch(ks[0], out, ad, bd, params, op, dt)
-                    return _finish(op, out, params, a, b, True, dt)
-        elif (type(b) is float or type(b) is int) and dt.kind == "f":
-            # float tensor (op) Python number: stays in the tensor's dtype
-            ks = _kernels(op, dt)
+        tb = type(b)
+        if tb is Tensor:
+            second = b._data
+            same = (dt is second.dtype or dt == second.dtype) and ad.shape == second.shape
+            k = 0
+        else:  # float tensor (op) Python number: stays in the tensor's dtype
+            same = (tb is float or tb is int) and dt.kind == "f"
+            second = dt.type(b) if same else None
+            k = 1
+        if same:
+            ks = op.fast_kernels.get(dt, _MISSING) if _TRACE.tracer is None else None
+            if ks is _MISSING:
+                ks = eager_kernels.fast_kernels(op, dt)
             if ks is not None:
                 out = _empty(ad.shape, ks[2])
-                _launch(ks[1], out, ad, dt.type(b), params, op, dt)
+                n = out.size
+                if ad.ndim == 1 and n < _PAR_MIN and not params:  # the common case
+                    ks[k](0, (n + _PART) >> _SHIFT, n, ad, second, out)
+                else:
+                    _launch(ks[k], out, ad, second, params, op, dt)
                 return _finish(op, out, params, a, b, True, dt)
     return _binary_general(op, a, b, params)
 

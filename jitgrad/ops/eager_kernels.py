@@ -23,18 +23,13 @@ import itertools
 
 import numpy as np
 
-from ..kernels.parallel import parallel_ok
+from ..kernels.parallel import PARALLEL_MIN_SIZE, parallel_ok
 from ..trace.state import STATE as _TRACE
 from .registry import OpDef
 
 __all__ = ["run", "PARALLEL_MIN_SIZE", "fast_kernels", "kernel_fn", "use_kernels",
            "run_kernel", "sum_kind"]
 
-#: size from which eager kernels run on the thread pool; below it threads cost more than they
-#: save. Measured on the 2-core project machine (best of 9, float32), sequential vs parallel:
-#: ``mul`` 2^17: 14 vs 59 us, 2^19: 65 vs 103 us, 2^20: 113 vs 104 us; ``tanh`` 2^18: 64 vs
-#: 88 us, 2^19: 136 vs 115 us, 2^20: 263 vs 200 us (asv: ``bench_eager.ParallelThreshold``).
-PARALLEL_MIN_SIZE = 1 << 19
 CHUNK_SHIFT = 14                 # log2 of kernel_desc.CHUNK (parts of a flat kernel)
 
 _F32 = np.dtype(np.float32)

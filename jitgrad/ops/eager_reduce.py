@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-from ..kernels.parallel import parallel_ok
-from .eager_kernels import PARALLEL_MIN_SIZE, sum_kind, use_kernels
+from ..kernels.parallel import PARALLEL_MIN_SIZE, parallel_ok
+from .eager_kernels import sum_kind, use_kernels
 
 __all__ = ["sum_float"]
 
