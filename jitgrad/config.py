@@ -1,11 +1,12 @@
 """Environment configuration: ``JITGRAD_LOGS``, ``JITGRAD_CACHE_DIR``, ``JITGRAD_DISABLE_JIT``
-(``JITGRAD_NATIVE=0``, read by ``compiler/native.py``, turns native kernel objects off)."""
+(``JITGRAD_NATIVE=0``, read by ``compiler/native.py``, turns native kernel objects off),
+``JITGRAD_CHECK_IR``."""
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["log_topics", "cache_dir", "jit_disabled"]
+__all__ = ["log_topics", "cache_dir", "jit_disabled", "check_ir"]
 
 
 def log_topics() -> frozenset[str]:
@@ -26,3 +27,9 @@ def cache_dir() -> str:
 def jit_disabled() -> bool:
     """``JITGRAD_DISABLE_JIT=1`` runs plans in plain Python for debugging."""
     return os.environ.get("JITGRAD_DISABLE_JIT", "") not in ("", "0")
+
+
+def check_ir() -> bool:
+    """``JITGRAD_CHECK_IR=1`` checks every graph after tracing and after each compiler pass
+    (``Graph.check``); the test suite sets it."""
+    return os.environ.get("JITGRAD_CHECK_IR", "") not in ("", "0")

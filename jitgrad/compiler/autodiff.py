@@ -8,6 +8,7 @@ keeps) and the inputs / captured tensors it reads.
 
 from __future__ import annotations
 
+from ..config import check_ir
 from ..trace.state import STATE as _TRACE
 from ..trace.tracer import Tracer
 
@@ -81,4 +82,6 @@ def trace_backward(tracer: Tracer, graph, flat, out_flat) -> GradInfo:
         v.source = None
         v.n_in = k
     gi.graph = bgraph
+    if check_ir():
+        bgraph.check()
     return gi

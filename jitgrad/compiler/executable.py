@@ -4,7 +4,8 @@ A plan is built once per traced signature: passes, fusion, code generation, kern
 Running it reads the arguments and captured tensors, runs each step over an environment of
 arrays, applies the graph's effects (in-place write-backs, ``.grad`` replacements) and returns
 the output arrays (plus the values the backward graph keeps, for forward graphs).
-``JITGRAD_DISABLE_JIT=1`` runs every equation through the reference interpreter instead.
+``JITGRAD_DISABLE_JIT=1`` runs the graph on the reference interpreter (``trace/interpreter.py``)
+instead.
 """
 
 from __future__ import annotations
@@ -13,12 +14,11 @@ import numpy as np
 
 from .. import config
 from .._malloc import tune_allocator
-from ..trace.interpreter import apply_effects, run_eqn
+from ..trace.interpreter import apply_effects, graph_ends, interpret, last_uses, run_eqn
 from ..trace.ir import Graph, Lit, Var
 from .describe import describe_group
 from .fusion import describe, partition
 from .group_runner import GroupRunner
-from .memory import last_uses
 from .passes import optimize
 from .pysource import build_function
 
@@ -63,13 +63,10 @@ class Plan:
                     needed.add(id(v))
             for e in eqns:
                 needed |= {id(i) for i in e.ins if isinstance(i, Var)}
-        needed |= {id(v) for v in g.outputs} | {id(v) for v in self.keep}
-        needed |= {id(v) for _, v in g.writes}
-        needed |= {id(v) for _, v in g.grad_sets if v is not None}
-        ends = {id(v) for v in g.outputs} | {id(v) for v in self.keep}
-        ends |= {id(v) for _, v in g.writes} | {id(v) for _, v in g.grad_sets if v is not None}
-        ends |= {id(v) for v in g.inputs} | {id(v) for v in g.externals}
-        self.drops = last_uses(self.steps, ends)
+        ends = graph_ends(g, self.keep)
+        needed |= ends
+        self.drops = last_uses([s.group.operands() if s.kind == "group" else s.eqn.ins
+                                for s in self.steps], ends)
         shared = _shared_kernels(self.steps)
         for s in self.steps:
             if s.eqn is not None and id(s.eqn) in shared:
@@ -121,39 +118,29 @@ class Plan:
         return build_function(f"plan_{which}", ["flat"], [ln[4:] for ln in body], ns)
 
     # ------------------------------------------------------------------------- running
-    def _env(self, in_arrays: list) -> dict:
-        env = dict(self.consts)
-        for v, a in zip(self.graph.inputs, in_arrays):
-            env[id(v)] = a
-        return env
-
-    def _execute(self, env: dict) -> None:
-        """``JITGRAD_DISABLE_JIT``: every equation through the reference interpreter (a built
-        plan runs its straight-line ``run``/``run_arrays`` instead)."""
-        for e in self.graph.eqns:
-            env[id(e.out)] = run_eqn(e, env, reference=True)
-
     def run(self, flat: list) -> list:
         """Forward graphs: arguments are the flattened call's tensors. Returns the outputs,
         then the kept values (residuals of the backward). A built plan replaces this with
-        its straight-line version; this one serves ``JITGRAD_DISABLE_JIT``."""
-        g = self.graph
+        its straight-line version; this one, the reference interpreter, serves
+        ``JITGRAD_DISABLE_JIT``."""
         env = dict(self.consts)
         for k, i in self.arg_slots:
             env[k] = flat[i]._data
         for v in self.other_inputs:
             env[id(v)] = v.source.read(flat)
-        self._execute(env)
+        interpret(self.graph, env, self.keep)
         outs = [env[k] for k in self.out_ids]
         if self.effects:
-            apply_effects(g, env, flat)
+            apply_effects(self.graph, env, flat)
         return outs
 
     def run_arrays(self, arrays: list) -> list:
         """Backward graphs: inputs are given positionally as arrays. (Replaced by the
         straight-line version in a built plan.)"""
-        env = self._env(arrays)
-        self._execute(env)
+        env = dict(self.consts)
+        for v, a in zip(self.graph.inputs, arrays):
+            env[id(v)] = a
+        interpret(self.graph, env)
         return [np.asarray(env[id(v)]) for v in self.graph.outputs]
 
     # ---------------------------------------------------------------------- debugging

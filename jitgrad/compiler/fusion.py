@@ -169,11 +169,19 @@ def partition(graph: Graph) -> list:
     return steps
 
 
+#: Equations per fused group at most. Numba's typing and LLVM's optimisation of one function
+#: grow faster than its length (a 120-op chain's kernel: ~0.9 s, 300 ops: ~7 s, 2,000: minutes
+#: and GBs); bounded groups keep compile time linear in the graph. Equal runs of a long
+#: chain become equal kernel sources (locals are numbered per kernel, literals are
+#: arguments), which compile once. A group boundary costs one store and one load of a value.
+MAX_GROUP_EQNS = 64
+
+
 def _find_group(steps, e, shape, is_red, pos, group_of, reduced_in):
     """The most recent group ``e`` can legally join (inputs computed in it or before it)."""
     for step in reversed(steps):
         g = step.group
-        if g is None or g.shape != shape:
+        if g is None or g.shape != shape or len(g.eqns) + len(g.reductions) >= MAX_GROUP_EQNS:
             continue
         legal = True
         for i in e.ins:

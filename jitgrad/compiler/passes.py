@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..config import check_ir
 from ..trace.interpreter import run_eqn
 from ..trace.ir import Eqn, Graph, Lit, Var
 
@@ -173,12 +174,19 @@ def transpose_matmuls(graph: Graph, keep=()) -> None:
 
 
 def optimize(graph: Graph, keep=()) -> list:
-    """Run the passes in order; returns ``keep`` with CSE replacements applied."""
+    """Run the passes in order; returns ``keep`` with CSE replacements applied. With
+    ``JITGRAD_CHECK_IR=1`` the graph is checked after each pass (``Graph.check``)."""
+    check = graph.check if check_ir() else (lambda: None)
     fold_views(graph)
+    check()
     fold_constants(graph)
+    check()
     cse(graph)
+    check()
     rep = getattr(graph, "_cse_replace", {})
     keep = [rep.get(id(v), v) for v in keep]
     transpose_matmuls(graph, keep)
+    check()
     dce(graph, keep)
+    check()
     return keep

@@ -1,6 +1,12 @@
-"""Reference evaluator of the IR: every equation through its op's NumPy reference (or its
-eager forward), no fusion. The test oracle for the compiler, and what ``JITGRAD_DISABLE_JIT=1``
-runs."""
+"""The reference interpreter of the IR: every equation through its op's NumPy reference (or
+its eager forward), no fusion, no generated code.
+
+:func:`interpret` runs a graph's equations in order over an environment of arrays and frees
+each value after its last reader (:func:`last_uses`), so its peak memory is the plan's, not
+the whole graph's. It is what ``JITGRAD_DISABLE_JIT=1`` runs (``Plan``) and the oracle tests
+compare compiled plans with. :func:`run_eqn` computes one equation; plans call it for the
+equations they do not fuse. :func:`apply_effects` applies a graph's writes and ``.grad`` sets.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +14,12 @@ import numpy as np
 
 from .ir import Graph, Lit, Var
 
-__all__ = ["evaluate", "run_eqn", "read_inputs", "apply_effects"]
+__all__ = ["interpret", "last_uses", "graph_ends", "run_eqn", "apply_effects"]
 
 
 def run_eqn(e, env: dict, reference: bool = True) -> np.ndarray:
-    """Compute one equation's output array from ``env`` (id(Var) -> array)."""
+    """Compute one equation's output array from ``env`` (id(Var) -> array): the op's NumPy
+    reference (``reference``), else its eager implementation (the kernels eager mode runs)."""
     if isinstance(e.op, str):
         return e.impl()
     op = e.op
@@ -55,14 +62,47 @@ def _elementwise(op, args, e, reference: bool) -> np.ndarray:
     return out if out.dtype == e.out.dtype else out.astype(e.out.dtype)
 
 
-def read_inputs(graph: Graph, args: list) -> dict:
-    """The environment's starting point: arguments, captured tensors and constants."""
-    env = {}
-    for v in graph.inputs:
-        env[id(v)] = v.source.read(args)
-    for v in graph.externals:
-        env[id(v)] = v.source.read(args)
+def last_uses(reads: list, keep_ids: set) -> list:
+    """Liveness: ``reads[k]`` lists the Vars step ``k`` reads (an equation, or a plan's step);
+    returns for each step the ids of the values it is the last reader of -- never constants
+    nor those in ``keep_ids`` (outputs, kept values, effects, inputs: see :func:`graph_ends`).
+    Dropping each value after its last reader keeps a run's peak memory at or below eager
+    mode's, which frees a saved activation as soon as its backward node has run."""
+    last: dict = {}
+    for k, vs in enumerate(reads):
+        for v in vs:
+            if isinstance(v, Var) and v.kind != "const":
+                last[id(v)] = k
+    drops: list = [[] for _ in reads]
+    for vid, k in last.items():
+        if vid not in keep_ids:
+            drops[k].append(vid)
+    return drops
+
+
+def interpret(graph: Graph, env: dict, keep=(), drops: list | None = None) -> dict:
+    """Run ``graph``'s equations over ``env`` (id(Var) -> array: inputs, externals and
+    constants already in it); each value is dropped after its last reader unless it is an
+    output, an effect's value or in ``keep``. ``drops``: a precomputed :func:`last_uses`
+    schedule (a plan computes it once). Returns ``env``."""
+    if drops is None:
+        drops = last_uses([e.ins for e in graph.eqns], graph_ends(graph, keep))
+    with np.errstate(all="ignore"):
+        for e, drop in zip(graph.eqns, drops):
+            env[id(e.out)] = run_eqn(e, env, reference=True)
+            for k in drop:
+                del env[k]
     return env
+
+
+def graph_ends(graph: Graph, keep=()) -> set:
+    """Ids of the values a run must not drop: outputs, kept values, effects' values, inputs
+    and externals (the caller's arrays)."""
+    ends = {id(v) for v in graph.outputs} | {id(v) for v in keep}
+    ends |= {id(v) for _, v in graph.writes} | {id(v) for _, v in graph.grad_sets
+                                               if v is not None}
+    ends |= {id(v) for v in graph.inputs} | {id(v) for v in graph.externals}
+    return ends
 
 
 def apply_effects(graph: Graph, env: dict, args: list) -> None:
@@ -80,16 +120,3 @@ def apply_effects(graph: Graph, env: dict, args: list) -> None:
         else:
             val = env[id(v)]
             leaf._grad = wrap(val if val.flags.owndata and val.flags.writeable else val.copy())
-
-
-def evaluate(graph: Graph, args: list, reference: bool = True) -> list:
-    """Run ``graph`` on ``args`` (flattened tensors); returns the output arrays."""
-    env = read_inputs(graph, args)
-    for v in graph.all_vars():
-        if v.kind == "const":
-            env[id(v)] = v.source
-    for e in graph.eqns:
-        env[id(e.out)] = run_eqn(e, env, reference)
-    outs = [env[id(v)] for v in graph.outputs]
-    apply_effects(graph, env, args)
-    return outs

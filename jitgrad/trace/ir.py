@@ -6,6 +6,11 @@ array of fixed shape and dtype; an :class:`Eqn` applies a registered op (or a sp
 graph are explicit: ``writes`` copy final values into arrays that existed before the call
 (parameters updated in place, ``p.grad`` accumulated in place) and ``grad_sets`` replace a
 leaf's ``.grad``.
+
+Every Var knows its users (``Var.users``: the equations reading it), kept up to date when an
+equation's ``ins`` are set and when equations leave ``Graph.eqns``, as torch.fx's
+``Node.users``. :meth:`Graph.check` verifies a graph is well formed; with ``JITGRAD_CHECK_IR=1``
+(the test suite sets it) it runs after tracing and after every compiler pass.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Var", "Lit", "Eqn", "Source", "Graph"]
+__all__ = ["Var", "Lit", "Eqn", "Source", "Graph", "IRError"]
 
 
 @dataclass(eq=False)
@@ -26,6 +31,7 @@ class Var:
     dtype: np.dtype
     kind: str = "op"        # "in" (argument), "ext" (captured), "const", "op"
     source: object = None   # for "in"/"ext": a Source; for "const": the ndarray
+    users: dict = field(default_factory=dict, repr=False)  # Eqn -> None, in order of use
 
     def __repr__(self) -> str:
         return f"%{self.n}"
@@ -80,16 +86,40 @@ class Source:
         return self.name if self.kind in ("tensor", "scalar") else f"{self.name}.grad"
 
 
-@dataclass(eq=False)
 class Eqn:
-    """``out = op(*ins, **params)``; ``cdt`` is the compute dtype of element-wise ops."""
+    """``out = op(*ins, **params)``; ``cdt`` is the compute dtype of element-wise ops.
 
-    op: object              # an OpDef, or a special op name (str)
-    ins: tuple
-    out: Var
-    params: dict = field(default_factory=dict)
-    cdt: object = None
-    impl: object = None     # for special ops: a callable regenerating the value
+    Setting ``ins`` registers the equation with its input Vars' ``users``."""
+
+    __slots__ = ("op", "_ins", "out", "params", "cdt", "impl")
+
+    def __init__(self, op, ins, out: Var, params: dict | None = None, cdt=None,
+                 impl=None) -> None:
+        self.op = op            # an OpDef, or a special op name (str)
+        self._ins: tuple = ()
+        self.out = out
+        self.params = {} if params is None else params
+        self.cdt = cdt
+        self.impl = impl        # for special ops: a callable regenerating the value
+        self.ins = ins
+
+    @property
+    def ins(self) -> tuple:
+        return self._ins
+
+    @ins.setter
+    def ins(self, new) -> None:
+        new = tuple(new)
+        self._release()
+        for v in new:
+            if isinstance(v, Var):
+                v.users[self] = None
+        self._ins = new
+
+    def _release(self) -> None:
+        for v in self._ins:
+            if isinstance(v, Var):
+                v.users.pop(self, None)
 
     @property
     def name(self) -> str:
@@ -116,18 +146,36 @@ def _fmt_params(params: dict) -> str:
     return ("; " + ", ".join(parts)) if parts else ""
 
 
-@dataclass(eq=False)
+class IRError(AssertionError):
+    """A graph is not well formed (:meth:`Graph.check`)."""
+
+
 class Graph:
     """A traced function: inputs, captured externals, equations, outputs and effects."""
 
-    inputs: list = field(default_factory=list)
-    externals: list = field(default_factory=list)
-    eqns: list = field(default_factory=list)
-    outputs: list = field(default_factory=list)
-    writes: list = field(default_factory=list)      # (Source, Var)
-    grad_sets: list = field(default_factory=list)   # (leaf tensor, Var | None)
-    name: str = "graph"
-    names: dict = field(default_factory=dict)       # id(tensor) -> readable name
+    def __init__(self, name: str = "graph") -> None:
+        self.inputs: list = []
+        self.externals: list = []
+        self._eqns: list = []
+        self.outputs: list = []
+        self.writes: list = []      # (Source, Var)
+        self.grad_sets: list = []   # (leaf tensor, Var | None)
+        self.name = name
+        self.names: dict = {}       # id(tensor) -> readable name
+
+    @property
+    def eqns(self) -> list:
+        """The equations in order (append to add one; assign a new list to drop some: the
+        dropped ones leave their inputs' ``users``)."""
+        return self._eqns
+
+    @eqns.setter
+    def eqns(self, new: list) -> None:
+        kept = {id(e) for e in new}
+        for e in self._eqns:
+            if id(e) not in kept:
+                e._release()
+        self._eqns = list(new)
 
     def __str__(self) -> str:
         def decl(vs):
@@ -157,3 +205,49 @@ class Graph:
                     seen.setdefault(id(i), i)
             seen[id(e.out)] = e.out
         return list(seen.values())
+
+    def check(self) -> None:
+        """Raise :class:`IRError` unless the graph is well formed: every value read is an
+        input, an external, a constant or an earlier equation's output; each equation
+        defines a new value; operands are Vars or Lits; element-wise outputs have their
+        inputs broadcast to it; ``users`` match the equations exactly; outputs and
+        effects name defined values."""
+        defined = {id(v): v for v in list(self.inputs) + list(self.externals)}
+        in_graph = {id(e) for e in self.eqns}
+        for k, e in enumerate(self.eqns):
+            shapes = []
+            for i in e.ins:
+                if isinstance(i, Var):
+                    if id(i) not in defined and i.kind != "const":
+                        raise IRError(f"{self.name} eqn {k} ({e!r}) reads {i!r} before any "
+                                      "definition")
+                    if e not in i.users:
+                        raise IRError(f"{self.name} eqn {k} ({e!r}) is not among the users "
+                                      f"of {i!r}")
+                    shapes.append(i.shape)
+                elif not isinstance(i, Lit):
+                    raise IRError(f"{self.name} eqn {k} ({e!r}): operand {i!r} is neither a "
+                                  "Var nor a Lit")
+            if id(e.out) in defined or e.out.kind != "op":
+                raise IRError(f"{self.name} eqn {k} ({e!r}) redefines {e.out!r}")
+            if not isinstance(e.op, str) and e.op.kind == "elementwise" and shapes:
+                # operands broadcast to the output (fold_views drops expands: an element-wise
+                # output may be larger than its operands' own broadcast)
+                try:
+                    fits = np.broadcast_shapes(*shapes, e.out.shape) == tuple(e.out.shape)
+                except ValueError:
+                    fits = False
+                if not fits:
+                    raise IRError(f"{self.name} eqn {k} ({e!r}): inputs of shapes {shapes} "
+                                  f"do not broadcast to {list(e.out.shape)}")
+            defined[id(e.out)] = e.out
+        for v in self.all_vars():
+            for u in v.users:
+                if id(u) not in in_graph or not any(i is v for i in u.ins):
+                    raise IRError(f"{self.name}: {v!r} lists a user that does not read it "
+                                  f"or is not in the graph ({u!r})")
+        ends = list(self.outputs) + [v for _, v in self.writes] + [
+            v for _, v in self.grad_sets if v is not None]
+        for v in ends:
+            if id(v) not in defined and v.kind != "const":
+                raise IRError(f"{self.name}: output or effect {v!r} is never defined")

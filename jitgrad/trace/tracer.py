@@ -19,6 +19,7 @@ import sys
 
 import numpy as np
 
+from ..config import check_ir
 from .ir import Eqn, Graph, Lit, Source, Var
 from .state import STATE
 
@@ -325,4 +326,6 @@ class Tracer:
             g.writes.append((src, self.vars[k]))
         for leaf, v in self.grad_sets.values():
             g.grad_sets.append((leaf, v))
+        if check_ir():
+            g.check()
         return g
