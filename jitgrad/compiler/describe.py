@@ -96,7 +96,8 @@ def describe_group(group: Group, needed_outside: set) -> tuple[KernelDesc, Group
                 ref = f"s{len(scalars) - 1}"
             in_refs.append(ref)
         target = f"v{len(lines)}"
-        lines.append(Line(target, _equation_line(e.op, e.params, in_refs, cdt, True), e.name))
+        lines.append(Line(target, _equation_line(e.op, e.params, in_refs, cdt, True), e.name,
+                          np.dtype(e.out.dtype).name))
         names[id(e.out)] = target
     outputs = [e.out for e in group.eqns if id(e.out) in needed_outside]
     desc = KernelDesc(
@@ -133,7 +134,7 @@ def describe_op(op, cdt, patterns: tuple, mode: str, out_dtype) -> KernelDesc:
         param_refs.append(f"s{len(scalars) - 1}")
     expr = _equation_line(op, {}, in_refs, cdt, False, param_refs)
     return KernelDesc(mode=mode, operands=tuple(operands), scalars=tuple(scalars),
-                      lines=(Line("v0", expr, op.name),),
+                      lines=(Line("v0", expr, op.name, np.dtype(out_dtype).name),),
                       stores=(("v0", np.dtype(out_dtype).name),), title=op.name)
 
 

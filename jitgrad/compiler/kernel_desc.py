@@ -32,11 +32,14 @@ arguments ``s0...``, earlier lines' targets, typed literals and casts (``f32(1.5
 ``not`` and conditional expressions.
 
 **Sums** have one order, whatever else the kernel computes, so a sum gives the same bits in a
-fused kernel as in the eager kernel that sums a materialised array (eager == compiled):
+fused kernel as in the eager kernel that sums a materialised array (eager == compiled), and
+the order never depends on how a compiler vectorised the loop:
 
-* ``all`` (flat mode only): each chunk is summed in blocks of :data:`BLOCK` elements in the
-  value's dtype, block totals added in float64; the caller adds the chunks' partials in order;
-* ``rows`` (rows mode): each row likewise, blocks of :data:`BLOCK` along the row;
+* ``all`` (flat mode only): in each chunk, position ``j`` of every block of :data:`LANES`
+  elements adds into lane ``j``, in the value's dtype, blocks in order; the chunk's partial
+  is its lanes added in order in float64; the caller adds the chunks' partials in order;
+* ``rows`` (rows mode): each row likewise, in segments of :data:`CHUNK` elements whose
+  partials add up in float64;
 * ``cols`` (cols mode): each column sums :data:`RBLOCK` rows at a time in the value's dtype,
   then adds them to a float64 total, rows in order.
 """
@@ -48,11 +51,11 @@ from dataclasses import dataclass, field
 
 from ..kernels.mathtable import DTYPE_SUFFIXES, FUNCTIONS, SCALAR_HELPERS
 
-__all__ = ["KernelDesc", "Operand", "Line", "Reduction", "CHUNK", "BLOCK", "RBLOCK",
+__all__ = ["KernelDesc", "Operand", "Line", "Reduction", "CHUNK", "LANES", "RBLOCK",
            "COLBLOCK", "MODES", "PATTERNS"]
 
 CHUNK = 1 << 14     # elements per part of a flat kernel (fixed: results never depend on threads)
-BLOCK = 256         # elements summed in the value's dtype before joining a float64 total
+LANES = 256         # lanes of a flat or row sum: each adds CHUNK / LANES values in its dtype
 RBLOCK = 32         # rows summed per column likewise in column sums
 COLBLOCK = 256      # columns per part of a cols kernel
 
@@ -73,11 +76,13 @@ class Operand:
 
 @dataclass(frozen=True)
 class Line:
-    """``target = expr`` evaluated per element; ``note`` names what it computes."""
+    """``target = expr`` evaluated per element, of NumPy dtype ``dtype``; ``note`` names what
+    it computes."""
 
     target: str
     expr: str
     note: str = ""
+    dtype: str = ""
 
 
 @dataclass(frozen=True)
