@@ -12,6 +12,7 @@ import itertools
 import weakref
 
 from ..tensor import RemovableHandle, Tensor, _HookDict, alias
+from .accumulate import accumulate_into_leaf
 
 __all__ = ["Node", "AccumulateGrad", "node_class", "make_node", "init_node", "edge", "save_input",
            "save_output", "unpack", "FREED_MESSAGE"]
@@ -261,8 +262,6 @@ class AccumulateGrad(Node):
         return self._var
 
     def apply(self, grads: list) -> tuple:
-        from .engine import accumulate_into_leaf
-
         if grads[0] is not None:
             accumulate_into_leaf(self._var, grads[0], False)
         return ()
