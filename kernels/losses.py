@@ -20,7 +20,7 @@ from numba import njit
 
 from .access import ld
 from .cached import cached_njit
-from .scalar import KERNEL_FASTMATH, exp, log1p, sigmoid
+from .vmath import KERNEL_FASTMATH, exp, log1p, sigmoid
 
 __all__ = ["bce_logits_sum", "bce_logits_none", "bce_logits_grad", "sum_chunks", "SUM_CHUNK"]
 

@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from .cached import cached_njit
-from .scalar import KERNEL_FASTMATH
+from .vmath import KERNEL_FASTMATH
 
 __all__ = ["layer_norm", "layer_norm_backward", "embedding_backward"]
 

@@ -1,32 +1,16 @@
-"""The scalar function namespace of generated kernels: what an op's ``expr`` may call.
+"""The generic helpers an op's scalar expression may call besides the kernel math
+(``kernels/mathtable.py``: ``SCALAR_HELPERS``), written so NaN propagates as in PyTorch.
 
-Transcendentals come from :mod:`jitgrad.kernels.vmath` (inlined, vectorisable, never libm);
-the selection helpers below are written so NaN propagates as in PyTorch.
+Transcendentals come from :mod:`jitgrad.kernels.vmath` (inlined, vectorisable, never libm).
 """
 
 from __future__ import annotations
 
 from numba import njit
 
-from .vmath import (
-    KERNEL_FASTMATH,
-    cos,
-    erf,
-    exp,
-    expm1,
-    log,
-    log1p,
-    pow,
-    rsqrt,
-    sigmoid,
-    sin,
-    softplus,
-    sqrt,
-    tanh,
-)
+from .vmath import pow, sqrt
 
-__all__ = ["KERNEL_FASTMATH", "cos", "erf", "exp", "expm1", "log", "log1p", "pow", "rsqrt",
-           "sigmoid", "sin", "softplus", "sqrt", "tanh", "maximum", "minimum", "pow_scalar"]
+__all__ = ["maximum", "minimum", "pow_scalar"]
 
 
 @njit(inline="always")

@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from .cached import cached_njit
-from .scalar import KERNEL_FASTMATH, exp, log
+from .vmath import KERNEL_FASTMATH, exp, log
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "softmax_backward", "log_softmax_backward"]
 

@@ -188,9 +188,7 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        ctx = object.__new__(cls._backward_cls)
-        ctx.saved = None
-        ctx.seq = 0
+        ctx = make_node(cls._backward_cls, (), None, None)  # edges set once it records
         ctx._fn_cls = cls
         needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         ctx.needs_input_grad = needs

@@ -248,11 +248,8 @@ class AccumulateGrad(Node):
         ref = t._accumulator
         acc = ref() if ref is not None else None
         if acc is None:
-            acc = object.__new__(AccumulateGrad)
-            acc.next_edges = ()
-            acc.saved = None
-            acc.in_meta = None
-            acc.seq = -1
+            acc = make_node(AccumulateGrad, (), None, None)
+            acc.seq = -1  # runs as soon as its gradient is complete
             acc._var = t
             t._accumulator = weakref.ref(acc)
         return acc

@@ -20,7 +20,6 @@ import threading
 from pathlib import Path
 
 from .. import config
-from .pysource import log_source
 
 __all__ = ["load_module", "module_path", "cache_root", "STATS", "CODEGEN_VERSION",
            "reset_stats", "math_sources_digest"]
@@ -111,7 +110,6 @@ def load_module(source: str, cache_dir: str | None = None):
                 STATS["modules_rewritten"] += 1
             _atomic_write(path, stamped)
             STATS["modules_written"] += 1
-        log_source(path, stamped)
         spec = importlib.util.spec_from_file_location(name, path)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod

@@ -19,7 +19,7 @@ from ..kernels.pool import run_parts
 from . import cache, kernels, native
 from .describe import GroupBinding
 from .kernel_desc import KernelDesc
-from .pysource import build_function
+from .pysource import build_function, log_source
 from .recycle import RECYCLE_MIN_BYTES, Recycler
 from .render_cpu import module_source
 
@@ -42,6 +42,7 @@ class GroupRunner:
         self.desc = desc
         self.binding = binding
         self.source = module_source(desc)
+        log_source(f"plan kernel {desc.title}", self.source)  # every plan, not once per process
         shape = group.shape
         self.n = int(math.prod(shape))
         p = binding.split
@@ -72,11 +73,11 @@ class GroupRunner:
                     try:
                         return k(*args)
                     except native.LayoutMismatch:  # never expected: Numba specialises
-                        self._ns["K"] = d = kernels.load(self.desc, cache_dir).fn
+                        self._ns["K"] = d = kernels.load(self.desc, cache_dir, log=False).fn
                         self.native = False
                         return d(*args)
                 return guarded
-        disp = kernels.load(self.desc, cache_dir).fn
+        disp = kernels.load(self.desc, cache_dir, log=False).fn
         if not large:
             return disp
         done = []

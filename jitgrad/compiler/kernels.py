@@ -18,6 +18,7 @@ import numpy as np
 
 from . import cache
 from .kernel_desc import KernelDesc
+from .pysource import log_source
 from .render_cpu import module_source
 
 __all__ = ["Kernel", "load", "finish_sum", "STATS"]
@@ -43,8 +44,10 @@ class Kernel:
         return f"<Kernel {self.desc.title or self.desc.mode} at {self.path}>"
 
 
-def load(desc: KernelDesc, cache_dir: str | None = None) -> Kernel:
-    """The kernel of ``desc`` (rendered, cached on disk and imported on first request)."""
+def load(desc: KernelDesc, cache_dir: str | None = None, log: bool = True) -> Kernel:
+    """The kernel of ``desc`` (rendered, cached on disk and imported on first request; its
+    source printed then under ``JITGRAD_LOGS=code`` unless ``log`` is false: plans print
+    their kernels themselves, each time one is built)."""
     key = (desc, cache_dir)
     k = _table.get(key)
     if k is not None:
@@ -57,6 +60,8 @@ def load(desc: KernelDesc, cache_dir: str | None = None) -> Kernel:
             k = _table[key] = Kernel(desc, source, cache.module_path(source, cache_dir),
                                      mod.kernel)
             STATS["kernels_loaded"] += 1
+            if log:
+                log_source(f"kernel {desc.title} ({k.path})", source)
     return k
 
 

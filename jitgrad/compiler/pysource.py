@@ -10,7 +10,8 @@ Every generated *function* is made here, so each gets:
 * a dump on stdout under ``JITGRAD_LOGS=code``.
 
 Generated kernel *modules* are real files (Numba's disk cache needs one); they are written by
-:mod:`jitgrad.compiler.cache` and dumped by :func:`log_source` likewise.
+:mod:`jitgrad.compiler.cache` and dumped by :func:`log_source` likewise (by plans as they are
+built, by eager ops when a kernel is first loaded).
 """
 
 from __future__ import annotations

@@ -28,41 +28,20 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
+from . import f32 as _f32
+from . import f64 as _f64
 from .bounds import ACCURATE_DOMAIN, FUNCTIONS, ULP_BOUNDS, describe
-from .f32 import (
-    cos_f32,
-    erf_f32,
-    exp_f32,
-    expm1_f32,
-    log1p_f32,
-    log_f32,
-    pow_f32,
-    rsqrt_f32,
-    sigmoid_f32,
-    sin_f32,
-    softplus_f32,
-    sqrt_f32,
-    tanh_f32,
-)
-from .f64 import (
-    cos_f64,
-    erf_f64,
-    exp_f64,
-    expm1_f64,
-    log1p_f64,
-    log_f64,
-    pow_f64,
-    rsqrt_f64,
-    sigmoid_f64,
-    sin_f64,
-    softplus_f64,
-    sqrt_f64,
-    tanh_f64,
-)
 
-# Fastmath flags for the generated kernels that call these functions. "contract" lets LLVM
-# fuse a*b + c into FMAs, "reassoc" lets it vectorise float reductions (sum, dot). No
-# nnan/ninf/nsz: NaN, inf and -0 must keep NumPy semantics. The flags apply only to the
+#: ``exp_f32``, ``exp_f64``, ...: every function of the kernel-math table, per dtype
+_IMPLS = {f"{name}_{tag}": getattr(mod, f"{name}_{tag}")
+          for name in FUNCTIONS for tag, mod in (("f32", _f32), ("f64", _f64))}
+globals().update(_IMPLS)
+_pow_f32, _pow_f64 = _IMPLS["pow_f32"], _IMPLS["pow_f64"]
+
+# Fastmath flags for the hand-written kernels that call these functions (softmax, layer norm,
+# losses, convolution: generated kernels use none, see jitgrad/compiler/render_cpu.py).
+# "contract" lets LLVM fuse a*b + c into FMAs, "reassoc" lets it vectorise float reductions.
+# No nnan/ninf/nsz: NaN, inf and -0 must keep NumPy semantics. The flags apply only to the
 # caller's own instructions; the functions here are compiled separately without fastmath
 # and keep their exact rounding after LLVM inlines them.
 KERNEL_FASTMATH: set[str] = {"contract", "reassoc"}
@@ -114,18 +93,9 @@ def _unary(name: str, impl32: Callable, impl64: Callable) -> Callable:
     return stub
 
 
-exp = _unary("exp", exp_f32, exp_f64)
-expm1 = _unary("expm1", expm1_f32, expm1_f64)
-log = _unary("log", log_f32, log_f64)
-log1p = _unary("log1p", log1p_f32, log1p_f64)
-tanh = _unary("tanh", tanh_f32, tanh_f64)
-sigmoid = _unary("sigmoid", sigmoid_f32, sigmoid_f64)
-softplus = _unary("softplus", softplus_f32, softplus_f64)
-erf = _unary("erf", erf_f32, erf_f64)
-sin = _unary("sin", sin_f32, sin_f64)
-cos = _unary("cos", cos_f32, cos_f64)
-sqrt = _unary("sqrt", sqrt_f32, sqrt_f64)
-rsqrt = _unary("rsqrt", rsqrt_f32, rsqrt_f64)
+for _name in FUNCTIONS:  # the generic functions (pow: below, it has two operands)
+    if _name != "pow":
+        globals()[_name] = _unary(_name, _IMPLS[f"{_name}_f32"], _IMPLS[f"{_name}_f64"])
 
 
 def _is_weak(value) -> bool:
@@ -135,8 +105,8 @@ def _is_weak(value) -> bool:
 
 def pow(x, y):  # noqa: A001 - mirrors the operator's name
     if (_is_f32(x) and (_is_f32(y) or _is_weak(y))) or (_is_f32(y) and _is_weak(x)):
-        return np.float32(pow_f32(x, y))
-    return pow_f64(x, y)
+        return np.float32(_pow_f32(x, y))
+    return _pow_f64(x, y)
 
 
 pow.__doc__ = (
@@ -156,8 +126,8 @@ def _pow_typed(x, y):
     if (x == types.float32 and (y == types.float32 or isinstance(y, types.Integer))) or (
         y == types.float32 and isinstance(x, types.Integer)
     ):
-        return lambda x, y: pow_f32(x, y)
-    return lambda x, y: pow_f64(x, y)
+        return lambda x, y: _pow_f32(x, y)
+    return lambda x, y: _pow_f64(x, y)
 
 
 __all__ = [*FUNCTIONS, "KERNEL_FASTMATH", "FUNCTIONS", "ULP_BOUNDS", "ACCURATE_DOMAIN",
