@@ -24,7 +24,17 @@ import numpy as np
 from ..shapes import fmt_shape
 from ..tensor import Tensor
 from . import samples as S
-from .conv_common import _big, _check_float, _ints, _launch, _pad, _par, _run, _windows
+from .conv_common import (
+    _big,
+    _check_float,
+    _ints,
+    _kernel_module,
+    _launch,
+    _pad,
+    _par,
+    _run,
+    _windows,
+)
 from .dispatch import as_tensor_arg
 from .pooling import avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backward
 from .registry import OPAQUE, defop
@@ -32,16 +42,7 @@ from .registry import OPAQUE, defop
 __all__ = ["conv2d", "max_pool2d", "avg_pool2d", "conv2d_backward_input",
            "conv2d_backward_weight", "max_pool2d_backward", "avg_pool2d_backward"]
 
-_mod = None
-
-
-def _k():
-    global _mod
-    if _mod is None:
-        from ..kernels import conv as mod
-
-        _mod = mod
-    return _mod
+_k = _kernel_module("conv")
 
 
 # ------------------------------------------------------------------- array implementations

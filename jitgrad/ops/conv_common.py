@@ -24,6 +24,20 @@ PARALLEL_MIN_WORK = 1 << 15
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
+def _kernel_module(name: str):
+    """A loader of ``jitgrad.kernels.<name>`` on first use (importing it imports Numba, which
+    ``import jitgrad`` must not)."""
+    mod: list = []
+
+    def load():
+        if not mod:
+            import importlib
+
+            mod.append(importlib.import_module(f"jitgrad.kernels.{name}"))
+        return mod[0]
+    return load
+
+
 def _par(macs: int) -> bool:
     return macs >= PARALLEL_MIN_MACS and parallel_ok(macs)
 

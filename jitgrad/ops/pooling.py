@@ -27,22 +27,13 @@ import numpy as np
 from ..shapes import fmt_shape
 from ..tensor import Tensor, wrap
 from . import samples as S
-from .conv_common import _big, _check_float, _ints, _launch, _pad, _run, _windows
+from .conv_common import _big, _check_float, _ints, _kernel_module, _launch, _pad, _run, _windows
 from .dispatch import as_tensor_arg, record
 from .registry import REDUCE, defop
 
 __all__ = ["max_pool2d", "avg_pool2d", "max_pool2d_backward", "avg_pool2d_backward"]
 
-_mod = None
-
-
-def _k():
-    global _mod
-    if _mod is None:
-        from ..kernels import pooling as mod
-
-        _mod = mod
-    return _mod
+_k = _kernel_module("pooling")
 
 
 # ----------------------------------------------------------------------------- pooling
