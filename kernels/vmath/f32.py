@@ -6,8 +6,8 @@ do not edit."""
 # ruff: noqa
 
 import numpy as np
-from numba import njit
 
+from ..cached import cached_njit
 from ._common import IMPL_OPTIONS
 from ._llvm import as_float, as_int, copysign, fabs, fma, iadd, iand, isar, ishl, isub, ixor, rint, select, small_int_to_float, sqrt
 
@@ -97,7 +97,7 @@ c8_1 = np.float32(float.fromhex('0x1.c021120000000p-14'))
 mid = np.float32(float.fromhex('0x1.3ae1480000000p+1'))
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def exp_f32(x):
     """exp of float32 scalars (jitted). Max error: float32 <= 1.5 ulp."""
     x = F(x)
@@ -127,7 +127,7 @@ def exp_f32(x):
     return _1_ret
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def expm1_f32(x):
     """expm1 of float32 scalars (jitted). Max error: float32 <= 2 ulp."""
     x = F(x)
@@ -153,7 +153,7 @@ def expm1_f32(x):
     return select(fabs(x) < TINY, x, _6_ret)
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def log_f32(x):
     """log of float32 scalars (jitted). Max error: float32 <= 1.5 ulp."""
     x = F(x)
@@ -179,7 +179,7 @@ def log_f32(x):
     return select(x >= ZERO, res, select(x != x, x, NAN))
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def log1p_f32(x):
     """log1p of float32 scalars (jitted). Max error: float32 <= 3 ulp."""
     x = F(x)
@@ -210,7 +210,7 @@ def log1p_f32(x):
     return select(x >= -ONE, res, select(x != x, x, NAN))
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def tanh_f32(x):
     """tanh of float32 scalars (jitted). Max error: float32 <= 3 ulp."""
     x = F(x)
@@ -234,7 +234,7 @@ def tanh_f32(x):
     return select(a < TINY, x, res)
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def sigmoid_f32(x):
     """sigmoid of float32 scalars (jitted). Max error: float32 <= 3 ulp."""
     x = F(x)
@@ -261,7 +261,7 @@ def sigmoid_f32(x):
     return select(x >= ZERO, ONE, e) / (ONE + e)
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def softplus_f32(x):
     """softplus of float32 scalars (jitted). Max error: float32 <= 3.5 ulp."""
     x = F(x)
@@ -308,7 +308,7 @@ def softplus_f32(x):
     return select(x != x, x, res)
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def erf_f32(x):
     """erf of float32 scalars (jitted). Max error: float32 <= 2 ulp."""
     x = F(x)
@@ -352,7 +352,7 @@ def erf_f32(x):
     return select(a < SPLIT, near, far)
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def sin_f32(x):
     """sin of float32 scalars (jitted). Max error: float32 <= 3 ulp for |x| < 6.59e+06."""
     x = F(x)
@@ -387,7 +387,7 @@ def sin_f32(x):
     return select(fabs(x) < TINY_1, x, res)
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def cos_f32(x):
     """cos of float32 scalars (jitted). Max error: float32 <= 3 ulp for |x| < 6.59e+06."""
     x = F(x)
@@ -421,7 +421,7 @@ def cos_f32(x):
     return _52_ret
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def pow_f32(x, y):
     """pow of float32 scalars (jitted). Max error: float32 <= 2 ulp."""
     x, y = (F(x), F(y))
@@ -502,13 +502,13 @@ def pow_f32(x, y):
     return select(y == ZERO, ONE, res)
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def sqrt_f32(x):
     """sqrt of float32 scalars (jitted). Max error: float32 <= 0.5 ulp."""
     return sqrt(F(x))
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def rsqrt_f32(x):
     """rsqrt of float32 scalars (jitted). Max error: float32 <= 2 ulp."""
     x = F(x)

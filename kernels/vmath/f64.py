@@ -6,8 +6,8 @@ do not edit."""
 # ruff: noqa
 
 import numpy as np
-from numba import njit
 
+from ..cached import cached_njit
 from ._common import IMPL_OPTIONS
 from ._llvm import as_float, as_int, copysign, fabs, fma, iadd, iand, isar, ishl, isub, ixor, rint, select, small_int_to_float, sqrt
 
@@ -164,7 +164,7 @@ m_2 = np.float64(float.fromhex('0x1.8cccccccccccdp+1'))
 m_3 = np.float64(float.fromhex('0x1.3428f5c28f5c2p+2'))
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def exp_f64(x):
     """exp of float64 scalars (jitted). Max error: float64 <= 1.5 ulp."""
     x = F(x)
@@ -207,7 +207,7 @@ def exp_f64(x):
     return _1_ret
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def expm1_f64(x):
     """expm1 of float64 scalars (jitted). Max error: float64 <= 2.5 ulp."""
     x = F(x)
@@ -246,7 +246,7 @@ def expm1_f64(x):
     return select(fabs(x) < TINY, x, _6_ret)
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def log_f64(x):
     """log of float64 scalars (jitted). Max error: float64 <= 1.5 ulp."""
     x = F(x)
@@ -274,7 +274,7 @@ def log_f64(x):
     return select(x >= ZERO, res, select(x != x, x, NAN))
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def log1p_f64(x):
     """log1p of float64 scalars (jitted). Max error: float64 <= 2.5 ulp."""
     x = F(x)
@@ -307,7 +307,7 @@ def log1p_f64(x):
     return select(x >= -ONE, res, select(x != x, x, NAN))
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def tanh_f64(x):
     """tanh of float64 scalars (jitted). Max error: float64 <= 3 ulp."""
     x = F(x)
@@ -344,7 +344,7 @@ def tanh_f64(x):
     return select(a < TINY, x, res)
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def sigmoid_f64(x):
     """sigmoid of float64 scalars (jitted). Max error: float64 <= 3 ulp."""
     x = F(x)
@@ -384,7 +384,7 @@ def sigmoid_f64(x):
     return select(x >= ZERO, ONE, e) / (ONE + e)
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def softplus_f64(x):
     """softplus of float64 scalars (jitted). Max error: float64 <= 3 ulp."""
     x = F(x)
@@ -446,7 +446,7 @@ def softplus_f64(x):
     return select(x != x, x, res)
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def erf_f64(x):
     """erf of float64 scalars (jitted). Max error: float64 <= 1.5 ulp."""
     x = F(x)
@@ -532,7 +532,7 @@ def erf_f64(x):
     return select(a < SPLIT, near, far)
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def sin_f64(x):
     """sin of float64 scalars (jitted). Max error: float64 <= 2 ulp for |x| < 3.54e+15."""
     x = F(x)
@@ -567,7 +567,7 @@ def sin_f64(x):
     return select(fabs(x) < TINY_1, x, res)
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def cos_f64(x):
     """cos of float64 scalars (jitted). Max error: float64 <= 2 ulp for |x| < 3.54e+15."""
     x = F(x)
@@ -601,7 +601,7 @@ def cos_f64(x):
     return _51_ret
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def pow_f64(x, y):
     """pow of float64 scalars (jitted). Max error: float64 <= 2 ulp."""
     x, y = (F(x), F(y))
@@ -695,13 +695,13 @@ def pow_f64(x, y):
     return select(y == ZERO, ONE, res)
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def sqrt_f64(x):
     """sqrt of float64 scalars (jitted). Max error: float64 <= 0.5 ulp."""
     return sqrt(F(x))
 
 
-@njit(**IMPL_OPTIONS)
+@cached_njit(**IMPL_OPTIONS)
 def rsqrt_f64(x):
     """rsqrt of float64 scalars (jitted). Max error: float64 <= 2 ulp."""
     x = F(x)
