@@ -21,11 +21,9 @@ import numpy as np
 
 from ..trace.ir import Eqn, Graph, Lit, Var
 
-__all__ = ["Group", "Step", "partition", "FUSABLE_REDUCTIONS"]
+__all__ = ["Group", "Step", "partition"]
 
-FUSABLE_REDUCTIONS = ("sum", "mean")
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-_VIEW_OPS = ("reshape", "expand", "permute", "getitem")
 
 
 @dataclass(eq=False)
@@ -98,14 +96,15 @@ def reduction_kind(dims: tuple, full: tuple, p: int) -> str | None:
 
 
 def _fusable(e: Eqn) -> bool:
-    if isinstance(e.op, str) or e.op.kind != "elementwise" or e.op.expr is None:
+    if (isinstance(e.op, str) or e.op.kind != "elementwise" or e.op.expr is None
+            or not e.op.fusable):
         return False
     cdt = np.dtype(e.cdt) if e.cdt is not None else np.dtype(e.out.dtype)
     return cdt in _FLOATS
 
 
 def _fusable_reduction(e: Eqn) -> bool:
-    return (not isinstance(e.op, str) and e.op.name in FUSABLE_REDUCTIONS
+    return (not isinstance(e.op, str) and e.op.fusable_reduction
             and np.dtype(e.out.dtype) in _FLOATS and isinstance(e.ins[0], Var))
 
 
@@ -163,7 +162,7 @@ def partition(graph: Graph) -> list:
                 group_of[id(e.out)] = host
             pos[id(e.out)] = host.index
             continue
-        kind = "view" if (not isinstance(e.op, str) and e.op.name in _VIEW_OPS) else "call"
+        kind = "view" if (not isinstance(e.op, str) and e.op.view) else "call"
         steps.append(Step(kind, eqn=e))
         pos[id(e.out)] = len(steps) - 1
     return steps

@@ -46,9 +46,9 @@ def fold_views(graph: Graph) -> None:
                 src = p.ins[0]
                 if isinstance(src, Var) and len(src.shape) > len(e.out.shape):
                     break  # dropping leading dims is not broadcasting
-                if p.op.name == "expand" and isinstance(src, Var):
+                if p.op.broadcast and isinstance(src, Var):
                     i = src
-                elif p.op.name == "reshape" and isinstance(src, Var) and \
+                elif p.op.keeps_order and isinstance(src, Var) and \
                         _strip_leading_ones(src.shape) == _strip_leading_ones(p.out.shape):
                     i = src
                 else:
@@ -136,7 +136,7 @@ def dce(graph: Graph, keep=()) -> None:
 
 
 def _is_transpose(e: Eqn) -> bool:
-    return (not isinstance(e.op, str) and e.op.name == "permute"
+    return (not isinstance(e.op, str) and e.op.permutes
             and tuple(e.params.get("dims", ())) == (1, 0) and isinstance(e.ins[0], Var))
 
 
@@ -158,7 +158,7 @@ def transpose_matmuls(graph: Graph, keep=()) -> None:
     out = []
     for e in graph.eqns:
         m = producer.get(id(e.ins[0])) if _is_transpose(e) else None
-        if (m is not None and not isinstance(m.op, str) and m.op.name == "matmul"
+        if (m is not None and not isinstance(m.op, str) and m.op.matmul
                 and uses.get(id(m.out)) == 1 and len(m.out.shape) == 2
                 and all(isinstance(i, Var) and len(i.shape) == 2 for i in m.ins)):
             a, b = m.ins

@@ -74,7 +74,7 @@ def _reduce_to(g: Tensor, shape) -> Tensor:
 
 MATMUL = defop(name="matmul", kind=OPAQUE, inputs=("a", "b"), params=("ndims",),
                node=_node_name, ref=lambda a, b, ndims, bmm=False: _blas_matmul(a, b),
-               vjp=_matmul_vjp, save=(0, 1), cast_grads=True)
+               vjp=_matmul_vjp, save=(0, 1), cast_grads=True, matmul=True)
 
 
 def _check_shapes(sa, sb) -> None:

@@ -38,7 +38,7 @@ def _reshape_fwd(a, shape, in_shape, node, copy=False):
 
 RESHAPE = defop(name="reshape", kind=MOVEMENT, inputs=("a",),
                 params=("shape", "in_shape", "node"), node=lambda p: p["node"],
-                ref=_reshape_fwd,
+                ref=_reshape_fwd, view=True, keeps_order=True,
                 vjp=lambda g, ins, out, p, n: (g.reshape(p["in_shape"]),))
 
 
@@ -127,7 +127,7 @@ def _inverse(perm):
 
 
 PERMUTE = defop(name="permute", kind=MOVEMENT, inputs=("a",), params=("dims", "node"),
-                node=lambda p: p["node"],
+                node=lambda p: p["node"], view=True, permutes=True,
                 ref=lambda a, dims, node: np.transpose(a, dims),
                 vjp=lambda g, ins, out, p, n: (permute(g, _inverse(p["dims"])),))
 
@@ -198,7 +198,7 @@ def _sum_to_shape(g: Tensor, shape) -> Tensor:
 
 
 EXPAND = defop(name="expand", kind=MOVEMENT, inputs=("a",), params=("shape", "in_shape"),
-               node="ExpandBackward0",
+               node="ExpandBackward0", view=True, broadcast=True,
                ref=lambda a, shape, in_shape: np.broadcast_to(a, shape),
                vjp=lambda g, ins, out, p, n: (_sum_to_shape(g, p["in_shape"]),))
 
@@ -314,7 +314,7 @@ def _split_ints(items: list, ndim: int) -> _TwoStep:
 
 GETITEM = defop(name="getitem", kind=MOVEMENT, inputs=("a",),
                 params=("index", "shape", "advanced", "node"), node=lambda p: p["node"],
-                ref=lambda a, index, shape, advanced, node: _take(a, index),
+                view=True, ref=lambda a, index, shape, advanced, node: _take(a, index),
                 vjp=lambda g, ins, out, p, n: (_getitem_backward(g, p),))
 GETITEM_BACKWARD = defop(
     name="getitem_backward", kind=MOVEMENT, inputs=("g",), params=("index", "shape", "advanced"),

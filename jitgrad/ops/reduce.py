@@ -74,7 +74,7 @@ def _mean_eager(a, dims, keepdim, shape, full=False):
 SUM = defop(name="sum", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "shape"),
             node=lambda p: "SumBackward0" if p.get("full") else "SumBackward1",
             ref=_sum_ref, fwd=_sum_eager, vjp=lambda g, ins, out, p, n: (_expand_back(g, p),),
-            samples=S.reduce)
+            fusable_reduction=True, samples=S.reduce)
 
 
 def _mean_ref(a, dims, keepdim, shape, full=False):
@@ -83,7 +83,7 @@ def _mean_ref(a, dims, keepdim, shape, full=False):
 
 MEAN = defop(name="mean", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "shape"),
              node=lambda p: "MeanBackward0" if p.get("full") else "MeanBackward1",
-             ref=_mean_ref, fwd=_mean_eager,
+             ref=_mean_ref, fwd=_mean_eager, fusable_reduction=True,
              vjp=lambda g, ins, out, p, n: (_expand_back(g, p) / float(
                  _b.max(_count(p["shape"], p["dims"]), 1)),),
              samples=S.reduce)

@@ -83,6 +83,9 @@ class OpDef:
     ``p`` (a dict) and which inputs need a gradient; it returns one gradient (or ``None``) per
     input, written with jitgrad ops. Element-wise gradients are reduced to the input shapes
     (broadcasting) and cast to the input dtypes by the caller.
+
+    The boolean traits after ``extra`` tell the compiler how it may treat the op (fuse it,
+    fold it into a broadcast, rewrite it); the compiler reads them, never the op's name.
     """
 
     name: str
@@ -102,6 +105,28 @@ class OpDef:
     samples: Callable | None = None
     doc: str = ""
     extra: dict = field(default_factory=dict)
+
+    # Traits the compiler's passes and fusion read, instead of lists of op names.
+    fusable: bool = True
+    """Element-wise ops with an ``expr``: may join a fused loop. ``False`` makes the plan run
+    the op as a call to its eager forward (``fwd`` when it has one), never fused."""
+    fusable_reduction: bool = False
+    """A sum a fused loop can compute alongside the element-wise work that feeds it (sum,
+    mean); its params hold the summed ``dims``."""
+    view: bool = False
+    """A movement op whose result NumPy gets by indexing or striding its input, never by
+    arithmetic (reshape, expand, permute, getitem): a plan runs it as a "view" step."""
+    broadcast: bool = False
+    """The output is the input broadcast to a larger shape (expand): an element-wise op
+    reading it may read the input instead, since it broadcasts its operands anyway."""
+    keeps_order: bool = False
+    """The output holds the input's elements in the same row-major order, only the shape
+    differs (reshape): where only leading size-1 dims differ, it is a broadcast too."""
+    permutes: bool = False
+    """The output is the input with its dims reordered as ``params["dims"]`` (permute)."""
+    matmul: bool = False
+    """A matrix product ``a @ b`` on BLAS, which takes transposed operands for free:
+    ``transpose_matmuls`` rewrites ``(a @ b).T`` as ``b.T @ a.T``."""
 
     @property
     def nin(self) -> int:
