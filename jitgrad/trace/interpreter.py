@@ -52,6 +52,8 @@ def _elementwise(op, args, e, reference: bool) -> np.ndarray:
             out = op.ref(*operands, **{k: e.params[k] for k in op.params}) if op.params \
                 else op.ref(*operands)
         out = np.asarray(out)
+    elif op.fwd is not None:  # an eager forward of its own (sin/cos: libm for huge inputs)
+        out = np.asarray(op.fwd(*operands, **{k: e.params[k] for k in op.params}))
     else:
         from ..ops import eager_kernels
 
