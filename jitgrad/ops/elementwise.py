@@ -82,12 +82,36 @@ RSQRT = _ew("rsqrt", "RsqrtBackward0", ("a",), "rsqrt(a)", lambda a: 1.0 / np.sq
 RECIPROCAL = _ew("reciprocal", "ReciprocalBackward0", ("a",), "1.0 / a", np.reciprocal,
                  lambda g, ins, out, p, n: (-g * out * out,), save_out=True, dtype_rule=FLOAT,
                  samples=S.unary_away_from_0)
+
+
+def _libm(op, a):
+    with np.errstate(all="ignore"):
+        return op.ref(a)
+
+
+def _trig_fwd(name):
+    """The eager forward of sin/cos on a float array or scalar, as :func:`_trig` computes
+    it: NumPy's libm when some element lies beyond the vectorised kernel's domain."""
+    def fwd(a):
+        op = SIN if name == "sin" else COS
+        if a.size and trig_out_of_domain(name, a):
+            return _libm(op, a)
+        from .eager_kernels import run
+
+        return run(op, (a,), None, a.dtype, a.dtype)
+    return fwd
+
+
+# not fusable: their eager path checks the data and switches to libm beyond the vectorised
+# range reduction's ACCURATE_DOMAIN (see _trig), so inside a plan they run as a call to the
+# same eager function (fwd) rather than fused, and compiled results stay identical to eager
+# for any input
 SIN = _ew("sin", "SinBackward0", ("a",), "sin(a)", np.sin,
           lambda g, ins, out, p, n: (g * cos(ins[0]),), save=(0,), dtype_rule=FLOAT,
-          samples=S.unary)
+          fwd=_trig_fwd("sin"), fusable=False, samples=S.unary)
 COS = _ew("cos", "CosBackward0", ("a",), "cos(a)", np.cos,
           lambda g, ins, out, p, n: (g * -sin(ins[0]),), save=(0,), dtype_rule=FLOAT,
-          samples=S.unary)
+          fwd=_trig_fwd("cos"), fusable=False, samples=S.unary)
 TANH = _ew("tanh", "TanhBackward0", ("a",), "tanh(a)", np.tanh,
            lambda g, ins, out, p, n: (tanh_backward(g, out),), save_out=True, dtype_rule=FLOAT,
            samples=S.unary)
@@ -405,15 +429,16 @@ def reciprocal(input: Tensor) -> Tensor:
 
 def _trig(op, input: Tensor) -> Tensor:
     # the vectorised sin/cos reduce arguments exactly only below ACCURATE_DOMAIN; beyond it
-    # (|x| >= 6.6e6 in float32) NumPy's libm gives the right answer, so use it
+    # (|x| >= 6.6e6 in float32) NumPy's libm gives the right answer, so use it (integers are
+    # checked as the float values the kernel would compute on)
     a = input._data
-    if a.dtype.kind == "f" and a.size and trig_out_of_domain(op.name, a):
-        from ..tensor import wrap
-        from .dispatch import record
+    if a.size:
+        f = a if a.dtype.kind == "f" else a.astype(_default_float().np)
+        if trig_out_of_domain(op.name, f):
+            from ..tensor import wrap
+            from .dispatch import record
 
-        with np.errstate(all="ignore"):
-            res = op.ref(a)
-        return record(op, wrap(res), (input,), None)
+            return record(op, wrap(_libm(op, f)), (input,), None)
     return unary(op, input)
 
 

@@ -1,7 +1,7 @@
 """Op traits: the compiler's fusion and passes read what an op may be (fused, folded into a
 broadcast, run as a view, rewritten) from fields of its OpDef, never from its name. These
 tests pin which ops hold each trait and that the plans come out as they did when the
-compiler kept lists of op names."""
+compiler kept lists of op names (sin and cos aside: they became calls on purpose)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 import pytest
+from helpers import assert_same_bits
 
 import jitgrad as jg
 from jitgrad.compiler import fusion, passes
@@ -35,6 +36,16 @@ def test_view_traits_only_on_movement_ops():
         for name in TRAITS[trait]:
             assert REGISTRY[name].kind == "movement", (trait, name)
         assert TRAITS[trait] <= TRAITS["view"]
+
+
+def test_only_sin_and_cos_are_not_fusable():
+    """Not fusable: an element-wise op with a kernel expression that a plan still runs as a
+    call to its eager forward (``fwd``), so the eager path's data-dependent choice holds."""
+    held = {n for n, op in REGISTRY.items() if not op.fusable}
+    assert held == {"sin", "cos"}
+    for name in held:
+        op = REGISTRY[name]
+        assert op.kind == "elementwise" and op.expr is not None and op.fwd is not None
 
 
 def test_compiler_never_compares_op_names():
@@ -123,3 +134,43 @@ def test_groups_gradient_of_matmul_chain(xs):
         "step 2: view permute",
         "step 3: call matmul",
     ]
+
+
+def test_sin_cos_run_as_calls(xs):
+    x, _, _ = xs
+    low = jg.compile(lambda x: jg.sin(x) * 2.0 + jg.cos(x)).lower(x)
+    assert _steps(low) == [
+        "step 0: call sin",
+        "step 1: fused loop over [4, 6]: mul",
+        "step 2: call cos",
+        "step 3: fused loop over [4, 6]: add",
+        # backward: d sin = cos, d cos = -sin, each a call again
+        "step 0: call sin",
+        "step 1: fused loop over [4, 6]: neg, mul, mul",
+        "step 2: call cos",
+        "step 3: fused loop over [4, 6]: mul, add",
+    ]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64],
+                         ids=["float32", "float64", "int64"])
+def test_sin_cos_compiled_equal_eager_beyond_the_vector_domain(dtype):
+    """Huge arguments take libm eagerly; the plan calls the same function, so it does too."""
+    vals = [1e7, -2.5e7, 0.3, -9e6, 3e8, 2.0, 1e15, 7.0]
+    if dtype == np.float64:
+        vals = [v * 1e10 for v in vals]
+    a = np.array(vals * 2, dtype=dtype)
+    grad = np.dtype(dtype).kind == "f"
+    x = jg.tensor(a, requires_grad=grad)
+
+    def fn(x):
+        return jg.sin(x) * 2.0 + jg.cos(x)
+
+    eager = fn(x)
+    g_eager = jg.autograd.grad(eager.sum(), [x])[0] if grad else None
+    f = jg.compile(fn)
+    for call in ("first call", "second call"):
+        out = f(x)
+        assert_same_bits(out, eager, call)
+        if grad:
+            assert_same_bits(jg.autograd.grad(out.sum(), [x])[0], g_eager, call + " gradient")
