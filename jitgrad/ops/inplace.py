@@ -109,7 +109,7 @@ def _snapshot_self(saved: tuple, self: Tensor, result: Tensor) -> tuple:
     """Saved inputs that are ``self`` keep its pre-modification value (a copy)."""
     if not any(type(e) is tuple and e[0] is self for e in saved):
         return saved
-    from .movement import clone
+    from .copies import clone
 
     with grad_mode.no_grad():
         snap = clone(self.detach())
@@ -154,7 +154,7 @@ INDEX_PUT = defop(name="index_put", kind=MOVEMENT, inputs=("a", "value"),
 
 def setitem(self: Tensor, index, value) -> None:
     """``self[index] = value`` (value: tensor or number); differentiable w.r.t. both."""
-    from .movement import _normalise_index
+    from .indexing import _normalise_index
 
     idx, _ = _normalise_index(index, self._data.shape)
     v_is_t = isinstance(value, Tensor)

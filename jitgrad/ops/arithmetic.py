@@ -1,0 +1,173 @@
+"""Element-wise arithmetic: add, sub, rsub, mul, div, neg and the power family (pow with a
+tensor or scalar exponent, a scalar base raised to a tensor, square)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor, wrap
+from . import samples as S
+from .dispatch import binary, unary
+from .elementwise_base import as_tensor, default_float, ew, is_tensor
+from .fused_backward import pow_backward
+from .math_functions import log, reciprocal
+from .registry import FLOAT
+from .selection import where
+
+__all__ = ["add", "sub", "rsub", "mul", "div", "true_divide", "neg", "pow", "square"]
+
+
+# ---------------------------------------------------------------------------- arithmetic
+ADD = ew("add", "AddBackward0", ("a", "b"), "a + b", np.add,
+         lambda g, ins, out, p, n: (g, g), samples=S.binary)
+SUB = ew("sub", "SubBackward0", ("a", "b"), "a - b", np.subtract,
+         lambda g, ins, out, p, n: (g, -g if n[1] else None), samples=S.binary)
+RSUB = ew("rsub", lambda p: "RsubBackward0" if p and p.get("tensor_other") else "RsubBackward1",
+          ("a", "b"), "b - a", lambda a, b: np.subtract(b, a),
+          lambda g, ins, out, p, n: (-g if n[0] else None, g), samples=S.binary)
+MUL = ew("mul", "MulBackward0", ("a", "b"), "a * b", np.multiply,
+         lambda g, ins, out, p, n: (g * ins[1] if n[0] else None,
+                                    g * ins[0] if n[1] else None),
+         save=(0, 1), samples=S.binary)
+
+
+def _div_vjp(g, ins, out, p, n):
+    a, b = ins
+    return (g / b if n[0] else None, -g * a / (b * b) if n[1] else None)
+
+
+DIV = ew("div", "DivBackward0", ("a", "b"), "a / b", np.true_divide, _div_vjp, save=(0, 1),
+         dtype_rule=FLOAT, samples=S.binary_nonzero_b)
+NEG = ew("neg", "NegBackward0", ("a",), "-a", np.negative,
+         lambda g, ins, out, p, n: (-g,), samples=S.unary)
+
+
+# -------------------------------------------------------------------------------- powers
+def _pow_scalar_ref(a, exponent):
+    return np.power(a, np.asarray(exponent, dtype=a.dtype))
+
+
+POW_SCALAR = ew("pow_scalar", "PowBackward0", ("a",), "pow_scalar(a, exponent)",
+                _pow_scalar_ref,
+                lambda g, ins, out, p, n: (pow_backward(g, ins[0], p["exponent"]),),
+                params=("exponent",), save=(0,), samples=S.pow_scalar)
+
+
+def _pow_vjp(g, ins, out, p, n):
+    a, b = ins
+    ga = g * b * pow(a, b - 1.0) if n[0] else None
+    # PyTorch's order of operations (float32 results match it bit for bit)
+    gb = g * where((a == 0.0) & (b >= 0.0), 0.0, out * log(a)) if n[1] else None
+    return ga, gb
+
+
+POW = ew("pow", "PowBackward1", ("a", "b"), "pow(a, b)", np.power, _pow_vjp, save=(0, 1),
+         save_out=True, samples=S.pow_tensor)
+
+
+def _rpow_ref(a, base):
+    return np.power(np.asarray(base, dtype=a.dtype), a)
+
+
+def _rpow_vjp(g, ins, out, p, n):
+    base = p["base"]
+    if base == 0.0:
+        return (g * where(ins[0] >= 0.0, 0.0, out * float("-inf")),)
+    with np.errstate(invalid="ignore"):
+        log_base = float(np.log(np.float64(base)))
+    return (g * (out * log_base),)
+
+
+RPOW_SCALAR = ew("rpow_scalar", "PowBackward2", ("a",), "pow(base, a)", _rpow_ref, _rpow_vjp,
+                 params=("base",), save=(0,), save_out=True, dtype_rule=FLOAT,
+                 samples=S.rpow_scalar)
+
+
+# ---------------------------------------------------------------------- public functions
+def add(input, other, *, alpha=None) -> Tensor:
+    """``input + alpha * other`` with broadcasting."""
+    if alpha is not None and alpha != 1:
+        other = mul(other, alpha) if is_tensor(other) else other * alpha
+    if not is_tensor(input):
+        return binary(ADD, other, input)
+    return binary(ADD, input, other)
+
+
+def sub(input, other, *, alpha=None) -> Tensor:
+    """``input - alpha * other``."""
+    if alpha is not None and alpha != 1:
+        other = mul(other, alpha) if is_tensor(other) else other * alpha
+    if not is_tensor(input):
+        return binary(RSUB, other, input)
+    return binary(SUB, input, other)
+
+
+def rsub(input, other, *, alpha=None) -> Tensor:
+    """``other - input``."""
+    if alpha is not None and alpha != 1:
+        input = mul(input, alpha)
+    return binary(RSUB, input, other, {"tensor_other": True} if is_tensor(other) else None)
+
+
+def mul(input, other) -> Tensor:
+    """Element-wise product."""
+    if not is_tensor(input):
+        return binary(MUL, other, input)
+    return binary(MUL, input, other)
+
+
+def div(input, other, *, rounding_mode=None) -> Tensor:
+    """True division (``rounding_mode`` "trunc"/"floor" round the quotient, no gradient)."""
+    if not is_tensor(input):
+        r = mul(reciprocal(other), input)
+    else:
+        r = binary(DIV, input, other)
+    if rounding_mode is None:
+        return r
+    if rounding_mode not in ("trunc", "floor"):
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                         f"but found '{rounding_mode}'")
+    f = np.trunc if rounding_mode == "trunc" else np.floor
+    res = f(r._data)
+    ints = [x for x in (input, other) if is_tensor(x)]
+    if all(x._data.dtype.kind in "iub" for x in ints):
+        res = res.astype(np.result_type(*[x._data.dtype for x in ints]))
+    return wrap(res)
+
+
+true_divide = div
+
+
+def neg(input: Tensor) -> Tensor:
+    """``-input``."""
+    if input._data.dtype == np.bool_:
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+            "invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+    return unary(NEG, input)
+
+
+def pow(input, exponent) -> Tensor:  # noqa: A001 - PyTorch's name
+    """``input ** exponent``; either may be a Python number (not both)."""
+    if is_tensor(input) and not is_tensor(exponent):
+        if isinstance(exponent, np.generic):
+            exponent = exponent.item()
+        if not isinstance(exponent, (int, float, bool)):
+            exponent = as_tensor(exponent)
+            return binary(POW, input, exponent)
+        if input._data.dtype.kind != "f" and (isinstance(exponent, float) or exponent < 0):
+            if not isinstance(exponent, float):
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            input = input.to(default_float())
+        return unary(POW_SCALAR, input, {"exponent": exponent})
+    if not is_tensor(input):
+        if isinstance(input, np.generic):
+            input = input.item()
+        return unary(RPOW_SCALAR, exponent, {"base": input})
+    return binary(POW, input, exponent)
+
+
+def square(input: Tensor) -> Tensor:
+    """``input ** 2``."""
+    return pow(input, 2)

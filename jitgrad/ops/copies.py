@@ -1,0 +1,43 @@
+"""Copies and dtype conversion: clone, contiguous, to_dtype (``tensor.to(dtype)``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..tensor import Tensor
+from .dispatch import call
+from .registry import MOVEMENT, defop
+
+__all__ = ["clone", "contiguous", "to_dtype"]
+
+
+CLONE = defop(name="clone", kind=MOVEMENT, inputs=("a",), node="CloneBackward0",
+              ref=lambda a: np.array(a, copy=True, order="C"),
+              vjp=lambda g, ins, out, p, n: (g,))
+
+
+def clone(input: Tensor) -> Tensor:
+    """A copy that stays in the graph."""
+    return call(CLONE, (input,), None)
+
+
+def contiguous(input: Tensor) -> Tensor:
+    """``input`` itself when C-contiguous, else a contiguous copy."""
+    if input._data.flags.c_contiguous:
+        return input
+    return clone(input)
+
+
+TO_DTYPE = defop(name="to_dtype", kind=MOVEMENT, inputs=("a",), params=("dtype", "in_dtype"),
+                 node="ToCopyBackward0", ref=lambda a, dtype, in_dtype: a.astype(dtype),
+                 vjp=lambda g, ins, out, p, n: (to_dtype(g, dtypes.from_numpy_dtype(
+                     p["in_dtype"])) if np.dtype(p["in_dtype"]).kind == "f" else None,))
+
+
+def to_dtype(input: Tensor, dtype, copy: bool = False) -> Tensor:
+    """Convert to ``dtype`` (``input`` itself when already of it, unless ``copy``)."""
+    d = dtypes.to_dtype(dtype)
+    if input._data.dtype == d.np and not copy:
+        return input
+    return call(TO_DTYPE, (input,), {"dtype": d.np, "in_dtype": input._data.dtype})

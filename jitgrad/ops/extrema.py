@@ -1,0 +1,173 @@
+"""Extrema: max and min (whole tensor, or values and indices along a dim), amax, amin,
+argmax, argmin."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from ..shapes import wrap_dim
+from ..tensor import Tensor, wrap
+from . import samples as S
+from .dispatch import call, record
+from .reduce_base import ALL, call_reduce, expand_back, kept_shape, reduce_params
+from .registry import REDUCE, defop
+from .selection import eq, maximum, minimum, where
+
+__all__ = ["max", "min", "amax", "amin", "argmax", "argmin", "return_max", "return_min"]
+
+
+def _return_type(name):
+    cls = namedtuple(name, ["values", "indices"])
+    cls.__repr__ = lambda self: (f"jitgrad.return_types.{name}(values={self.values!r}, "
+                                 f"indices={self.indices!r})")
+    return cls
+
+
+return_max = _return_type("max")  # PyTorch's torch.return_types.max
+return_min = _return_type("min")
+
+
+# --------------------------------------------------------------------------- amax / amin
+def _evenly(g: Tensor, a: Tensor, out: Tensor, p) -> Tensor:
+    """Gradient of a full or dim-wise amax/amin: split evenly between tied extrema."""
+    shape, dims = p["shape"], p["dims"]
+    o = out if p["keepdim"] else out.reshape(kept_shape(shape, dims))
+    mask = a == o
+    cnt = mask.sum(dim=dims, keepdim=True).to(g.dtype)
+    return where(mask, expand_back(g, p) / cnt, 0.0)
+
+
+def _extreme_ref(fn):
+    def ref(a, dims, keepdim, shape, full=False):
+        if a.size == 0:
+            raise RuntimeError(
+                "max(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+                "the reduction dim with the 'dim' argument."
+            )
+        return np.asarray(fn(a, axis=dims, keepdims=keepdim))
+    return ref
+
+
+AMAX = defop(name="amax", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "shape"),
+             node=lambda p: "MaxBackward1" if p.get("full") else "AmaxBackward0",
+             ref=_extreme_ref(np.max), save=(0,), save_out=True,
+             vjp=lambda g, ins, out, p, n: (_evenly(g, ins[0], out, p),),
+             samples=S.reduce_distinct)
+AMIN = defop(name="amin", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "shape"),
+             node=lambda p: "MinBackward1" if p.get("full") else "AminBackward0",
+             ref=_extreme_ref(np.min), save=(0,), save_out=True,
+             vjp=lambda g, ins, out, p, n: (_evenly(g, ins[0], out, p),),
+             samples=S.reduce_distinct)
+
+
+# ----------------------------------------------------------------- max / min along a dim
+def _select_grad(g: Tensor, p) -> Tensor:
+    """Gradient of max/min along ``dim``: to the returned index only (a one-hot mask built
+    with ops from the indices tensor, so a compiled backward recomputes it every call)."""
+    from ..creation import const_tensor
+
+    dim, shape = p["dim"], p["shape"]
+    if not shape:  # 0-d input: the value is the input
+        return g
+    idx = p["indices"]  # int64, keepdim=True layout
+    ar = const_tensor(np.arange(shape[dim]).reshape(
+        tuple(shape[dim] if i == dim else 1 for i in range(len(shape)))))
+    gk = g if p["keepdim"] else g.unsqueeze(dim)
+    return where(eq(ar, idx), gk.expand(shape), 0.0)
+
+
+def _dim_ref(fn):
+    def ref(a, dim, keepdim, shape, indices=None):
+        return np.asarray(fn(a, axis=dim, keepdims=keepdim))
+    return ref
+
+
+MAX_DIM = defop(name="max_dim", kind=REDUCE, inputs=("a",),
+                params=("dim", "keepdim", "shape", "indices"), node="MaxBackward0",
+                ref=_dim_ref(np.max), vjp=lambda g, ins, out, p, n: (_select_grad(g, p),))
+MIN_DIM = defop(name="min_dim", kind=REDUCE, inputs=("a",),
+                params=("dim", "keepdim", "shape", "indices"), node="MinBackward0",
+                ref=_dim_ref(np.min), vjp=lambda g, ins, out, p, n: (_select_grad(g, p),))
+
+
+def _extreme(op_full, op_dim, argfn, input, dim, keepdim, name):
+    rtype = return_max if name == "max" else return_min
+    if dim is None:
+        p = reduce_params(input, ALL, False, name)
+        return call_reduce(op_full, input, p)
+    a = input._data
+    d = wrap_dim(dim, a.ndim)
+    if a.ndim and a.shape[d] == 0:
+        raise IndexError(
+            f"{name}(): Expected reduction dim {d} to have non-zero size."
+        )
+    idx = call(ARGMAX if name == "max" else ARGMIN, (input,), {"dim": d, "keepdim": True})
+    values = np.take_along_axis(a, idx._data, axis=d) if a.ndim else a.copy()
+    if not keepdim and a.ndim:
+        values = np.squeeze(values, axis=d)
+    p = {"dim": d, "keepdim": bool(keepdim), "shape": a.shape, "indices": idx}
+    out = record(op_dim, wrap(np.array(values, order="C")), (input,), p)
+    if not keepdim and a.ndim:
+        idx = idx.squeeze(d)
+    return rtype(out, idx)
+
+
+def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
+    """Largest element; with ``dim``: ``(values, indices)`` along ``dim``. With a tensor as
+    second argument: element-wise maximum."""
+    if isinstance(dim, Tensor):
+        return maximum(input, dim)
+    return _extreme(AMAX, MAX_DIM, np.argmax, input, dim, keepdim, "max")
+
+
+def min(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
+    """Smallest element; with ``dim``: ``(values, indices)`` along ``dim``."""
+    if isinstance(dim, Tensor):
+        return minimum(input, dim)
+    return _extreme(AMIN, MIN_DIM, np.argmin, input, dim, keepdim, "min")
+
+
+def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+    """Maximum over ``dim`` (all dims when empty); ties share the gradient."""
+    p = reduce_params(input, dim if dim != () else None, keepdim, "amax")
+    p["full"] = False
+    return call_reduce(AMAX, input, p)
+
+
+def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+    """Minimum over ``dim`` (all dims when empty); ties share the gradient."""
+    p = reduce_params(input, dim if dim != () else None, keepdim, "amin")
+    p["full"] = False
+    return call_reduce(AMIN, input, p)
+
+
+# ----------------------------------------------------------------------- argmax / argmin
+def _arg_ref(fn):
+    def ref(a, dim, keepdim):
+        if a.ndim == 0:
+            return np.zeros((), np.int64)
+        if dim is None:
+            r = fn(a)
+            return np.asarray(r, np.int64).reshape((1,) * a.ndim if keepdim else ())
+        return np.asarray(fn(a, axis=dim, keepdims=keepdim), dtype=np.int64)
+    return ref
+
+
+ARGMAX = defop(name="argmax", kind=REDUCE, inputs=("a",), params=("dim", "keepdim"),
+               node=None, ref=_arg_ref(np.argmax), samples=S.arg_reduce)
+ARGMIN = defop(name="argmin", kind=REDUCE, inputs=("a",), params=("dim", "keepdim"),
+               node=None, ref=_arg_ref(np.argmin), samples=S.arg_reduce)
+
+
+def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the largest element (flattened when ``dim`` is None); first on ties."""
+    d = None if dim is None else wrap_dim(dim, input._data.ndim)
+    return call(ARGMAX, (input,), {"dim": d, "keepdim": bool(keepdim)})
+
+
+def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the smallest element (flattened when ``dim`` is None); first on ties."""
+    d = None if dim is None else wrap_dim(dim, input._data.ndim)
+    return call(ARGMIN, (input,), {"dim": d, "keepdim": bool(keepdim)})

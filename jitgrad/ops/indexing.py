@@ -1,0 +1,223 @@
+"""Indexing: ``x[index]`` (ints, slices, None, Ellipsis, integer and boolean tensors) and what
+is built on it: select, narrow, split, chunk, unbind. Basic indexing gives views, advanced
+indexing copies, as in PyTorch."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..shapes import wrap_dim
+from ..tensor import Tensor, wrap
+from .dispatch import call, record
+from .registry import MOVEMENT, defop
+
+__all__ = ["getitem", "select", "narrow", "split", "chunk", "unbind"]
+
+
+# ------------------------------------------------------------------------------- getitem
+def _index_kind(index) -> str:
+    """PyTorch's node for ``x[index]``: advanced indexing runs last (IndexBackward0);
+    otherwise the last basic step that does something names the node (full ``:`` slices
+    after it are skipped)."""
+    if type(index) is _TwoStep:
+        return "IndexBackward0"
+    items = index if isinstance(index, tuple) else (index,)
+    last = Ellipsis  # "no step yet"
+    for it in items:
+        if it is Ellipsis or (isinstance(it, slice) and it == slice(None)):
+            continue
+        if not (it is None or isinstance(it, (int, np.integer, slice))) or isinstance(it, bool):
+            return "IndexBackward0"
+        last = it
+    if last is Ellipsis:
+        return "SliceBackward0" if any(isinstance(it, slice) for it in items) \
+            else "AliasBackward0"
+    if last is None:
+        return "UnsqueezeBackward0"
+    return "SliceBackward0" if isinstance(last, slice) else "SelectBackward0"
+
+
+class _TwoStep(tuple):
+    """``(basic, rest)``: PyTorch applies integer indices as selects before advanced indexing
+    (NumPy would treat them as advanced indices too, which moves dims differently)."""
+
+    __slots__ = ()
+
+
+def _take(a, index):
+    if type(index) is _TwoStep:
+        return a[index[0]][index[1]]
+    return a[index]
+
+
+def _getitem_bwd_ref(g, index, shape, advanced):
+    out = np.zeros(shape, dtype=g.dtype)
+    if type(index) is _TwoStep:
+        np.add.at(out[index[0]], index[1], g)
+    elif advanced:
+        np.add.at(out, index, g)
+    else:
+        out[index] = g
+    return out
+
+
+def _split_ints(items: list, ndim: int) -> _TwoStep:
+    """Split an index mixing integers and arrays into PyTorch's select-then-index steps."""
+    def width(it):
+        if it is None or it is Ellipsis:
+            return 0
+        if isinstance(it, np.ndarray) and it.dtype == np.bool_:
+            return it.ndim
+        return 1
+
+    if any(it is Ellipsis for it in items):
+        i = next(k for k, it in enumerate(items) if it is Ellipsis)
+        fill = ndim - sum(width(it) for it in items)
+        items = items[:i] + [slice(None)] * fill + items[i + 1:]
+    basic, rest = [], []
+    for it in items:
+        if isinstance(it, (int, np.integer)) and not isinstance(it, bool):
+            basic.append(it)
+        elif isinstance(it, np.ndarray):
+            basic.extend([slice(None)] * width(it))
+            rest.append(it)
+        else:  # slice or None
+            basic.append(it)
+            rest.append(slice(None))
+    return _TwoStep((tuple(basic), tuple(rest)))
+
+
+GETITEM = defop(name="getitem", kind=MOVEMENT, inputs=("a",),
+                params=("index", "shape", "advanced", "node"), node=lambda p: p["node"],
+                view=True, ref=lambda a, index, shape, advanced, node: _take(a, index),
+                vjp=lambda g, ins, out, p, n: (_getitem_backward(g, p),))
+GETITEM_BACKWARD = defop(
+    name="getitem_backward", kind=MOVEMENT, inputs=("g",), params=("index", "shape", "advanced"),
+    node="IndexPutBackward0", ref=_getitem_bwd_ref,
+    vjp=lambda g, ins, out, p, n: (call(GETITEM, (g,), {
+        "index": p["index"], "shape": g._data.shape, "advanced": p["advanced"],
+        "node": "IndexBackward0"}),))
+
+
+def _getitem_backward(g: Tensor, p) -> Tensor:
+    return call(GETITEM_BACKWARD, (g,), {"index": p["index"], "shape": p["shape"],
+                                         "advanced": p["advanced"]})
+
+
+def _normalise_index(index, shape):
+    """Convert tensors in an index to arrays and check bounds with PyTorch's messages."""
+    items = index if isinstance(index, tuple) else (index,)
+    out = []
+    advanced = False
+    for it in items:
+        if isinstance(it, Tensor):
+            it = it._data
+            if it.ndim == 0 and it.dtype.kind in "iu":  # a 0-d integer tensor acts as an int
+                it = int(it)
+        elif isinstance(it, (list,)) and not all(isinstance(x, slice) for x in it):
+            it = np.asarray(it)
+        if isinstance(it, np.ndarray):
+            advanced = True
+            if it.dtype.kind == "f":
+                raise IndexError(
+                    "tensors used as indices must be long, int, byte or bool tensors"
+                )
+        elif isinstance(it, bool):
+            advanced = True
+        out.append(it)
+    # bounds check for plain integers
+    dim = 0
+    n_real = sum(1 for it in out if it is not None and it is not Ellipsis and not (
+        isinstance(it, np.ndarray) and it.dtype == np.bool_) and not isinstance(it, bool))
+    n_real += sum(it.ndim for it in out if isinstance(it, np.ndarray) and it.dtype == np.bool_)
+    if n_real > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    for it in out:
+        if it is Ellipsis:
+            dim = len(shape) - (n_real - dim)
+            continue
+        if it is None:
+            continue
+        if isinstance(it, (int, np.integer)) and not isinstance(it, bool):
+            size = shape[dim]
+            if not -size <= it < size:
+                raise IndexError(
+                    f"index {it} is out of bounds for dimension {dim} with size {size}"
+                )
+        if isinstance(it, np.ndarray) and it.dtype == np.bool_:
+            dim += it.ndim
+        elif not isinstance(it, bool):
+            dim += 1
+    if advanced and any(isinstance(it, (int, np.integer)) and not isinstance(it, bool)
+                        for it in out):
+        return _split_ints(out, len(shape)), True
+    index = tuple(out) if isinstance(index, tuple) or len(out) != 1 else out[0]
+    return index, advanced
+
+
+def getitem(input: Tensor, index, _node: str | None = None) -> Tensor:
+    """``input[index]``: ints, slices, None, Ellipsis, integer and boolean tensors/arrays."""
+    a = input._data
+    if a.ndim == 0 and not (index is Ellipsis or index is None or isinstance(index, tuple)):
+        if not isinstance(index, (Tensor, np.ndarray, list, bool)):
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    index, advanced = _normalise_index(index, a.shape)
+    p = {"index": index, "shape": a.shape, "advanced": advanced,
+         "node": _node or _index_kind(index)}
+    res = _take(a, index)
+    if not isinstance(res, np.ndarray):
+        res = np.asarray(res)
+    out = wrap(res)
+    if not advanced:
+        out._vc = input._vc
+        out._base = input._base if input._base is not None else input
+    return record(GETITEM, out, (input,), p)
+
+
+# ---------------------------------------------------------------------- built on getitem
+def select(input: Tensor, dim: int, index: int, _node: str = "SelectBackward0") -> Tensor:
+    """``input`` indexed with ``index`` along ``dim`` (the dim is removed)."""
+    d = wrap_dim(dim, input._data.ndim)
+    return getitem(input, (slice(None),) * d + (index,), _node)
+
+
+def narrow(input: Tensor, dim: int, start: int, length: int,
+           _node: str = "SliceBackward0") -> Tensor:
+    """``length`` entries of dim ``dim`` from ``start``."""
+    d = wrap_dim(dim, input._data.ndim)
+    return getitem(input, (slice(None),) * d + (slice(start, start + length),), _node)
+
+
+def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
+    """Split into chunks of ``split_size`` (or the given section sizes) along ``dim``."""
+    d = wrap_dim(dim, input._data.ndim)
+    n = input._data.shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        sizes = [min(step, n - s) for s in range(0, n, step)] or [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != n:
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size "
+                f"at dimension {d}), but got split_sizes={sizes}"
+            )
+    out, start = [], 0
+    for s in sizes:
+        out.append(narrow(input, d, start, s, "SplitBackward0"))
+        start += s
+    return tuple(out)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """Split into ``chunks`` nearly equal parts along ``dim``."""
+    n = input._data.shape[wrap_dim(dim, input._data.ndim)]
+    step = -(-n // chunks)
+    return split(input, max(step, 1), dim)
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple:
+    """All slices along ``dim``, the dim removed."""
+    d = wrap_dim(dim, input._data.ndim)
+    return tuple(select(input, d, i, "UnbindBackward0") for i in range(input._data.shape[d]))

@@ -1,0 +1,182 @@
+"""Element-wise math functions: sign, abs, exp, expm1, log, log1p, sqrt, rsqrt, reciprocal,
+sin, cos, tanh, sigmoid, relu."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor, wrap
+from . import samples as S
+from .dispatch import record, unary
+from .eager_reduce import trig_out_of_domain
+from .elementwise_base import default_float, ew
+from .fused_backward import sigmoid_backward, tanh_backward, threshold_backward
+from .registry import FLOAT
+
+__all__ = [
+    "sign", "abs", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "reciprocal", "sin",
+    "cos", "tanh", "sigmoid", "relu",
+]
+
+
+# ----------------------------------------------------------------------------------- ops
+def _sign_ref(a):
+    return np.sign(a)
+
+
+SIGN = ew("sign", "SignBackward0", ("a",), "1.0 if a > 0.0 else (-1.0 if a < 0.0 else a)",
+          _sign_ref, lambda g, ins, out, p, n: (g * 0.0,), samples=S.unary)
+ABS = ew("abs", "AbsBackward0", ("a",), "abs(a)", np.abs,
+         lambda g, ins, out, p, n: (g * sign(ins[0]),), save=(0,), samples=S.unary_away_from_0)
+EXP = ew("exp", "ExpBackward0", ("a",), "exp(a)", np.exp,
+         lambda g, ins, out, p, n: (g * out,), save_out=True, dtype_rule=FLOAT,
+         samples=S.unary)
+EXPM1 = ew("expm1", "Expm1Backward0", ("a",), "expm1(a)", np.expm1,
+           lambda g, ins, out, p, n: (g * (out + 1.0),), save_out=True, dtype_rule=FLOAT,
+           samples=S.unary)
+LOG = ew("log", "LogBackward0", ("a",), "log(a)", np.log,
+         lambda g, ins, out, p, n: (g / ins[0],), save=(0,), dtype_rule=FLOAT,
+         samples=S.unary_positive)
+LOG1P = ew("log1p", "Log1PBackward0", ("a",), "log1p(a)", np.log1p,
+           lambda g, ins, out, p, n: (g / (ins[0] + 1.0),), save=(0,), dtype_rule=FLOAT,
+           samples=S.unary_positive)
+SQRT = ew("sqrt", "SqrtBackward0", ("a",), "sqrt(a)", np.sqrt,
+          lambda g, ins, out, p, n: (g / (out * 2.0),), save_out=True, dtype_rule=FLOAT,
+          samples=S.unary_positive)
+RSQRT = ew("rsqrt", "RsqrtBackward0", ("a",), "rsqrt(a)", lambda a: 1.0 / np.sqrt(a),
+           lambda g, ins, out, p, n: (g * (out * out * out) * -0.5,), save_out=True,
+           dtype_rule=FLOAT, samples=S.unary_positive)
+RECIPROCAL = ew("reciprocal", "ReciprocalBackward0", ("a",), "1.0 / a", np.reciprocal,
+                lambda g, ins, out, p, n: (-g * out * out,), save_out=True, dtype_rule=FLOAT,
+                samples=S.unary_away_from_0)
+
+
+def _libm(op, a):
+    with np.errstate(all="ignore"):
+        return op.ref(a)
+
+
+def _trig_fwd(name):
+    """The eager forward of sin/cos on a float array or scalar, as :func:`_trig` computes
+    it: NumPy's libm when some element lies beyond the vectorised kernel's domain."""
+    def fwd(a):
+        op = SIN if name == "sin" else COS
+        if a.size and trig_out_of_domain(name, a):
+            return _libm(op, a)
+        from .eager_kernels import run
+
+        return run(op, (a,), None, a.dtype, a.dtype)
+    return fwd
+
+
+# not fusable: their eager path checks the data and switches to libm beyond the vectorised
+# range reduction's ACCURATE_DOMAIN (see _trig), so inside a plan they run as a call to the
+# same eager function (fwd) rather than fused, and compiled results stay identical to eager
+# for any input
+SIN = ew("sin", "SinBackward0", ("a",), "sin(a)", np.sin,
+         lambda g, ins, out, p, n: (g * cos(ins[0]),), save=(0,), dtype_rule=FLOAT,
+         fwd=_trig_fwd("sin"), fusable=False, samples=S.unary)
+COS = ew("cos", "CosBackward0", ("a",), "cos(a)", np.cos,
+         lambda g, ins, out, p, n: (g * -sin(ins[0]),), save=(0,), dtype_rule=FLOAT,
+         fwd=_trig_fwd("cos"), fusable=False, samples=S.unary)
+TANH = ew("tanh", "TanhBackward0", ("a",), "tanh(a)", np.tanh,
+          lambda g, ins, out, p, n: (tanh_backward(g, out),), save_out=True, dtype_rule=FLOAT,
+          samples=S.unary)
+
+
+def _sigmoid_ref(a):
+    return np.where(a >= 0, 1.0 / (1.0 + np.exp(-np.abs(a))),
+                    np.exp(-np.abs(a)) / (1.0 + np.exp(-np.abs(a)))).astype(a.dtype)
+
+
+SIGMOID = ew("sigmoid", "SigmoidBackward0", ("a",), "sigmoid(a)", _sigmoid_ref,
+             lambda g, ins, out, p, n: (sigmoid_backward(g, out),), save_out=True,
+             dtype_rule=FLOAT, samples=S.unary)
+RELU = ew("relu", "ReluBackward0", ("a",), "a if (a > 0.0 or a != a) else 0.0",
+          lambda a: np.where((a > 0) | np.isnan(a), a, np.zeros_like(a)) if a.dtype.kind == "f"
+          else np.maximum(a, 0),
+          lambda g, ins, out, p, n: (threshold_backward(g, out, 0.0),), save_out=True,
+          samples=S.unary_away_from_0)
+
+
+# ---------------------------------------------------------------------- public functions
+def abs(input: Tensor) -> Tensor:  # noqa: A001 - PyTorch's name
+    """Absolute value."""
+    return unary(ABS, input)
+
+
+def sign(input: Tensor) -> Tensor:
+    """-1, 0 or 1."""
+    return unary(SIGN, input)
+
+
+def exp(input: Tensor) -> Tensor:
+    """``e ** input``."""
+    return unary(EXP, input)
+
+
+def expm1(input: Tensor) -> Tensor:
+    """``exp(input) - 1``, accurate near 0."""
+    return unary(EXPM1, input)
+
+
+def log(input: Tensor) -> Tensor:
+    """Natural logarithm."""
+    return unary(LOG, input)
+
+
+def log1p(input: Tensor) -> Tensor:
+    """``log(1 + input)``, accurate near 0."""
+    return unary(LOG1P, input)
+
+
+def sqrt(input: Tensor) -> Tensor:
+    """Square root."""
+    return unary(SQRT, input)
+
+
+def rsqrt(input: Tensor) -> Tensor:
+    """``1 / sqrt(input)``."""
+    return unary(RSQRT, input)
+
+
+def reciprocal(input: Tensor) -> Tensor:
+    """``1 / input``."""
+    return unary(RECIPROCAL, input)
+
+
+def _trig(op, input: Tensor) -> Tensor:
+    # the vectorised sin/cos reduce arguments exactly only below ACCURATE_DOMAIN; beyond it
+    # (|x| >= 6.6e6 in float32) NumPy's libm gives the right answer, so use it (integers are
+    # checked as the float values the kernel would compute on)
+    a = input._data
+    if a.size:
+        f = a if a.dtype.kind == "f" else a.astype(default_float().np)
+        if trig_out_of_domain(op.name, f):
+            return record(op, wrap(_libm(op, f)), (input,), None)
+    return unary(op, input)
+
+
+def sin(input: Tensor) -> Tensor:
+    """Sine."""
+    return _trig(SIN, input)
+
+
+def cos(input: Tensor) -> Tensor:
+    """Cosine."""
+    return _trig(COS, input)
+
+
+def tanh(input: Tensor) -> Tensor:
+    """Hyperbolic tangent."""
+    return unary(TANH, input)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """Logistic sigmoid ``1 / (1 + exp(-input))``."""
+    return unary(SIGMOID, input)
+
+
+def relu(input: Tensor) -> Tensor:
+    """``max(input, 0)``."""
+    return unary(RELU, input)

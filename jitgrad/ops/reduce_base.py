@@ -1,0 +1,50 @@
+"""What the reduction modules share: reduction params, the reduced gradient's broadcast back
+and the call of a reduction's eager forward."""
+
+from __future__ import annotations
+
+from ..shapes import wrap_dims
+from ..tensor import Tensor, wrap
+from .dispatch import record
+
+__all__ = ["ALL", "kept_shape", "expand_back", "count", "reduce_params", "call_reduce"]
+
+ALL = object()  # "no dim given": PyTorch picks the whole-tensor overload (SumBackward0...)
+
+
+def kept_shape(shape, dims):
+    """``shape`` with the reduced ``dims`` kept as size 1 (a ``keepdim=True`` result)."""
+    return tuple(1 if i in dims else s for i, s in enumerate(shape))
+
+
+def expand_back(g: Tensor, p: dict) -> Tensor:
+    """Broadcast a reduced gradient back to the input shape."""
+    shape, dims = p["shape"], p["dims"]
+    if not p["keepdim"]:
+        g = g.reshape(kept_shape(shape, dims))
+    return g.expand(shape)
+
+
+def count(shape, dims) -> int:
+    """How many elements a reduction over ``dims`` of ``shape`` combines into one."""
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    return n
+
+
+def reduce_params(a: Tensor, dim, keepdim, name):
+    """The params of a reduction of ``a`` over ``dim`` (``ALL``: the whole-tensor overload):
+    ``dims`` (wrapped, a tuple), ``keepdim``, the input ``shape`` and ``full``."""
+    nd = a._data.ndim
+    full = dim is ALL
+    if full:
+        dim, keepdim = None, False
+    dims = wrap_dims(dim, nd, name) if dim is not None else tuple(range(nd))
+    return {"dims": dims, "keepdim": bool(keepdim), "shape": a._data.shape, "full": full}
+
+
+def call_reduce(op, a, p):
+    """Run reduction ``op`` eagerly on ``a`` with params ``p`` and record its node."""
+    res = (op.fwd or op.ref)(a._data, p["dims"], p["keepdim"], p["shape"])
+    return record(op, wrap(res), (a,), p)

@@ -1,0 +1,210 @@
+"""Element-wise selection and comparison: maximum, minimum, clamp, where, masked_fill, the
+comparisons (eq, ne, lt, le, gt, ge) and the logical ops."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+from . import samples as S
+from .dispatch import binary, elementwise, unary
+from .elementwise_base import as_tensor, ew, is_tensor
+from .fused_backward import clamp_backward
+from .registry import BOOL
+
+__all__ = [
+    "maximum", "minimum", "clamp", "clip", "where", "masked_fill", "eq", "ne", "lt", "le",
+    "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
+]
+
+
+# ----------------------------------------------------------------------------- selection
+def _maximum_vjp(g, ins, out, p, n):
+    a, b = ins
+    half = g * 0.5
+    ga = where(a == b, half, where(a > b, g, 0.0)) if n[0] else None
+    gb = where(a == b, half, where(b > a, g, 0.0)) if n[1] else None
+    return ga, gb
+
+
+def _minimum_vjp(g, ins, out, p, n):
+    a, b = ins
+    half = g * 0.5
+    ga = where(a == b, half, where(a < b, g, 0.0)) if n[0] else None
+    gb = where(a == b, half, where(b < a, g, 0.0)) if n[1] else None
+    return ga, gb
+
+
+MAXIMUM = ew("maximum", "MaximumBackward0", ("a", "b"), "maximum(a, b)", np.maximum,
+             _maximum_vjp, save=(0, 1), samples=S.binary)
+MINIMUM = ew("minimum", "MinimumBackward0", ("a", "b"), "minimum(a, b)", np.minimum,
+             _minimum_vjp, save=(0, 1), samples=S.binary)
+
+
+def _clamp_ref(a, min, max):  # noqa: A002 - PyTorch's parameter names
+    return np.minimum(np.maximum(a, np.asarray(min, a.dtype)), np.asarray(max, a.dtype))
+
+
+CLAMP = ew("clamp", "ClampBackward1", ("a",), "minimum(maximum(a, min), max)", _clamp_ref,
+           lambda g, ins, out, p, n: (clamp_backward(g, ins[0], p["min"], p["max"]),),
+           params=("min", "max"), save=(0,), samples=S.clamp)
+
+
+def _where_vjp(g, ins, out, p, n):
+    c = ins[0]
+    return (None, where(c, g, 0.0) if n[1] else None, where(c, 0.0, g) if n[2] else None)
+
+
+WHERE = ew("where", "WhereBackward0", ("cond", "a", "b"), "a if cond else b", np.where,
+           _where_vjp, save=(0,), extra={"no_promote": (0,)}, samples=S.where)
+MASKED_FILL = ew("masked_fill", "MaskedFillBackward0", ("a", "mask"), "value if mask else a",
+                 lambda a, mask, value: np.where(mask, np.asarray(value, a.dtype), a),
+                 lambda g, ins, out, p, n: (where(ins[1], 0.0, g), None), params=("value",),
+                 save=(1,), extra={"no_promote": (1,)}, samples=S.masked_fill)
+
+
+# --------------------------------------------------------------------------- comparisons
+def _cmp(name, expr, ref):
+    return ew(name, None, ("a", "b"), expr, ref, dtype_rule=BOOL, samples=S.binary)
+
+
+EQ = _cmp("eq", "a == b", np.equal)
+NE = _cmp("ne", "a != b", np.not_equal)
+LT = _cmp("lt", "a < b", np.less)
+LE = _cmp("le", "a <= b", np.less_equal)
+GT = _cmp("gt", "a > b", np.greater)
+GE = _cmp("ge", "a >= b", np.greater_equal)
+LOGICAL_AND = ew("logical_and", None, ("a", "b"), None, np.logical_and, dtype_rule=BOOL)
+LOGICAL_OR = ew("logical_or", None, ("a", "b"), None, np.logical_or, dtype_rule=BOOL)
+LOGICAL_XOR = ew("logical_xor", None, ("a", "b"), None, np.logical_xor, dtype_rule=BOOL)
+LOGICAL_NOT = ew("logical_not", None, ("a",), None, np.logical_not, dtype_rule=BOOL)
+
+
+# ---------------------------------------------------------------------- public functions
+def maximum(input: Tensor, other: Tensor) -> Tensor:
+    """Element-wise maximum (NaN propagates)."""
+    return binary(MAXIMUM, input, other)
+
+
+def minimum(input: Tensor, other: Tensor) -> Tensor:
+    """Element-wise minimum (NaN propagates)."""
+    return binary(MINIMUM, input, other)
+
+
+def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch's names
+    """Limit values to ``[min, max]``; bounds may be numbers or tensors."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if is_tensor(min) or is_tensor(max):
+        r = input
+        if min is not None:
+            r = maximum(r, min if is_tensor(min) else as_tensor(min))
+        if max is not None:
+            r = minimum(r, max if is_tensor(max) else as_tensor(max))
+        return r
+    from ..dtypes import result_type
+
+    rt = result_type(input, *[b for b in (min, max) if b is not None])
+    if rt.np != input._data.dtype:
+        input = input.to(rt)
+    dt = input._data.dtype
+    if dt.kind == "f":
+        lo = float("-inf") if min is None else min
+        hi = float("inf") if max is None else max
+    else:
+        info = np.iinfo(dt) if dt.kind in "iu" else None
+        lo = (info.min if info else False) if min is None else min
+        hi = (info.max if info else True) if max is None else max
+    return unary(CLAMP, input, {"min": lo, "max": hi})
+
+
+clip = clamp
+
+
+def where(condition, input, other) -> Tensor:
+    """``input`` where ``condition`` else ``other`` (either may be a number)."""
+    if not is_tensor(condition):
+        condition = as_tensor(condition)
+    if condition._data.dtype != np.bool_:
+        raise RuntimeError(
+            f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+            f"{condition.dtype.name.capitalize()}"
+        )
+    return elementwise(WHERE, (condition, input, other))
+
+
+def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
+    """``value`` where ``mask`` is true, else ``input``."""
+    if not is_tensor(mask):
+        mask = as_tensor(mask)
+    if mask._data.dtype != np.bool_:
+        raise RuntimeError(
+            f"masked_fill_ only supports boolean masks, but got mask with dtype "
+            f"{mask.dtype.name}"
+        )
+    if is_tensor(value):
+        if value._data.ndim:
+            raise RuntimeError(
+                f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                f"{value._data.ndim} dimension(s)."
+            )
+        if value._requires_grad:
+            return where(mask, value, input)
+        value = value.item()
+    return elementwise(MASKED_FILL, (input, mask), {"value": value})
+
+
+def _compare(op, input, other):
+    if not is_tensor(input):
+        input = as_tensor(input)
+    return binary(op, input, other)
+
+
+def eq(input, other) -> Tensor:
+    """``input == other`` element-wise (bool)."""
+    return _compare(EQ, input, other)
+
+
+def ne(input, other) -> Tensor:
+    """``input != other`` element-wise (bool)."""
+    return _compare(NE, input, other)
+
+
+def lt(input, other) -> Tensor:
+    """``input < other`` element-wise (bool)."""
+    return _compare(LT, input, other)
+
+
+def le(input, other) -> Tensor:
+    """``input <= other`` element-wise (bool)."""
+    return _compare(LE, input, other)
+
+
+def gt(input, other) -> Tensor:
+    """``input > other`` element-wise (bool)."""
+    return _compare(GT, input, other)
+
+
+def ge(input, other) -> Tensor:
+    """``input >= other`` element-wise (bool)."""
+    return _compare(GE, input, other)
+
+
+def logical_and(input, other) -> Tensor:
+    """Element-wise logical and (bool)."""
+    return binary(LOGICAL_AND, input, other)
+
+
+def logical_or(input, other) -> Tensor:
+    """Element-wise logical or (bool)."""
+    return binary(LOGICAL_OR, input, other)
+
+
+def logical_xor(input, other) -> Tensor:
+    """Element-wise logical xor (bool)."""
+    return binary(LOGICAL_XOR, input, other)
+
+
+def logical_not(input) -> Tensor:
+    """Element-wise logical not (bool)."""
+    return unary(LOGICAL_NOT, input)

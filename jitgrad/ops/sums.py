@@ -1,0 +1,146 @@
+"""Sums and moments: sum, mean (the reductions fused loops compute), var, std, prod."""
+
+from __future__ import annotations
+
+import builtins as _b
+
+import numpy as np
+
+from ..shapes import fmt_shape, wrap_dim
+from ..tensor import Tensor, wrap
+from . import samples as S
+from .dispatch import record
+from .eager_reduce import sum_float
+from .reduce_base import ALL, call_reduce, count, expand_back, kept_shape, reduce_params
+from .registry import REDUCE, defop
+
+__all__ = ["sum", "mean", "var", "std", "prod"]
+
+
+# ---------------------------------------------------------------------------- sum / mean
+def _sum_ref(a, dims, keepdim, shape, dtype=None, full=False):
+    if a.dtype.kind in "biu":
+        r = np.sum(a, axis=dims, keepdims=keepdim, dtype=np.int64)
+    else:
+        r = np.add.reduce(a, axis=dims, keepdims=keepdim)
+    return np.asarray(r if dtype is None else r.astype(dtype))
+
+
+def _sum_eager(a, dims, keepdim, shape, full=False):
+    if a.dtype.kind == "f":
+        return sum_float(a, dims, keepdim)
+    return _sum_ref(a, dims, keepdim, shape)
+
+
+def _mean_eager(a, dims, keepdim, shape, full=False):
+    n = count(shape, dims)
+    return sum_float(a, dims, keepdim, 1.0 / n if n else float("nan"))
+
+
+SUM = defop(name="sum", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "shape"),
+            node=lambda p: "SumBackward0" if p.get("full") else "SumBackward1",
+            ref=_sum_ref, fwd=_sum_eager, vjp=lambda g, ins, out, p, n: (expand_back(g, p),),
+            fusable_reduction=True, samples=S.reduce)
+
+
+def _mean_ref(a, dims, keepdim, shape, full=False):
+    return np.asarray(np.mean(a, axis=dims, keepdims=keepdim))
+
+
+MEAN = defop(name="mean", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "shape"),
+             node=lambda p: "MeanBackward0" if p.get("full") else "MeanBackward1",
+             ref=_mean_ref, fwd=_mean_eager, fusable_reduction=True,
+             vjp=lambda g, ins, out, p, n: (expand_back(g, p) / float(
+                 _b.max(count(p["shape"], p["dims"]), 1)),),
+             samples=S.reduce)
+
+
+def sum(input: Tensor, dim=ALL, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
+    """Sum over all elements, or over ``dim`` (int or tuple)."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return call_reduce(SUM, input, reduce_params(input, dim, keepdim, "sum"))
+
+
+def mean(input: Tensor, dim=ALL, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Arithmetic mean over all elements, or over ``dim``."""
+    if dtype is not None:
+        input = input.to(dtype)
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point "
+            f"or complex dtype. Got: {input.dtype.tensor_type.replace('Tensor', '')}"
+        )
+    return call_reduce(MEAN, input, reduce_params(input, dim, keepdim, "mean"))
+
+
+# ----------------------------------------------------------------------- var, std, prod
+def _moments_ref(fn):
+    def ref(a, dims, keepdim, shape, correction, full=False):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = fn(a.astype(np.float64), axis=dims, ddof=correction, keepdims=keepdim)
+        return np.asarray(r, dtype=a.dtype)
+    return ref
+
+
+def _centered(x: Tensor, p) -> tuple:
+    n = count(p["shape"], p["dims"])
+    return x - mean(x, p["dims"], keepdim=True), float(n - p["correction"])
+
+
+def _var_vjp(g, ins, out, p, n):
+    d, dof = _centered(ins[0], p)
+    return (expand_back(g, p) * d * (2.0 / dof),)
+
+
+def _std_vjp(g, ins, out, p, n):
+    d, dof = _centered(ins[0], p)
+    o = out if p["keepdim"] else out.reshape(kept_shape(p["shape"], p["dims"]))
+    return (expand_back(g, p) * d / (o * dof),)
+
+
+VAR = defop(name="var", kind=REDUCE, inputs=("a",),
+            params=("dims", "keepdim", "shape", "correction"), node="VarBackward0",
+            ref=_moments_ref(np.var), vjp=_var_vjp, save=(0,), samples=S.reduce_var)
+STD = defop(name="std", kind=REDUCE, inputs=("a",),
+            params=("dims", "keepdim", "shape", "correction"), node="StdBackward0",
+            ref=_moments_ref(np.std), vjp=_std_vjp, save=(0,), save_out=True,
+            samples=S.reduce_var)
+
+
+def _moment(op, input, dim, correction, keepdim, unbiased, name):
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(
+            f"{name}(): could not infer output dtype. Input dtype must be either a floating "
+            f"point or complex dtype. Got: {input.dtype.tensor_type.replace('Tensor', '')}"
+        )
+    p = reduce_params(input, dim, keepdim, name)
+    p["correction"] = correction
+    res = op.ref(input._data, p["dims"], p["keepdim"], p["shape"], correction)
+    return record(op, wrap(res), (input,), p)
+
+
+def var(input: Tensor, dim=None, *, correction: int = 1, keepdim: bool = False,
+        unbiased=None) -> Tensor:
+    """Variance over ``dim`` (all dims when None) with Bessel's ``correction``."""
+    return _moment(VAR, input, dim, correction, keepdim, unbiased, "var")
+
+
+def std(input: Tensor, dim=None, *, correction: int = 1, keepdim: bool = False,
+        unbiased=None) -> Tensor:
+    """Standard deviation over ``dim`` with Bessel's ``correction``."""
+    return _moment(STD, input, dim, correction, keepdim, unbiased, "std")
+
+
+def prod(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Product of elements (no gradient: use ``exp(sum(log))`` for a differentiable form)."""
+    if input._requires_grad:
+        raise NotImplementedError(
+            f"prod() is not differentiable in jitgrad yet (input shape "
+            f"{fmt_shape(input._data.shape)})"
+        )
+    a = input._data
+    return wrap(np.asarray(np.prod(a, axis=None if dim is None else wrap_dim(dim, a.ndim),
+                                   keepdims=keepdim)))

@@ -1,0 +1,238 @@
+"""Movement ops whose results are views of their input: the reshape family (view, flatten,
+squeeze, unsqueeze...), the permute family (transpose, t, ``T``, movedim) and expand.
+
+Results share memory (and the version counter) with their input, as PyTorch views do;
+a reshape NumPy cannot express as a view copies (``UnsafeViewBackward0``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..shapes import as_shape, fmt_shape, infer_size, wrap_dim
+from ..tensor import Tensor, wrap
+from .dispatch import call, record
+from .registry import MOVEMENT, defop
+
+__all__ = [
+    "reshape", "view", "flatten", "unflatten", "squeeze", "unsqueeze", "permute",
+    "transpose", "swapaxes", "t", "T", "movedim", "expand", "expand_as",
+]
+
+
+# ------------------------------------------------------------------------------- reshape
+def _reshape_fwd(a, shape, in_shape, node, copy=False):
+    if node == "ViewBackward0" and not copy:
+        v = a.view()
+        try:
+            v.shape = shape
+        except AttributeError:
+            raise RuntimeError(
+                "view size is not compatible with input tensor's size and stride (at least one "
+                "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+            ) from None
+        return v
+    return np.reshape(a, shape)
+
+
+RESHAPE = defop(name="reshape", kind=MOVEMENT, inputs=("a",),
+                params=("shape", "in_shape", "node"), node=lambda p: p["node"],
+                ref=_reshape_fwd, view=True, keeps_order=True,
+                vjp=lambda g, ins, out, p, n: (g.reshape(p["in_shape"]),))
+
+
+def _reshape(input: Tensor, shape, node: str, must_view: bool = False) -> Tensor:
+    a = input._data
+    if shape == a.shape:
+        p = {"shape": shape, "in_shape": a.shape, "node": node}
+        return call(RESHAPE, (input,), p, view_of=input)
+    if must_view:
+        p = {"shape": shape, "in_shape": a.shape, "node": node}
+        return call(RESHAPE, (input,), p, view_of=input)
+    res = np.reshape(a, shape)
+    copied = a.size > 1 and not np.may_share_memory(res, a)
+    if copied and node == "ViewBackward0":
+        node = "UnsafeViewBackward0"
+    p = {"shape": shape, "in_shape": a.shape, "node": node}
+    out = wrap(res)
+    if not copied:
+        out._vc = input._vc
+        out._base = input._base if input._base is not None else input
+    return record(RESHAPE, out, (input,), p)
+
+
+def reshape(input: Tensor, *shape) -> Tensor:
+    """Same data in a new shape (a view when possible, one ``-1`` inferred)."""
+    return _reshape(input, infer_size(as_shape(shape), input._data.size), "ViewBackward0")
+
+
+def view(input: Tensor, *shape) -> Tensor:
+    """A view with a new shape; raises if the strides do not allow a view."""
+    if len(shape) == 1 and isinstance(shape[0], dtypes.DType):
+        raise NotImplementedError("view(dtype) is not supported; use .to(dtype)")
+    return _reshape(input, infer_size(as_shape(shape), input._data.size), "ViewBackward0",
+                    must_view=True)
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dims ``start_dim..end_dim`` into one."""
+    s = input._data.shape
+    if not s:
+        return _reshape(input, (1,), "ViewBackward0")
+    a, b = wrap_dim(start_dim, len(s)), wrap_dim(end_dim, len(s))
+    if a > b:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if a == b:
+        return input
+    n = 1
+    for d in s[a:b + 1]:
+        n *= d
+    return _reshape(input, s[:a] + (n,) + s[b + 1:], "ViewBackward0")
+
+
+def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
+    """Split dim ``dim`` into ``sizes``."""
+    s = input._data.shape
+    d = wrap_dim(dim, len(s))
+    sizes = infer_size(tuple(sizes), s[d])
+    return _reshape(input, s[:d] + sizes + s[d + 1:], "ViewBackward0")
+
+
+def squeeze(input: Tensor, dim=None) -> Tensor:
+    """Remove size-1 dims (all, or those in ``dim``)."""
+    s = input._data.shape
+    if dim is None:
+        return _reshape(input, tuple(x for x in s if x != 1), "SqueezeBackward0")
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = {wrap_dim(d, len(s)) for d in dims}
+    new = tuple(x for i, x in enumerate(s) if not (i in dims and x == 1))
+    node = "SqueezeBackward1" if isinstance(dim, int) else "SqueezeBackward2"
+    return _reshape(input, new, node)
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """Insert a size-1 dim at ``dim``."""
+    s = input._data.shape
+    d = wrap_dim(dim, len(s) + 1)
+    return _reshape(input, s[:d] + (1,) + s[d:], "UnsqueezeBackward0")
+
+
+# ------------------------------------------------------------------------------- permute
+def _inverse(perm):
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return tuple(inv)
+
+
+PERMUTE = defop(name="permute", kind=MOVEMENT, inputs=("a",), params=("dims", "node"),
+                node=lambda p: p["node"], view=True, permutes=True,
+                ref=lambda a, dims, node: np.transpose(a, dims),
+                vjp=lambda g, ins, out, p, n: (permute(g, _inverse(p["dims"])),))
+
+
+def _permute(input: Tensor, dims, node) -> Tensor:
+    return call(PERMUTE, (input,), {"dims": tuple(dims), "node": node}, view_of=input)
+
+
+def permute(input: Tensor, *dims) -> Tensor:
+    """Reorder dims."""
+    dims = as_shape(dims)
+    nd = input._data.ndim
+    if len(dims) != nd:
+        raise RuntimeError(
+            f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            f"length of the desired ordering of dimensions i.e. input.dim() = {nd} is not equal "
+            f"to len(dims) = {len(dims)}"
+        )
+    w = tuple(wrap_dim(d, nd) for d in dims)
+    if len(set(w)) != nd:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return _permute(input, w, "PermuteBackward0")
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swap two dims."""
+    nd = input._data.ndim
+    if nd == 0:
+        return _permute(input, (), "TransposeBackward0")
+    a, b = wrap_dim(dim0, nd), wrap_dim(dim1, nd)
+    perm = list(range(nd))
+    perm[a], perm[b] = perm[b], perm[a]
+    return _permute(input, perm, "TransposeBackward0")
+
+
+swapaxes = transpose
+
+
+def t(input: Tensor) -> Tensor:
+    """Transpose of a tensor with at most 2 dims."""
+    nd = input._data.ndim
+    if nd > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
+    return _permute(input, tuple(reversed(range(nd))), "TBackward0")
+
+
+def T(input: Tensor) -> Tensor:
+    """All dims reversed (``tensor.T``)."""
+    return _permute(input, tuple(reversed(range(input._data.ndim))), "PermuteBackward0")
+
+
+def movedim(input: Tensor, source: int, destination: int) -> Tensor:
+    """Move dim ``source`` to position ``destination``."""
+    nd = input._data.ndim
+    s, d = wrap_dim(source, nd), wrap_dim(destination, nd)
+    perm = [i for i in range(nd) if i != s]
+    perm.insert(d, s)
+    return _permute(input, perm, "PermuteBackward0")
+
+
+# -------------------------------------------------------------------------------- expand
+def _sum_to_shape(g: Tensor, shape) -> Tensor:
+    from ..shapes import sum_axes_to
+
+    axes, needs_reshape = sum_axes_to(g._data.shape, shape)
+    r = g.sum(dim=axes, keepdim=True) if axes else g
+    return r.reshape(shape) if needs_reshape else r
+
+
+EXPAND = defop(name="expand", kind=MOVEMENT, inputs=("a",), params=("shape", "in_shape"),
+               node="ExpandBackward0", view=True, broadcast=True,
+               ref=lambda a, shape, in_shape: np.broadcast_to(a, shape),
+               vjp=lambda g, ins, out, p, n: (_sum_to_shape(g, p["in_shape"]),))
+
+
+def expand(input: Tensor, *sizes) -> Tensor:
+    """Broadcast to ``sizes`` without copying (-1 keeps a dim)."""
+    sizes = as_shape(sizes)
+    s = input._data.shape
+    if len(sizes) < len(s):
+        raise RuntimeError(
+            f"expand(jitgrad.FloatTensor{{{fmt_shape(s)}}}, size={fmt_shape(sizes)}): the number "
+            f"of sizes provided ({len(sizes)}) must be greater or equal to the number of "
+            f"dimensions in the tensor ({len(s)})"
+        )
+    lead = len(sizes) - len(s)
+    target = []
+    for i, want in enumerate(sizes):
+        have = s[i - lead] if i >= lead else None
+        if want == -1:
+            if have is None:
+                raise RuntimeError(
+                    f"The expanded size of the tensor (-1) isn't allowed in a leading, "
+                    f"non-existing dimension {i}"
+                )
+            want = have
+        if have is not None and have != want and have != 1:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({want}) must match the existing size ({have}) "
+                f"at non-singleton dimension {i}.  Target sizes: {fmt_shape(sizes)}.  Tensor "
+                f"sizes: {fmt_shape(s)}"
+            )
+        target.append(want)
+    return call(EXPAND, (input,), {"shape": tuple(target), "in_shape": s}, view_of=input)
+
+
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    """Expand to ``other``'s shape."""
+    return expand(input, other._data.shape)
