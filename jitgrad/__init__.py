@@ -70,88 +70,8 @@ from .dtypes import (
     uint8,
 )
 from .jit import compile, explain, grad, value_and_grad
-from .ops.elementwise import (
-    abs,
-    add,
-    clamp,
-    clip,
-    cos,
-    div,
-    eq,
-    exp,
-    expm1,
-    ge,
-    gt,
-    le,
-    log,
-    log1p,
-    logical_and,
-    logical_not,
-    logical_or,
-    logical_xor,
-    lt,
-    masked_fill,
-    maximum,
-    minimum,
-    mul,
-    ne,
-    neg,
-    pow,
-    reciprocal,
-    relu,
-    rsqrt,
-    rsub,
-    sigmoid,
-    sign,
-    sin,
-    sqrt,
-    square,
-    sub,
-    tanh,
-    true_divide,
-    where,
-)
-from .ops.linalg import bmm, dot, matmul, mm, mv, outer
-from .ops.movement import (
-    cat,
-    chunk,
-    clone,
-    concatenate,
-    expand,
-    flatten,
-    movedim,
-    narrow,
-    permute,
-    reshape,
-    select,
-    split,
-    squeeze,
-    stack,
-    swapaxes,
-    t,
-    transpose,
-    unbind,
-    unflatten,
-    unsqueeze,
-)
-from .ops.nnops.linear import addmm
-from .ops.nnops.pointwise import addcdiv, addcmul, lerp
-from .ops.reduce import (
-    amax,
-    amin,
-    argmax,
-    argmin,
-    log_softmax,
-    logsumexp,
-    max,
-    mean,
-    min,
-    prod,
-    softmax,
-    std,
-    sum,
-    var,
-)
+from .ops.api import export_table as _export_table
+from .ops.reduce import prod  # a NumPy reduction with no op: exported by hand
 from .random import Generator, default_generator, initial_seed, manual_seed, seed
 from .tensor import Size, Tensor
 from .threads import get_num_threads, set_num_threads
@@ -162,12 +82,6 @@ half = float16
 int = int32  # noqa: A001
 long = int64
 short = int16
-
-subtract = sub
-multiply = mul
-divide = div
-negative = neg
-absolute = abs
 
 __version__ = "0.1.0"
 
@@ -213,6 +127,14 @@ def isfinite(input: Tensor) -> Tensor:
     return input.isfinite()
 
 
+# every op's public function, under the names declared with it (``@api(..., export=...)``,
+# see jitgrad.ops.api): tanh, add, cat, matmul, softmax...
+_OP_EXPORTS = _export_table()
+_clash = sorted(set(_OP_EXPORTS) & set(globals()))
+if _clash:
+    raise ImportError(f"jitgrad names declared as op exports and by hand: {_clash}")
+globals().update(_OP_EXPORTS)
+
 __all__ = [
     "Tensor", "Size", "dtype", "autograd", "nn", "ops", "optim", "utils", "Generator",
     "default_generator",
@@ -223,19 +145,9 @@ __all__ = [
     "tensor", "as_tensor", "from_numpy", "scalar_tensor", "zeros", "ones", "full", "empty",
     "eye", "arange", "linspace", "logspace", "rand", "randn", "randint", "randperm", "normal",
     "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
-    "randint_like",
-    "abs", "absolute", "add", "sub", "subtract", "rsub", "mul", "multiply", "div", "divide",
-    "true_divide", "neg", "negative", "pow", "square", "reciprocal", "rsqrt", "sqrt", "exp",
-    "expm1", "log", "log1p", "sin", "cos", "tanh", "sigmoid", "relu", "sign", "clamp", "clip",
-    "maximum", "minimum", "where", "masked_fill", "eq", "ne", "lt", "le", "gt", "ge",
-    "logical_and", "logical_or", "logical_not", "logical_xor",
-    "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "logsumexp", "softmax",
-    "log_softmax", "var", "std", "prod",
-    "matmul", "mm", "mv", "dot", "bmm", "outer", "addmm", "addcmul", "addcdiv", "lerp",
-    "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "permute", "transpose",
-    "swapaxes", "t", "movedim", "expand", "cat", "concatenate", "stack", "split", "chunk",
-    "unbind", "select", "narrow", "clone",
+    "randint_like", "prod",
     "is_tensor", "is_floating_point", "numel", "allclose", "equal", "isnan", "isinf",
     "isfinite", "__version__", "compile", "explain", "grad", "value_and_grad",
     "set_num_threads", "get_num_threads",
+    *_OP_EXPORTS,
 ]

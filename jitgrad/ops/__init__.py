@@ -1,15 +1,19 @@
 """The op registry and the eager implementation of every op (see :mod:`.registry`)."""
 
 from . import (  # noqa: F401 - registers ops
-    conv,  # noqa: F401
+    conv,
     elementwise,
     linalg,
     losses,
-    methods,  # noqa: F401 - attaches Tensor methods
+    methods,
     movement,
-    nnops,  # noqa: F401 - nn ops (jitgrad.nn.functional) and optimizer methods
+    nnops,  # nn ops (jitgrad.nn.functional) and optimizer methods
     reduce,
 )
 from .registry import REGISTRY, OpDef, get
+
+# last, once every op module has declared its ops: the Tensor methods of ops are derived
+# from the registry
+methods.install()
 
 __all__ = ["REGISTRY", "OpDef", "get"]

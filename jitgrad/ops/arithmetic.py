@@ -7,10 +7,11 @@ import numpy as np
 
 from ..tensor import Tensor, wrap
 from . import samples as S
+from .api import api
 from .dispatch import binary, unary
 from .elementwise_base import as_tensor, default_float, ew, is_tensor
 from .fused_backward import pow_backward
-from .math_functions import log, reciprocal
+from .math_functions import RECIPROCAL, log, reciprocal
 from .registry import FLOAT
 from .selection import where
 
@@ -84,6 +85,7 @@ RPOW_SCALAR = ew("rpow_scalar", "PowBackward2", ("a",), "pow(base, a)", _rpow_re
 
 
 # ---------------------------------------------------------------------- public functions
+@api(ADD, method="add", inplace="add_", export="add")
 def add(input, other, *, alpha=None) -> Tensor:
     """``input + alpha * other`` with broadcasting."""
     if alpha is not None and alpha != 1:
@@ -93,6 +95,7 @@ def add(input, other, *, alpha=None) -> Tensor:
     return binary(ADD, input, other)
 
 
+@api(SUB, RSUB, method=("sub", "subtract"), inplace="sub_", export=("sub", "subtract"))
 def sub(input, other, *, alpha=None) -> Tensor:
     """``input - alpha * other``."""
     if alpha is not None and alpha != 1:
@@ -102,6 +105,7 @@ def sub(input, other, *, alpha=None) -> Tensor:
     return binary(SUB, input, other)
 
 
+@api(RSUB, export="rsub")
 def rsub(input, other, *, alpha=None) -> Tensor:
     """``other - input``."""
     if alpha is not None and alpha != 1:
@@ -109,6 +113,7 @@ def rsub(input, other, *, alpha=None) -> Tensor:
     return binary(RSUB, input, other, {"tensor_other": True} if is_tensor(other) else None)
 
 
+@api(MUL, method=("mul", "multiply"), inplace="mul_", export=("mul", "multiply"))
 def mul(input, other) -> Tensor:
     """Element-wise product."""
     if not is_tensor(input):
@@ -116,6 +121,8 @@ def mul(input, other) -> Tensor:
     return binary(MUL, input, other)
 
 
+@api(DIV, method=("div", "divide", "true_divide"), inplace="div_",
+     export=("div", "divide", "true_divide"))
 def div(input, other, *, rounding_mode=None) -> Tensor:
     """True division (``rounding_mode`` "trunc"/"floor" round the quotient, no gradient)."""
     if not is_tensor(input):
@@ -138,6 +145,8 @@ def div(input, other, *, rounding_mode=None) -> Tensor:
 true_divide = div
 
 
+@api(NEG, method=("neg", "negative", "__neg__"), inplace="neg_",
+     export=("neg", "negative"))
 def neg(input: Tensor) -> Tensor:
     """``-input``."""
     if input._data.dtype == np.bool_:
@@ -148,6 +157,8 @@ def neg(input: Tensor) -> Tensor:
     return unary(NEG, input)
 
 
+@api(POW, POW_SCALAR, RPOW_SCALAR, method=("pow", "__pow__"), inplace=("pow_", "__ipow__"),
+     export="pow")
 def pow(input, exponent) -> Tensor:  # noqa: A001 - PyTorch's name
     """``input ** exponent``; either may be a Python number (not both)."""
     if is_tensor(input) and not is_tensor(exponent):
@@ -168,6 +179,52 @@ def pow(input, exponent) -> Tensor:  # noqa: A001 - PyTorch's name
     return binary(POW, input, exponent)
 
 
+@api(POW_SCALAR, method="square", inplace="square_", export="square")
 def square(input: Tensor) -> Tensor:
     """``input ** 2``."""
     return pow(input, 2)
+
+
+# ----------------------------------------------------------------------------- operators
+# the operators' short paths (a tensor on the left, no ``alpha``): ``x + y`` is the hottest
+# call of eager code, and going through ``add`` would cost a call and two checks more
+@api(ADD, method=("__add__", "__radd__"), inplace="__iadd__")
+def _add_op(self, other):
+    """``self + other`` (and ``other + self``)."""
+    return binary(ADD, self, other)
+
+
+@api(SUB, method="__sub__", inplace="__isub__")
+def _sub_op(self, other):
+    """``self - other``."""
+    return binary(SUB, self, other)
+
+
+@api(RSUB, method="__rsub__")
+def _rsub_op(self, other):
+    """``other - self``."""
+    return binary(RSUB, self, other)
+
+
+@api(MUL, method=("__mul__", "__rmul__"), inplace="__imul__")
+def _mul_op(self, other):
+    """``self * other`` (and ``other * self``)."""
+    return binary(MUL, self, other)
+
+
+@api(DIV, method="__truediv__", inplace="__itruediv__")
+def _truediv_op(self, other):
+    """``self / other``."""
+    return binary(DIV, self, other)
+
+
+@api(RECIPROCAL, MUL, method="__rtruediv__")
+def _rtruediv_op(self, other):
+    """``other / self`` for a number ``other``: ``reciprocal(self) * other``, as PyTorch."""
+    return mul(reciprocal(self), other)
+
+
+@api(RPOW_SCALAR, POW, method="__rpow__")
+def _rpow_op(self, base):
+    """``base ** self``."""
+    return pow(base, self)

@@ -7,6 +7,7 @@ import numpy as np
 from .. import dtypes
 from ..shapes import fmt_shape, wrap_dim
 from ..tensor import Tensor
+from .api import api
 from .dispatch import call
 from .indexing import narrow, select
 from .registry import MOVEMENT, defop
@@ -52,6 +53,7 @@ def _common_dtype(ts):
     return [t if t._data.dtype == d.np else t.to(d) for t in ts]
 
 
+@api(CAT, export=("cat", "concatenate"))
 def cat(tensors, dim: int = 0) -> Tensor:
     """Concatenate along an existing dim."""
     ts = _seq_tensors(tensors, "cat")
@@ -82,6 +84,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
 concatenate = cat
 
 
+@api(STACK, export="stack")
 def stack(tensors, dim: int = 0) -> Tensor:
     """Stack along a new dim."""
     ts = _seq_tensors(tensors, "stack")

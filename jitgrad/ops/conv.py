@@ -24,6 +24,7 @@ import numpy as np
 from ..shapes import fmt_shape
 from ..tensor import Tensor
 from . import samples as S
+from .api import api
 from .conv_common import (
     _big,
     _check_float,
@@ -225,6 +226,10 @@ CONV2D_BACKWARD_WEIGHT = defop(
     ref=_conv_bwd_weight_ref, fwd=_conv_bwd_weight, vjp=_bwd_weight_vjp, save=(0, 1),
     samples=S.conv2d_backward_weight)
 
+# the gradient functions come before their ops (the ops' VJP rules call them)
+api(CONV2D_BACKWARD_INPUT)(conv2d_backward_input)
+api(CONV2D_BACKWARD_WEIGHT)(conv2d_backward_weight)
+
 
 # --------------------------------------------------------------------- argument parsing
 def _conv_pair(v, name):
@@ -246,6 +251,7 @@ def _type_name(dt, c=False) -> str:
     return names[1] if c else names[0]
 
 
+@api(CONV2D)
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """2-D convolution (cross-correlation) of ``input`` (N, C, H, W) or (C, H, W) with

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import dtypes
 from ..tensor import Tensor
+from .api import api
 from .dispatch import call
 from .registry import MOVEMENT, defop
 
@@ -17,13 +18,17 @@ CLONE = defop(name="clone", kind=MOVEMENT, inputs=("a",), node="CloneBackward0",
               vjp=lambda g, ins, out, p, n: (g,))
 
 
-def clone(input: Tensor) -> Tensor:
-    """A copy that stays in the graph."""
+@api(CLONE, method="clone", export="clone")
+def clone(input: Tensor, memory_format=None) -> Tensor:
+    """A copy that stays in the graph (``memory_format`` is accepted and ignored: jitgrad
+    tensors are C-contiguous or views)."""
     return call(CLONE, (input,), None)
 
 
-def contiguous(input: Tensor) -> Tensor:
-    """``input`` itself when C-contiguous, else a contiguous copy."""
+@api(CLONE, method="contiguous")
+def contiguous(input: Tensor, memory_format=None) -> Tensor:
+    """``input`` itself when C-contiguous, else a contiguous copy (``memory_format`` is
+    accepted and ignored)."""
     if input._data.flags.c_contiguous:
         return input
     return clone(input)
@@ -35,6 +40,7 @@ TO_DTYPE = defop(name="to_dtype", kind=MOVEMENT, inputs=("a",), params=("dtype",
                      p["in_dtype"])) if np.dtype(p["in_dtype"]).kind == "f" else None,))
 
 
+@api(TO_DTYPE)
 def to_dtype(input: Tensor, dtype, copy: bool = False) -> Tensor:
     """Convert to ``dtype`` (``input`` itself when already of it, unless ``copy``)."""
     d = dtypes.to_dtype(dtype)

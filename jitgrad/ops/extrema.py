@@ -10,10 +10,11 @@ import numpy as np
 from ..shapes import wrap_dim
 from ..tensor import Tensor, wrap
 from . import samples as S
+from .api import api
 from .dispatch import call, record
 from .reduce_base import ALL, call_reduce, expand_back, kept_shape, reduce_params
 from .registry import REDUCE, defop
-from .selection import eq, maximum, minimum, where
+from .selection import MAXIMUM, MINIMUM, eq, maximum, minimum, where
 
 __all__ = ["max", "min", "amax", "amin", "argmax", "argmin", "return_max", "return_min"]
 
@@ -60,6 +61,38 @@ AMIN = defop(name="amin", kind=REDUCE, inputs=("a",), params=("dims", "keepdim",
              ref=_extreme_ref(np.min), save=(0,), save_out=True,
              vjp=lambda g, ins, out, p, n: (_evenly(g, ins[0], out, p),),
              samples=S.reduce_distinct)
+
+
+# ----------------------------------------------------------------------- argmax / argmin
+def _arg_ref(fn):
+    def ref(a, dim, keepdim):
+        if a.ndim == 0:
+            return np.zeros((), np.int64)
+        if dim is None:
+            r = fn(a)
+            return np.asarray(r, np.int64).reshape((1,) * a.ndim if keepdim else ())
+        return np.asarray(fn(a, axis=dim, keepdims=keepdim), dtype=np.int64)
+    return ref
+
+
+ARGMAX = defop(name="argmax", kind=REDUCE, inputs=("a",), params=("dim", "keepdim"),
+               node=None, ref=_arg_ref(np.argmax), samples=S.arg_reduce)
+ARGMIN = defop(name="argmin", kind=REDUCE, inputs=("a",), params=("dim", "keepdim"),
+               node=None, ref=_arg_ref(np.argmin), samples=S.arg_reduce)
+
+
+@api(ARGMAX, method="argmax", export="argmax")
+def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the largest element (flattened when ``dim`` is None); first on ties."""
+    d = None if dim is None else wrap_dim(dim, input._data.ndim)
+    return call(ARGMAX, (input,), {"dim": d, "keepdim": bool(keepdim)})
+
+
+@api(ARGMIN, method="argmin", export="argmin")
+def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the smallest element (flattened when ``dim`` is None); first on ties."""
+    d = None if dim is None else wrap_dim(dim, input._data.ndim)
+    return call(ARGMIN, (input,), {"dim": d, "keepdim": bool(keepdim)})
 
 
 # ----------------------------------------------------------------- max / min along a dim
@@ -114,6 +147,7 @@ def _extreme(op_full, op_dim, argfn, input, dim, keepdim, name):
     return rtype(out, idx)
 
 
+@api(AMAX, MAX_DIM, ARGMAX, MAXIMUM, method="max", export="max")
 def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
     """Largest element; with ``dim``: ``(values, indices)`` along ``dim``. With a tensor as
     second argument: element-wise maximum."""
@@ -122,6 +156,7 @@ def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - PyTorch
     return _extreme(AMAX, MAX_DIM, np.argmax, input, dim, keepdim, "max")
 
 
+@api(AMIN, MIN_DIM, ARGMIN, MINIMUM, method="min", export="min")
 def min(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - PyTorch's name
     """Smallest element; with ``dim``: ``(values, indices)`` along ``dim``."""
     if isinstance(dim, Tensor):
@@ -129,6 +164,7 @@ def min(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - PyTorch
     return _extreme(AMIN, MIN_DIM, np.argmin, input, dim, keepdim, "min")
 
 
+@api(AMAX, method="amax", export="amax")
 def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """Maximum over ``dim`` (all dims when empty); ties share the gradient."""
     p = reduce_params(input, dim if dim != () else None, keepdim, "amax")
@@ -136,38 +172,9 @@ def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     return call_reduce(AMAX, input, p)
 
 
+@api(AMIN, method="amin", export="amin")
 def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """Minimum over ``dim`` (all dims when empty); ties share the gradient."""
     p = reduce_params(input, dim if dim != () else None, keepdim, "amin")
     p["full"] = False
     return call_reduce(AMIN, input, p)
-
-
-# ----------------------------------------------------------------------- argmax / argmin
-def _arg_ref(fn):
-    def ref(a, dim, keepdim):
-        if a.ndim == 0:
-            return np.zeros((), np.int64)
-        if dim is None:
-            r = fn(a)
-            return np.asarray(r, np.int64).reshape((1,) * a.ndim if keepdim else ())
-        return np.asarray(fn(a, axis=dim, keepdims=keepdim), dtype=np.int64)
-    return ref
-
-
-ARGMAX = defop(name="argmax", kind=REDUCE, inputs=("a",), params=("dim", "keepdim"),
-               node=None, ref=_arg_ref(np.argmax), samples=S.arg_reduce)
-ARGMIN = defop(name="argmin", kind=REDUCE, inputs=("a",), params=("dim", "keepdim"),
-               node=None, ref=_arg_ref(np.argmin), samples=S.arg_reduce)
-
-
-def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """Index of the largest element (flattened when ``dim`` is None); first on ties."""
-    d = None if dim is None else wrap_dim(dim, input._data.ndim)
-    return call(ARGMAX, (input,), {"dim": d, "keepdim": bool(keepdim)})
-
-
-def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """Index of the smallest element (flattened when ``dim`` is None); first on ties."""
-    d = None if dim is None else wrap_dim(dim, input._data.ndim)
-    return call(ARGMIN, (input,), {"dim": d, "keepdim": bool(keepdim)})

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from . import samples as S
+from .api import api
 from .dispatch import binary
 from .elementwise_base import ew
 
@@ -70,26 +71,31 @@ CLAMP_BACKWARD = ew(
 
 
 # ---------------------------------------------------------------------- public functions
+@api(TANH_BACKWARD)
 def tanh_backward(grad: Tensor, output: Tensor) -> Tensor:
     """``grad * (1 - output ** 2)``: the gradient of tanh from its output."""
     return binary(TANH_BACKWARD, grad, output)
 
 
+@api(SIGMOID_BACKWARD)
 def sigmoid_backward(grad: Tensor, output: Tensor) -> Tensor:
     """``grad * output * (1 - output)``: the gradient of sigmoid from its output."""
     return binary(SIGMOID_BACKWARD, grad, output)
 
 
+@api(THRESHOLD_BACKWARD)
 def threshold_backward(grad: Tensor, x: Tensor, threshold: float) -> Tensor:
     """``grad`` where ``x > threshold`` else 0."""
     return binary(THRESHOLD_BACKWARD, grad, x, {"threshold": threshold})
 
 
+@api(POW_BACKWARD)
 def pow_backward(grad: Tensor, a: Tensor, exponent: float) -> Tensor:
     """``grad * exponent * a ** (exponent - 1)`` (0 when ``exponent == 0``)."""
     return binary(POW_BACKWARD, grad, a, {"exponent": exponent})
 
 
+@api(CLAMP_BACKWARD)
 def clamp_backward(grad: Tensor, a: Tensor, min: float, max: float) -> Tensor:  # noqa: A002
     """``grad`` where ``min <= a <= max`` else 0."""
     return binary(CLAMP_BACKWARD, grad, a, {"min": min, "max": max})

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..shapes import wrap_dim
 from ..tensor import Tensor, wrap
+from .api import api
 from .dispatch import call, record
 from .registry import MOVEMENT, defop
 
@@ -99,6 +100,7 @@ GETITEM_BACKWARD = defop(
         "node": "IndexBackward0"}),))
 
 
+@api(GETITEM_BACKWARD)
 def _getitem_backward(g: Tensor, p) -> Tensor:
     return call(GETITEM_BACKWARD, (g,), {"index": p["index"], "shape": p["shape"],
                                          "advanced": p["advanced"]})
@@ -155,6 +157,7 @@ def _normalise_index(index, shape):
     return index, advanced
 
 
+@api(GETITEM, method="__getitem__")
 def getitem(input: Tensor, index, _node: str | None = None) -> Tensor:
     """``input[index]``: ints, slices, None, Ellipsis, integer and boolean tensors/arrays."""
     a = input._data
@@ -176,12 +179,14 @@ def getitem(input: Tensor, index, _node: str | None = None) -> Tensor:
 
 
 # ---------------------------------------------------------------------- built on getitem
+@api(GETITEM, method="select", export="select")
 def select(input: Tensor, dim: int, index: int, _node: str = "SelectBackward0") -> Tensor:
     """``input`` indexed with ``index`` along ``dim`` (the dim is removed)."""
     d = wrap_dim(dim, input._data.ndim)
     return getitem(input, (slice(None),) * d + (index,), _node)
 
 
+@api(GETITEM, method="narrow", export="narrow")
 def narrow(input: Tensor, dim: int, start: int, length: int,
            _node: str = "SliceBackward0") -> Tensor:
     """``length`` entries of dim ``dim`` from ``start``."""
@@ -189,6 +194,7 @@ def narrow(input: Tensor, dim: int, start: int, length: int,
     return getitem(input, (slice(None),) * d + (slice(start, start + length),), _node)
 
 
+@api(GETITEM, method="split", export="split")
 def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Split into chunks of ``split_size`` (or the given section sizes) along ``dim``."""
     d = wrap_dim(dim, input._data.ndim)
@@ -210,6 +216,7 @@ def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     return tuple(out)
 
 
+@api(GETITEM, method="chunk", export="chunk")
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """Split into ``chunks`` nearly equal parts along ``dim``."""
     n = input._data.shape[wrap_dim(dim, input._data.ndim)]
@@ -217,6 +224,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     return split(input, max(step, 1), dim)
 
 
+@api(GETITEM, method="unbind", export="unbind")
 def unbind(input: Tensor, dim: int = 0) -> tuple:
     """All slices along ``dim``, the dim removed."""
     d = wrap_dim(dim, input._data.ndim)

@@ -13,6 +13,7 @@ from ..autograd import grad_mode
 from ..autograd.node import save_output
 from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
+from .api import api
 from .dispatch import record
 from .registry import MOVEMENT, defop
 
@@ -152,6 +153,7 @@ INDEX_PUT = defop(name="index_put", kind=MOVEMENT, inputs=("a", "value"),
                   vjp=_index_put_vjp, cast_grads=True)
 
 
+@api(INDEX_PUT, method="__setitem__")
 def setitem(self: Tensor, index, value) -> None:
     """``self[index] = value`` (value: tensor or number); differentiable w.r.t. both."""
     from .indexing import _normalise_index

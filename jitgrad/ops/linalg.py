@@ -7,6 +7,8 @@ import numpy as np
 from ..kernels.parallel import note_blas
 from ..shapes import broadcast_shapes, fmt_shape
 from ..tensor import Tensor
+from .api import api
+from .arithmetic import ADD, MUL
 from .dispatch import as_tensor_arg, call
 from .registry import OPAQUE, defop
 
@@ -113,6 +115,7 @@ def _check_shapes(sa, sb) -> None:
         broadcast_shapes(sa[:-2] if na > 1 else (), sb[:-2] if nb > 1 else (), "matmul")
 
 
+@api(MATMUL, method=("matmul", "__matmul__"), export="matmul")
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with NumPy/PyTorch semantics (1-D, 2-D, batched, broadcast batch dims)."""
     input = as_tensor_arg(input, "input")
@@ -128,6 +131,13 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     return call(MATMUL, (input, other), {"ndims": (len(sa), len(sb))})
 
 
+@api(MATMUL, method="__rmatmul__")
+def _rmatmul(self, other):
+    """``other @ self``."""
+    return matmul(other, self)
+
+
+@api(MATMUL, method="mm", export="mm")
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """Product of two matrices."""
     if input.ndim != 2 or mat2.ndim != 2:
@@ -137,6 +147,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     return matmul(input, mat2)
 
 
+@api(MATMUL, method="mv", export="mv")
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """Matrix-vector product."""
     if input.ndim != 2 or vec.ndim != 1:
@@ -146,6 +157,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
     return matmul(input, vec)
 
 
+@api(MATMUL, method="dot", export="dot")
 def dot(input: Tensor, other: Tensor) -> Tensor:
     """Inner product of two 1-D tensors."""
     if input.ndim != 1 or other.ndim != 1:
@@ -155,6 +167,7 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     return matmul(input, other)
 
 
+@api(MATMUL, method="bmm", export="bmm")
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Batched product of 3-D tensors (no broadcasting)."""
     if input.ndim != 3 or mat2.ndim != 3:
@@ -167,11 +180,13 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return call(MATMUL, (input, mat2), {"ndims": (3, 3), "bmm": True})
 
 
+@api(MUL, method="outer", export="outer")
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     """Outer product of two 1-D tensors."""
     return input.unsqueeze(1) * vec2.unsqueeze(0)
 
 
+@api(MATMUL, ADD)
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``."""
     out = matmul(input, weight.t() if weight.ndim == 2 else weight)

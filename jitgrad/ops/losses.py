@@ -10,11 +10,12 @@ from ..kernels.parallel import PARALLEL_MIN_SIZE, parallel_ok
 from ..kernels.pool import run_parts
 from ..shapes import fmt_shape
 from ..tensor import Tensor
+from .api import api
 from .dispatch import as_tensor_arg
 from .eager_kernels import use_kernels
 from .registry import REDUCE, defop
 
-__all__ = ["binary_cross_entropy_with_logits"]
+__all__ = ["binary_cross_entropy_with_logits", "binary_cross_entropy_with_logits_backward"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -163,13 +164,25 @@ BCE_LOGITS_BACKWARD = defop(
 )
 
 
+@api(BCE_LOGITS_BACKWARD)
+def binary_cross_entropy_with_logits_backward(grad: Tensor, input: Tensor, target: Tensor,
+                                              weight: Tensor | None,
+                                              pos_weight: Tensor | None, reduction: str,
+                                              shape: tuple) -> Tensor:
+    """Input gradient of :func:`binary_cross_entropy_with_logits` for the output gradient
+    ``grad`` (one fused op)."""
+    return _call_optional(BCE_LOGITS_BACKWARD, [grad, input, target, weight, pos_weight],
+                          {"reduction": reduction, "shape": shape})
+
+
 def _bce_logits_vjp(g, ins, out, p, n):
     from .elementwise import exp, log1p
 
     x, y, w, pw = ins
     gx = gy = gw = gpw = None
     if n[0]:
-        gx = _call_optional(BCE_LOGITS_BACKWARD, [g, x, y, w, pw], p)
+        gx = binary_cross_entropy_with_logits_backward(g, x, y, w, pw, p["reduction"],
+                                                       p["shape"])
     g = _expanded_grad(g, p)
     if n[1] or n[2] or n[3]:
         sp = (-x).relu() + log1p(exp(-x.abs()))  # softplus(-x)
@@ -193,6 +206,7 @@ BCE_WITH_LOGITS = defop(
 )
 
 
+@api(BCE_WITH_LOGITS)
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                      size_average=None, reduce=None, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:

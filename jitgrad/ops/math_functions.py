@@ -7,6 +7,7 @@ import numpy as np
 
 from ..tensor import Tensor, wrap
 from . import samples as S
+from .api import api
 from .dispatch import record, unary
 from .eager_reduce import trig_out_of_domain
 from .elementwise_base import default_float, ew
@@ -100,46 +101,55 @@ RELU = ew("relu", "ReluBackward0", ("a",), "a if (a > 0.0 or a != a) else 0.0",
 
 
 # ---------------------------------------------------------------------- public functions
+@api(ABS, method=("abs", "__abs__"), inplace="abs_", export=("abs", "absolute"))
 def abs(input: Tensor) -> Tensor:  # noqa: A001 - PyTorch's name
     """Absolute value."""
     return unary(ABS, input)
 
 
+@api(SIGN, method="sign", export="sign")
 def sign(input: Tensor) -> Tensor:
     """-1, 0 or 1."""
     return unary(SIGN, input)
 
 
+@api(EXP, method="exp", inplace="exp_", export="exp")
 def exp(input: Tensor) -> Tensor:
     """``e ** input``."""
     return unary(EXP, input)
 
 
+@api(EXPM1, method="expm1", export="expm1")
 def expm1(input: Tensor) -> Tensor:
     """``exp(input) - 1``, accurate near 0."""
     return unary(EXPM1, input)
 
 
+@api(LOG, method="log", inplace="log_", export="log")
 def log(input: Tensor) -> Tensor:
     """Natural logarithm."""
     return unary(LOG, input)
 
 
+@api(LOG1P, method="log1p", export="log1p")
 def log1p(input: Tensor) -> Tensor:
     """``log(1 + input)``, accurate near 0."""
     return unary(LOG1P, input)
 
 
+@api(SQRT, method="sqrt", inplace="sqrt_", export="sqrt")
 def sqrt(input: Tensor) -> Tensor:
     """Square root."""
     return unary(SQRT, input)
 
 
+@api(RSQRT, method="rsqrt", export="rsqrt")
 def rsqrt(input: Tensor) -> Tensor:
     """``1 / sqrt(input)``."""
     return unary(RSQRT, input)
 
 
+@api(RECIPROCAL, method="reciprocal", inplace="reciprocal_", export="reciprocal")
 def reciprocal(input: Tensor) -> Tensor:
     """``1 / input``."""
     return unary(RECIPROCAL, input)
@@ -157,26 +167,31 @@ def _trig(op, input: Tensor) -> Tensor:
     return unary(op, input)
 
 
+@api(SIN, method="sin", inplace="sin_", export="sin")
 def sin(input: Tensor) -> Tensor:
     """Sine."""
     return _trig(SIN, input)
 
 
+@api(COS, method="cos", inplace="cos_", export="cos")
 def cos(input: Tensor) -> Tensor:
     """Cosine."""
     return _trig(COS, input)
 
 
+@api(TANH, method="tanh", inplace="tanh_", export="tanh")
 def tanh(input: Tensor) -> Tensor:
     """Hyperbolic tangent."""
     return unary(TANH, input)
 
 
+@api(SIGMOID, method="sigmoid", inplace="sigmoid_", export="sigmoid")
 def sigmoid(input: Tensor) -> Tensor:
     """Logistic sigmoid ``1 / (1 + exp(-input))``."""
     return unary(SIGMOID, input)
 
 
+@api(RELU, method="relu", inplace="relu_", export="relu")
 def relu(input: Tensor) -> Tensor:
     """``max(input, 0)``."""
     return unary(RELU, input)

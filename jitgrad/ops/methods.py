@@ -1,7 +1,10 @@
-"""Attaches operators and methods to :class:`~jitgrad.tensor.Tensor`; each delegates to an op.
+"""Attaches operators and methods to :class:`~jitgrad.tensor.Tensor`.
 
-Imported once by ``jitgrad/__init__``; keeping this table here keeps ``tensor.py`` free of
-maths and every method a one-line forward to the op that owns it.
+The methods of ops (``x.tanh()``, ``x + y``, ``x.add_(y)``) are declared with the functions
+that run them (:mod:`jitgrad.ops.api`) and derived from the registry; this module adds the
+hand-written rest: conversions, in-place writes, bitwise operators, NumPy-only helpers.
+``jitgrad.ops`` calls :func:`install` once every op module is imported; keeping the methods
+here keeps ``tensor.py`` free of maths.
 """
 
 from __future__ import annotations
@@ -13,53 +16,15 @@ from ..autograd import grad_mode
 from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
 from . import elementwise as E
-from . import linalg as L
 from . import movement as M
 from . import reduce as R
-from .inplace import apply_inplace, check_inplace_allowed, setitem
+from .api import method_table
+from .inplace import apply_inplace, check_inplace_allowed
 
 _STATE = grad_mode.STATE
-_binary = E.binary
-_T = Tensor
 
 
-def _reflect(fn):
-    return lambda self, other: fn(other, self)
-
-
-# ------------------------------------------------------------------------ operators
-def _add(self, other):
-    return _binary(E.ADD, self, other)
-
-
-def _mul(self, other):
-    return _binary(E.MUL, self, other)
-
-
-def _sub(self, other):
-    return _binary(E.SUB, self, other)
-
-
-def _rsub(self, other):
-    return _binary(E.RSUB, self, other)
-
-
-def _truediv(self, other):
-    return _binary(E.DIV, self, other)
-
-
-def _rtruediv(self, other):
-    return E.mul(E.reciprocal(self), other)
-
-
-def _pow(self, exponent):
-    return E.pow(self, exponent)
-
-
-def _rpow(self, base):
-    return E.pow(base, self)
-
-
+# ---------------------------------------------------------- operators that are not ops
 def _no_grad_numpy(name, fn):
     """Integer-style ops with no gradient (floor division, modulo, bitwise) via NumPy."""
     def op(self, other):
@@ -115,19 +80,6 @@ def _invert(self):
     if self._data.dtype.kind == "f":
         raise TypeError("bitwise_not_cpu not implemented for 'Float'")
     return wrap(np.invert(self._data))
-
-
-def _inplace(fn):
-    def method(self, *args, **kwargs):
-        return apply_inplace(self, fn(self, *args, **kwargs))
-    method.__name__ = fn.__name__ + "_"
-    return method
-
-
-def _iop(fn):
-    def method(self, other):
-        return apply_inplace(self, fn(self, other))
-    return method
 
 
 # -------------------------------------------------------------------- conversions
@@ -270,10 +222,6 @@ def _elementwise_np(fn):
     return method
 
 
-def _setitem(self, index, value):
-    setitem(self, index, value)
-
-
 def _mT(self):
     return M.transpose(self, -2, -1)
 
@@ -282,87 +230,31 @@ def _numel_size(self):
     return self._data.size
 
 
-def _view_as(self, other):
-    return M.view(self, other._data.shape)
-
-
-def _reshape_as(self, other):
-    return M.reshape(self, other._data.shape)
-
-
-def _softmax(self, dim, dtype=None):
-    return R.softmax(self, dim, dtype)
-
-
-def _log_softmax(self, dim, dtype=None):
-    return R.log_softmax(self, dim, dtype)
-
-
 def _nonzero(self, as_tuple=False):
     if as_tuple:
         return tuple(wrap(i.astype(np.int64)) for i in np.nonzero(self._data))
     return wrap(np.argwhere(self._data).astype(np.int64))
 
 
+# methods and operators that are not ops, or not only ops (the op methods are declared with
+# their functions: see jitgrad.ops.api)
 METHODS = {
-    # operators
-    "__add__": _add, "__radd__": _add, "__iadd__": _iop(_add),
-    "__sub__": _sub, "__rsub__": _rsub, "__isub__": _iop(_sub),
-    "__mul__": _mul, "__rmul__": _mul, "__imul__": _iop(_mul),
-    "__truediv__": _truediv, "__rtruediv__": _rtruediv, "__itruediv__": _iop(_truediv),
-    "__pow__": _pow, "__rpow__": _rpow, "__ipow__": _iop(_pow),
-    "__matmul__": L.matmul, "__rmatmul__": _reflect(L.matmul),
-    "__neg__": E.neg, "__pos__": lambda self: self, "__abs__": E.abs,
-    "__eq__": E.eq, "__ne__": E.ne, "__lt__": E.lt, "__le__": E.le, "__gt__": E.gt,
-    "__ge__": E.ge,
+    "__pos__": lambda self: self,
     "__and__": _and, "__rand__": _and, "__or__": _or, "__ror__": _or, "__xor__": _xor,
     "__rxor__": _xor, "__invert__": _invert,
     "__floordiv__": _no_grad_numpy("__floordiv__", np.floor_divide),
     "__rfloordiv__": _reflected_numpy("__rfloordiv__", np.floor_divide),
     "__mod__": _no_grad_numpy("__mod__", np.mod),
     "__rmod__": _reflected_numpy("__rmod__", np.mod),
-    "__getitem__": M.getitem, "__setitem__": _setitem,
-    # arithmetic and math
-    "add": E.add, "sub": E.sub, "subtract": E.sub, "mul": E.mul, "multiply": E.mul,
-    "div": E.div, "divide": E.div, "true_divide": E.div, "pow": E.pow, "neg": E.neg,
-    "negative": E.neg, "abs": E.abs, "sign": E.sign, "exp": E.exp, "expm1": E.expm1,
-    "log": E.log, "log1p": E.log1p, "sqrt": E.sqrt, "rsqrt": E.rsqrt,
-    "reciprocal": E.reciprocal, "square": E.square, "sin": E.sin, "cos": E.cos,
-    "tanh": E.tanh, "sigmoid": E.sigmoid, "relu": E.relu, "clamp": E.clamp, "clip": E.clamp,
-    "maximum": E.maximum, "minimum": E.minimum, "where": lambda self, c, o: E.where(c, self, o),
-    "masked_fill": E.masked_fill,
-    "eq": E.eq, "ne": E.ne, "lt": E.lt, "le": E.le, "gt": E.gt, "ge": E.ge,
-    "logical_and": E.logical_and, "logical_or": E.logical_or, "logical_not": E.logical_not,
-    "logical_xor": E.logical_xor,
-    # reductions
-    "sum": R.sum, "mean": R.mean, "max": R.max, "min": R.min, "amax": R.amax, "amin": R.amin,
-    "argmax": R.argmax, "argmin": R.argmin, "logsumexp": R.logsumexp, "softmax": _softmax,
-    "log_softmax": _log_softmax, "var": R.var, "std": R.std, "prod": R.prod,
-    "any": _reduce_bool(np.any), "all": _reduce_bool(np.all),
-    # linear algebra
-    "matmul": L.matmul, "mm": L.mm, "mv": L.mv, "dot": L.dot, "bmm": L.bmm, "outer": L.outer,
-    # movement
-    "reshape": M.reshape, "view": M.view, "view_as": _view_as, "reshape_as": _reshape_as,
-    "flatten": M.flatten, "unflatten": M.unflatten, "squeeze": M.squeeze,
-    "unsqueeze": M.unsqueeze, "permute": M.permute, "transpose": M.transpose,
-    "swapaxes": M.transpose, "t": M.t, "movedim": M.movedim, "expand": M.expand,
-    "expand_as": M.expand_as, "select": M.select, "narrow": M.narrow, "split": M.split,
-    "chunk": M.chunk, "unbind": M.unbind, "clone": lambda self, memory_format=None: M.clone(
-        self), "contiguous": lambda self, memory_format=None: M.contiguous(self),
+    # NumPy reductions with no op (no gradient)
+    "prod": R.prod, "any": _reduce_bool(np.any), "all": _reduce_bool(np.all),
     # dtype / device
     "to": _to, "float": _conv(dtypes.float32), "double": _conv(dtypes.float64),
     "half": _conv(dtypes.float16), "int": _conv(dtypes.int32), "long": _conv(dtypes.int64),
     "bool": _conv(dtypes.bool_), "type": _type, "type_as": lambda self, o: M.to_dtype(
         self, o.dtype), "cpu": lambda self: self,
-    # in-place
-    "add_": _inplace(E.add), "sub_": _inplace(E.sub), "mul_": _inplace(E.mul),
-    "div_": _inplace(E.div), "pow_": _inplace(E.pow), "neg_": _inplace(E.neg),
-    "abs_": _inplace(E.abs), "exp_": _inplace(E.exp), "log_": _inplace(E.log),
-    "sqrt_": _inplace(E.sqrt), "sin_": _inplace(E.sin), "cos_": _inplace(E.cos),
-    "tanh_": _inplace(E.tanh), "sigmoid_": _inplace(E.sigmoid), "relu_": _inplace(E.relu),
-    "clamp_": _inplace(E.clamp), "clip_": _inplace(E.clamp),
-    "masked_fill_": _inplace(E.masked_fill), "reciprocal_": _inplace(E.reciprocal),
-    "square_": _inplace(E.square), "fill_": _fill_, "zero_": _zero_, "copy_": _copy_,
+    # in-place writes
+    "fill_": _fill_, "zero_": _zero_, "copy_": _copy_,
     "uniform_": _random_inplace(lambda r, s, a=0.0, b=1.0: r.uniform(a, b, s)),
     "normal_": _random_inplace(lambda r, s, mean=0.0, std=1.0: r.normal(mean, std, s)),
     # misc
@@ -372,10 +264,22 @@ METHODS = {
 }
 
 
-def _install() -> None:
+def all_methods() -> dict:
+    """Every ``Tensor`` method and operator this module installs: the ones declared with the
+    ops (:func:`jitgrad.ops.api.method_table`) and the hand-written :data:`METHODS`."""
+    table = method_table()
+    both = sorted(set(table) & set(METHODS))
+    if both:
+        raise ValueError(f"Tensor methods declared with an op and by hand: {both}")
+    return {**table, **METHODS}
+
+
+def install() -> None:
+    """Attach every method to ``Tensor``; run once, after every op module is imported (the
+    op methods come from the registry)."""
     from .. import creation as C
 
-    for name, fn in METHODS.items():
+    for name, fn in all_methods().items():
         setattr(Tensor, name, fn)
     Tensor.T = property(M.T)
     Tensor.mT = property(_mT)
@@ -386,5 +290,3 @@ def _install() -> None:
     Tensor.new_full = _new_full
     Tensor.__hash__ = object.__hash__  # __eq__ is element-wise; identity hashing as PyTorch
 
-
-_install()

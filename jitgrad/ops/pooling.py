@@ -27,6 +27,7 @@ import numpy as np
 from ..shapes import fmt_shape
 from ..tensor import Tensor, wrap
 from . import samples as S
+from .api import api
 from .conv_common import _big, _check_float, _ints, _kernel_module, _launch, _pad, _run, _windows
 from .dispatch import as_tensor_arg, record
 from .registry import REDUCE, defop
@@ -251,6 +252,7 @@ POOL_GATHER = defop(
     vjp=_gather_vjp, save=(1,), samples=S.pool_gather)
 
 
+@api(POOL_GATHER)
 def _gather(gg: Tensor, idx: Tensor, p: dict) -> Tensor:
     q = {"input_shape": tuple(p["input_shape"]), "geometry": {k: p[k] for k in _GEOMETRY}}
     return _run(POOL_GATHER, (gg, idx), q, _pool_gather_ref(gg._data, idx._data,
@@ -264,6 +266,10 @@ MAX_POOL2D_BACKWARD = defop(
     fwd=lambda g, x, idx, input_shape, **geo: _max_pool_bwd(g, x, idx, input_shape),
     vjp=_pool_bwd_vjp(lambda gg, ins, p: _gather(gg, ins[2], p)), save=(2,),
     samples=S.max_pool2d_backward)
+
+# max_pool2d_backward comes before its op (the op's VJP rule calls it): declared here
+api(MAX_POOL2D_BACKWARD)(max_pool2d_backward)
+
 MAX_POOL2D_INDICES = defop(
     name="max_pool2d_indices", kind=REDUCE, inputs=("input",),
     params=_GEOMETRY + ("input_shape",), node=None, ref=_pool_indices_ref,
@@ -278,6 +284,7 @@ MAX_POOL2D = defop(
     samples=S.max_pool2d)
 
 
+@api(MAX_POOL2D, MAX_POOL2D_INDICES)
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False):
     """2-D max pooling of ``input`` (N, C, H, W) or (C, H, W), as
@@ -390,7 +397,11 @@ AVG_POOL2D_BACKWARD = defop(
     node="AvgPool2DBackwardBackward0", ref=_avg_pool_bwd_ref, fwd=_avg_pool_bwd,
     vjp=_pool_bwd_vjp(lambda gg, ins, p: _avg_call(gg, p)), samples=S.avg_pool2d_backward)
 
+# avg_pool2d_backward comes before its op (the op's VJP rule calls it): declared here
+api(AVG_POOL2D_BACKWARD)(avg_pool2d_backward)
 
+
+@api(AVG_POOL2D)
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override=None) -> Tensor:
     """2-D average pooling of ``input`` (N, C, H, W) or (C, H, W), as

@@ -6,6 +6,13 @@ expression the kernel generators compile (element-wise ops), the VJP rule (writt
 ops, so it runs on tensors in eager backward, builds a graph under ``create_graph=True``, and
 runs on tracers when the compiler differentiates a graph), which inputs/outputs the rule needs
 saved, the dtype rule and test samples. Tests and code generators iterate over ``REGISTRY``.
+
+It also holds what the rest of jitgrad needs to know about the op, so nothing keeps lists of
+op names: *traits* the compiler reads (``fusable``, ``fusable_reduction``, ``view``,
+``broadcast``, ``keeps_order``, ``permutes``, ``matmul``), and ``api``, the public functions
+that run the op with their ``Tensor`` method, in-place and ``jitgrad`` export names
+(declared with ``@api`` on each function, :mod:`jitgrad.ops.api`), from which the method
+table and the ``jitgrad`` namespace are derived.
 """
 
 from __future__ import annotations
@@ -127,6 +134,11 @@ class OpDef:
     matmul: bool = False
     """A matrix product ``a @ b`` on BLAS, which takes transposed operands for free:
     ``transpose_matmuls`` rewrites ``(a @ b).T`` as ``b.T @ a.T``."""
+
+    api: tuple = ()
+    """The public functions that run the op and the names they go by (``Tensor`` methods,
+    in-place variants, ``jitgrad`` exports): :class:`jitgrad.ops.api.Api` records, added by
+    the :func:`jitgrad.ops.api.api` decorator on each function."""
 
     @property
     def nin(self) -> int:

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from . import samples as S
+from .api import api
 from .dispatch import binary, elementwise, unary
 from .elementwise_base import as_tensor, ew, is_tensor
 from .fused_backward import clamp_backward
@@ -81,16 +82,20 @@ LOGICAL_NOT = ew("logical_not", None, ("a",), None, np.logical_not, dtype_rule=B
 
 
 # ---------------------------------------------------------------------- public functions
+@api(MAXIMUM, method="maximum", export="maximum")
 def maximum(input: Tensor, other: Tensor) -> Tensor:
     """Element-wise maximum (NaN propagates)."""
     return binary(MAXIMUM, input, other)
 
 
+@api(MINIMUM, method="minimum", export="minimum")
 def minimum(input: Tensor, other: Tensor) -> Tensor:
     """Element-wise minimum (NaN propagates)."""
     return binary(MINIMUM, input, other)
 
 
+@api(CLAMP, MAXIMUM, MINIMUM, method=("clamp", "clip"), inplace=("clamp_", "clip_"),
+     export=("clamp", "clip"))
 def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch's names
     """Limit values to ``[min, max]``; bounds may be numbers or tensors."""
     if min is None and max is None:
@@ -121,6 +126,7 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch'
 clip = clamp
 
 
+@api(WHERE, export="where")
 def where(condition, input, other) -> Tensor:
     """``input`` where ``condition`` else ``other`` (either may be a number)."""
     if not is_tensor(condition):
@@ -133,6 +139,8 @@ def where(condition, input, other) -> Tensor:
     return elementwise(WHERE, (condition, input, other))
 
 
+@api(MASKED_FILL, WHERE, method="masked_fill", inplace="masked_fill_",
+     export="masked_fill")
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     """``value`` where ``mask`` is true, else ``input``."""
     if not is_tensor(mask):
@@ -160,51 +168,67 @@ def _compare(op, input, other):
     return binary(op, input, other)
 
 
+@api(EQ, method=("eq", "__eq__"), export="eq")
 def eq(input, other) -> Tensor:
     """``input == other`` element-wise (bool)."""
     return _compare(EQ, input, other)
 
 
+@api(NE, method=("ne", "__ne__"), export="ne")
 def ne(input, other) -> Tensor:
     """``input != other`` element-wise (bool)."""
     return _compare(NE, input, other)
 
 
+@api(LT, method=("lt", "__lt__"), export="lt")
 def lt(input, other) -> Tensor:
     """``input < other`` element-wise (bool)."""
     return _compare(LT, input, other)
 
 
+@api(LE, method=("le", "__le__"), export="le")
 def le(input, other) -> Tensor:
     """``input <= other`` element-wise (bool)."""
     return _compare(LE, input, other)
 
 
+@api(GT, method=("gt", "__gt__"), export="gt")
 def gt(input, other) -> Tensor:
     """``input > other`` element-wise (bool)."""
     return _compare(GT, input, other)
 
 
+@api(GE, method=("ge", "__ge__"), export="ge")
 def ge(input, other) -> Tensor:
     """``input >= other`` element-wise (bool)."""
     return _compare(GE, input, other)
 
 
+@api(LOGICAL_AND, method="logical_and", export="logical_and")
 def logical_and(input, other) -> Tensor:
     """Element-wise logical and (bool)."""
     return binary(LOGICAL_AND, input, other)
 
 
+@api(LOGICAL_OR, method="logical_or", export="logical_or")
 def logical_or(input, other) -> Tensor:
     """Element-wise logical or (bool)."""
     return binary(LOGICAL_OR, input, other)
 
 
+@api(LOGICAL_XOR, method="logical_xor", export="logical_xor")
 def logical_xor(input, other) -> Tensor:
     """Element-wise logical xor (bool)."""
     return binary(LOGICAL_XOR, input, other)
 
 
+@api(LOGICAL_NOT, method="logical_not", export="logical_not")
 def logical_not(input) -> Tensor:
     """Element-wise logical not (bool)."""
     return unary(LOGICAL_NOT, input)
+
+
+@api(WHERE, method="where")
+def _where_method(self, condition, other):
+    """``tensor.where(condition, other)``: ``where(condition, tensor, other)``."""
+    return where(condition, self, other)

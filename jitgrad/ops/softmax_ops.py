@@ -9,6 +9,7 @@ from .. import dtypes
 from ..shapes import wrap_dim
 from ..tensor import Tensor, wrap
 from . import samples as S
+from .api import api
 from .dispatch import call, record
 from .math_functions import exp
 from .reduce_base import call_reduce, expand_back, kept_shape, reduce_params
@@ -52,6 +53,7 @@ LOGSUMEXP = defop(name="logsumexp", kind=REDUCE, inputs=("a",),
                   samples=S.reduce)
 
 
+@api(LOGSUMEXP, method="logsumexp", export="logsumexp")
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(input), dim))``, computed stably."""
     if input._data.dtype.kind != "f":
@@ -135,11 +137,13 @@ LOG_SOFTMAX_BACKWARD = defop(name="log_softmax_backward", kind=REDUCE, inputs=("
                              samples=S.single_dim_pair)
 
 
+@api(SOFTMAX_BACKWARD)
 def softmax_backward(grad: Tensor, output: Tensor, dim: int) -> Tensor:
     """Gradient of softmax from its output: ``y * (g - sum(g * y, dim))``."""
     return call(SOFTMAX_BACKWARD, (grad, output), {"dim": dim})
 
 
+@api(LOG_SOFTMAX_BACKWARD)
 def log_softmax_backward(grad: Tensor, output: Tensor, dim: int) -> Tensor:
     """Gradient of log_softmax from its output: ``g - exp(y) * sum(g, dim)``."""
     return call(LOG_SOFTMAX_BACKWARD, (grad, output), {"dim": dim})
@@ -170,11 +174,25 @@ def _dim_op(op, input, dim, dtype, name):
     return call(op, (input,), {"dim": d})
 
 
+@api(SOFTMAX, export="softmax")
 def softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
     """``exp(x) / sum(exp(x), dim)``, computed stably."""
     return _dim_op(SOFTMAX, input, dim, dtype, "softmax")
 
 
+@api(LOG_SOFTMAX, export="log_softmax")
 def log_softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
     """``x - logsumexp(x, dim)``, computed stably."""
     return _dim_op(LOG_SOFTMAX, input, dim, dtype, "log_softmax")
+
+
+@api(SOFTMAX, method="softmax")
+def _softmax_method(self, dim, dtype=None):
+    """``tensor.softmax(dim)``: ``dim`` is required."""
+    return softmax(self, dim, dtype)
+
+
+@api(LOG_SOFTMAX, method="log_softmax")
+def _log_softmax_method(self, dim, dtype=None):
+    """``tensor.log_softmax(dim)``: ``dim`` is required."""
+    return log_softmax(self, dim, dtype)

@@ -9,6 +9,7 @@ import numpy as np
 from ..shapes import fmt_shape, wrap_dim
 from ..tensor import Tensor, wrap
 from . import samples as S
+from .api import api
 from .dispatch import record
 from .eager_reduce import sum_float
 from .reduce_base import ALL, call_reduce, count, expand_back, kept_shape, reduce_params
@@ -55,6 +56,7 @@ MEAN = defop(name="mean", kind=REDUCE, inputs=("a",), params=("dims", "keepdim",
              samples=S.reduce)
 
 
+@api(SUM, method="sum", export="sum")
 def sum(input: Tensor, dim=ALL, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
     """Sum over all elements, or over ``dim`` (int or tuple)."""
     if dtype is not None:
@@ -62,6 +64,7 @@ def sum(input: Tensor, dim=ALL, keepdim: bool = False, *, dtype=None) -> Tensor:
     return call_reduce(SUM, input, reduce_params(input, dim, keepdim, "sum"))
 
 
+@api(MEAN, method="mean", export="mean")
 def mean(input: Tensor, dim=ALL, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Arithmetic mean over all elements, or over ``dim``."""
     if dtype is not None:
@@ -122,12 +125,14 @@ def _moment(op, input, dim, correction, keepdim, unbiased, name):
     return record(op, wrap(res), (input,), p)
 
 
+@api(VAR, method="var", export="var")
 def var(input: Tensor, dim=None, *, correction: int = 1, keepdim: bool = False,
         unbiased=None) -> Tensor:
     """Variance over ``dim`` (all dims when None) with Bessel's ``correction``."""
     return _moment(VAR, input, dim, correction, keepdim, unbiased, "var")
 
 
+@api(STD, method="std", export="std")
 def std(input: Tensor, dim=None, *, correction: int = 1, keepdim: bool = False,
         unbiased=None) -> Tensor:
     """Standard deviation over ``dim`` with Bessel's ``correction``."""

@@ -11,6 +11,7 @@ import numpy as np
 from .. import dtypes
 from ..shapes import as_shape, fmt_shape, infer_size, wrap_dim
 from ..tensor import Tensor, wrap
+from .api import api
 from .dispatch import call, record
 from .registry import MOVEMENT, defop
 
@@ -61,11 +62,13 @@ def _reshape(input: Tensor, shape, node: str, must_view: bool = False) -> Tensor
     return record(RESHAPE, out, (input,), p)
 
 
+@api(RESHAPE, method="reshape", export="reshape")
 def reshape(input: Tensor, *shape) -> Tensor:
     """Same data in a new shape (a view when possible, one ``-1`` inferred)."""
     return _reshape(input, infer_size(as_shape(shape), input._data.size), "ViewBackward0")
 
 
+@api(RESHAPE, method="view")
 def view(input: Tensor, *shape) -> Tensor:
     """A view with a new shape; raises if the strides do not allow a view."""
     if len(shape) == 1 and isinstance(shape[0], dtypes.DType):
@@ -74,6 +77,7 @@ def view(input: Tensor, *shape) -> Tensor:
                     must_view=True)
 
 
+@api(RESHAPE, method="flatten", export="flatten")
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims ``start_dim..end_dim`` into one."""
     s = input._data.shape
@@ -90,6 +94,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return _reshape(input, s[:a] + (n,) + s[b + 1:], "ViewBackward0")
 
 
+@api(RESHAPE, method="unflatten", export="unflatten")
 def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
     """Split dim ``dim`` into ``sizes``."""
     s = input._data.shape
@@ -98,6 +103,7 @@ def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
     return _reshape(input, s[:d] + sizes + s[d + 1:], "ViewBackward0")
 
 
+@api(RESHAPE, method="squeeze", export="squeeze")
 def squeeze(input: Tensor, dim=None) -> Tensor:
     """Remove size-1 dims (all, or those in ``dim``)."""
     s = input._data.shape
@@ -110,11 +116,24 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
     return _reshape(input, new, node)
 
 
+@api(RESHAPE, method="unsqueeze", export="unsqueeze")
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a size-1 dim at ``dim``."""
     s = input._data.shape
     d = wrap_dim(dim, len(s) + 1)
     return _reshape(input, s[:d] + (1,) + s[d:], "UnsqueezeBackward0")
+
+
+@api(RESHAPE, method="view_as")
+def _view_as(self, other):
+    """A view of ``self`` with ``other``'s shape."""
+    return view(self, other._data.shape)
+
+
+@api(RESHAPE, method="reshape_as")
+def _reshape_as(self, other):
+    """``self`` reshaped to ``other``'s shape."""
+    return reshape(self, other._data.shape)
 
 
 # ------------------------------------------------------------------------------- permute
@@ -135,6 +154,7 @@ def _permute(input: Tensor, dims, node) -> Tensor:
     return call(PERMUTE, (input,), {"dims": tuple(dims), "node": node}, view_of=input)
 
 
+@api(PERMUTE, method="permute", export="permute")
 def permute(input: Tensor, *dims) -> Tensor:
     """Reorder dims."""
     dims = as_shape(dims)
@@ -151,6 +171,7 @@ def permute(input: Tensor, *dims) -> Tensor:
     return _permute(input, w, "PermuteBackward0")
 
 
+@api(PERMUTE, method=("transpose", "swapaxes"), export=("transpose", "swapaxes"))
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dims."""
     nd = input._data.ndim
@@ -165,6 +186,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
 swapaxes = transpose
 
 
+@api(PERMUTE, method="t", export="t")
 def t(input: Tensor) -> Tensor:
     """Transpose of a tensor with at most 2 dims."""
     nd = input._data.ndim
@@ -173,11 +195,13 @@ def t(input: Tensor) -> Tensor:
     return _permute(input, tuple(reversed(range(nd))), "TBackward0")
 
 
+@api(PERMUTE)
 def T(input: Tensor) -> Tensor:
     """All dims reversed (``tensor.T``)."""
     return _permute(input, tuple(reversed(range(input._data.ndim))), "PermuteBackward0")
 
 
+@api(PERMUTE, method="movedim", export="movedim")
 def movedim(input: Tensor, source: int, destination: int) -> Tensor:
     """Move dim ``source`` to position ``destination``."""
     nd = input._data.ndim
@@ -202,6 +226,7 @@ EXPAND = defop(name="expand", kind=MOVEMENT, inputs=("a",), params=("shape", "in
                vjp=lambda g, ins, out, p, n: (_sum_to_shape(g, p["in_shape"]),))
 
 
+@api(EXPAND, method="expand", export="expand")
 def expand(input: Tensor, *sizes) -> Tensor:
     """Broadcast to ``sizes`` without copying (-1 keeps a dim)."""
     sizes = as_shape(sizes)
@@ -233,6 +258,7 @@ def expand(input: Tensor, *sizes) -> Tensor:
     return call(EXPAND, (input,), {"shape": tuple(target), "in_shape": s}, view_of=input)
 
 
+@api(EXPAND, method="expand_as")
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
     """Expand to ``other``'s shape."""
     return expand(input, other._data.shape)

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...tensor import Tensor
 from .. import samples as S
+from ..api import api
 from ..dispatch import as_tensor_arg, unary
 from ..elementwise import exp, tanh
 from ..registry import ELEMENTWISE, FLOAT, defop
@@ -116,6 +117,7 @@ GELU_BACKWARD = defop(name="gelu_backward", kind=ELEMENTWISE, node="GeluBackward
 _FORMS = {"none": 0.0, "tanh": 1.0}
 
 
+@api(GELU)
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """Gaussian error linear unit ``x * Phi(x)``; ``approximate="tanh"`` for the tanh form.
 
@@ -134,6 +136,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     return unary(GELU, input, _params(approx, input._data.dtype))
 
 
+@api(GELU_BACKWARD)
 def gelu_backward(grad: Tensor, input: Tensor, approx: float = 0.0) -> Tensor:
     """The gradient of :func:`gelu` at ``input`` for the output gradient ``grad``."""
     from ..dispatch import binary

@@ -7,6 +7,7 @@ import numpy as np
 
 from ...tensor import Tensor
 from .. import samples as S
+from ..api import api
 from ..dispatch import as_tensor_arg, call
 from ..eager_kernels import use_kernels
 from ..registry import OPAQUE, defop
@@ -72,6 +73,7 @@ EMBEDDING = defop(name="embedding", kind=OPAQUE, node="EmbeddingBackward0",
                   vjp=_embedding_vjp, save=(1,), cast_grads=True, samples=S.embedding)
 
 
+@api(EMBEDDING_BACKWARD)
 def embedding_backward(grad: Tensor, indices: Tensor, num_weights: int,
                        padding_idx: int | None = None) -> Tensor:
     """The gradient of the embedding table: rows of ``grad`` summed at ``indices``."""
@@ -90,6 +92,7 @@ def _check_indices(indices: Tensor, num: int) -> None:
         raise IndexError("index out of range in self")
 
 
+@api(EMBEDDING)
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
               max_norm: float | None = None, norm_type: float = 2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:

@@ -10,8 +10,9 @@ from ...kernels.parallel import note_blas
 from ...shapes import fmt_shape
 from ...tensor import Tensor
 from .. import samples as S
+from ..api import api
 from ..dispatch import as_tensor_arg, call
-from ..linalg import matmul
+from ..linalg import MATMUL, matmul
 from ..registry import OPAQUE, defop
 
 __all__ = ["addmm", "linear"]
@@ -40,6 +41,7 @@ ADDMM = defop(name="addmm", kind=OPAQUE, node="AddmmBackward0", inputs=("bias", 
               samples=S.addmm)
 
 
+@api(ADDMM, export="addmm")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor) -> Tensor:
     """``input + mat1 @ mat2`` for matrices ``mat1``, ``mat2`` (``input`` broadcasts).
 
@@ -72,6 +74,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor) -> Tensor:
     return call(ADDMM, (input, mat1, mat2))
 
 
+@api(ADDMM, MATMUL)
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias`` over the last dimension of ``input``.
 

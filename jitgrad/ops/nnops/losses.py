@@ -9,9 +9,11 @@ import numpy as np
 from ...shapes import fmt_shape
 from ...tensor import Tensor
 from .. import samples as S
+from ..api import api
 from ..dispatch import as_tensor_arg
-from ..elementwise import log
+from ..elementwise import ABS, log
 from ..losses import _call_optional
+from ..reduce import MEAN, SUM
 from ..registry import REDUCE, defop
 from .reduction import broadcast_pair, grad_scale, reduce_loss, reduction_arg
 
@@ -53,6 +55,7 @@ MSE_LOSS_BACKWARD = defop(
     vjp=_mse_grad_vjp, save=(0, 1, 2), cast_grads=True, samples=S.mse_loss_backward)
 
 
+@api(MSE_LOSS_BACKWARD)
 def mse_loss_backward(grad: Tensor, input: Tensor, target: Tensor, reduction: str) -> Tensor:
     """Gradient of :func:`mse_loss` w.r.t. its input."""
     return _call_optional(MSE_LOSS_BACKWARD, [grad, input, target], {"reduction": reduction})
@@ -77,6 +80,7 @@ def _float_pair(input, target, name):
     return input, target.to(input.dtype)
 
 
+@api(MSE_LOSS)
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
              reduction: str = "mean", weight=None) -> Tensor:
     """Mean squared error ``(input - target) ** 2``, reduced.
@@ -93,6 +97,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     return _call_optional(MSE_LOSS, [input, target], {"reduction": reduction})
 
 
+@api(ABS, MEAN, SUM)
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
             reduction: str = "mean", weight=None) -> Tensor:
     """Mean absolute error ``|input - target|``, reduced (composite, as PyTorch).
@@ -164,6 +169,7 @@ BCE_BACKWARD = defop(
     cast_grads=True, samples=S.binary_cross_entropy_backward)
 
 
+@api(BCE_BACKWARD)
 def binary_cross_entropy_backward(grad: Tensor, input: Tensor, target: Tensor, weight,
                                   reduction: str) -> Tensor:
     """Gradient of :func:`binary_cross_entropy` w.r.t. its input."""
@@ -191,6 +197,7 @@ BCE = defop(name="binary_cross_entropy", kind=REDUCE, node="BinaryCrossEntropyBa
             vjp=_bce_vjp, save=(0, 1, 2), cast_grads=True, samples=S.binary_cross_entropy)
 
 
+@api(BCE)
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """Binary cross-entropy of probabilities ``input`` (logs clamped at -100 as PyTorch).

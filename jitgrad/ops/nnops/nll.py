@@ -16,9 +16,10 @@ from ...creation import full
 from ...shapes import fmt_shape
 from ...tensor import Tensor
 from .. import samples as S
+from ..api import api
 from ..dispatch import as_tensor_arg
 from ..losses import _call_optional
-from ..reduce import log_softmax
+from ..reduce import LOG_SOFTMAX, log_softmax
 from ..registry import REDUCE, defop
 from .reduction import reduction_arg
 
@@ -97,6 +98,7 @@ NLL_LOSS_BACKWARD = defop(
     samples=S.nll_loss_backward)
 
 
+@api(NLL_LOSS_BACKWARD)
 def nll_loss_backward(grad: Tensor, target: Tensor, weight: Tensor | None, reduction: str,
                       ignore_index: int, shape) -> Tensor:
     """Gradient of :func:`nll_loss` w.r.t. its input (of ``shape``)."""
@@ -165,6 +167,7 @@ def _check_nll(x: Tensor, t: Tensor, w, ignore_index: int) -> None:
         raise IndexError(f"Target {int(a[bad].reshape(-1)[0])} is out of bounds.")
 
 
+@api(NLL_LOSS)
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
              ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of the class ``target`` under log-probabilities ``input``.
@@ -223,6 +226,7 @@ def _smoothing_term(logp, target, weight, reduction, ignore_index, cdim) -> Tens
     return smooth.sum() / denom
 
 
+@api(LOG_SOFTMAX, NLL_LOSS)
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   size_average=None, ignore_index: int = -100, reduce=None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:

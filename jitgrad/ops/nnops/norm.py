@@ -20,6 +20,7 @@ from ...kernels.pool import run_parts
 from ...shapes import fmt_shape
 from ...tensor import Tensor
 from .. import samples as S
+from ..api import api
 from ..dispatch import as_tensor_arg
 from ..eager_kernels import use_kernels
 from ..elementwise import rsqrt
@@ -180,6 +181,9 @@ LAYER_NORM_BACKWARD = defop(
     fwd=_ln_grad_eager, vjp=_ln_grad_vjp, save=(0, 1, 2), cast_grads=True,
     samples=S.layer_norm_backward)
 
+# layer_norm_backward comes before its op (the op's VJP rule calls it): declared here
+api(LAYER_NORM_BACKWARD)(layer_norm_backward)
+
 
 def _ln_vjp(g, ins, out, p, n):
     x, w, b = ins
@@ -201,6 +205,7 @@ LAYER_NORM = defop(
     fwd=_ln_eager, vjp=_ln_vjp, save=(0, 1), cast_grads=True, samples=S.layer_norm)
 
 
+@api(LAYER_NORM)
 def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over the trailing ``normalized_shape`` dims, then scale and shift.
@@ -291,6 +296,9 @@ BATCH_NORM_BACKWARD = defop(
     params=("training", "eps"), ref=_bn_grad_ref, vjp=_bn_grad_vjp, save=(0, 1, 2, 3, 4),
     cast_grads=True, samples=S.batch_norm_backward)
 
+# batch_norm_backward comes before its op (the op's VJP rule calls it): declared here
+api(BATCH_NORM_BACKWARD)(batch_norm_backward)
+
 
 def _bn_vjp(g, ins, out, p, n):
     x, w, b, rm, rv = ins
@@ -339,6 +347,7 @@ def _update_running(running_mean, running_var, input, momentum):
             running_var.mul_(1.0 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
 
 
+@api(BATCH_NORM)
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                weight: Tensor | None = None, bias: Tensor | None = None,
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:

@@ -9,6 +9,8 @@ import numpy as np
 
 from ...tensor import Tensor
 from .. import samples as S
+from ..api import api
+from ..arithmetic import ADD, MUL
 from ..dispatch import as_tensor_arg, elementwise
 from ..registry import ELEMENTWISE, defop
 
@@ -48,6 +50,7 @@ def _check_float(op_name: str, *ts: Tensor) -> None:
                                f"{t.dtype.name}")
 
 
+@api(ADD, MUL, method="addcmul", inplace="addcmul_", export="addcmul")
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
     """``input + value * tensor1 * tensor2`` in one pass.
 
@@ -64,6 +67,7 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1
     return ts[0] + t1 * ts[2]
 
 
+@api(ADDCDIV, method="addcdiv", inplace="addcdiv_", export="addcdiv")
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
     """``input + value * tensor1 / tensor2`` in one pass.
 
@@ -76,6 +80,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1
     return elementwise(ADDCDIV, tuple(ts), {"value": float(value)})
 
 
+@api(LERP, method="lerp", inplace="lerp_", export="lerp")
 def lerp(input: Tensor, end: Tensor, weight: float) -> Tensor:
     """Linear interpolation ``input + weight * (end - input)`` for a scalar ``weight``.
 

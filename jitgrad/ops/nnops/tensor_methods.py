@@ -1,23 +1,13 @@
-"""Tensor methods added for ``jitgrad.nn`` and ``jitgrad.optim``: the fused in-place updates
-(``addcmul_``, ``addcdiv_``, ``lerp_`` and their out-of-place forms), and what makes a tensor
-flagged as a parameter (``Tensor._is_param``, see :class:`jitgrad.nn.Parameter`) print as
-``Parameter containing:`` and stay a parameter through ``copy.deepcopy`` and pickling."""
+"""Tensor methods added for ``jitgrad.nn``: what makes a tensor flagged as a parameter
+(``Tensor._is_param``, see :class:`jitgrad.nn.Parameter`) print as ``Parameter containing:``
+and stay a parameter through ``copy.deepcopy`` and pickling. (The optimizers' fused updates,
+``addcdiv_``, ``lerp_``..., are declared with their ops in ``pointwise.py``.)"""
 
 from __future__ import annotations
 
 from ...tensor import Tensor
-from ..inplace import apply_inplace
-from .pointwise import addcdiv, addcmul, lerp
 
 __all__: list[str] = []
-
-
-def _inplace(fn):
-    def method(self, *args, **kwargs):
-        return apply_inplace(self, fn(self, *args, **kwargs))
-    method.__name__ = fn.__name__ + "_"
-    method.__doc__ = f"In-place :func:`{fn.__name__}`."
-    return method
 
 
 _repr = Tensor.__repr__
@@ -55,9 +45,6 @@ def _rebuild_param(data, requires_grad):
 
 
 def _install() -> None:
-    for fn in (addcmul, addcdiv, lerp):
-        setattr(Tensor, fn.__name__, fn)
-        setattr(Tensor, fn.__name__ + "_", _inplace(fn))
     Tensor.__repr__ = Tensor.__str__ = _param_repr
     Tensor.__deepcopy__ = _param_deepcopy
     Tensor.__reduce_ex__ = _param_reduce_ex
