@@ -476,6 +476,14 @@ def alias(arr: np.ndarray) -> Tensor:
     return t
 
 
+def mark_view(out: Tensor, of: Tensor) -> Tensor:
+    """``out`` views ``of``'s memory: it shares its version counter (an in-place change of
+    either is seen by autograd through the other) and its base, as PyTorch's views do."""
+    out._vc = of._vc
+    out._base = of._base if of._base is not None else of
+    return out
+
+
 def wrap(arr: np.ndarray, requires_grad: bool = False) -> Tensor:
     """Wrap a NumPy array (no copy) as a tensor with no history."""
     tr = _TRACE.tracer

@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 
 from ..shapes import fmt_shape, sum_axes_to
-from ..tensor import Tensor, alias
+from ..tensor import Tensor, alias, mark_view
 from . import grad_mode
 from .node import (
     FREED_MESSAGE,
@@ -267,10 +267,8 @@ def _wrap_outputs(ctx, args, outputs, record):
 
 
 def _alias(t: Tensor) -> Tensor:
-    a = alias(t._data)
-    a._vc = t._vc
+    a = mark_view(alias(t._data), t)
     a._requires_grad = t._requires_grad
-    a._base = t._base if t._base is not None else t
     return a
 
 

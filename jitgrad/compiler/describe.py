@@ -67,7 +67,7 @@ def describe_group(group: Group, needed_outside: set) -> tuple[KernelDesc, Group
         dims = r.params["dims"]
         kind = reduction_kind(dims, full, p)
         n = int(np.prod([full[d] for d in dims])) if dims else 1
-        scale = (1.0 / n if n else float("nan")) if r.op.name == "mean" else 1.0
+        scale = (1.0 / n if n else float("nan")) if r.op.averages else 1.0
         reds.append((r, kind, scale))
     kinds = {k for _, k, _ in reds}
     mode = "flat" if p == 0 else ("cols" if "cols" in kinds else "rows")

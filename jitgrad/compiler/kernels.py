@@ -13,6 +13,7 @@ alike, so a sum ends with the same operations on both paths.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,20 +29,15 @@ _table: dict = {}
 _lock = threading.Lock()
 
 
+@dataclass(frozen=True, eq=False)
 class Kernel:
     """A loaded kernel: its description, module source and path, and ``fn`` (the Numba
     dispatcher of ``kernel(lo, hi, ...)``)."""
 
-    __slots__ = ("desc", "source", "path", "fn")
-
-    def __init__(self, desc: KernelDesc, source: str, path: str, fn) -> None:
-        self.desc = desc
-        self.source = source
-        self.path = path
-        self.fn = fn
-
-    def __repr__(self) -> str:
-        return f"<Kernel {self.desc.title or self.desc.mode} at {self.path}>"
+    desc: KernelDesc
+    source: str
+    path: str
+    fn: object
 
 
 def load(desc: KernelDesc, cache_dir: str | None = None, log: bool = True) -> Kernel:

@@ -13,7 +13,7 @@ from .. import dtypes
 from ..autograd import grad_mode
 from ..autograd.node import edge, make_node, save_input, save_output
 from ..shapes import broadcast_many, broadcast_shapes
-from ..tensor import Tensor, wrap
+from ..tensor import Tensor, mark_view, wrap
 from ..trace.state import STATE as _TRACE
 from . import eager_kernels
 from .registry import BOOL, FLOAT, OpDef
@@ -97,8 +97,7 @@ def call(op: OpDef, inputs: tuple, params: dict | None = None, view_of: Tensor |
     res = fwd(*arrays, **params) if params else fwd(*arrays)
     out = wrap(res)
     if view_of is not None and res.base is not None:
-        out._vc = view_of._vc
-        out._base = view_of._base if view_of._base is not None else view_of
+        mark_view(out, view_of)
     return record(op, out, inputs, params)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..shapes import wrap_dim
-from ..tensor import Tensor, wrap
+from ..tensor import Tensor, mark_view, wrap
 from .api import api
 from .dispatch import call, record
 from .registry import MOVEMENT, defop
@@ -173,8 +173,7 @@ def getitem(input: Tensor, index, _node: str | None = None) -> Tensor:
         res = np.asarray(res)
     out = wrap(res)
     if not advanced:
-        out._vc = input._vc
-        out._base = input._base if input._base is not None else input
+        mark_view(out, input)
     return record(GETITEM, out, (input,), p)
 
 

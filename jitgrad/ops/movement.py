@@ -9,42 +9,7 @@ This module gathers them under the import path code has always used
 
 from __future__ import annotations
 
-from .concat import CAT, STACK, cat, concatenate, stack
-from .copies import CLONE, TO_DTYPE, clone, contiguous, to_dtype
-from .indexing import (
-    GETITEM,
-    GETITEM_BACKWARD,
-    chunk,
-    getitem,
-    narrow,
-    select,
-    split,
-    unbind,
-)
-from .views import (
-    EXPAND,
-    PERMUTE,
-    RESHAPE,
-    T,
-    expand,
-    expand_as,
-    flatten,
-    movedim,
-    permute,
-    reshape,
-    squeeze,
-    swapaxes,
-    t,
-    transpose,
-    unflatten,
-    unsqueeze,
-    view,
-)
+from . import concat, copies, indexing, views
+from .registry import gather
 
-__all__ = ["reshape", "view", "flatten", "unflatten", "squeeze", "unsqueeze", "permute",
-           "transpose", "t", "expand", "expand_as", "getitem", "cat", "concatenate", "stack",
-           "clone", "to_dtype", "contiguous", "select", "narrow", "split", "chunk", "unbind",
-           "movedim", "swapaxes",
-           # the op declarations and tensor.T, for code that used them from here
-           "RESHAPE", "PERMUTE", "EXPAND", "GETITEM", "GETITEM_BACKWARD", "CAT", "STACK",
-           "CLONE", "TO_DTYPE", "T"]
+__all__ = gather(globals(), views, indexing, concat, copies)

@@ -9,40 +9,7 @@ This module gathers them under the import path code has always used
 
 from __future__ import annotations
 
-from .extrema import (
-    AMAX,
-    AMIN,
-    ARGMAX,
-    ARGMIN,
-    MAX_DIM,
-    MIN_DIM,
-    amax,
-    amin,
-    argmax,
-    argmin,
-    max,
-    min,
-    return_max,
-    return_min,
-)
-from .softmax_ops import (
-    LOG_SOFTMAX,
-    LOG_SOFTMAX_BACKWARD,
-    LOGSUMEXP,
-    SOFTMAX,
-    SOFTMAX_BACKWARD,
-    log_softmax,
-    log_softmax_backward,
-    logsumexp,
-    softmax,
-    softmax_backward,
-)
-from .sums import MEAN, STD, SUM, VAR, mean, prod, std, sum, var
+from . import extrema, softmax_ops, sums
+from .registry import gather
 
-__all__ = ["sum", "mean", "max", "min", "amax", "amin", "logsumexp", "softmax", "log_softmax",
-           "softmax_backward", "log_softmax_backward",
-           "argmax", "argmin", "var", "std", "prod",
-           # the op declarations and max/min's result types, for code that used them here
-           "SUM", "MEAN", "AMAX", "AMIN", "MAX_DIM", "MIN_DIM", "ARGMAX", "ARGMIN",
-           "LOGSUMEXP", "SOFTMAX", "LOG_SOFTMAX", "SOFTMAX_BACKWARD", "LOG_SOFTMAX_BACKWARD",
-           "VAR", "STD", "return_max", "return_min"]
+__all__ = gather(globals(), sums, extrema, softmax_ops)

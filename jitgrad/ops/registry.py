@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from ..autograd.node import Node, node_class
 
-__all__ = ["OpDef", "OpNode", "REGISTRY", "defop", "get", "ELEMENTWISE", "REDUCE", "MOVEMENT",
-           "OPAQUE"]
+__all__ = ["OpDef", "OpNode", "REGISTRY", "defop", "get", "gather", "ELEMENTWISE", "REDUCE",
+           "MOVEMENT", "OPAQUE"]
 
 ELEMENTWISE = "elementwise"
 REDUCE = "reduce"
@@ -120,6 +120,8 @@ class OpDef:
     fusable_reduction: bool = False
     """A sum a fused loop can compute alongside the element-wise work that feeds it (sum,
     mean); its params hold the summed ``dims``."""
+    averages: bool = False
+    """A fusable reduction that divides its sum by the number of values summed (mean)."""
     view: bool = False
     """A movement op whose result NumPy gets by indexing or striding its input, never by
     arithmetic (reshape, expand, permute, getitem): a plan runs it as a "view" step."""
@@ -186,3 +188,18 @@ def defop(**kwargs) -> OpDef:
 def get(name: str) -> OpDef:
     """The registered op called ``name``."""
     return REGISTRY[name]
+
+
+def gather(namespace: dict, *modules) -> list:
+    """Copy the public functions (``__all__``) and the op declarations (upper-case
+    :class:`OpDef` constants) of ``modules`` into ``namespace``; returns their names. The
+    modules that gather ops declared elsewhere by job (``elementwise``, ``movement``,
+    ``reduce``) are made with it."""
+    names = []
+    for mod in modules:
+        public = set(getattr(mod, "__all__", ()))
+        for name, value in vars(mod).items():
+            if name in public or (name.isupper() and isinstance(value, OpDef)):
+                namespace[name] = value
+                names.append(name)
+    return names

@@ -50,7 +50,7 @@ def _mean_ref(a, dims, keepdim, shape, full=False):
 
 MEAN = defop(name="mean", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "shape"),
              node=lambda p: "MeanBackward0" if p.get("full") else "MeanBackward1",
-             ref=_mean_ref, fwd=_mean_eager, fusable_reduction=True,
+             ref=_mean_ref, fwd=_mean_eager, fusable_reduction=True, averages=True,
              vjp=lambda g, ins, out, p, n: (expand_back(g, p) / float(
                  _b.max(count(p["shape"], p["dims"]), 1)),),
              samples=S.reduce)

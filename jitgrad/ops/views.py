@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes
 from ..shapes import as_shape, fmt_shape, infer_size, wrap_dim
-from ..tensor import Tensor, wrap
+from ..tensor import Tensor, mark_view, wrap
 from .api import api
 from .dispatch import call, record
 from .registry import MOVEMENT, defop
@@ -57,8 +57,7 @@ def _reshape(input: Tensor, shape, node: str, must_view: bool = False) -> Tensor
     p = {"shape": shape, "in_shape": a.shape, "node": node}
     out = wrap(res)
     if not copied:
-        out._vc = input._vc
-        out._base = input._base if input._base is not None else input
+        mark_view(out, input)
     return record(RESHAPE, out, (input,), p)
 
 
