@@ -133,6 +133,12 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False,
             "detach() or sourceTensor.clone().detach().requires_grad_(True), rather than "
             "jitgrad.tensor(sourceTensor).", UserWarning, stacklevel=2)
     _check_device(device)
+    tr = _TRACE.tracer
+    if tr is not None and type(data) is np.ndarray and tr.is_input(data):
+        # a NumPy argument of a compiled function: a copy of that input, not a constant
+        t = wrap(data).clone() if dtype is None else wrap(data).to(dtypes.to_dtype(dtype),
+                                                                    copy=True)
+        return t.requires_grad_() if requires_grad else t
     return _finish(_array_from_data(data, dtype), requires_grad)
 
 

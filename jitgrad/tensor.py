@@ -275,6 +275,8 @@ class Tensor:
         """Populate ``.grad`` for this non-leaf tensor during backward."""
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if _TRACE.tracer is not None:
+            _TRACE.tracer.graph_break("retain_grad() (the .grad of an intermediate tensor)")
         if self._grad_fn is None:
             return
         if not self._retains_grad:
@@ -285,6 +287,8 @@ class Tensor:
         """Register ``hook(grad) -> Tensor | None``, run before the gradient is used."""
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if _TRACE.tracer is not None:
+            _TRACE.tracer.graph_break("register_hook() (a tensor hook runs at every backward)")
         if self._grad_fn is not None:
             return self._grad_fn._add_tensor_hook(self._output_nr, hook)
         if self._hooks is None:

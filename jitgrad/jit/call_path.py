@@ -91,7 +91,7 @@ def entry_fast(entry, key: tuple, closure, stats: dict) -> Callable[[tuple], Any
         body.append("try:")
         body += ["    " + c for c in checks]
         body += ["except ValueError:  # an emptied closure cell", "    return MISS"]
-    if entry.guards:
-        body += ["if HOLD() is not None:", "    return MISS"]
+    if entry.has_guards:
+        body += ["if HOLD(args) is not None:", "    return MISS"]
     body += ['STATS["calls"] += 1', 'STATS["cache_hits"] += 1', "return RUN(args)"]
     return _exec("fast", body, ns)

@@ -8,7 +8,7 @@ import numpy as np
 
 from . import call_path
 
-__all__ = ["Entry", "Lowered"]
+__all__ = ["Entry", "EagerEntry", "Lowered"]
 
 
 class Entry:
@@ -42,12 +42,24 @@ class Entry:
         self.escaped = [(weakref.ref(a), n_out + len(residuals) + k)
                         for k, (a, _) in enumerate(escaped)]
 
-    def guards_hold(self) -> str | None:
+    #: the access chains the trace read (``guards.AccessGuard``); set by the tracer's caller
+    access = None
+    #: a signature that runs eagerly (a graph break): ``eager_reason`` says why
+    eager_reason: str | None = None
+
+    @property
+    def has_guards(self) -> bool:
+        """Whether :meth:`guards_hold` checks anything."""
+        return bool(self.guards) or bool(self.access)
+
+    def guards_hold(self, args: tuple = (), kwargs: dict | None = None) -> str | None:
         """None when every guard holds, else the first failing guard, in words."""
         for check in self.guards:
             why = check()
             if why:
                 return why
+        if self.access:
+            return self.access.check(args, kwargs)
         return None
 
     def finish(self, grad_enabled: bool) -> None:
@@ -61,6 +73,20 @@ class Entry:
             a = ref()
             if a is not None:
                 np.copyto(a, outs[k], casting="unsafe")
+        self.escaped = []
+
+
+class EagerEntry(Entry):
+    """A signature whose trace hit a graph break (a hook, a Python side effect, a call that
+    cannot be traced, data-dependent Python): calls that match it, with its guards holding,
+    run the function eagerly. A guard failing (the hook removed, the state changed) traces
+    again."""
+
+    def __init__(self, reason: str, guards: list, closure_ids, access) -> None:  # noqa: D107
+        self.eager_reason = reason
+        self.guards = guards
+        self.closure_ids = closure_ids
+        self.access = access
         self.escaped = []
 
 

@@ -24,8 +24,9 @@ from ..trace.pytree import flatten
 from ..trace.state import STATE as _TRACE
 from ..trace.tracer import TraceError, Tracer
 from . import call_path
-from .entry import Entry, Lowered
-from .guards import ClosureGuard, closure_names, external_guards
+from .entry import EagerEntry, Entry, Lowered
+from .guards import AccessGuard, ClosureGuard, closure_names, external_guards
+from .observe import Observer
 
 __all__ = ["compile", "CompiledFunction", "explain", "MAX_RETRACES_BEFORE_WARNING"]
 
@@ -55,7 +56,7 @@ class CompiledFunction:
         self.fallback = fallback
         self.cache_dir = cache_dir
         self._entries: dict = {}
-        self._eager_keys: set = set()
+        self._warned_breaks: set = set()
         self.stats = {"calls": 0, "traces": 0, "retraces": 0, "cache_hits": 0}
         self.last_retrace_reason: str | None = None
         self._warned = False
@@ -104,24 +105,26 @@ class CompiledFunction:
         if key is None:
             flat, treedef = flatten((args, kwargs))
             key = self._key(flat, treedef)
-        if self._eager_keys and key in self._eager_keys:
-            return self.fn(*args, **kwargs)
         closure_ids = self._closure.current()
         entries = self._entries.get(key)
         if entries:  # fast path: the newest entry of this key, guards holding
             entry = entries[0]
-            if entry.closure_ids == closure_ids and (not entry.guards or
-                                                     entry.guards_hold() is None):
+            if entry.closure_ids == closure_ids and (not entry.has_guards or
+                                                     entry.guards_hold(args, kwargs) is None):
+                if entry.eager_reason is not None:
+                    return self.fn(*args, **kwargs)
                 self.stats["cache_hits"] += 1
                 if tensor_args:
                     self._fast = self._fast_path(entry, key)
                 return entry.run(flat)
-        entry, reason = self._lookup(key, closure_ids)
+        entry, reason = self._lookup(key, closure_ids, args, kwargs)
         if entry is None:
             with self._lock:  # one trace at a time; a thread that waited may find it done
-                entry, reason = self._lookup(key, closure_ids)
+                entry, reason = self._lookup(key, closure_ids, args, kwargs)
                 if entry is None:
                     return self._trace(args, kwargs, flat, key, closure_ids, reason)
+        if entry.eager_reason is not None:
+            return self.fn(*args, **kwargs)
         self.stats["cache_hits"] += 1
         return entry.run(flat)
 
@@ -130,7 +133,7 @@ class CompiledFunction:
             entry.fast = call_path.entry_fast(entry, key, self._closure, self.stats)
         return entry.fast
 
-    def _lookup(self, key, closure_ids):
+    def _lookup(self, key, closure_ids, args: tuple = (), kwargs: dict | None = None):
         """``(entry, None)`` on a hit; ``(None, why)`` on a miss."""
         entries = self._entries.get(key)
         if not entries:
@@ -141,7 +144,7 @@ class CompiledFunction:
                 reason = ("what the function refers to changed (a tensor or module rebound, "
                           "a module's train/eval mode, an optimizer hyper-parameter, a number)")
                 continue
-            why = entry.guards_hold()
+            why = entry.guards_hold(args, kwargs)
             if why is None:
                 return entry, None
             reason = why
@@ -189,19 +192,27 @@ class CompiledFunction:
         tracer.escape_policy = self.fallback
         for i, t in enumerate(flat):
             tracer.add_input(t, i)
+        observer = Observer(tracer, self.fn)
         _TRACE.tracer = tracer
         try:
-            result = self.fn(*args, **kwargs)
+            with observer:
+                result = self.fn(*args, **kwargs)
         except TraceError:
             _TRACE.tracer = None
             tracer.undo()  # jitgrad refused the function: it leaves no half-done effects
             raise
         finally:
             _TRACE.tracer = None
+        access = AccessGuard(observer.reads)
         if tracer.escaped is not None:
-            warnings.warn(f"jitgrad.compile: running {self.__name__} eagerly: {tracer.escaped}",
-                          UserWarning, stacklevel=3)
-            self._eager_keys.add(key)
+            # a graph break: the call finished eagerly; calls matching this key and these
+            # guards run eagerly too (a guard failing traces again)
+            if tracer.escaped not in self._warned_breaks:
+                self._warned_breaks.add(tracer.escaped)
+                warnings.warn(f"jitgrad.compile: running {self.__name__} eagerly: "
+                              f"{tracer.escaped}", UserWarning, stacklevel=3)
+            self._entries.setdefault(key, []).insert(
+                0, EagerEntry(tracer.escaped, [], closure_ids, access))
             self._fast = None  # this key now runs eagerly: the generic path decides
             return result
         out_flat, out_tree = flatten(result)
@@ -223,6 +234,7 @@ class CompiledFunction:
         if tracer.backward_runs:
             entry.joint = True
             entry.joint_outputs = joint_outputs
+        entry.access = access
         entry.finish(key[2])
         self._entries.setdefault(key, []).insert(0, entry)
         return entry.run(flat)

@@ -3,9 +3,12 @@
 * :func:`external_guards`: captured tensors keep their shape, dtype and requires_grad; leaves
   whose ``.grad`` the trace read keep its state (None, or shape and dtype);
 * :class:`ClosureGuard`: what the function refers to that a trace bakes in (identities of
-  tensors, modules' parameters and train/eval flags and plain-number attributes, optimizers'
+  tensors, modules' parameters, train/eval flags, hooks and plain attributes, optimizers'
   parameters, hyper-parameters and per-parameter state, plain numbers in the closure and in
-  the globals the code names), read at every call and compared with the entry's snapshot.
+  the globals the code names), read at every call and compared with the entry's snapshot;
+* :class:`AccessGuard`: every access chain user code read while tracing (``observe.py``:
+  ``h.w``, ``scale[0]``, a string global, a module passed as an argument...), re-read and
+  compared by :func:`value_state`.
 
 A failed check is a miss (the generic path retraces or finds another entry): never a stale
 result.
@@ -13,9 +16,16 @@ result.
 
 from __future__ import annotations
 
+import hashlib
+import types
+from itertools import islice
+
+import numpy as np
+
 from ..tensor import Tensor
 
-__all__ = ["ClosureGuard", "external_guards", "closure_names", "state_of"]
+__all__ = ["ClosureGuard", "AccessGuard", "external_guards", "closure_names", "state_of",
+           "value_state", "guarded_state", "is_stateful"]
 
 
 def external_guards(graph, tracer) -> list:
@@ -150,7 +160,14 @@ def state_of(o):
     return ("x", id(o))
 
 
-_NUMBERS = (int, float, bool, tuple, type(None))
+_NUMBERS = (int, float, bool, tuple, type(None), str, bytes, complex)
+#: hook dicts of a module: a hook registered (or removed) after a trace is a miss
+_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
+               "_backward_pre_hooks", "_forward_hooks_with_kwargs",
+               "_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called",
+               "_state_dict_hooks", "_load_state_dict_pre_hooks")
+_TREE_DICTS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set",
+                         *_HOOK_DICTS})
 
 
 def _module_state(root) -> tuple:
@@ -167,12 +184,131 @@ def _module_state(root) -> tuple:
         seen.add(id(mod))
         out.append(id(mod))
         out.append(getattr(mod, "training", None))
-        # plain numbers a forward reads (Dropout.p, LayerNorm.eps...) are baked into a trace
-        out.extend(v for v in mod.__dict__.items() if type(v[1]) in _NUMBERS)
+        d = mod.__dict__
+        for k, v in d.items():
+            # plain attributes a forward reads (Dropout.p, a mode string, a config dict, a
+            # tensor that is not a parameter) are baked into a trace
+            tv = type(v)
+            if tv in _NUMBERS:
+                out.append((k, v))
+            elif is_stateful(v):  # a module or optimizer kept outside _modules: by identity
+                out.append((k, id(v)))
+            elif k not in _TREE_DICTS and tv is not types.MethodType:
+                out.append((k, value_state(v, 1)))
+        for name in _HOOK_DICTS:
+            hooks = d.get(name)
+            if hooks:
+                out.append((name, tuple(hooks)))
         out.extend(id(p) for p in mod._parameters.values())
         out.extend(id(b) for b in getattr(mod, "_buffers", {}).values())
         stack.extend(c for c in reversed(mod._modules.values()) if c is not None)
     return tuple(out)
+
+
+_PLAIN = (int, float, bool, str, bytes, complex, type(None))
+#: entries of a container (or attributes of an object) a guard compares
+MAX_ENTRIES = 64
+
+
+def is_stateful(v) -> bool:
+    """Values guarded as a whole where an access chain reaches them: tensors (identity),
+    modules (their tree: ``_module_state``), optimizers."""
+    return isinstance(v, Tensor) or _is_module(v) or hasattr(v, "param_groups")
+
+
+def value_state(v, depth: int = 2):
+    """What a guard compares of a value Python code read while tracing: plain values by
+    type and value, tensors and functions by identity, NumPy arrays by content, modules and
+    optimizers by :func:`state_of`, containers and objects by their entries (``depth``
+    levels, :data:`MAX_ENTRIES` each; deeper or further entries by identity and length)."""
+    t = type(v)
+    if t in _PLAIN:
+        return (t, "nan") if t is float and v != v else (t, v)
+    if isinstance(v, Tensor):
+        return ("T", id(v))
+    if isinstance(v, np.generic):
+        return (t, v.item()) if v == v else (t, "nan")
+    if isinstance(v, np.ndarray):
+        return ("A", id(v), v.shape, v.dtype.str, hashlib.blake2b(
+            np.ascontiguousarray(v).view(np.uint8).reshape(-1), digest_size=16).digest())
+    if isinstance(v, types.BuiltinFunctionType):  # also a bound method of a builtin object
+        owner = v.__self__
+        if owner is None or isinstance(owner, types.ModuleType):
+            return ("F", id(v))
+        return ("B", v.__name__, value_state(owner, depth))
+    if isinstance(v, (types.FunctionType, type, types.ModuleType)):
+        return ("F", id(v))
+    if isinstance(v, types.MethodType):  # a bound method: its function and its object
+        return ("M", id(v.__func__), value_state(v.__self__, depth))
+    if is_stateful(v):
+        return state_of(v)
+    if depth <= 0:
+        try:
+            return ("X", t, id(v), len(v))
+        except TypeError:
+            return ("X", t, id(v))
+    if t in (list, tuple) or isinstance(v, (list, tuple)):
+        return (t, len(v), tuple(value_state(e, depth - 1) for e in v[:MAX_ENTRIES]))
+    if isinstance(v, dict):
+        return (t, len(v), tuple((k, value_state(e, depth - 1))
+                                 for k, e in islice(v.items(), MAX_ENTRIES)))
+    if isinstance(v, (set, frozenset)):
+        return (t, len(v), frozenset(e for e in islice(v, MAX_ENTRIES) if type(e) in _PLAIN))
+    d = getattr(v, "__dict__", None)
+    if isinstance(d, dict):
+        return ("O", t, tuple((k, value_state(e, depth - 1))
+                              for k, e in islice(d.items(), MAX_ENTRIES)))
+    return ("X", t, id(v))
+
+
+_RAISES = ("raises",)
+
+
+def _read_root(holder, args: tuple, kwargs: dict):
+    kind = holder[0]
+    if kind in ("global", "builtin"):
+        return holder[1][holder[2]]
+    if kind == "cell":
+        return holder[1].cell_contents
+    if kind == "arg":
+        pos, name = holder[1], holder[2]
+        return args[pos] if pos < len(args) else kwargs[name]
+    return holder[1]  # "const"
+
+
+def guarded_state(holder, steps: tuple, args: tuple, kwargs: dict):
+    """:func:`value_state` of the value at ``holder`` + ``steps`` now (``("raises",)`` if
+    reading it raises)."""
+    try:
+        v = _read_root(holder, args, kwargs)
+        for kind, s in steps:
+            v = getattr(v, s) if kind == "attr" else v[s]
+        return value_state(v)
+    except Exception:  # noqa: BLE001 - compared like any other state
+        return _RAISES
+
+
+class AccessGuard:
+    """The access chains a trace read (``observe.Observer.reads``): holds while each one's
+    :func:`guarded_state` equals the state seen while tracing."""
+
+    def __init__(self, reads: list) -> None:
+        self.reads = reads
+
+    def __bool__(self) -> bool:
+        return bool(self.reads)
+
+    def check(self, args: tuple = (), kwargs: dict | None = None) -> str | None:
+        """None when every chain reads as traced, else which one changed, in words."""
+        kw = kwargs or {}
+        for holder, steps, text, expected in self.reads:
+            if guarded_state(holder, steps, args, kw) != expected:
+                return f"{text} changed since the trace"
+        return None
+
+    def needs_args(self) -> bool:
+        """Whether some chain starts at an argument (then the check needs the call's)."""
+        return any(h[0] == "arg" for h, *_ in self.reads)
 
 
 def _modules(m):

@@ -325,6 +325,11 @@ def _run_always_called(module, args, kwargs, result, called: set) -> None:
 
 def call_with_hooks(module, args: tuple, kwargs: dict):
     """``Module.__call__`` when some hook is registered: PyTorch's ``_call_impl``."""
+    from ..trace.state import STATE
+
+    if STATE.tracer is not None:  # hooks are Python callbacks: they run at every call
+        STATE.tracer.graph_break(f"{type(module).__name__} has module hooks (they run at "
+                                 "every call)")
     called: set = set()
     result = None
     try:

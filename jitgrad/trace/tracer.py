@@ -23,7 +23,7 @@ from ..config import check_ir
 from .ir import Eqn, Graph, Lit, Source, Var
 from .state import STATE
 
-__all__ = ["Tracer", "TraceError", "ValueEscape", "active"]
+__all__ = ["Tracer", "TraceError", "ValueEscape", "GraphBreak", "active"]
 
 
 _ANY = "any"  # a leaf's .grad state that the function overwrote before reading
@@ -35,6 +35,11 @@ class TraceError(RuntimeError):
 
 class ValueEscape(TraceError):
     """A tensor's value was needed by Python code (``if t > 0``, ``t.item()``...)."""
+
+
+class GraphBreak(TraceError):
+    """Python code a trace cannot capture (a hook, a side effect on outside state, a call to
+    ``random``/``time``) runs inside the compiled function."""
 
 
 def active():
@@ -98,6 +103,11 @@ class Tracer:
         self.sources[id(arr)] = src
         self.graph.inputs.append(v)
         return v
+
+    def is_input(self, arr: np.ndarray) -> bool:
+        """Whether ``arr`` is the array of one of the traced function's arguments."""
+        v = self.vars.get(id(arr))
+        return v is not None and v.kind == "in"
 
     def var(self, t) -> Var:
         """The Var of a tensor used as an op input (registering externals on first use)."""
@@ -275,6 +285,19 @@ class Tracer:
             STATE.tracer = None
             return
         raise ValueEscape(msg)
+
+    def graph_break(self, what: str, where: str | None = None) -> None:
+        """Python code the trace cannot capture faithfully is about to run (a hook, a side
+        effect on outside state, a call to ``random``/``time``): an error, or under
+        fallback="eager" (``fullgraph=False``) tracing stops here and the call finishes
+        eagerly, so the code runs with the real values, once, as in eager mode."""
+        msg = (f"{where or user_location()}: {what}; jitgrad.compile runs the function "
+               "eagerly where such code runs at every call (a graph break)")
+        if self.escape_policy == "eager":
+            self.escaped = msg
+            STATE.tracer = None
+            return
+        raise GraphBreak(msg)
 
     # ---------------------------------------------------------------------- undo
     def undo(self) -> None:

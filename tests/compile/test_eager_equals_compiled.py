@@ -48,7 +48,7 @@ def test_op_eager_equals_compiled(name, dtype):
                                            else [], g_eager)):
                 if b is not None:
                     assert_same_bits(a, b, f"{name} sample {i} {call} gradient {k}")
-        assert f.stats["traces"] == 1
+        assert f.stats["traces"] == 1, f.last_retrace_reason
 
 
 @pytest.mark.parametrize("seed", range(12))

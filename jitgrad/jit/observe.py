@@ -1,0 +1,267 @@
+"""Watching a traced call: which outside state user code read, and what cannot be traced.
+
+While :class:`~jitgrad.jit.function.CompiledFunction` traces a call, an :class:`Observer`
+(``sys.settrace``, ``call`` events only) sees every Python frame the call enters. For frames
+of user code (anything but jitgrad itself, the standard library, NumPy and Numba) it
+evaluates the frame's access chains (``access.py``) as the frame starts:
+
+* a chain whose value is a call that cannot be traced faithfully (Python's ``random``,
+  NumPy's global random functions, ``time``, ``print``/``input``/``open``) or a write to
+  outside state (an attribute or item set on a non-tensor object, a mutating method such as
+  ``list.append``, a ``global``/``nonlocal`` assignment) is a *graph break*: the tracer stops
+  before that frame runs a single line, the call finishes eagerly (or, under
+  ``fullgraph=True``, raises), so the side effect happens exactly as in eager mode;
+* a chain that is read becomes a guard (``guards.AccessGuard``): rooted at a global of the
+  frame's module, or -- in the compiled function's own frame -- at a closure variable or an
+  argument. A later call re-reads each chain and compares it with the value seen here.
+
+Only ``call`` events are traced (no line or opcode events): the cost is one Python call per
+frame entered while tracing, nothing at all on compiled calls.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import sys
+import sysconfig
+import types
+
+import numpy as np
+
+from ..tensor import Tensor
+from ..trace.state import STATE as _TRACE
+from .access import Chain, analyze
+from .guards import guarded_state, is_stateful
+
+__all__ = ["Observer", "untraceable_reason"]
+
+
+def _library_dirs() -> tuple:
+    import jitgrad
+    import jitgrad.kernels as jk
+
+    dirs = {os.path.dirname(os.path.abspath(jitgrad.__file__))}
+    dirs.update(os.path.abspath(p) for p in jk.__path__)
+    dirs.add(os.path.dirname(os.path.abspath(np.__file__)))
+    for key in ("stdlib", "platstdlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            dirs.add(os.path.abspath(p))
+    for mod in ("numba", "llvmlite"):
+        m = sys.modules.get(mod)
+        if m is not None and getattr(m, "__file__", None):
+            dirs.add(os.path.dirname(os.path.abspath(m.__file__)))
+    return tuple(d + os.sep for d in dirs)
+
+
+_LIB_DIRS: tuple | None = None
+#: pseudo file names of code typed by a user (an interactive session)
+_USER_PSEUDO_FILES = ("<stdin>", "<ipython-input", "<console>", "<input>")
+#: methods whose first argument is an object the call is making (writes to it are not side
+#: effects)
+_CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__", "__setattr__",
+                           "__set_name__", "__init_subclass__"})
+_user_code: dict = {}
+
+
+def _is_user_code(code) -> bool:
+    global _LIB_DIRS
+    got = _user_code.get(code)
+    if got is None:
+        if _LIB_DIRS is None:
+            _LIB_DIRS = _library_dirs()
+        fn = code.co_filename
+        if fn.startswith("<"):  # generated code (dataclass methods, jitgrad's own plans...)
+            got = fn.startswith(_USER_PSEUDO_FILES)
+        else:
+            path = os.path.abspath(fn) if not fn.startswith("<") else fn
+            got = not path.startswith(_LIB_DIRS)
+        _user_code[code] = got
+    return got
+
+
+_UNTRACEABLE_MODULES = ("random", "_random", "time", "secrets", "uuid", "numpy.random")
+_IO = {builtins.print: "print()", builtins.input: "input()", builtins.open: "open()",
+       builtins.breakpoint: "breakpoint()"}
+_CALLABLES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+              types.BuiltinMethodType)
+
+
+def untraceable_reason(v) -> str | None:
+    """Why calling ``v`` inside a compiled function cannot be captured by a trace (its result
+    or effect would be frozen at the first call), or None."""
+    if not isinstance(v, _CALLABLES):
+        return None
+    try:
+        io = _IO.get(v)
+    except TypeError:  # unhashable
+        io = None
+    if io is not None:
+        return f"calls {io} (a Python side effect)"
+    owner = getattr(v, "__self__", None)
+    import random
+
+    if isinstance(owner, (random.Random, np.random.Generator, np.random.RandomState,
+                          np.random.BitGenerator)):
+        return (f"calls {type(owner).__module__}.{type(owner).__name__}."
+                f"{getattr(v, '__name__', '?')} (random numbers drawn in Python)")
+    mod = getattr(v, "__module__", None) or ""
+    if mod in _UNTRACEABLE_MODULES or mod.startswith("numpy.random"):
+        kind = "the clock" if mod == "time" else "random numbers drawn in Python"
+        return f"calls {mod}.{getattr(v, '__name__', '?')} ({kind})"
+    if v is os.urandom:
+        return "calls os.urandom (random bytes)"
+    return None
+
+
+_MISSING = object()
+
+
+def _root_value(frame, chain, args: frozenset):
+    if chain.kind == "global":
+        v = frame.f_globals.get(chain.name, _MISSING)
+        if v is _MISSING:
+            v = frame.f_builtins.get(chain.name, _MISSING)
+        return v
+    if chain.kind == "fast" and chain.name not in args:
+        return _MISSING  # a local the frame computes itself
+    return frame.f_locals.get(chain.name, _MISSING)
+
+
+def _walk(value, steps) -> tuple:
+    """``(value, k)``: ``value`` after the first ``k`` steps of a chain, stopping after the
+    first tensor, module or optimizer on the way (their state is guarded as a whole: a
+    module's tree, a tensor's identity) or where a step raises (``_MISSING``: a branch this
+    call does not take)."""
+    if is_stateful(value):
+        return value, 0
+    for k, (kind, s) in enumerate(steps):
+        try:
+            value = getattr(value, s) if kind == "attr" else value[s]
+        except Exception:  # noqa: BLE001
+            return _MISSING, k + 1
+        if is_stateful(value):
+            return value, k + 1
+    return value, len(steps)
+
+
+def _outside_mutable(v) -> bool:
+    """An object whose mutation is a Python side effect the trace cannot replay (tensors
+    are traced; numbers and strings are immutable)."""
+    if v is None or isinstance(v, (Tensor, int, float, complex, str, bytes, bool, tuple,
+                                   frozenset, np.ndarray, np.generic, type) + _CALLABLES):
+        return False
+    return True
+
+
+class Observer:
+    """Installed around one traced call (a context manager); see the module docstring.
+
+    ``reads``: ``(root, steps, value)`` per distinct chain read, ``root`` being
+    ``("global", globals_dict, name)``, ``("cell", cell)`` or ``("arg", position | name)``.
+    """
+
+    def __init__(self, tracer, fn) -> None:
+        self.tracer = tracer
+        self.fn = fn
+        target = getattr(type(fn), "forward", None) if not isinstance(
+            fn, (types.FunctionType, types.MethodType)) else None
+        self.top_code = getattr(target or fn, "__code__", None)
+        if isinstance(fn, types.MethodType):
+            self.top_code = fn.__func__.__code__
+        self.top_func = target or (fn.__func__ if isinstance(fn, types.MethodType) else fn)
+        self.module_self = fn if target is not None else None
+        self.reads: list = []
+        self._seen: set = set()
+        self._top_done = False
+        self._old = None
+
+    def __enter__(self) -> Observer:
+        self._old = sys.gettrace()
+        sys.settrace(self._on_call)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        sys.settrace(self._old)
+
+    # ----------------------------------------------------------------------- events
+    def _on_call(self, frame, event, arg):
+        if _TRACE.tracer is not self.tracer:
+            return None
+        code = frame.f_code
+        if not _is_user_code(code):
+            return None
+        top = (not self._top_done and code is self.top_code)
+        if top:
+            self._top_done = True
+        self._visit(frame, code, top)
+        return None
+
+    def _visit(self, frame, code, top: bool) -> None:
+        acc = analyze(code)
+        where = f"{code.co_filename}:"
+        for name, line in acc.global_writes:
+            return self._break(f"{where}{line}", f"assigns the global {name!r}")
+        if top:
+            for name, line in acc.nonlocal_writes:
+                return self._break(f"{where}{line}", f"assigns the nonlocal {name!r}")
+        for ch in acc.chains:
+            root = _root_value(frame, ch, acc.arg_names)
+            if root is _MISSING:
+                continue
+            value, cut = _walk(root, ch.steps)
+            if ch.write is not None:
+                if code.co_name in _CONSTRUCTORS and ch.kind == "fast" and code.co_argcount \
+                        and ch.name == code.co_varnames[0]:
+                    continue  # self.x = ... in a constructor
+                if value is not _MISSING and cut == len(ch.steps) and _outside_mutable(value):
+                    return self._break(f"{where}{ch.line}",
+                                       f"{ch.write} on {ch.text()} (a {type(value).__name__} "
+                                       "that outlives the call)")
+                continue
+            why = untraceable_reason(value) if cut == len(ch.steps) else None
+            if why is not None:
+                return self._break(f"{where}{ch.line}", f"{ch.text()}: {why}")
+            if cut == 0 and (isinstance(root, Tensor) or (
+                    top and ch.kind == "fast" and type(root) is np.ndarray)):
+                continue  # tensor and NumPy arguments, captured tensors: key / tracer guards
+            self._record(frame, ch, top, ch.steps[:cut])
+
+    def _record(self, frame, ch, top: bool, steps: tuple) -> None:
+        if ch.kind == "global":
+            g = frame.f_globals
+            holder = ("global", g, ch.name) if ch.name in g else ("builtin", frame.f_builtins,
+                                                                  ch.name)
+        elif not top:
+            return  # closures and arguments of inner frames: covered through their callers
+        elif ch.kind == "deref":
+            func = self.top_func
+            try:
+                idx = func.__code__.co_freevars.index(ch.name)
+                holder = ("cell", func.__closure__[idx])
+            except (ValueError, AttributeError, TypeError, IndexError):
+                return  # a cell variable of the frame itself: computed by the call
+        else:  # an argument of the compiled function (self of a compiled module: fixed)
+            names = frame.f_code.co_varnames[:frame.f_code.co_argcount]
+            if ch.name not in names:
+                return
+            pos = names.index(ch.name)
+            if self.module_self is not None:
+                if pos == 0:
+                    holder = ("const", self.module_self)
+                else:
+                    holder = ("arg", pos - 1, ch.name)
+            else:
+                holder = ("arg", pos, ch.name)
+        if holder[0] == "const" and not steps:
+            return  # the compiled module itself: guarded as a whole (guards.ClosureGuard)
+        key = (holder[0], id(holder[1]), holder[2] if len(holder) > 2 else None, steps)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        text = Chain(ch.kind, ch.name, steps, ch.line).text()
+        self.reads.append((holder, steps, text, guarded_state(holder, steps, (), {})))
+
+    def _break(self, where: str, what: str) -> None:
+        self.tracer.graph_break(what, where)
