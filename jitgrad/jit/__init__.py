@@ -5,7 +5,9 @@
   cache-hit path;
 * ``guards.py``: what an entry checks besides its key;
 * ``autograd_glue.py``: the ``CompiledFunctionBackward`` node;
-* ``functional.py``: ``grad`` and ``value_and_grad``.
+* ``functional.py``: ``grad`` and ``value_and_grad``;
+* ``options.py``: ``compile``'s arguments, checked as ``torch.compile`` checks them;
+* ``module_wrapper.py``: ``OptimizedModule`` (``compile(module)``) and ``Module.compile()``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from .autograd_glue import CompiledFunctionBackward
 from .entry import Lowered
 from .function import MAX_RETRACES_BEFORE_WARNING, CompiledFunction, compile, explain
 from .functional import grad, value_and_grad
+from .module_wrapper import OptimizedModule
+from .options import CompileOptionError
 
 __all__ = ["compile", "CompiledFunction", "CompiledFunctionBackward", "explain", "grad",
-           "value_and_grad", "Lowered", "MAX_RETRACES_BEFORE_WARNING"]
+           "value_and_grad", "Lowered", "MAX_RETRACES_BEFORE_WARNING", "OptimizedModule",
+           "CompileOptionError"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import threading
 import warnings
+from collections.abc import Callable
 
 from .. import config
 from ..autograd import grad_mode
@@ -27,6 +28,7 @@ from . import call_path
 from .entry import EagerEntry, Entry, Lowered
 from .guards import AccessGuard, ClosureGuard, closure_names, external_guards
 from .observe import Observer
+from .options import resolve
 
 __all__ = ["compile", "CompiledFunction", "explain", "MAX_RETRACES_BEFORE_WARNING"]
 
@@ -39,21 +41,25 @@ def _log(topic: str, msg: str) -> None:
 
 
 class CompiledFunction:
-    """A function compiled by :func:`compile` (see there)."""
+    """A function compiled by :func:`compile` (see there); the arguments are ``compile``'s.
 
-    def __init__(self, fn, backend: str = "auto", fallback: str = "error", cache_dir=None):
-        if backend not in ("auto", "cpu", "cuda"):
-            raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', got {backend!r}")
-        if backend == "cuda":
-            raise NotImplementedError(
-                "backend='cuda' is reserved for jitgrad's CUDA backend, which has not landed "
-                "yet; use backend='cpu' (or 'auto')"
-            )
-        if fallback not in ("error", "eager"):
-            raise ValueError(f"fallback must be 'error' or 'eager', got {fallback!r}")
+    ``fullgraph``: whether a graph break is an error (else that signature runs eagerly);
+    ``compile_options``: the checked arguments; ``stats``: calls, traces, retraces and cache
+    hits; ``lower(*args)`` / ``eager_reason(*args)``: what these arguments compile to, or why
+    they run eagerly."""
+
+    def __init__(self, fn: Callable, backend: str = "inductor", fallback: str | None = None,
+                 cache_dir=None, *, fullgraph: bool = False, dynamic: bool | None = None,
+                 mode: str | None = None, options: dict | None = None) -> None:
+        opts = resolve(backend, fallback, fullgraph, dynamic, mode, options, cache_dir)
+        if opts.eager:
+            raise ValueError(f"backend={backend!r} runs the function uncompiled: use "
+                             f"jitgrad.compile(fn, backend={backend!r})")
         self.fn = fn
         self.backend = backend
-        self.fallback = fallback
+        self.compile_options = opts
+        self.fullgraph = opts.fullgraph
+        self.fallback = opts.fallback  # the tracer's escape policy: "error" or "eager"
         self.cache_dir = cache_dir
         self._entries: dict = {}
         self._warned_breaks: set = set()
@@ -242,14 +248,28 @@ class CompiledFunction:
     # ------------------------------------------------------------------- debugging
     def lower(self, *args, **kwargs) -> Lowered:
         """The traced graph, backward graph, fusion groups and generated source for these
-        arguments (traces them if needed)."""
+        arguments (traces them if needed). RuntimeError if they run eagerly (a graph break
+        under ``fullgraph=False``): there is nothing compiled to show."""
+        why = self.eager_reason(*args, **kwargs)
+        if why is not None:
+            raise RuntimeError(f"{self.__name__} runs eagerly for these arguments, nothing was "
+                               f"compiled: {why}")
+        flat, treedef = flatten((args, kwargs))
+        entry, _ = self._lookup(self._key(flat, treedef), self._closure.current(), args, kwargs)
+        return Lowered(entry)
+
+    def eager_reason(self, *args, **kwargs) -> str | None:
+        """Why calls with these arguments run eagerly (the graph break that stopped their
+        trace), or None when they run compiled. Traces them if they never ran."""
         flat, treedef = flatten((args, kwargs))
         key = self._key(flat, treedef)
         if key not in self._entries:
             self(*args, **kwargs)
-        entry = self._entries[key][0]
-        return Lowered(entry)
-
+        entry, _ = self._lookup(key, self._closure.current(), args, kwargs)
+        if entry is None:  # the state changed since: trace these arguments again
+            self(*args, **kwargs)
+            entry, _ = self._lookup(key, self._closure.current(), args, kwargs)
+        return entry.eager_reason if entry is not None else None
 
 
 _TENSOR_ARGS_TREES: dict = {}
@@ -262,10 +282,32 @@ def _tensor_args_tree(n: int) -> tuple:
     return tree
 
 
-def compile(fn=None, *, backend: str = "auto", fallback: str = "error",  # noqa: A001
-            cache_dir=None):
-    """Compile ``fn`` (a function or a Module-like callable): traced per input signature,
-    differentiated, fused into generated Numba kernels.
+def compile(fn: Callable | None = None, *, fullgraph: bool = False,  # noqa: A001
+            dynamic: bool | None = None, backend: str | Callable = "inductor",
+            mode: str | None = None, options: dict | None = None, disable: bool = False,
+            fallback: str | None = None, cache_dir=None) -> Callable:
+    """Compile ``fn``, a function or a module, as ``torch.compile`` does: traced per input
+    signature, differentiated, fused into generated Numba kernels.
+
+    A function gives a :class:`CompiledFunction`; a ``jitgrad.nn.Module`` gives an
+    :class:`~jitgrad.jit.OptimizedModule` wrapping it (its ``forward`` is the compiled module,
+    everything else is the original's: parameters, ``state_dict`` under ``_orig_mod.``,
+    ``train``/``eval``, attributes). ``Module.compile()`` compiles a module in place. With
+    ``fn=None``, a decorator.
+
+    * ``fullgraph``: False (the default), a call whose Python needs a tensor's value (``if
+      x.sum() > 0``, ``.item()``, printing) runs eagerly from that point, with a warning,
+      and calls of that signature stay eager; True makes it an error (``ValueEscape``).
+    * ``backend``: ``"inductor"`` (the default), ``"auto"`` or ``"cpu"`` compile;
+      ``"eager"``/``"aot_eager"`` run ``fn`` uncompiled; ``"cuda"`` is reserved; custom
+      (callable) backends are not supported.
+    * ``mode`` (``"default"``, ``"reduce-overhead"``, ``"max-autotune"``,
+      ``"max-autotune-no-cudagraphs"``) and ``options`` are accepted and change nothing;
+      ``dynamic`` is accepted: jitgrad specialises each trace on the shapes and retraces
+      for a new one (its kernels are shape-generic, so that rarely compiles a kernel).
+    * ``disable=True`` returns ``fn`` itself.
+    * ``fallback``: the older spelling of ``fullgraph`` (``"error"``: True, ``"eager"``:
+      False); ``cache_dir``: where generated kernels go (default ``JITGRAD_CACHE_DIR``).
 
     >>> import jitgrad
     >>> @jitgrad.compile
@@ -275,24 +317,70 @@ def compile(fn=None, *, backend: str = "auto", fallback: str = "error",  # noqa:
     >>> f(x).backward(); x.grad.shape
     jitgrad.Size([3])
     """
+    opts = resolve(backend, fallback, fullgraph, dynamic, mode, options, cache_dir)
     if fn is None:
-        return lambda f: CompiledFunction(f, backend, fallback, cache_dir)
-    return CompiledFunction(fn, backend, fallback, cache_dir)
+        def decorate(f: Callable) -> Callable:
+            if f is None:
+                raise RuntimeError("Model can't be None")
+            return _compile(f, opts, disable)
+        return decorate
+    return _compile(fn, opts, disable)
 
 
-def explain(f: CompiledFunction, *args, **kwargs) -> str:
-    """How ``f`` compiles for these arguments: graphs, kernels, and the last retrace reason."""
-    if not isinstance(f, CompiledFunction):
-        raise TypeError("explain() expects a function returned by jitgrad.compile")
-    low = f.lower(*args, **kwargs)
+def _compile(fn: Callable, opts, disable: bool) -> Callable:
+    if disable:
+        return fn
+    from .module_wrapper import OptimizedModule, is_module
+
+    if is_module(fn):
+        return OptimizedModule(fn, opts)
+    if opts.eager:
+        return _uncompiled(fn)
+    return CompiledFunction(fn, **opts.as_kwargs())
+
+
+def _uncompiled(fn: Callable) -> Callable:
+    """What an eager backend gives: ``fn``, called as it is."""
+    @functools.wraps(fn)
+    def run_eagerly(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return run_eagerly
+
+
+def compiled_function_of(f) -> CompiledFunction | None:
+    """The :class:`CompiledFunction` behind ``f``: ``f`` itself, an ``OptimizedModule``'s
+    ``forward``, or what ``Module.compile()`` installed; None if there is none."""
+    if isinstance(f, CompiledFunction):
+        return f
+    d = getattr(f, "__dict__", {})
+    for cand in (d.get("forward"), d.get("_compiled_call_impl")):
+        if isinstance(cand, CompiledFunction):
+            return cand
+    return None
+
+
+def explain(f: Callable, *args, **kwargs) -> str:
+    """How ``f`` (what :func:`compile` returned, or a module after ``.compile()``) compiles
+    for these arguments: graphs, kernels, the last retrace reason; or why these arguments
+    run eagerly (a graph break under ``fullgraph=False``)."""
+    cf = compiled_function_of(f)
+    if cf is None:
+        raise TypeError("explain() expects a function or module returned by jitgrad.compile "
+                        "(or a module after .compile()) with a compiling backend")
+    why = cf.eager_reason(*args, **kwargs)  # traces these arguments if they never ran
+    stats = (f"traces: {cf.stats['traces']}, retraces: {cf.stats['retraces']}, cache hits: "
+             f"{cf.stats['cache_hits']}")
+    if why is not None:
+        return "\n".join([f"{cf.__name__}: runs eagerly for these arguments (a graph break; "
+                          "fullgraph=True makes it an error)", f"graph break: {why}", stats])
+    low = cf.lower(*args, **kwargs)
     e = low.entry
     n_graphs = 1 + (1 if e.grad_info else 0)
     n_kernels = e.plan.n_kernels + (e.bplan.n_kernels if e.bplan else 0)
     lines = [
-        f"{f.__name__}: {n_graphs} graph(s) ({'forward + backward' if e.grad_info else 'one'}), "
-        f"{len(e.graph.eqns)} forward op(s), {n_kernels} generated kernel(s)",
-        f"traces: {f.stats['traces']}, retraces: {f.stats['retraces']}, cache hits: "
-        f"{f.stats['cache_hits']}",
-        f"last retrace reason: {f.last_retrace_reason or 'none'}",
+        f"{cf.__name__}: {n_graphs} graph(s) ({'forward + backward' if e.grad_info else 'one'})"
+        f", {len(e.graph.eqns)} forward op(s), {n_kernels} generated kernel(s)",
+        stats,
+        f"last retrace reason: {cf.last_retrace_reason or 'none'}",
     ]
     return "\n".join(lines)

@@ -171,7 +171,10 @@ class Observer:
         if isinstance(fn, types.MethodType):
             self.top_code = fn.__func__.__code__
         self.top_func = target or (fn.__func__ if isinstance(fn, types.MethodType) else fn)
-        self.module_self = fn if target is not None else None
+        # the object bound to the first parameter of the traced code: the compiled module
+        # (guarded as a whole by ClosureGuard) or a bound method's object (guarded here)
+        self.module_self = fn if target is not None else getattr(fn, "__self__", None)
+        self.self_guarded = target is not None
         self.reads: list = []
         self._seen: set = set()
         self._top_done = False
@@ -254,7 +257,7 @@ class Observer:
                     holder = ("arg", pos - 1, ch.name)
             else:
                 holder = ("arg", pos, ch.name)
-        if holder[0] == "const" and not steps:
+        if holder[0] == "const" and not steps and self.self_guarded:
             return  # the compiled module itself: guarded as a whole (guards.ClosureGuard)
         key = (holder[0], id(holder[1]), holder[2] if len(holder) > 2 else None, steps)
         if key in self._seen:

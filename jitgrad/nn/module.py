@@ -65,6 +65,7 @@ class Module:
 
     training: bool
     dump_patches = False
+    _compiled_call_impl = None  # set by compile(): serves every later call
 
     def __init__(self, *args, **kwargs) -> None:
         if args or kwargs:
@@ -88,10 +89,25 @@ class Module:
 
     # --------------------------------------------------------------------- calling
     def __call__(self, *args, **kwargs):
+        if self._compiled_call_impl is not None:  # Module.compile()
+            return self._compiled_call_impl(*args, **kwargs)
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
                 or self._backward_pre_hooks or H.any_global_hooks()):
             return self.forward(*args, **kwargs)
         return H.call_with_hooks(self, args, kwargs)
+
+    def compile(self, *args, **kwargs) -> None:
+        """Compile this module in place: later calls run compiled (the keyword arguments of
+        :func:`jitgrad.compile`). Unlike ``jitgrad.compile(module)``, the module stays
+        itself: no wrapper, no ``_orig_mod.`` prefix in ``state_dict``."""
+        from ..jit.module_wrapper import compile_in_place
+
+        compile_in_place(self, *args, **kwargs)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_compiled_call_impl", None)  # copies and pickles are not compiled
+        return state
 
     # ----------------------------------------------------------------- registration
     def register_parameter(self, name: str, param: Parameter | None) -> None:

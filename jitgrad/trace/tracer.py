@@ -273,13 +273,13 @@ class Tracer:
         self.backward_runs += 1
 
     def escape(self, what: str):
-        """Python code needs a tensor's value: an error (or, under fallback="eager", stop
-        tracing and let the call finish eagerly)."""
+        """Python code needs a tensor's value: a graph break. An error under
+        ``compile(fullgraph=True)``; otherwise tracing stops and the call finishes eagerly."""
         loc = user_location()
         msg = (f"{loc}: {what} needs the value of a tensor while jitgrad.compile is tracing; "
                "data-dependent Python control flow cannot be compiled (use jitgrad.where, or "
-               "move this code out of the compiled function, or compile with "
-               "fallback=\"eager\")")
+               "move this code out of the compiled function, or compile without "
+               "fullgraph=True to run such calls eagerly)")
         if self.escape_policy == "eager":
             self.escaped = msg
             STATE.tracer = None

@@ -164,7 +164,7 @@ def test_captured_tensor_guards_are_checked(rng):
 
 def test_module_state_is_checked(rng):
     m = jg.nn.Linear(4, 3)
-    f = jg.compile(m)
+    f = jg.compile(m).forward  # the CompiledFunction behind the OptimizedModule
     x = _t(rng, (2, 4))
     f(x)
     f(x)

@@ -40,7 +40,7 @@ def test_op_eager_equals_compiled(name, dtype):
         w = jg.tensor(np.random.default_rng(1).uniform(0.5, 1.5, eager.shape),
                       dtype=eager.dtype) if eager.dtype.is_floating_point else None
         g_eager = _gradients(eager, leaves, w) if w is not None else []
-        f = jg.compile(lambda *xs, p=p: H.call(jg, name, list(xs), p))
+        f = jg.compile(lambda *xs, p=p: H.call(jg, name, list(xs), p), fullgraph=True)
         for call in ("first call", "second call"):
             out = f(*ts)
             assert_same_bits(out, eager, f"{name} sample {i} {call}")
@@ -70,8 +70,8 @@ def test_fused_chains_and_sums_equal_eager(seed):
 
     ref = fn(x, b, c)
     g_ref = jg.autograd.grad(ref, [x, b, c])
-    f = jg.compile(fn)
-    vg = jg.compile(jg.value_and_grad(fn, argnums=(0, 1, 2)))
+    f = jg.compile(fn, fullgraph=True)
+    vg = jg.compile(jg.value_and_grad(fn, argnums=(0, 1, 2)), fullgraph=True)
     for _ in range(2):
         out = f(x, b, c)
         assert_same_bits(out, ref, "value")

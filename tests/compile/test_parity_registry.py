@@ -47,7 +47,7 @@ def _check(name, i, dtype):
     ref = H.call(jg, name, ts, p)
     if not isinstance(ref, jg.Tensor):
         pytest.skip("op returns a non-tensor")
-    f = jg.compile(lambda *xs: H.call(jg, name, list(xs), p))
+    f = jg.compile(lambda *xs: H.call(jg, name, list(xs), p), fullgraph=True)
     try:
         f(*ts)  # trace (runs eagerly)
     except jg.trace.tracer.TraceError as e:
@@ -198,7 +198,7 @@ def _random_program(program, dtype, seed):
                     else jg.float64, requires_grad=True) for s in shapes]
     ref = _run(program, xs)
     ref_g = jg.autograd.grad(ref, xs, allow_unused=True)
-    f = jg.compile(lambda *a: _run(program, list(a)))
+    f = jg.compile(lambda *a: _run(program, list(a)), fullgraph=True)
     f(*xs)
     out = f(*xs)
     got_g = jg.autograd.grad(out, xs, allow_unused=True)
@@ -210,7 +210,7 @@ def _random_program(program, dtype, seed):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=rtol, atol=rtol)
     # and the whole step compiled jointly (backward inside)
     vg = jg.compile(jg.value_and_grad(lambda *a: _run(program, list(a)),
-                                      argnums=tuple(range(len(xs)))))
+                                      argnums=tuple(range(len(xs)))), fullgraph=True)
     vg(*xs)
     v, gs = vg(*xs)
     np.testing.assert_allclose(v.item(), ref.item(), rtol=rtol, atol=rtol)
