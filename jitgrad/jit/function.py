@@ -48,6 +48,8 @@ class CompiledFunction:
     hits; ``lower(*args)`` / ``eager_reason(*args)``: what these arguments compile to, or why
     they run eagerly."""
 
+    _jitgrad_guard_by_identity = True  # guards of a function calling this one: identity
+
     def __init__(self, fn: Callable, backend: str = "inductor", fallback: str | None = None,
                  cache_dir=None, *, fullgraph: bool = False, dynamic: bool | None = None,
                  mode: str | None = None, options: dict | None = None) -> None:

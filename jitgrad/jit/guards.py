@@ -17,6 +17,7 @@ result.
 from __future__ import annotations
 
 import hashlib
+import threading
 import types
 from itertools import islice
 
@@ -130,6 +131,16 @@ def _relevant(o) -> bool:
             or hasattr(o, "param_groups"))
 
 
+class _InProgress(threading.local):
+    ids: set
+
+    def __init__(self) -> None:
+        self.ids = set()
+
+
+_IN_PROGRESS_LOCAL = _InProgress()
+
+
 def state_of(o):
     if isinstance(o, Tensor):
         return id(o)
@@ -137,7 +148,14 @@ def state_of(o):
         return ("n", o)
     if isinstance(getattr(o, "_modules", None), dict) and \
             isinstance(getattr(o, "_parameters", None), dict):
-        return ("m", _module_state(o))
+        busy = _IN_PROGRESS_LOCAL.ids
+        if id(o) in busy:  # a module reached again through its own attributes
+            return ("m", id(o))
+        busy.add(id(o))
+        try:
+            return ("m", _module_state(o))
+        finally:
+            busy.discard(id(o))
     if _is_module(o):
         try:
             return ("m", tuple(id(p) for p in o.parameters()),
@@ -167,7 +185,7 @@ _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
                "_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called",
                "_state_dict_hooks", "_load_state_dict_pre_hooks")
 _TREE_DICTS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set",
-                         *_HOOK_DICTS})
+                         "_compiled_call_impl", *_HOOK_DICTS})
 
 
 def _module_state(root) -> tuple:
@@ -242,6 +260,8 @@ def value_state(v, depth: int = 2):
         return ("M", id(v.__func__), value_state(v.__self__, depth))
     if is_stateful(v):
         return state_of(v)
+    if getattr(v, "_jitgrad_guard_by_identity", False):  # a compiled function (its state
+        return ("F", id(v))                              # is its own business)
     if depth <= 0:
         try:
             return ("X", t, id(v), len(v))

@@ -138,7 +138,11 @@ class UncompiledCall:
         object.__setattr__(self, "__name__", type(module).__name__)
 
     def __call__(self, *args, **kwargs):
-        return H.call_with_hooks(self.module, args, kwargs)
+        m = self.module
+        if not (m._forward_hooks or m._forward_pre_hooks or m._backward_hooks
+                or m._backward_pre_hooks or H.any_global_hooks()):
+            return m.forward(*args, **kwargs)
+        return H.call_with_hooks(m, args, kwargs)
 
     def __getattr__(self, name: str):
         module = self.__dict__.get("module")
