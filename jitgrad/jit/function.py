@@ -245,6 +245,7 @@ class CompiledFunction:
         entry.access = access
         entry.finish(key[2])
         self._entries.setdefault(key, []).insert(0, entry)
+        tracer.release()  # the trace's arrays: not alive while the plan runs the call
         return entry.run(flat)
 
     # ------------------------------------------------------------------- debugging

@@ -313,6 +313,18 @@ class Tracer:
         self.saved_arrays.clear()
         self.saved_grads.clear()
 
+    def release(self) -> None:
+        """Drop the trace's references to the arrays it saw (after the graph is compiled:
+        the first run of its plan then peaks at the plan's memory, not the plan's plus the
+        trace's)."""
+        self.keep.clear()
+        self.vars.clear()
+        self.sources.clear()
+        self.saved_arrays.clear()
+        self.saved_grads.clear()
+        self.grad_sets.clear()
+        self.grad_guards.clear()
+
     def escaped_values(self) -> list:
         """``(array, Var)`` of the arrays the traced call created that something outside the
         trace still holds (a tensor the function stored: optimizer state made by a first
