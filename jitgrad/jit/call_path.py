@@ -87,11 +87,15 @@ def entry_fast(entry, key: tuple, closure, stats: dict) -> Callable[[tuple], Any
                     f" or {'not ' if hooks else ''}a{i}._hooks:")
         body.append("    return MISS")
     checks = closure.fast_checks(entry.closure_ids, ns)
-    if checks:
+    access = entry.access.fast_checks(ns) if entry.access else []
+    if access is None:  # chains from non-tensor arguments: the generic path checks them
+        access = ["return MISS"]
+    if checks or access:
         body.append("try:")
-        body += ["    " + c for c in checks]
-        body += ["except ValueError:  # an emptied closure cell", "    return MISS"]
-    if entry.has_guards:
-        body += ["if HOLD(args) is not None:", "    return MISS"]
+        body += ["    " + c for c in checks + access]
+        body += ["except Exception:  # an emptied cell, a chain that no longer reads",
+                 "    return MISS"]
+    if entry.guards:
+        body += ["if HOLD() is not None:", "    return MISS"]
     body += ['STATS["calls"] += 1', 'STATS["cache_hits"] += 1', "return RUN(args)"]
     return _exec("fast", body, ns)

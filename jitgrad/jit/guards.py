@@ -326,6 +326,41 @@ class AccessGuard:
                 return f"{text} changed since the trace"
         return None
 
+    def fast_checks(self, ns: dict) -> list | None:
+        """Source lines that ``return MISS`` unless every chain reads as traced, for an
+        entry's generated cache-hit path (``call_path.py``): identities and plain values
+        compared inline, anything else through :func:`value_state`. None if some chain
+        starts at an argument (the fast path serves tensor arguments only)."""
+        if self.needs_args():
+            return None
+        ns["VALUE_STATE"] = value_state
+        lines = []
+        for j, (holder, steps, _text, exp) in enumerate(self.reads):
+            kind = holder[0]
+            ns[f"AH{j}"] = holder[1]
+            if kind in ("global", "builtin"):
+                lines.append(f"o = AH{j}[{holder[2]!r}]")
+            elif kind == "cell":
+                lines.append(f"o = AH{j}.cell_contents")
+            else:
+                lines.append(f"o = AH{j}")
+            for k, (sk, sv) in enumerate(steps):
+                if sk == "attr":
+                    lines.append(f"o = o.{sv}")
+                else:
+                    ns[f"AK{j}_{k}"] = sv
+                    lines.append(f"o = o[AK{j}_{k}]")
+            ns[f"AE{j}"] = exp
+            if exp[0] in ("F", "T"):
+                lines.append(f"if id(o) != AE{j}[1]:")
+            elif type(exp[0]) is type and exp[0] in _PLAIN and exp[1] != "nan":
+                ns[f"AT{j}"], ns[f"AV{j}"] = exp
+                lines.append(f"if type(o) is not AT{j} or o != AV{j}:")
+            else:
+                lines.append(f"if VALUE_STATE(o) != AE{j}:")
+            lines.append("    return MISS")
+        return lines
+
     def needs_args(self) -> bool:
         """Whether some chain starts at an argument (then the check needs the call's)."""
         return any(h[0] == "arg" for h, *_ in self.reads)

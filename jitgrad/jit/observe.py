@@ -226,6 +226,9 @@ class Observer:
             why = untraceable_reason(value) if cut == len(ch.steps) else None
             if why is not None:
                 return self._break(f"{where}{ch.line}", f"{ch.text()}: {why}")
+            if isinstance(root, types.ModuleType) and isinstance(
+                    value, (types.ModuleType, type) + _CALLABLES):
+                continue  # np.float32, jitgrad.log...: code, not state (never rebound)
             if cut == 0 and (isinstance(root, Tensor) or (
                     top and ch.kind == "fast" and type(root) is np.ndarray)):
                 continue  # tensor and NumPy arguments, captured tensors: key / tracer guards
