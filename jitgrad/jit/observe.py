@@ -155,6 +155,12 @@ def _outside_mutable(v) -> bool:
     return True
 
 
+def _closure_guarded(v) -> bool:
+    """What :class:`~jitgrad.jit.guards.ClosureGuard` already compares when the compiled
+    function's closure or globals hold it."""
+    return isinstance(v, (Tensor, int, float, bool)) or is_stateful(v)
+
+
 class Observer:
     """Installed around one traced call (a context manager); see the module docstring.
 
@@ -232,9 +238,11 @@ class Observer:
             if cut == 0 and (isinstance(root, Tensor) or (
                     top and ch.kind == "fast" and type(root) is np.ndarray)):
                 continue  # tensor and NumPy arguments, captured tensors: key / tracer guards
-            self._record(frame, ch, top, ch.steps[:cut])
+            self._record(frame, ch, top, ch.steps[:cut], value)
 
-    def _record(self, frame, ch, top: bool, steps: tuple) -> None:
+    def _record(self, frame, ch, top: bool, steps: tuple, value) -> None:
+        if top and not steps and ch.kind in ("global", "deref") and _closure_guarded(value):
+            return  # the compiled function's own global / cell: ClosureGuard compares it
         if ch.kind == "global":
             g = frame.f_globals
             holder = ("global", g, ch.name) if ch.name in g else ("builtin", frame.f_builtins,
