@@ -11,8 +11,9 @@ from __future__ import annotations
 from ..config import check_ir
 from ..trace.state import STATE as _TRACE
 from ..trace.tracer import Tracer
+from .higher_order import capture_template, graph_intact
 
-__all__ = ["GradInfo", "trace_backward"]
+__all__ = ["GradInfo", "trace_backward", "differentiable"]
 
 
 class GradInfo:
@@ -25,6 +26,8 @@ class GradInfo:
         self.diff_inputs: list = []      # ("arg", i, None) | ("ext", -1, tensor)
         self.residuals: list = []        # forward Vars the backward reads
         self.ext_residuals: list = []    # inputs/captured tensors the backward reads
+        self.template = None             # ForwardTemplate (higher_order.py), for create_graph
+        self.template_reason: str | None = None  # why there is none
 
 
 def trace_backward(tracer: Tracer, graph, flat, out_flat) -> GradInfo:
@@ -62,18 +65,25 @@ def trace_backward(tracer: Tracer, graph, flat, out_flat) -> GradInfo:
     fwd_vars = tracer.vars
     arg_pos = {id(t._data): i for i, t in enumerate(flat)}
     res_inputs, ext_inputs = [], []
+    values: dict = {}  # id(array) -> where the node finds it: ("res", r) | ("ext", k)
     for v in bgraph.externals:
         arr = v.source.obj._data if v.source.kind == "tensor" else None
         fv = fwd_vars.get(id(arr)) if arr is not None else None
         if fv is not None and fv.kind in ("op", "const"):
+            values[id(arr)] = ("res", len(gi.residuals))
             gi.residuals.append(fv)
             res_inputs.append(v)
-        elif arr is not None and id(arr) in arg_pos:
-            gi.ext_residuals.append(("arg", arg_pos[id(arr)], None))
-            ext_inputs.append(v)
         else:
-            gi.ext_residuals.append(("ext", -1, v.source.obj))
+            if arr is not None:
+                values[id(arr)] = ("ext", len(gi.ext_residuals))
+            if arr is not None and id(arr) in arg_pos:
+                gi.ext_residuals.append(("arg", arg_pos[id(arr)], None))
+            else:
+                gi.ext_residuals.append(("ext", -1, v.source.obj))
             ext_inputs.append(v)
+    # the forward's autograd graph, for gradients that carry history (create_graph=True)
+    gi.template, gi.template_reason = capture_template(out_flat, gi.diff_outputs,
+                                                       diff_tensors, values)
     # the backward graph's inputs: cotangents, residual arrays, input/captured arrays
     bgraph.inputs = list(bgraph.inputs) + res_inputs + ext_inputs
     bgraph.externals = []
@@ -85,3 +95,20 @@ def trace_backward(tracer: Tracer, graph, flat, out_flat) -> GradInfo:
     if check_ir():
         bgraph.check()
     return gi
+
+
+def differentiable(tracer: Tracer, graph, flat, out_flat) -> bool:
+    """Whether a traced call's outputs get a compiled backward: some output requires grad,
+    and, for a function that ran ``backward()``/``autograd.grad()`` itself (a joint graph),
+    nothing between the outputs and the inputs was freed by that backward (it ran with
+    ``retain_graph=True`` or ``create_graph=True``): the outputs are then differentiated like
+    any other, through the backward ops the function recorded."""
+    outs = [t for t in out_flat if t._requires_grad]
+    if not outs:
+        return False
+    if tracer.backward_runs == 0:
+        return True
+    stop = [t for t in flat if t._requires_grad] + [
+        v.source.obj for v in graph.externals
+        if v.source.kind == "tensor" and v.source.obj._requires_grad]
+    return graph_intact(outs, stop)

@@ -2,8 +2,13 @@
 
 A compiled call whose outputs require grad gets one node for all of them; its backward runs
 the entry's compiled backward plan on the cotangents and the residuals the forward plan kept.
-An output of a function that ran ``backward()`` itself (a *joint* entry: its graph was
-differentiated inside the plan) gets a node that refuses a second differentiation.
+Under ``create_graph=True`` it instead rebuilds the forward's autograd graph over those
+residuals (``compiler/higher_order.py``) and runs the ops' VJP rules with grad mode on, so the
+gradients carry history and can be differentiated again, to any order.
+An output of a function that ran ``backward()`` itself (a *joint* entry) is differentiated the
+same way when that backward kept its graph (``retain_graph``/``create_graph``); otherwise the
+graph was consumed inside the plan and the output gets a node that refuses a second
+differentiation.
 """
 
 from __future__ import annotations
@@ -12,33 +17,40 @@ from ..autograd import grad_mode
 from ..autograd.node import FREED_MESSAGE, Node, edge, make_node, node_class, save_input, unpack
 from ..tensor import Tensor, wrap
 
-__all__ = ["CompiledFunctionBackward", "attach_backward", "mark_joint_output", "run_backward"]
+__all__ = ["CompiledFunctionBackward", "attach_backward", "mark_joint_output", "run_backward",
+           "run_backward_with_history"]
 
 
 class CompiledFunctionBackwardBase(Node):
-    """The autograd node of a compiled call's outputs: runs the compiled backward plan."""
+    """The autograd node of a compiled call's outputs: runs the compiled backward plan, or
+    under ``create_graph=True`` the VJP rules over the rebuilt forward graph."""
 
     __slots__ = ()
 
     def apply(self, grads: list) -> tuple:
-        if grad_mode.STATE.enabled:
-            raise RuntimeError(
-                "jitgrad.compile: double backward (create_graph=True) through a compiled "
-                "function is not supported; call the function uncompiled for higher-order "
-                "gradients"
-            )
         if self.saved is None:
             raise RuntimeError(FREED_MESSAGE)
+        if grad_mode.STATE.enabled:  # create_graph=True: gradients with history
+            return run_backward_with_history(self._entry, self, grads)
         return run_backward(self._entry, self, grads)
+
+    def release(self) -> None:
+        """Free the saved residuals, and the forward graph rebuilt from them (as eager
+        autograd frees the forward's saved tensors: a later backward through a gradient
+        computed with create_graph=True then raises, as it does in eager mode)."""
+        super().release()
+        rebuilt = self.__dict__.pop("_rebuilt", None)
+        if rebuilt is not None:
+            rebuilt.release()
 
 
 CompiledFunctionBackward = node_class("CompiledFunctionBackward", CompiledFunctionBackwardBase)
 
 
 class _JointOutputBase(Node):
-    """Node of an output computed in a compiled function that itself ran backward()/grad():
-    its graph was differentiated inside the plan; differentiating it again needs the
-    uncompiled function."""
+    """Node of an output computed in a compiled function that itself ran backward()/grad()
+    without keeping the graph: that backward consumed it inside the plan (eager mode would
+    find it freed too)."""
 
     __slots__ = ()
 
@@ -46,8 +58,8 @@ class _JointOutputBase(Node):
         raise RuntimeError(
             "jitgrad.compile: this output comes from a compiled function that calls "
             "backward()/autograd.grad() itself; its graph was already differentiated inside "
-            "the compiled plan (higher-order gradients through a compiled function are not "
-            "supported): call the function uncompiled to differentiate its result again"
+            "the compiled plan and freed (retain_graph=False): pass retain_graph=True or "
+            "create_graph=True to that call to differentiate the result again"
         )
 
 
@@ -102,3 +114,36 @@ def run_backward(entry, node, grads) -> tuple:
             cots.append(g._data)
     arrays = entry.bplan.run_arrays(cots + list(saved[:n_res]) + ext)
     return tuple(None if a is None else wrap(a) for a in arrays)
+
+
+def run_backward_with_history(entry, node, grads) -> tuple:
+    """The backward under ``create_graph=True``: the forward's autograd graph rebuilt over
+    this call's residuals and inputs (once per node, as eager autograd keeps one forward
+    graph), then the ops' VJP rules over it with grad mode on; see
+    ``compiler/higher_order.py``. Inputs no gradient reaches get zeros, as from the
+    compiled backward."""
+    gi = entry.grad_info
+    if gi.template is None:
+        raise RuntimeError(
+            "jitgrad.compile: double backward (create_graph=True) through this compiled "
+            f"function is not supported: {gi.template_reason}; call the function uncompiled "
+            "for higher-order gradients")
+    n_res = len(gi.residuals)
+    saved = node.saved
+    ext = [unpack(e, node) for e in saved[n_res:]]  # version checks: modified inputs raise
+    rebuilt = node.__dict__.get("_rebuilt")
+    if rebuilt is None:
+        rebuilt = gi.template.rebuild(list(saved[:n_res]), ext, [e[1] for e in saved[n_res:]],
+                                      node.next_edges)
+        node._rebuilt = rebuilt
+    out = rebuilt.vjp(grads)
+    from ..creation import zeros
+
+    return tuple(g if g is not None else zeros(shape, dtype=_jdtype(dtype))
+                 for g, (shape, dtype) in zip(out, node.in_meta))
+
+
+def _jdtype(np_dtype):
+    from ..dtypes import from_numpy_dtype
+
+    return from_numpy_dtype(np_dtype)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from .. import config
 from ..autograd import grad_mode
-from ..compiler.autodiff import trace_backward
+from ..compiler.autodiff import differentiable, trace_backward
 from ..tensor import Tensor
 from ..trace.pytree import flatten
 from ..trace.state import STATE as _TRACE
@@ -226,8 +226,7 @@ class CompiledFunction:
         out_flat, out_tree = flatten(result)
         graph = tracer.finish(out_flat)
         grad_info = None
-        if (grad_mode.STATE.enabled and tracer.backward_runs == 0
-                and any(t._requires_grad for t in out_flat)):
+        if grad_mode.STATE.enabled and differentiable(tracer, graph, flat, out_flat):
             grad_info = trace_backward(tracer, graph, flat, out_flat)
         _log("graph", f"{self.__name__}:\n{graph}")
         if grad_info is not None:
