@@ -235,6 +235,9 @@ class Observer:
             if isinstance(root, types.ModuleType) and isinstance(
                     value, (types.ModuleType, type) + _CALLABLES):
                 continue  # np.float32, jitgrad.log...: code, not state (never rebound)
+            if top and ch.kind == "fast" and not ch.steps and (
+                    root is None or isinstance(root, (int, float, bool, str, bytes))):
+                continue  # a plain argument: the key holds its value
             if cut == 0 and (isinstance(root, Tensor) or (
                     top and ch.kind == "fast" and type(root) is np.ndarray)):
                 continue  # tensor and NumPy arguments, captured tensors: key / tracer guards
