@@ -282,3 +282,71 @@ def test_guards_cost_nothing_for_functions_that_read_no_outside_state():
     f(x)
     e = f._entries[next(iter(f._entries))][0]
     assert not e.access  # jg.log-style chains through Python modules are not guarded
+
+
+def test_a_compiled_bound_method_guards_its_module():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.drop = nn.Dropout(0.5)
+            self.scale = 2.0
+
+        def forward(self, x):
+            return self.drop(x) * self.scale
+
+    m = Net()
+    f = jg.compile(m.forward)
+    x = jg.ones(1000)
+    assert f(x).sum().item() != 2000.0
+    m.eval()
+    assert f(x).sum().item() == 2000.0
+    m.scale = 3.0
+    assert f(x).sum().item() == 3000.0
+
+
+class DynamicNet(nn.Module):
+    """pytorch/tutorials' dynamic_net: a random number of terms per forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.e = (nn.Parameter(jg.tensor(v)) for v in (0.1, 0.2, 0.01))
+
+    def forward(self, x):
+        y = self.a + self.b * x
+        for exp in range(2, random.randint(2, 5)):
+            y = y + self.e * x ** exp
+        return y
+
+
+def test_dynamic_net_trains_as_in_eager_mode():
+    def train(compiled: bool):
+        jg.manual_seed(0)
+        random.seed(3)
+        model = DynamicNet()
+        fwd = jg.compile(model) if compiled else model
+        opt = jg.optim.SGD(model.parameters(), lr=1e-3)
+        x = jg.linspace(-1.0, 1.0, 50)
+        y = jg.sin(x)
+        losses = []
+        for _ in range(8):
+            loss = ((fwd(x) - y) ** 2).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, [p.detach().numpy().copy() for p in model.parameters()]
+
+    (le, pe), (lc, pc) = train(False), train(True)
+    np.testing.assert_allclose(lc, le, rtol=1e-6)
+    for a, b in zip(pc, pe):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def _draws_in_a_helper(x):
+    return x * random.random()
+
+
+def test_random_in_a_called_helper_breaks_the_graph():
+    f = jg.compile(lambda x: _draws_in_a_helper(x) + 1)
+    x = T(1.0)
+    assert len({vals(f(x))[0] for _ in range(4)}) > 1
