@@ -107,18 +107,30 @@ class ClosureGuard:
             ns[f"CH{j}"] = holder
             reads.append(f"CH{j}.cell_contents" if name is None else f"CH{j}.get({name!r})")
         for j, (read, exp) in enumerate(zip(reads, expected)):
-            ns[f"CE{j}"] = exp
             lines.append(f"o = {read}")
-            if type(exp) is int:  # a tensor, by identity
-                lines.append(f"if id(o) != CE{j} or not isinstance(o, Tensor):")
-            elif (type(exp) is tuple and exp[0] == "n" and type(exp[1]) in (int, float, bool)
-                  and exp[1] == exp[1]):
-                ns[f"CT{j}"], ns[f"CV{j}"] = type(exp[1]), exp[1]
-                lines.append(f"if type(o) is not CT{j} or o != CV{j}:")
-            else:
-                lines.append(f"if STATE_OF(o) != CE{j}:")
-            lines.append("    return MISS")
+            plain = (type(exp) is tuple and exp[0] == "n" and type(exp[1]) in (int, float, bool)
+                     and exp[1] == exp[1])
+            _miss_unless(lines, ns, f"C{j}", exp, "STATE_OF",
+                         ident=exp if type(exp) is int else None, tensor=True,
+                         plain=(type(exp[1]), exp[1]) if plain else None)
         return lines
+
+
+def _miss_unless(lines: list, ns: dict, key: str, expected, state_fn: str, *, ident=None,
+                 plain=None, tensor: bool = False) -> None:
+    """Append the generated check ``return MISS`` unless ``o`` matches: by identity
+    (``ident``: an id), by type and value (``plain``: ``(type, value)``), else by comparing
+    ``state_fn(o)`` with ``expected``."""
+    if ident is not None:
+        ns[f"I{key}"] = ident
+        cond = f"id(o) != I{key}" + (" or not isinstance(o, Tensor)" if tensor else "")
+    elif plain is not None:
+        ns[f"T{key}"], ns[f"V{key}"] = plain
+        cond = f"type(o) is not T{key} or o != V{key}"
+    else:
+        ns[f"E{key}"] = expected
+        cond = f"{state_fn}(o) != E{key}"
+    lines += [f"if {cond}:", "    return MISS"]
 
 
 def _is_module(o) -> bool:
@@ -350,15 +362,10 @@ class AccessGuard:
                 else:
                     ns[f"AK{j}_{k}"] = sv
                     lines.append(f"o = o[AK{j}_{k}]")
-            ns[f"AE{j}"] = exp
-            if exp[0] in ("F", "T"):
-                lines.append(f"if id(o) != AE{j}[1]:")
-            elif type(exp[0]) is type and exp[0] in _PLAIN and exp[1] != "nan":
-                ns[f"AT{j}"], ns[f"AV{j}"] = exp
-                lines.append(f"if type(o) is not AT{j} or o != AV{j}:")
-            else:
-                lines.append(f"if VALUE_STATE(o) != AE{j}:")
-            lines.append("    return MISS")
+            plain = type(exp[0]) is type and exp[0] in _PLAIN and exp[1] != "nan"
+            _miss_unless(lines, ns, f"A{j}", exp, "VALUE_STATE",
+                         ident=exp[1] if exp[0] in ("F", "T") else None,
+                         plain=exp if plain else None)
         return lines
 
     def needs_args(self) -> bool:
