@@ -275,29 +275,26 @@ class Tracer:
     def escape(self, what: str):
         """Python code needs a tensor's value: a graph break. An error under
         ``compile(fullgraph=True)``; otherwise tracing stops and the call finishes eagerly."""
-        loc = user_location()
-        msg = (f"{loc}: {what} needs the value of a tensor while jitgrad.compile is tracing; "
-               "data-dependent Python control flow cannot be compiled (use jitgrad.where, or "
-               "move this code out of the compiled function, or compile without "
-               "fullgraph=True to run such calls eagerly)")
-        if self.escape_policy == "eager":
-            self.escaped = msg
-            STATE.tracer = None
-            return
-        raise ValueEscape(msg)
+        self._stop(ValueEscape, (
+            f"{user_location()}: {what} needs the value of a tensor while jitgrad.compile is "
+            "tracing; data-dependent Python control flow cannot be compiled (use "
+            "jitgrad.where, or move this code out of the compiled function, or compile "
+            "without fullgraph=True to run such calls eagerly)"))
 
     def graph_break(self, what: str, where: str | None = None) -> None:
         """Python code the trace cannot capture faithfully is about to run (a hook, a side
-        effect on outside state, a call to ``random``/``time``): an error, or under
-        fallback="eager" (``fullgraph=False``) tracing stops here and the call finishes
-        eagerly, so the code runs with the real values, once, as in eager mode."""
-        msg = (f"{where or user_location()}: {what}; jitgrad.compile runs the function "
-               "eagerly where such code runs at every call (a graph break)")
-        if self.escape_policy == "eager":
-            self.escaped = msg
-            STATE.tracer = None
-            return
-        raise GraphBreak(msg)
+        effect on outside state, a call to ``random``/``time``): an error under
+        ``fullgraph=True``; otherwise tracing stops here and the call finishes eagerly, so
+        the code runs with the real values, once, as in eager mode."""
+        self._stop(GraphBreak, (
+            f"{where or user_location()}: {what}; jitgrad.compile runs the function eagerly "
+            "where such code runs at every call (a graph break; fullgraph=True raises)"))
+
+    def _stop(self, error: type, msg: str) -> None:
+        if self.escape_policy != "eager":
+            raise error(msg)
+        self.escaped = msg
+        STATE.tracer = None
 
     # ---------------------------------------------------------------------- undo
     def undo(self) -> None:
