@@ -160,8 +160,9 @@ def entry_fast(entry, key: tuple, closure, stats: dict) -> Callable[[tuple], Any
     if n > 1:  # which arguments share memory is part of the key (aliasing.arg_aliasing)
         if pattern is not None:
             body.append("if ARG_ALIASING(args) != PAT:")
-        elif n == 2:
-            body.append("if r0 is r1 and ARG_ALIASING(args) is not None:")
+        elif n <= 4:  # pairwise identity tests beat building a set
+            pairs = " or ".join(f"r{i} is r{j}" for i in range(n) for j in range(i + 1, n))
+            body.append(f"if ({pairs}) and ARG_ALIASING(args) is not None:")
         else:
             roots = ", ".join(f"id(r{i})" for i in range(n))
             body.append(f"if len({{{roots}}}) != {n} and ARG_ALIASING(args) is not None:")
