@@ -108,6 +108,7 @@ class Tensor:
     _hooks = None           # leaf tensor hooks: _HookDict id -> fn
     _post_acc_hooks = None  # leaf post-accumulate-grad hooks
     _accumulator = None     # weakref to this leaf's AccumulateGrad node
+    _acc_lock = None        # lock of .grad's accumulation (autograd/accumulate.py)
     _is_param = False
 
     __array_priority__ = 1000  # so ndarray (op) Tensor defers to Tensor's reflected ops

@@ -9,6 +9,7 @@ keeps) and the inputs / captured tensors it reads.
 from __future__ import annotations
 
 from ..config import check_ir
+from ..trace.ir import Var
 from ..trace.state import STATE as _TRACE
 from ..trace.tracer import Tracer
 from .higher_order import capture_template, graph_intact
@@ -25,6 +26,7 @@ class GradInfo:
         self.diff_outputs: list[int] = []
         self.diff_inputs: list = []      # ("arg", i, None) | ("ext", -1, tensor)
         self.residuals: list = []        # forward Vars the backward reads
+        self.residual_vcs: list = []     # their traced tensors' version counters
         self.ext_residuals: list = []    # inputs/captured tensors the backward reads
         self.template = None             # ForwardTemplate (higher_order.py), for create_graph
         self.template_reason: str | None = None  # why there is none
@@ -38,7 +40,7 @@ def trace_backward(tracer: Tracer, graph, flat, out_flat) -> GradInfo:
     gi = GradInfo()
     diff_tensors = []
     for i, t in enumerate(flat):
-        if t._requires_grad:
+        if t._requires_grad and not any(u is t for u in flat[:i]):  # f(x, x): one input
             gi.diff_inputs.append(("arg", i, None))
             diff_tensors.append(t)
     for v in graph.externals:
@@ -72,6 +74,7 @@ def trace_backward(tracer: Tracer, graph, flat, out_flat) -> GradInfo:
         if fv is not None and fv.kind in ("op", "const"):
             values[id(arr)] = ("res", len(gi.residuals))
             gi.residuals.append(fv)
+            gi.residual_vcs.append(v.source.obj._vc)
             res_inputs.append(v)
         else:
             if arr is not None:
@@ -84,6 +87,7 @@ def trace_backward(tracer: Tracer, graph, flat, out_flat) -> GradInfo:
     # the forward's autograd graph, for gradients that carry history (create_graph=True)
     gi.template, gi.template_reason = capture_template(out_flat, gi.diff_outputs,
                                                        diff_tensors, values)
+    _save_viewed_inputs(gi, flat, graph, ext_inputs, bt)
     # the backward graph's inputs: cotangents, residual arrays, input/captured arrays
     bgraph.inputs = list(bgraph.inputs) + res_inputs + ext_inputs
     bgraph.externals = []
@@ -112,3 +116,26 @@ def differentiable(tracer: Tracer, graph, flat, out_flat) -> bool:
         v.source.obj for v in graph.externals
         if v.source.kind == "tensor" and v.source.obj._requires_grad]
     return graph_intact(outs, stop)
+
+
+def _save_viewed_inputs(gi: GradInfo, flat, graph, ext_inputs: list, bt: Tracer) -> None:
+    """A residual that is a view of an argument or a captured tensor (``w.t()``, saved by a
+    matmul) shares its version counter: that tensor is saved too (``ext_residuals``: saved
+    with its version, an input the backward graph does not read), so writing into it
+    before the backward raises eager's "modified by an inplace operation" error."""
+    owners: dict = {}
+    for i, t in enumerate(flat):
+        owners.setdefault(id(t._vc), ("arg", i, None))
+    for v in graph.externals:
+        if v.source.kind == "tensor":
+            owners.setdefault(id(v.source.obj._vc), ("ext", -1, v.source.obj))
+    saved = {(kind, i, id(obj)) for kind, i, obj in gi.ext_residuals}
+    for vc in gi.residual_vcs:
+        o = owners.get(id(vc))
+        if o is None or (o[0], o[1], id(o[2])) in saved:
+            continue
+        saved.add((o[0], o[1], id(o[2])))
+        gi.ext_residuals.append(o)
+        arr = flat[o[1]]._data if o[0] == "arg" else o[2]._data
+        ext_inputs.append(Var(bt.n, tuple(arr.shape), arr.dtype))
+        bt.n += 1

@@ -38,6 +38,11 @@ class Plan:
         self.steps = partition(graph) if not self.reference else []
         self.calls = any(s.kind not in ("group", "view") for s in self.steps)
         self.out_ids = [id(v) for v in list(graph.outputs) + list(self.keep)]
+        # outputs the caller owns that the plan holds too are copies: a constant (returned
+        # at every call); for run_arrays (backward plans: gradients, which .grad may keep
+        # and accumulate into in place) an input too (a cotangent passed through)
+        self.copied = {k for k, v in enumerate(graph.outputs) if v.kind == "const"}
+        self.copied_arrays = {k for k, v in enumerate(graph.outputs) if v.kind in ("const", "in")}
         self.effects = bool(graph.writes or graph.grad_sets)
         ins = list(graph.inputs) + list(graph.externals)
         self.arg_slots = [(id(v), v.source.index) for v in ins
@@ -108,14 +113,35 @@ class Plan:
         else:
             body += ["    " + st for st in steps]
         if which == "run":
-            body.append(f"    outs = [{', '.join(f'env[{k}]' for k in self.out_ids)}]")
+            body.append("    outs = [" + ", ".join(
+                f"env[{k}].copy()" if j in self.copied else f"env[{k}]"
+                for j, k in enumerate(self.out_ids)) + "]")
             if self.effects:
-                body.append("    apply_effects(G, env, flat)")
+                ns["BUMP"] = self._bump_function()
+                body.append("    apply_effects(G, env, flat, BUMP)")
         else:
-            body.append("    outs = [" + ", ".join(f"asarray(env[{id(v)}])"
-                                                  for v in self.graph.outputs) + "]")
+            body.append("    outs = [" + ", ".join(
+                f"asarray(env[{id(v)}]).copy()" if j in self.copied_arrays
+                else f"asarray(env[{id(v)}])"
+                for j, v in enumerate(self.graph.outputs)) + "]")
         body.append("    return outs")
         return build_function(f"plan_{which}", ["flat"], [ln[4:] for ln in body], ns)
+
+    def _bump_function(self):
+        """The graph's version bumps as straight-line code (``flat[0]._vc[0] += 1``...):
+        a training step bumps every parameter and optimizer buffer it writes."""
+        if not self.graph.bumps:
+            return None
+        ns: dict = {}
+        lines = []
+        for j, (src, n) in enumerate(self.graph.bumps):
+            if src.kind == "arg":
+                lines.append(f"flat[{src.index}]._vc[0] += {int(n)}")
+            else:
+                ns[f"S{j}"] = src.obj
+                grad = "._grad" if src.kind == "grad" else ""
+                lines.append(f"S{j}{grad}._vc[0] += {int(n)}")
+        return build_function("plan_bump", ["flat"], lines, ns)
 
     # ------------------------------------------------------------------------- running
     def run(self, flat: list) -> list:
@@ -129,7 +155,8 @@ class Plan:
         for v in self.other_inputs:
             env[id(v)] = v.source.read(flat)
         interpret(self.graph, env, self.keep)
-        outs = [env[k] for k in self.out_ids]
+        outs = [env[k].copy() if j in self.copied else env[k]
+                for j, k in enumerate(self.out_ids)]
         if self.effects:
             apply_effects(self.graph, env, flat)
         return outs
@@ -141,7 +168,8 @@ class Plan:
         for v, a in zip(self.graph.inputs, arrays):
             env[id(v)] = a
         interpret(self.graph, env)
-        return [np.asarray(env[id(v)]) for v in self.graph.outputs]
+        return [np.array(env[id(v)]) if j in self.copied_arrays else np.asarray(env[id(v)])
+                for j, v in enumerate(self.graph.outputs)]
 
     # ---------------------------------------------------------------------- debugging
     def describe_groups(self) -> list:

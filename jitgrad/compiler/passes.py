@@ -1,4 +1,5 @@
-"""Graph passes: broadcast-view folding, constant folding, CSE, dead-code elimination.
+"""Graph passes: broadcast-view folding, constant folding, CSE, transposed matmuls, dead-code
+elimination, redundant copies.
 
 All passes return a new equation list (the Vars are shared); they never change what the graph
 computes. ``keep`` lists values that must survive besides outputs and effects (residuals).
@@ -12,7 +13,8 @@ from ..config import check_ir
 from ..trace.interpreter import run_eqn
 from ..trace.ir import Eqn, Graph, Lit, Var
 
-__all__ = ["optimize", "dce", "cse", "fold_views", "fold_constants", "transpose_matmuls"]
+__all__ = ["optimize", "dce", "cse", "fold_views", "fold_constants", "transpose_matmuls",
+           "drop_copies"]
 
 #: constants up to this many elements are folded (bigger ones stay equations: a folded
 #: constant is an array the plan holds for its lifetime)
@@ -173,6 +175,62 @@ def transpose_matmuls(graph: Graph, keep=()) -> None:
     graph.eqns = out
 
 
+def drop_copies(graph: Graph, keep=()) -> list:
+    """A ``clone`` of a value that only it reads, made fresh by an op (not a view, an input,
+    an external or a constant), copies for nothing: its readers read the value itself. (A
+    traced gradient accumulation records a clone where eager mode copies a view, e.g. a
+    weight gradient ``(x.T @ g).T`` that :func:`transpose_matmuls` then makes a fresh
+    array.) Returns ``keep`` with the replacements applied."""
+    uses: dict = {}
+    returned = {id(v) for v in list(graph.outputs) + list(keep)}
+    for v in list(graph.outputs) + list(keep) + [v for _, v in graph.writes] + [
+            v for _, v in graph.grad_sets if v is not None]:
+        uses[id(v)] = uses.get(id(v), 0) + 2  # never the only reader
+    for e in graph.eqns:
+        for i in e.ins:
+            if isinstance(i, Var):
+                uses[id(i)] = uses.get(id(i), 0) + 1
+    producer = {id(e.out): e for e in graph.eqns}
+    replace: dict = {}
+
+    def sub(i):
+        return replace.get(id(i), i) if isinstance(i, Var) else i
+
+    out = []
+    for e in graph.eqns:
+        e.ins = tuple(sub(i) for i in e.ins)
+        x = e.ins[0] if e.name == "clone" and e.ins else None
+        p = producer.get(id(x)) if isinstance(x, Var) else None
+        # a view of an internal value may stand for the copy where no caller gets it (the
+        # effects copy what they keep: apply_effects)
+        if (p is not None and not isinstance(p.op, str)
+                and (not p.op.view or (id(e.out) not in returned and _internal_view(p, producer)))
+                and uses.get(id(x)) == 1 and x.shape == e.out.shape
+                and np.dtype(x.dtype) == np.dtype(e.out.dtype)):
+            replace[id(e.out)] = x
+            continue
+        out.append(e)
+    if not replace:
+        return list(keep)
+    graph.eqns = out
+    graph.outputs = [sub(v) for v in graph.outputs]
+    graph.writes = [(s, sub(v)) for s, v in graph.writes]
+    graph.grad_sets = [(t, sub(v) if v is not None else None) for t, v in graph.grad_sets]
+    return [sub(v) for v in keep]
+
+
+def _internal_view(e: Eqn, producer: dict) -> bool:
+    """``e`` (a view) views a value an op of the graph made (not an input or external)."""
+    while isinstance(e.ins[0], Var):
+        p = producer.get(id(e.ins[0]))
+        if p is None or isinstance(p.op, str):
+            return p is not None
+        if not p.op.view:
+            return True
+        e = p
+    return False
+
+
 def optimize(graph: Graph, keep=()) -> list:
     """Run the passes in order; returns ``keep`` with CSE replacements applied. With
     ``JITGRAD_CHECK_IR=1`` the graph is checked after each pass (``Graph.check``)."""
@@ -188,5 +246,7 @@ def optimize(graph: Graph, keep=()) -> list:
     transpose_matmuls(graph, keep)
     check()
     dce(graph, keep)
+    check()
+    keep = drop_copies(graph, keep)
     check()
     return keep

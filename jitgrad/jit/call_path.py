@@ -26,6 +26,7 @@ from ..compiler.pysource import build_function
 from ..tensor import Tensor, alias
 from ..trace.pytree import unflatten
 from ..trace.state import STATE as _TRACE
+from .aliasing import alias_of, arg_aliasing, guard_residuals, link_view, root
 from .autograd_glue import attach_backward, mark_joint_output
 
 __all__ = ["MISS", "entry_run", "entry_fast"]
@@ -40,7 +41,9 @@ def _exec(name: str, body: list, ns: dict) -> Callable:
 
 def entry_run(entry, grad_enabled: bool) -> Callable[[Any], Any]:
     """``entry.run`` unrolled: the plan, one tensor per output, the backward node (or the
-    joint-output marks) when grad mode is on, the output structure."""
+    joint-output marks) when grad mode is on, the output structure. Outputs that alias what
+    the caller sees (``entry.aliases``, see ``aliasing.py``) are those tensors, or views
+    sharing their version counters, as in eager mode."""
     n_out = len(entry.graph.outputs)
     ns: dict = {"PLAN_RUN": entry.plan.run, "ALIAS": alias, "ENTRY": entry,
                 "TREE": entry.out_tree, "UNFLATTEN": unflatten, "ATTACH": attach_backward,
@@ -49,13 +52,20 @@ def entry_run(entry, grad_enabled: bool) -> Callable[[Any], Any]:
     body = ["outs = PLAN_RUN(flat)"]
     if entry.escaped:  # only until the first run has filled them
         body += ["if ENTRY.escaped:", "    ENTRY.fill_escaped(outs)"]
+    before, after = _alias_lines(getattr(entry, "aliases", None) or [None] * n_out, ns)
     body += [f"t{i} = ALIAS(outs[{i}])" for i in range(n_out)]
+    body += before
     if entry.grad_info is not None and grad_enabled:
         n_res = len(entry.grad_info.residuals)
         body.append(f"ATTACH(ENTRY, flat, [{', '.join(ts)}], outs[{n_out}:{n_out + n_res}])")
+        if entry.residual_anchors and entry.grad_info.diff_outputs:
+            guard = _anchor_exprs(entry.residual_anchors, ns, "R")
+            after.append(f"GUARD(node, ({''.join(g + ', ' for g in guard)}))")
+            body.append(f"node = t{entry.grad_info.diff_outputs[0]}._grad_fn")
     elif entry.joint and grad_enabled and entry.joint_outputs:
         body.append("edges = tuple(EDGE(t) for t in flat if t._requires_grad)")
         body += [f"MARK(t{i}, edges)" for i in entry.joint_outputs]
+    body += after
     tree = entry.out_tree
     if tree == ("T",):
         body.append("return t0")
@@ -66,13 +76,71 @@ def entry_run(entry, grad_enabled: bool) -> Callable[[Any], Any]:
     return _exec("run", body, ns)
 
 
+def _anchor_exprs(anchors, ns: dict, prefix: str) -> list:
+    """Expressions for anchors that are arguments, captured tensors or outputs."""
+    out = []
+    for n, a in enumerate(anchors):
+        if a[0] == "tensor":
+            ns[f"{prefix}{n}"] = a[1]
+            out.append(f"{prefix}{n}")
+        else:
+            out.append(f"flat[{a[1]}]" if a[0] == "arg" else f"t{a[1]}")
+    return out
+
+
+def _alias_lines(rels: list, ns: dict) -> tuple[list, list]:
+    """Source lines giving outputs their relation to the caller's tensors: ``before`` the
+    autograd glue (an argument the call wrote into takes its history, as eager rebases it),
+    ``after`` it (the tensor itself, an alias, a view; a view's anchor is settled first)."""
+    ns.update({"ALIAS_OF": alias_of, "LINK": link_view, "ROOT": root,
+               "GUARD": guard_residuals})
+    before: list = []
+    after: list = []
+    links: list = []
+
+    def anchor(a, i: int) -> str:
+        kind = a[0]
+        if kind == "arg":
+            return f"flat[{a[1]}]"
+        if kind == "out":
+            return f"t{a[1]}"
+        if kind == "tensor":
+            ns[f"OBJ{i}"] = a[1]
+            return f"OBJ{i}"
+        if kind == "grad":
+            ns[f"LEAF{i}"] = a[1]
+            return f"LEAF{i}._grad"
+        name = f"B{a[1]}"  # ("base", n, version): an intermediate two outputs view
+        if name not in ns:
+            ns[name] = True
+            links.append(f"{name} = ALIAS(ROOT(outs[{i}]))")
+            if a[2]:
+                links.append(f"{name}._vc[0] = {a[2]}")
+        return name
+
+    for i, rel in enumerate(rels):
+        if rel is None:
+            continue
+        kind = rel[0]
+        if kind == "is":
+            (before if rel[2] else after).append(f"t{i} = {anchor(rel[1], i)}")
+        elif kind == "alias":
+            after.append(f"t{i} = ALIAS_OF({anchor(rel[1], i)}, {rel[2]})")
+        elif kind == "view":
+            a = anchor(rel[1], i)
+            links.append(f"LINK(t{i}, outs[{i}], {a})")
+        else:  # ("version", n)
+            links.append(f"t{i}._vc[0] = {rel[1]}")
+    return before, after + links
+
+
 def entry_fast(entry, key: tuple, closure, stats: dict) -> Callable[[tuple], Any]:
     """The cache-hit path for tensor-only positional calls matching ``key`` (see module)."""
-    _tree, items, grad_enabled = key
+    _tree, items, grad_enabled, pattern = key
     n = len(items)
     ns: dict = {"MISS": MISS, "Tensor": Tensor, "TRACE": _TRACE, "GRAD": grad_mode.STATE,
                 "GM": grad_enabled, "STATS": stats, "RUN": entry.run,
-                "HOLD": entry.guards_hold}
+                "HOLD": entry.guards_hold, "ARG_ALIASING": arg_aliasing, "PAT": pattern}
     body = [f"if len(args) != {n} or TRACE.tracer is not None or GRAD.enabled != GM:",
             "    return MISS"]
     if n:
@@ -85,6 +153,19 @@ def entry_fast(entry, key: tuple, closure, stats: dict) -> Callable[[tuple], Any
         body.append(f"d = a{i}._data")
         body.append(f"if d.shape != SH{i} or d.dtype != DT{i} or a{i}._requires_grad != RG{i}"
                     f" or {'not ' if hooks else ''}a{i}._hooks:")
+        body.append("    return MISS")
+        if n > 1 and pattern is None:  # the root arrays: arguments sharing memory miss
+            body.append(f"r{i} = d.base")
+            body.append(f"if r{i} is None: r{i} = d")
+    if n > 1:  # which arguments share memory is part of the key (aliasing.arg_aliasing)
+        if pattern is not None:
+            body.append("if ARG_ALIASING(args) != PAT:")
+        elif n <= 4:  # pairwise identity tests beat building a set
+            pairs = " or ".join(f"r{i} is r{j}" for i in range(n) for j in range(i + 1, n))
+            body.append(f"if ({pairs}) and ARG_ALIASING(args) is not None:")
+        else:
+            roots = ", ".join(f"id(r{i})" for i in range(n))
+            body.append(f"if len({{{roots}}}) != {n} and ARG_ALIASING(args) is not None:")
         body.append("    return MISS")
     checks = closure.fast_checks(entry.closure_ids, ns)
     access = entry.access.fast_checks(ns) if entry.access else []

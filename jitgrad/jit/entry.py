@@ -22,6 +22,8 @@ class Entry:
     joint = False
     joint_outputs: list = []
     fast = None  # the generated cache-hit path (call_path.py), made at the first hit
+    aliases = None  # per output: its relation to the caller's tensors (aliasing.py)
+    residual_anchors: tuple = ()  # caller's tensors whose memory the backward reads
 
     def __init__(self, fn_name, graph, out_tree, guards, grad_info, closure_ids, cache_dir,
                  escaped=()) -> None:

@@ -24,7 +24,7 @@ from ..tensor import Tensor
 from ..trace.pytree import flatten
 from ..trace.state import STATE as _TRACE
 from ..trace.tracer import TraceError, Tracer
-from . import call_path
+from . import aliasing, call_path
 from .entry import EagerEntry, Entry, Lowered
 from .guards import AccessGuard, ClosureGuard, closure_names, external_guards
 from .observe import Observer
@@ -85,7 +85,7 @@ class CompiledFunction:
     def _key(self, flat, treedef) -> tuple:
         return (treedef, tuple([(t._data.shape, t._data.dtype, t._requires_grad,
                                  bool(t._hooks)) for t in flat]),
-                grad_mode.STATE.enabled)
+                grad_mode.STATE.enabled, aliasing.arg_aliasing(flat))
 
     def __call__(self, *args, **kwargs):
         fast = self._fast
@@ -108,7 +108,8 @@ class CompiledFunction:
             else:
                 flat = list(args)
                 treedef = _TENSOR_ARGS_TREES.get(len(args)) or _tensor_args_tree(len(args))
-                key = (treedef, tuple(items), grad_mode.STATE.enabled)
+                key = (treedef, tuple(items), grad_mode.STATE.enabled,
+                       aliasing.arg_aliasing(flat))
                 tensor_args = True
         if key is None:
             flat, treedef = flatten((args, kwargs))
@@ -166,6 +167,8 @@ class CompiledFunction:
             return "argument structure or non-tensor arguments changed"
         if old[2] != key[2]:
             return f"grad mode changed ({old[2]} -> {key[2]})"
+        if old[3] != key[3]:
+            return "which arguments share memory changed"
         for i, (a, b) in enumerate(zip(old[1], key[1])):
             if a != b:
                 what = ("shape", "dtype", "requires_grad", "hooks")
@@ -223,6 +226,14 @@ class CompiledFunction:
                 0, EagerEntry(tracer.escaped, [], closure_ids, access))
             self._fast = None  # this key now runs eagerly: the generic path decides
             return result
+        why = aliasing.cannot_compile(key[3], tracer)
+        if why is not None:  # the graph cannot express it: this signature runs eagerly
+            tracer.undo()
+            warnings.warn(f"jitgrad.compile: running {self.__name__} eagerly: {why}",
+                          UserWarning, stacklevel=3)
+            self._entries.setdefault(key, []).insert(0, EagerEntry(why, [], closure_ids, access))
+            self._fast = None
+            return self.fn(*args, **kwargs)
         out_flat, out_tree = flatten(result)
         graph = tracer.finish(out_flat)
         grad_info = None
@@ -232,12 +243,14 @@ class CompiledFunction:
         if grad_info is not None:
             _log("graph", f"{self.__name__} backward:\n{grad_info.graph}")
         guards = external_guards(graph, tracer)
+        aliases = aliasing.analyse(flat, out_flat, graph, tracer, grad_info)
         # backward()/grad() ran inside: outputs that required grad carry no history of it
         joint_outputs = [i for i, t in enumerate(out_flat) if t._requires_grad]
         tracer.undo()
         del result, out_flat  # the traced outputs: not results (the plan computes those)
         entry = Entry(self.__name__, graph, out_tree, guards, grad_info, closure_ids,
                       self.cache_dir, tracer.escaped_values())
+        entry.aliases, entry.residual_anchors = aliases
         if tracer.backward_runs:
             entry.joint = True
             entry.joint_outputs = joint_outputs

@@ -107,8 +107,13 @@ def graph_ends(graph: Graph, keep=()) -> set:
     return ends
 
 
-def apply_effects(graph: Graph, env: dict, args: list) -> None:
-    """Write-backs into external arrays, then ``.grad`` replacements."""
+def apply_effects(graph: Graph, env: dict, args: list, bump=None) -> None:
+    """Write-backs into external arrays and the written tensors' version bumps, then
+    ``.grad`` replacements. A new ``.grad`` that is an argument, a captured tensor or
+    another leaf's ``.grad`` is that tensor (as in eager mode); any other value is an array
+    of its own (a constant or a view is copied: never shared with later calls). ``bump``:
+    a function of ``args`` raising the versions (a plan's generated one), else a loop over
+    ``graph.bumps``."""
     if not graph.writes and not graph.grad_sets:
         return
     from ..tensor import wrap
@@ -116,9 +121,17 @@ def apply_effects(graph: Graph, env: dict, args: list) -> None:
     for src, v in graph.writes:
         dst = src.read(args)
         np.copyto(dst, env[id(v)], casting="unsafe")
+    if bump is not None:
+        bump(args)
+    else:
+        for src, n in graph.bumps:
+            src.tensor(args)._vc[0] += n
     for leaf, v in graph.grad_sets:
         if v is None:
             leaf._grad = None
+        elif v.kind in ("in", "ext") and v.source is not None and v.source.kind != "scalar":
+            leaf._grad = v.source.tensor(args)
         else:
             val = env[id(v)]
-            leaf._grad = wrap(val if val.flags.owndata and val.flags.writeable else val.copy())
+            leaf._grad = wrap(val if val.flags.owndata and val.flags.writeable
+                              and v.kind != "const" else val.copy())

@@ -5,7 +5,8 @@ array of fixed shape and dtype; an :class:`Eqn` applies a registered op (or a sp
 ``random``, ``fill``) to variables and Python literals. Side effects on state outside the
 graph are explicit: ``writes`` copy final values into arrays that existed before the call
 (parameters updated in place, ``p.grad`` accumulated in place) and ``grad_sets`` replace a
-leaf's ``.grad``.
+leaf's ``.grad``; ``bumps`` raise the version counters of the tensors written (as the
+traced call's in-place ops did), so autograd sees a plan's writes as it sees eager ones.
 
 Every Var knows its users (``Var.users``: the equations reading it), kept up to date when an
 equation's ``ins`` are set and when equations leave ``Graph.eqns``, as torch.fx's
@@ -79,6 +80,14 @@ class Source:
         if g is None:
             raise RuntimeError("compiled plan expected a .grad that is gone (guard missed)")
         return g._data
+
+    def tensor(self, args: list):
+        """The tensor whose array :meth:`read` returns (None for a "scalar")."""
+        if self.kind == "arg":
+            return args[self.index]
+        if self.kind == "tensor":
+            return self.obj
+        return self.obj._grad if self.kind == "grad" else None
 
     def describe(self) -> str:
         if self.kind == "arg":
@@ -160,6 +169,7 @@ class Graph:
         self.outputs: list = []
         self.writes: list = []      # (Source, Var)
         self.grad_sets: list = []   # (leaf tensor, Var | None)
+        self.bumps: list = []       # (Source, n): raise that tensor's version by n
         self.name = name
         self.names: dict = {}       # id(tensor) -> readable name
 
@@ -191,6 +201,8 @@ class Graph:
             lines.append(f"  write {src.describe()} <- {v!r}")
         for t, v in self.grad_sets:
             lines.append(f"  {self.names.get(id(t), 'leaf')}.grad = {v!r}")
+        for src, n in self.bumps:
+            lines.append(f"  version {src.describe()} += {n}")
         lines.append(f"  return {', '.join(repr(v) for v in self.outputs)}")
         lines.append("}")
         return "\n".join(lines)

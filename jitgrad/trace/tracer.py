@@ -82,6 +82,8 @@ class Tracer:
         # their first write, leaves' .grad before the first change, generators' states
         self.saved_arrays: dict[int, tuple] = {}
         self.saved_grads: dict[int, tuple] = {}
+        self.saved_versions: dict[int, tuple] = {}  # id(vc) -> (vc, version before)
+        self.saved_history: dict[int, tuple] = {}   # externals written: autograd state
         from ..random import LIVE
 
         self.saved_rng = [(g, g.get_state()) for g in list(LIVE)]
@@ -213,9 +215,14 @@ class Tracer:
                 "x[0].add_(...)), or use out-of-place ops"
             )
         arr = dst._data
+        vc = dst._vc  # called before the write bumps it (and rebases dst's history)
+        self.saved_versions.setdefault(id(vc), (vc, vc[0]))
         old = self.vars.get(id(arr))
         if old is None:
             old = self.var(dst)
+        if id(arr) in self.sources and id(dst) not in self.saved_history:
+            self.saved_history[id(dst)] = (dst, dst._grad_fn, dst._requires_grad,
+                                           dst._output_nr)
         if id(arr) in self.sources and id(arr) not in self.saved_arrays:
             self.saved_arrays[id(arr)] = (arr, arr.copy())  # called before the write
         new = self.var(src)
@@ -267,7 +274,9 @@ class Tracer:
 
     def on_set_grad(self, leaf, g) -> None:
         self.note_leaf_grad(leaf, read=False)
-        self.grad_sets[id(leaf)] = (leaf, None if g is None else self.var(g))
+        # the tensor is kept: in-place ops on the new .grad later in the call (a second
+        # backward accumulating, gradient clipping) change its value; finish() reads it
+        self.grad_sets[id(leaf)] = (leaf, None if g is None else self.var(g), g)
 
     def on_backward(self) -> None:
         self.backward_runs += 1
@@ -300,15 +309,24 @@ class Tracer:
     def undo(self) -> None:
         """Take the traced call's effects on existing state back: arrays written in place
         get their old contents, leaves their old ``.grad``, generators their old state (the
-        compiled plan then runs the call: it computes the values every later call gets)."""
+        compiled plan then runs the call: it computes the values every later call gets),
+        written tensors their old version (the plan bumps them: ``Graph.bumps``) and history."""
         for arr, old in self.saved_arrays.values():
             np.copyto(arr, old)
         for leaf, g in self.saved_grads.values():
             leaf._grad = g
         for gen, state in self.saved_rng:
             gen.set_state(state)
+        for vc, version in self.saved_versions.values():
+            vc[0] = version
+        for t, fn, req, nr in self.saved_history.values():
+            t._grad_fn, t._requires_grad = fn, req
+            if nr != t._output_nr:
+                t._output_nr = nr
         self.saved_arrays.clear()
         self.saved_grads.clear()
+        self.saved_versions.clear()
+        self.saved_history.clear()
 
     def release(self) -> None:
         """Drop the trace's references to the arrays it saw (after the graph is compiled:
@@ -356,8 +374,9 @@ class Tracer:
         g.outputs = [self.var(t) for t in outputs]
         for k, src in self.written.items():
             g.writes.append((src, self.vars[k]))
-        for leaf, v in self.grad_sets.values():
-            g.grad_sets.append((leaf, v))
+        for leaf, v, t in self.grad_sets.values():
+            g.grad_sets.append((leaf, v if t is None else self.vars[id(t._data)]))
+        self.grad_sets.clear()  # the tensors: escaped_values() must not count them
         if check_ir():
             g.check()
         return g
