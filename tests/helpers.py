@@ -79,3 +79,22 @@ def assert_same_bits(actual, expected, what: str = "") -> None:
         b = b.view(f"u{b.dtype.itemsize}")
     bad = np.flatnonzero(np.asarray(a != b).reshape(-1))
     assert bad.size == 0, f"{what}: {bad.size} of {a.size} elements differ (first at {bad[0]})"
+
+
+def cube_function():
+    """A custom ``autograd.Function`` computing ``x**3`` (backward ``3 x**2 g``, twice
+    differentiable: its backward is made of differentiable ops)."""
+    from jitgrad.autograd import Function
+
+    class Cube(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * g
+
+    return Cube

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import cube_function
 
 import jitgrad as jg
 from jitgrad.autograd import Function, once_differentiable
@@ -223,16 +224,7 @@ def test_saved_input_modified_in_place_is_detected():
 
 
 def test_custom_function_double_backward():
-    class Cube(Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x ** 3
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 3 * x * x * g
+    Cube = cube_function()
 
     x = jg.tensor(2.0, dtype=jg.float64, requires_grad=True)
     (g,) = jg.autograd.grad(Cube.apply(x), x, create_graph=True)

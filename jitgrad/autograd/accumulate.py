@@ -56,7 +56,7 @@ def accumulate_into_leaf(t: Tensor, g: Tensor, shared: bool) -> None:
                 t._grad = g
             else:
                 gd = g._data
-                if shared or gd.base is not None or not gd.flags.writeable or g._requires_grad:
+                if _must_copy(g, shared):
                     gd = gd.copy()
                 elif not gd.flags.c_contiguous:
                     gd = np.ascontiguousarray(gd)
@@ -75,6 +75,13 @@ def accumulate_into_leaf(t: Tensor, g: Tensor, shared: bool) -> None:
             fn(t)
 
 
+def _must_copy(g: Tensor, shared: bool) -> bool:
+    """Whether a gradient becoming a new ``.grad`` is copied (as PyTorch does): it may be
+    read elsewhere (``shared``, a view, read-only, part of a graph)."""
+    gd = g._data
+    return shared or gd.base is not None or not gd.flags.writeable or g._requires_grad
+
+
 def _accumulate_traced(t: Tensor, g: Tensor, create: bool, shared: bool, tr) -> None:
     """accumulate_into_leaf while jitgrad.compile traces: the same semantics through ops, so
     the graph records the new ``.grad`` (a grad set) or the in-place sum (a write-back).
@@ -89,9 +96,7 @@ def _accumulate_traced(t: Tensor, g: Tensor, create: bool, shared: bool, tr) -> 
         if create:
             t._grad = g
         else:
-            gd = g._data
-            if (shared or gd.base is not None or not gd.flags.writeable or g._requires_grad
-                    or not gd.flags.c_contiguous):
+            if _must_copy(g, shared) or not g._data.flags.c_contiguous:
                 from ..ops.copies import clone
 
                 with grad_mode.no_grad():

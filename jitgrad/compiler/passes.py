@@ -93,9 +93,11 @@ def _param_key(params: dict):
     return tuple(items)
 
 
-def cse(graph: Graph) -> None:
-    """Common-subexpression elimination (random draws are never merged)."""
-    seen: dict = {}
+def _substitute(graph: Graph, drop) -> dict:
+    """Walk the equations in order, reading each one's inputs through the replacements made
+    so far; ``drop(e)`` returns the Var standing for ``e``'s output (``e`` is then dropped)
+    or None (kept). The outputs, writes and grad sets read through the replacements too.
+    Returns the replacements (``id(var) -> var``)."""
     replace: dict = {}
 
     def sub(i):
@@ -104,23 +106,36 @@ def cse(graph: Graph) -> None:
     out = []
     for e in graph.eqns:
         e.ins = tuple(sub(i) for i in e.ins)
-        if isinstance(e.op, str):
+        stand_in = drop(e)
+        if stand_in is None:
             out.append(e)
-            continue
+        else:
+            replace[id(e.out)] = stand_in
+    if replace:
+        graph.eqns = out
+        graph.outputs = [sub(v) for v in graph.outputs]
+        graph.writes = [(s, sub(v)) for s, v in graph.writes]
+        graph.grad_sets = [(t, sub(v) if v is not None else None) for t, v in graph.grad_sets]
+    return replace
+
+
+def cse(graph: Graph) -> None:
+    """Common-subexpression elimination (random draws are never merged)."""
+    seen: dict = {}
+
+    def merged(e):
+        if isinstance(e.op, str):
+            return None
         key = (e.op.name, _param_key(e.params), str(e.cdt),
                tuple(("v", id(i)) if isinstance(i, Var) else ("l", type(i.value).__name__,
                                                             repr(i.value)) for i in e.ins))
         prev = seen.get(key)
         if prev is not None and prev.out.shape == e.out.shape and prev.out.dtype == e.out.dtype:
-            replace[id(e.out)] = prev.out
-            continue
+            return prev.out
         seen[key] = e
-        out.append(e)
-    graph.eqns = out
-    graph.outputs = [sub(v) for v in graph.outputs]
-    graph.writes = [(s, sub(v)) for s, v in graph.writes]
-    graph.grad_sets = [(t, sub(v) if v is not None else None) for t, v in graph.grad_sets]
-    graph._cse_replace = replace
+        return None
+
+    graph._cse_replace = _substitute(graph, merged)
 
 
 def dce(graph: Graph, keep=()) -> None:
@@ -191,14 +206,8 @@ def drop_copies(graph: Graph, keep=()) -> list:
             if isinstance(i, Var):
                 uses[id(i)] = uses.get(id(i), 0) + 1
     producer = {id(e.out): e for e in graph.eqns}
-    replace: dict = {}
 
-    def sub(i):
-        return replace.get(id(i), i) if isinstance(i, Var) else i
-
-    out = []
-    for e in graph.eqns:
-        e.ins = tuple(sub(i) for i in e.ins)
+    def needless(e):
         x = e.ins[0] if e.name == "clone" and e.ins else None
         p = producer.get(id(x)) if isinstance(x, Var) else None
         # a view of an internal value may stand for the copy where no caller gets it (the
@@ -207,16 +216,11 @@ def drop_copies(graph: Graph, keep=()) -> list:
                 and (not p.op.view or (id(e.out) not in returned and _internal_view(p, producer)))
                 and uses.get(id(x)) == 1 and x.shape == e.out.shape
                 and np.dtype(x.dtype) == np.dtype(e.out.dtype)):
-            replace[id(e.out)] = x
-            continue
-        out.append(e)
-    if not replace:
-        return list(keep)
-    graph.eqns = out
-    graph.outputs = [sub(v) for v in graph.outputs]
-    graph.writes = [(s, sub(v)) for s, v in graph.writes]
-    graph.grad_sets = [(t, sub(v) if v is not None else None) for t, v in graph.grad_sets]
-    return [sub(v) for v in keep]
+            return x
+        return None
+
+    replace = _substitute(graph, needless)
+    return [replace.get(id(v), v) for v in keep]
 
 
 def _internal_view(e: Eqn, producer: dict) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import cube_function
 
 import jitgrad as jg
 import jitgrad.nn.functional as F
@@ -399,16 +400,7 @@ def test_input_modified_in_place_after_forward_raises(rng):
 
 
 def test_custom_function_inside_gives_a_clear_error(rng):
-    class Cube(jg.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x ** 3
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return g * 3 * x * x
+    Cube = cube_function()
 
     f = jg.compile(lambda x: Cube.apply(x.sin()).sum())
     x = leaf(rng.standard_normal(3))
