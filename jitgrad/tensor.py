@@ -317,9 +317,8 @@ class Tensor:
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False,
                  inputs=None) -> None:
         """Accumulate the gradient of this tensor into the ``.grad`` of graph leaves."""
-        from .autograd.engine import backward
-
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        run = _ENGINE_BACKWARD[0] if _ENGINE_BACKWARD else _engine_backward()
+        run(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> Tensor:
         """A tensor sharing storage (and version counter) that is cut from the graph."""
@@ -487,6 +486,17 @@ def mark_view(out: Tensor, of: Tensor) -> Tensor:
     out._vc = of._vc
     out._base = of._base if of._base is not None else of
     return out
+
+
+_ENGINE_BACKWARD: list = []
+
+
+def _engine_backward():
+    """``autograd.engine.backward``, imported once (the engine imports this module)."""
+    from .autograd.engine import backward
+
+    _ENGINE_BACKWARD.append(backward)
+    return backward
 
 
 def wrap(arr: np.ndarray, requires_grad: bool = False) -> Tensor:

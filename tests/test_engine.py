@@ -327,3 +327,66 @@ def test_in_place_accumulation_with_create_graph_is_out_of_place():
     g1 = x.grad
     (x * x).backward(create_graph=True)
     assert x.grad is not g1 and x.grad.item() == 4.0 and g1.item() == 2.0
+
+
+# ------------------------------------------------ one node, plain leaves: the fast path
+def _one_node_cases():
+    import jitgrad as jg
+
+    f = jg.compile(lambda x, w: (jg.tanh(x * w) * x).sum())
+    return jg, f
+
+
+def test_one_node_backward_equals_the_generic_traversal():
+    import numpy as np
+
+    jg, f = _one_node_cases()
+    rng = np.random.default_rng(0)
+    x0, w0 = rng.standard_normal(5), rng.standard_normal(5)
+    res = []
+    for path in ("fast", "generic"):
+        x = jg.tensor(x0, requires_grad=True)
+        w = jg.tensor(w0, requires_grad=True)
+        for _ in range(3):  # accumulation into existing .grad
+            loss = f(x, w)
+            if path == "fast":
+                loss.backward()
+            else:  # an explicit seed takes the generic traversal
+                loss.backward(jg.ones_like(loss))
+        res.append((x.grad.numpy().copy(), w.grad.numpy().copy()))
+    for a, b in zip(*res):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_one_node_backward_retain_graph_and_freed_graph():
+    import pytest
+
+    from jitgrad.autograd.node import FREED_MESSAGE
+
+    jg, f = _one_node_cases()
+    x = jg.ones(3, requires_grad=True)
+    w = jg.ones(3, requires_grad=True)
+    loss = f(x, w)
+    loss.backward(retain_graph=True)
+    loss.backward()
+    g2 = x.grad.numpy().copy()
+    x.grad = None
+    f(x, w).backward()
+    assert (g2 == 2 * x.grad.numpy()).all()
+    with pytest.raises(RuntimeError, match=FREED_MESSAGE[:40]):
+        loss.backward()
+
+
+def test_one_node_backward_keeps_hooks_and_the_seed_is_never_a_grad():
+    jg, _ = _one_node_cases()
+    x = jg.tensor(2.0, requires_grad=True)
+    seen = []
+    x.register_hook(lambda g: seen.append(g.item()))
+    (x * 3).backward()  # a leaf with a hook: the generic path runs it
+    assert seen == [3.0] and x.grad.item() == 3.0
+    y = jg.tensor(1.0, requires_grad=True)
+    (y + 0).backward()  # the gradient is the seed itself: .grad must be a private copy
+    y.grad.add_(1.0)
+    z = jg.tensor(1.0, requires_grad=True)
+    (z + 0).backward()
+    assert z.grad.item() == 1.0 and y.grad.item() == 2.0

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import heapq
 
+import numpy as np
+
 from ..creation import full_like, ones_like, zeros_like
 from ..shapes import fmt_shape
-from ..tensor import Tensor
+from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
 from . import grad_mode
 from .accumulate import accumulate_into_leaf
@@ -78,8 +80,75 @@ def _as_tuple(x):
     return tuple(x)
 
 
+_SEEDS: dict = {}  # (dtype, shape) -> read-only ones: the implicit seed gradient
+
+
+def _seed(d) -> Tensor:
+    """The implicit gradient of a one-element output ``d``: ones, shared and read-only (a
+    leaf that would keep it as its ``.grad`` copies it: ``accumulate._must_copy``)."""
+    key = (d.dtype, d.shape)
+    a = _SEEDS.get(key)
+    if a is None:
+        a = np.ones(d.shape, d.dtype)
+        a.flags.writeable = False
+        _SEEDS[key] = a
+    return wrap(a)
+
+
+def _leaf_edges_plain(edges) -> bool:
+    """Every edge is None or a distinct leaf without hooks (tensor, accumulator, pre/post
+    accumulation)."""
+    seen = set()
+    for e in edges:
+        if e is None:
+            continue
+        if type(e) is not Tensor or e._hooks or id(e) in seen or e._post_acc_hooks:
+            return False
+        acc = e._accumulator
+        if acc is not None:
+            acc = acc()
+            if acc is not None and (acc._pre_hooks or acc._post_hooks):
+                return False
+        seen.add(id(e))
+    return True
+
+
+def _backward_one_node(t: Tensor, retain: bool) -> bool:
+    """The common case of ``loss.backward()`` run without the generic traversal: one node
+    (a compiled function's, or any op's) whose edges are all plain leaves, an implicit seed,
+    no hooks, no tracer. Same results and effects as :class:`_Run`; False when the case
+    does not apply (the caller takes the generic path)."""
+    node = t._grad_fn
+    d = t._data
+    if (node is None or d.size != 1 or d.dtype.kind != "f" or node._tensor_hooks is not None
+            or node._retain is not None or node._pre_hooks is not None
+            or node._post_hooks is not None or not _leaf_edges_plain(node.next_edges)):
+        return False
+    grads = [None] * node.n_outputs
+    grads[t._output_nr] = _seed(d)
+    state = grad_mode.STATE
+    prev = state.enabled
+    state.enabled = False  # as _Run: the rules and the accumulation run without grad mode
+    try:
+        out = node.apply(grads)
+        ids = [id(g) for g in out if g is not None]
+        repeated = len(set(ids)) != len(ids)
+        for e, g in zip(node.next_edges, out):
+            if e is not None and g is not None:
+                accumulate_into_leaf(e, g, repeated and ids.count(id(g)) > 1)
+    finally:
+        state.enabled = prev
+    if not retain:
+        node.release()
+    return True
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves of their graph."""
+    if (type(tensors) is Tensor and grad_tensors is None and inputs is None and not create_graph
+            and tensors._requires_grad and _TRACE.tracer is None
+            and _backward_one_node(tensors, bool(retain_graph))):
+        return
     tensors = _as_tuple(tensors)
     if grad_tensors is None:
         grad_tensors = (None,) * len(tensors)

@@ -13,6 +13,8 @@ differentiation.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd import grad_mode
 from ..autograd.node import FREED_MESSAGE, Node, edge, make_node, node_class, save_input, unpack
 from ..tensor import Tensor, wrap
@@ -76,30 +78,35 @@ def attach_backward(entry, flat: list, tensors: list, residual_arrays: list) -> 
     """Attach one ``CompiledFunctionBackward`` to the differentiable outputs of a call."""
     gi = entry.grad_info
     diff = [flat[i] if kind == "arg" else obj for kind, i, obj in gi.diff_inputs]
-    if not any(t._requires_grad for t in diff):
+    edges = tuple([edge(t) for t in diff])
+    if not any(e is not None for e in edges):
         return
     # residuals: arrays computed by this call, plus inputs/captured tensors the backward
     # reads (saved with their version, so in-place changes before backward are caught)
-    saved = tuple(residual_arrays) + tuple(
-        save_input(flat[i] if kind == "arg" else obj) for kind, i, obj in gi.ext_residuals)
-    node = make_node(CompiledFunctionBackward, tuple(edge(t) for t in diff), saved,
-                     tuple((t._data.shape, t._data.dtype) for t in diff))
+    saved = tuple(residual_arrays)
+    if gi.ext_residuals:
+        saved += tuple(save_input(flat[i] if kind == "arg" else obj)
+                       for kind, i, obj in gi.ext_residuals)
+    meta = entry.__dict__.get("_node_meta")
+    if meta is None:  # shapes and dtypes are fixed by the entry's key and guards
+        meta = entry._node_meta = (
+            tuple((t._data.shape, t._data.dtype) for t in diff),
+            tuple((t._data.shape, t._data.dtype) for t in tensors))
+    node = make_node(CompiledFunctionBackward, edges, saved, meta[0])
     node._entry = entry
     node.n_outputs = len(tensors)
-    node._out_meta = tuple((t._data.shape, t._data.dtype) for t in tensors)
-    for i, t in enumerate(tensors):
-        if i in gi.diff_outputs:
-            t._requires_grad = True
-            t._grad_fn = node
-            if i:
-                t._output_nr = i
+    node._out_meta = meta[1]
+    for i in gi.diff_outputs:
+        t = tensors[i]
+        t._requires_grad = True
+        t._grad_fn = node
+        if i:
+            t._output_nr = i
 
 
 def run_backward(entry, node, grads) -> tuple:
     """The compiled backward: cotangents (zeros for outputs given none), residuals, the
     inputs/captured tensors it reads -> one gradient per differentiable input."""
-    import numpy as np
-
     gi = entry.grad_info
     n_res = len(gi.residuals)
     saved = node.saved
