@@ -26,7 +26,7 @@ import numpy as np
 from ..tensor import Tensor
 
 __all__ = ["ClosureGuard", "AccessGuard", "external_guards", "closure_names", "state_of",
-           "value_state", "guarded_state", "is_stateful"]
+           "value_state", "guarded_state", "is_stateful", "closure_relevant"]
 
 
 def external_guards(graph, tracer) -> list:
@@ -74,11 +74,11 @@ class ClosureGuard:
         if code is None:
             return
         for cell in getattr(target, "__closure__", None) or ():
-            if _cell_ok(cell) and _relevant(cell.cell_contents):
+            if _cell_ok(cell) and closure_relevant(cell.cell_contents):
                 self.slots.append((cell, None))
         g = getattr(target, "__globals__", {})
         for n in code.co_names:
-            if n in g and _relevant(g[n]):
+            if n in g and closure_relevant(g[n]):
                 self.slots.append((g, n))
 
     def current(self) -> tuple:
@@ -138,7 +138,9 @@ def _is_module(o) -> bool:
         not isinstance(o, type) and not isinstance(o, Tensor)
 
 
-def _relevant(o) -> bool:
+def closure_relevant(o) -> bool:
+    """What :class:`ClosureGuard` compares when the compiled function's closure or the
+    globals it names hold it: tensors, plain numbers, modules, optimizers."""
     return (isinstance(o, (Tensor, int, float, bool)) or _is_module(o)
             or hasattr(o, "param_groups"))
 

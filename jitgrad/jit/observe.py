@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import random
 import sys
 import sysconfig
 import types
@@ -32,7 +33,7 @@ import numpy as np
 from ..tensor import Tensor
 from ..trace.state import STATE as _TRACE
 from .access import Chain, analyze
-from .guards import guarded_state, is_stateful
+from .guards import closure_relevant, guarded_state, is_stateful
 
 __all__ = ["Observer", "untraceable_reason"]
 
@@ -81,6 +82,9 @@ def _is_user_code(code) -> bool:
     return got
 
 
+#: objects whose methods draw random numbers in Python (frozen by a trace)
+_RANDOM_STATES = (random.Random, np.random.Generator, np.random.RandomState,
+                  np.random.BitGenerator)
 _UNTRACEABLE_MODULES = ("random", "_random", "time", "secrets", "uuid", "numpy.random")
 _IO = {builtins.print: "print()", builtins.input: "input()", builtins.open: "open()",
        builtins.breakpoint: "breakpoint()"}
@@ -100,10 +104,7 @@ def untraceable_reason(v) -> str | None:
     if io is not None:
         return f"calls {io} (a Python side effect)"
     owner = getattr(v, "__self__", None)
-    import random
-
-    if isinstance(owner, (random.Random, np.random.Generator, np.random.RandomState,
-                          np.random.BitGenerator)):
+    if isinstance(owner, _RANDOM_STATES):
         return (f"calls {type(owner).__module__}.{type(owner).__name__}."
                 f"{getattr(v, '__name__', '?')} (random numbers drawn in Python)")
     mod = getattr(v, "__module__", None) or ""
@@ -153,12 +154,6 @@ def _outside_mutable(v) -> bool:
                                    frozenset, np.ndarray, np.generic, type) + _CALLABLES):
         return False
     return True
-
-
-def _closure_guarded(v) -> bool:
-    """What :class:`~jitgrad.jit.guards.ClosureGuard` already compares when the compiled
-    function's closure or globals hold it."""
-    return isinstance(v, (Tensor, int, float, bool)) or is_stateful(v)
 
 
 class Observer:
@@ -244,7 +239,7 @@ class Observer:
             self._record(frame, ch, top, ch.steps[:cut], value)
 
     def _record(self, frame, ch, top: bool, steps: tuple, value) -> None:
-        if top and not steps and ch.kind in ("global", "deref") and _closure_guarded(value):
+        if top and not steps and ch.kind in ("global", "deref") and closure_relevant(value):
             return  # the compiled function's own global / cell: ClosureGuard compares it
         if ch.kind == "global":
             g = frame.f_globals
