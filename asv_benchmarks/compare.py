@@ -19,6 +19,12 @@ Workloads (as ``shared/peers-bench`` and ``benchmarks/bench_eager.py``):
   Numba kernel (``cache=True``), torch.compile (inductor's cache; slow: only without --quick),
   jax.jit (no persistent cache: cold only).
 
+Implementations: ``jitgrad`` is eager; ``jitgrad_compiled`` the whole step under
+``jitgrad.compile`` (value_and_grad for ``seed``); ``jitgrad_node`` the function alone compiled
+with ``backward()`` outside (``seed``, ``chain``); ``jitgrad_module`` ``compile(model)`` with the
+loss, ``backward()`` and ``opt.step()`` eager (``mlp``); ``numba_fused*`` hand-written one-pass
+kernels (``_vmath``: with jitgrad's kernel math).
+
 Every implementation of a workload is timed in this process, interleaved round-robin (one
 repeat of each per round) so background load hits all alike; ``number`` per repeat is
 calibrated so a repeat lasts ~``target_s``; median and min over the repeats. Ratios: ``x best``
@@ -248,6 +254,16 @@ def seed_impls(jg):
         return vg(xc)[1].item()
     impls["jitgrad_compiled"] = jitgrad_compiled
 
+    f = jg.compile(lambda x: jg.log(x ** 3) + jg.sqrt(x ** 2))
+    xn = jg.tensor(5.0, requires_grad=True)
+
+    def jitgrad_node():  # compiled function, backward() outside it
+        xn.grad = None
+        f(xn).backward()
+        return xn.grad.item()
+    jitgrad_node()
+    impls["jitgrad_node"] = jitgrad_node
+
     torch = optional("torch")
     if torch:
         tx = torch.tensor(5.0, requires_grad=True)
@@ -348,6 +364,39 @@ def chain_fused_libm(x, w, b, gx, gw, gb, one, two):
     return acc
 
 
+def chain_fused_vmath(x, w, b, gx, gw, gb):
+    """One pass with jitgrad's kernel math (``jitgrad.kernels.vmath``: the tanh and sigmoid
+    the generated kernels call, <= 3 ulp), strict float math: the hand-written kernel a
+    compiled step is measured against with the same math (numba_fused uses a faster, less
+    accurate tanh approximation). Compiled at first use (vmath is jitgrad's)."""
+    global _CHAIN_VMATH
+    if _CHAIN_VMATH is None:
+        from jitgrad.kernels.vmath import sigmoid, tanh
+
+        @njit(parallel=True, cache=True)
+        def kernel(x, w, b, gx, gw, gb, one, two):
+            acc = 0.0
+            for i in prange(x.shape[0]):
+                xi = x[i]
+                wi = w[i]
+                t = tanh(xi * wi + b[i])
+                s = sigmoid(xi)
+                t2 = t * t
+                ts = t2 * s
+                acc += ts
+                du = two * t * s * (one - t2)
+                gx[i] = du * wi + ts * (one - s)
+                gw[i] = du * xi
+                gb[i] = du
+            return acc
+        _CHAIN_VMATH = kernel
+    one, two = x.dtype.type(1), x.dtype.type(2)
+    return _CHAIN_VMATH(x, w, b, gx, gw, gb, one, two)
+
+
+_CHAIN_VMATH = None
+
+
 def eager_chain_step(lib, x, w, b):
     """W2 in an autograd library (jitgrad, PyTorch) on the leaves x, w, b: forward + backward
     into fresh grads; returns the loss and the three gradients."""
@@ -382,6 +431,7 @@ def chain_impls(jg, n: int, dtype: str):
     one, two = x.dtype.type(1), x.dtype.type(2)
     impls["numba_fused_libm"] = lambda: (chain_fused_libm(x, w, b, gx, gw, gb, one, two),
                                          gx, gw, gb)
+    impls["numba_fused_vmath"] = lambda: (chain_fused_vmath(x, w, b, gx, gw, gb), gx, gw, gb)
 
     jx, jw, jb = (jg.from_numpy(a.copy()).requires_grad_() for a in (x, w, b))
     impls["jitgrad"] = eager_chain_step(jg, jx, jw, jb)
@@ -394,6 +444,17 @@ def chain_impls(jg, n: int, dtype: str):
         loss = step(cx, cw, cb)
         return loss.item(), cx.grad, cw.grad, cb.grad
     impls["jitgrad_compiled"] = jitgrad_compiled
+
+    loss_fn = workloads("chain_workloads").compiled_chain_loss(jg)
+    nx, nw, nb = (jg.from_numpy(a.copy()).requires_grad_() for a in (x, w, b))
+
+    def jitgrad_node():  # the loss compiled, backward() outside it
+        nx.grad = nw.grad = nb.grad = None
+        loss = loss_fn(nx, nw, nb)
+        loss.backward()
+        return loss.item(), nx.grad, nw.grad, nb.grad
+    jitgrad_node()
+    impls["jitgrad_node"] = jitgrad_node
 
     torch = optional("torch")
     if torch:
@@ -510,6 +571,7 @@ def mlp_impls(jg, batch: int, with_torch_compile: bool):
         "numpy": lambda: tw.numpy_mlp_step(batch),
         "jitgrad": lambda: tw.jitgrad_mlp_step(jg, batch, compiled=False)[0],
         "jitgrad_compiled": lambda: tw.jitgrad_mlp_step(jg, batch, compiled=True)[0],
+        "jitgrad_module": lambda: tw.jitgrad_mlp_module_step(jg, batch),
     }
     torch = optional("torch")
     if torch:

@@ -1,12 +1,12 @@
 """Environment configuration: ``JITGRAD_LOGS``, ``JITGRAD_CACHE_DIR``, ``JITGRAD_DISABLE_JIT``
 (``JITGRAD_NATIVE=0``, read by ``compiler/native.py``, turns native kernel objects off),
-``JITGRAD_CHECK_IR``."""
+``JITGRAD_CHECK_IR``, ``JITGRAD_SPECULATE``."""
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["log_topics", "cache_dir", "jit_disabled", "check_ir"]
+__all__ = ["log_topics", "cache_dir", "jit_disabled", "check_ir", "speculate"]
 
 
 def log_topics() -> frozenset[str]:
@@ -33,3 +33,9 @@ def check_ir() -> bool:
     """``JITGRAD_CHECK_IR=1`` checks every graph after tracing and after each compiler pass
     (``Graph.check``); the test suite sets it."""
     return os.environ.get("JITGRAD_CHECK_IR", "") not in ("", "0")
+
+
+def speculate() -> bool:
+    """Whether compiled losses compute their gradients in the forward call
+    (``jit/speculation.py``); ``JITGRAD_SPECULATE=0`` turns it off."""
+    return os.environ.get("JITGRAD_SPECULATE", "1") not in ("", "0")

@@ -2,8 +2,8 @@
 peer report (``compare.py``), so that both time the same code on the same data:
 
 * W2, the element-wise chain ``sum(tanh(x*w + b)**2 * sigmoid(x))`` forward + backward: its
-  float64 reference and its whole step compiled by ``jitgrad.compile`` (also as source text,
-  for the programs that time a fresh process);
+  float64 reference, its whole step compiled by ``jitgrad.compile`` (also as source text,
+  for the programs that time a fresh process) and its loss alone compiled (the node path);
 * the matmul chain ``((x @ w1).tanh() @ w2).sum()``: its inputs.
 """
 
@@ -34,6 +34,12 @@ def compiled_chain_step(jg):
         loss.backward()
         return loss
     return step
+
+
+def compiled_chain_loss(jg):
+    """W2's loss alone under ``jg.compile``; the caller runs ``loss.backward()`` outside (the
+    node path: a compiled function inside eager autograd)."""
+    return jg.compile(lambda x, w, b: (jg.tanh(x * w + b) ** 2 * jg.sigmoid(x)).sum())
 
 
 def compiled_chain_step_source() -> str:

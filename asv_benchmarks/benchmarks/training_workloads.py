@@ -131,6 +131,21 @@ def jitgrad_mlp_step(jg, batch: int, compiled: bool):
     return (lambda: step(xt, yt)), step
 
 
+def jitgrad_mlp_module_step(jg, batch: int):
+    """The same step with the model compiled and the rest eager, as torch.compile users
+    write it: ``cm = jitgrad.compile(model)``, then ``F.cross_entropy(cm(x), y)``,
+    ``loss.backward()`` and ``opt.step()`` outside (the demo's ``make_step`` over ``cm``)."""
+    import jitgrad.nn as nn
+
+    x, y, params = mlp_data(batch)
+    model = _mlp(nn)
+    _copy_linears(model, params, jg.from_numpy)
+    opt = jg.optim.SGD(model.parameters(), lr=LR)
+    step = make_step(jg.compile(model), opt, jg.nn.functional.cross_entropy)
+    xt, yt = jg.from_numpy(x), jg.from_numpy(y)
+    return lambda: step(xt, yt)
+
+
 def torch_mlp_step(torch, batch: int, compiled: bool = False):
     """PyTorch eager (or ``torch.compile`` of the whole step): the same model and update."""
     from torch import nn

@@ -84,15 +84,16 @@ _SEEDS: dict = {}  # (dtype, shape) -> read-only ones: the implicit seed gradien
 
 
 def _seed(d) -> Tensor:
-    """The implicit gradient of a one-element output ``d``: ones, shared and read-only (a
-    leaf that would keep it as its ``.grad`` copies it: ``accumulate._must_copy``)."""
+    """The implicit gradient of a one-element output ``d``: ones, one shared tensor per
+    dtype and shape over a read-only array (a leaf that would keep it as its ``.grad``
+    copies it: ``accumulate._must_copy``; an in-place op on it raises)."""
     key = (d.dtype, d.shape)
-    a = _SEEDS.get(key)
-    if a is None:
+    t = _SEEDS.get(key)
+    if t is None:
         a = np.ones(d.shape, d.dtype)
         a.flags.writeable = False
-        _SEEDS[key] = a
-    return wrap(a)
+        t = _SEEDS[key] = wrap(a)
+    return t
 
 
 def _leaf_edges_plain(edges) -> bool:
@@ -124,18 +125,27 @@ def _backward_one_node(t: Tensor, retain: bool) -> bool:
             or node._retain is not None or node._pre_hooks is not None
             or node._post_hooks is not None or not _leaf_edges_plain(node.next_edges)):
         return False
-    grads = [None] * node.n_outputs
-    grads[t._output_nr] = _seed(d)
+    n = node.n_outputs
+    if n == 1:
+        grads = [_seed(d)]
+    else:
+        grads = [None] * n
+        grads[t._output_nr] = _seed(d)
     state = grad_mode.STATE
     prev = state.enabled
     state.enabled = False  # as _Run: the rules and the accumulation run without grad mode
     try:
-        out = node.apply(grads)
-        ids = [id(g) for g in out if g is not None]
-        repeated = len(set(ids)) != len(ids)
-        for e, g in zip(node.next_edges, out):
+        out = node.apply(grads) if retain else node.apply_final(grads)
+        if len(out) == 1:
+            e, g = node.next_edges[0], out[0]
             if e is not None and g is not None:
-                accumulate_into_leaf(e, g, repeated and ids.count(id(g)) > 1)
+                accumulate_into_leaf(e, g, False)
+        else:
+            ids = [id(g) for g in out if g is not None]
+            repeated = len(set(ids)) != len(ids)
+            for e, g in zip(node.next_edges, out):
+                if e is not None and g is not None:
+                    accumulate_into_leaf(e, g, repeated and ids.count(id(g)) > 1)
     finally:
         state.enabled = prev
     if not retain:
@@ -412,7 +422,7 @@ class _Run:
             if needed is None or any(
                     e is not None and id(e[0] if type(e) is tuple else e) in needed
                     for e in edges):
-                out_grads = node.apply(grads)
+                out_grads = node.apply(grads) if self.retain else node.apply_final(grads)
                 if node._post_hooks is not None:
                     out_grads = self._post_node(node, out_grads, grads)
                 if len(out_grads) > 1:

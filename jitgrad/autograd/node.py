@@ -14,8 +14,8 @@ import weakref
 from ..tensor import RemovableHandle, Tensor, _HookDict, alias
 from .accumulate import accumulate_into_leaf
 
-__all__ = ["Node", "AccumulateGrad", "node_class", "make_node", "init_node", "edge", "save_input",
-           "save_output", "unpack", "FREED_MESSAGE"]
+__all__ = ["Node", "AccumulateGrad", "node_class", "make_node", "init_node", "edge", "next_seq",
+           "save_input", "save_output", "unpack", "FREED_MESSAGE"]
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -118,6 +118,11 @@ class Node:
     def name(self) -> str:
         return type(self).__name__
 
+    def apply_final(self, grads: list) -> tuple:
+        """``apply`` when the engine frees the node right after (no ``retain_graph``): a
+        node whose gradients are arrays it holds may hand them over instead of copying."""
+        return self.apply(grads)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {hex(id(self))}>"
 
@@ -215,6 +220,10 @@ def edge(t: Tensor):
         return None
     fn = t._grad_fn
     return t if fn is None else (fn, t._output_nr)
+
+
+#: the next node sequence number (for nodes made by generated code)
+next_seq = _seq.__next__
 
 
 def make_node(cls: type, edges: tuple, saved, in_meta) -> Node:

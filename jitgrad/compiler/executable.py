@@ -27,7 +27,8 @@ __all__ = ["Plan", "build_plan"]
 class Plan:
     """Runs a graph: reads inputs, executes its steps, applies its effects."""
 
-    def __init__(self, graph: Graph, keep=(), cache_dir=None) -> None:
+    def __init__(self, graph: Graph, keep=(), cache_dir=None, fresh_from: int | None = None
+                 ) -> None:
         self.graph = graph
         self.keep = optimize(graph, keep)
         self.reference = config.jit_disabled()
@@ -43,6 +44,9 @@ class Plan:
         # and accumulate into in place) an input too (a cotangent passed through)
         self.copied = {k for k, v in enumerate(graph.outputs) if v.kind == "const"}
         self.copied_arrays = {k for k, v in enumerate(graph.outputs) if v.kind in ("const", "in")}
+        if fresh_from is not None:  # outputs the caller will own (gradients): fresh arrays
+            self.copied |= {k for k, v in enumerate(graph.outputs) if k >= fresh_from and (
+                v.kind != "op" or any(u is v for u in graph.outputs[:k]))}
         self.effects = bool(graph.writes or graph.grad_sets)
         ins = list(graph.inputs) + list(graph.externals)
         self.arg_slots = [(id(v), v.source.index) for v in ins
@@ -246,6 +250,8 @@ def _nothing(env) -> None:
     """The second call of a shared-kernel pair: its output was set by the first."""
 
 
-def build_plan(graph: Graph, keep=(), cache_dir=None) -> Plan:
-    """Compile ``graph`` into a plan (``keep``: extra values to return, e.g. residuals)."""
-    return Plan(graph, keep, cache_dir)
+def build_plan(graph: Graph, keep=(), cache_dir=None, fresh_from: int | None = None) -> Plan:
+    """Compile ``graph`` into a plan (``keep``: extra values to return, e.g. residuals;
+    outputs from ``fresh_from`` on are arrays of their own: never an input, a constant or
+    another output)."""
+    return Plan(graph, keep, cache_dir, fresh_from)

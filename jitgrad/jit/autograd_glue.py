@@ -19,8 +19,8 @@ from ..autograd import grad_mode
 from ..autograd.node import FREED_MESSAGE, Node, edge, make_node, node_class, save_input, unpack
 from ..tensor import Tensor, wrap
 
-__all__ = ["CompiledFunctionBackward", "attach_backward", "mark_joint_output", "run_backward",
-           "run_backward_with_history"]
+__all__ = ["CompiledFunctionBackward", "attach_backward", "history_gradients",
+           "mark_joint_output", "run_backward", "run_backward_with_history"]
 
 
 class CompiledFunctionBackwardBase(Node):
@@ -120,12 +120,39 @@ def run_backward(entry, node, grads) -> tuple:
         else:
             cots.append(g._data)
     arrays = entry.bplan.run_arrays(cots + list(saved[:n_res]) + ext)
-    return tuple(None if a is None else wrap(a) for a in arrays)
+    if (not entry.speculating and entry.spec_plan is not None
+            and cots[0].item() == 1.0):  # differentiated as speculation would: speculate again
+        entry.speculating = True
+        entry.spec_idle = 0
+    return wrap_gradients(arrays)
+
+
+def wrap_gradients(arrays: list) -> tuple:
+    """One tensor per gradient array; an array given to two inputs (``x + y``: the same
+    gradient) is one tensor, so the engine knows it is shared and copies it before making
+    it a ``.grad`` (two leaves never share a ``.grad``'s memory)."""
+    out = []
+    seen: dict = {}
+    for a in arrays:
+        if a is None:
+            out.append(None)
+            continue
+        t = seen.get(id(a))
+        if t is None:
+            t = seen[id(a)] = wrap(a)
+        out.append(t)
+    return tuple(out)
 
 
 def run_backward_with_history(entry, node, grads) -> tuple:
-    """The backward under ``create_graph=True``: the forward's autograd graph rebuilt over
-    this call's residuals and inputs (once per node, as eager autograd keeps one forward
+    """The backward under ``create_graph=True``, from the residuals the forward plan kept."""
+    n_res = len(entry.grad_info.residuals)
+    return history_gradients(entry, node, grads, list(node.saved[:n_res]), node.saved[n_res:])
+
+
+def history_gradients(entry, node, grads, residuals: list, ext_saved) -> tuple:
+    """Gradients with history: the forward's autograd graph rebuilt over ``residuals`` and
+    the saved inputs ``ext_saved`` (once per node, as eager autograd keeps one forward
     graph), then the ops' VJP rules over it with grad mode on; see
     ``compiler/higher_order.py``. Inputs no gradient reaches get zeros, as from the
     compiled backward."""
@@ -135,12 +162,10 @@ def run_backward_with_history(entry, node, grads) -> tuple:
             "jitgrad.compile: double backward (create_graph=True) through this compiled "
             f"function is not supported: {gi.template_reason}; call the function uncompiled "
             "for higher-order gradients")
-    n_res = len(gi.residuals)
-    saved = node.saved
-    ext = [unpack(e, node) for e in saved[n_res:]]  # version checks: modified inputs raise
+    ext = [unpack(e, node) for e in ext_saved]  # version checks: modified inputs raise
     rebuilt = node.__dict__.get("_rebuilt")
     if rebuilt is None:
-        rebuilt = gi.template.rebuild(list(saved[:n_res]), ext, [e[1] for e in saved[n_res:]],
+        rebuilt = gi.template.rebuild(residuals, ext, [e[1] for e in ext_saved],
                                       node.next_edges)
         node._rebuilt = rebuilt
     out = rebuilt.vjp(grads)

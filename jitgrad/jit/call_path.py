@@ -28,6 +28,7 @@ from ..trace.pytree import unflatten
 from ..trace.state import STATE as _TRACE
 from .aliasing import alias_of, arg_aliasing, guard_residuals, link_view, root
 from .autograd_glue import attach_backward, mark_joint_output
+from .speculation import attach_lines
 
 __all__ = ["MISS", "entry_run", "entry_fast"]
 
@@ -39,17 +40,32 @@ def _exec(name: str, body: list, ns: dict) -> Callable:
     return build_function(f"call_{name}", ["args" if name == "fast" else "flat"], body, ns)
 
 
-def entry_run(entry, grad_enabled: bool) -> Callable[[Any], Any]:
+def entry_run(entry, grad_enabled: bool, flat: list) -> Callable[[Any], Any]:
     """``entry.run`` unrolled: the plan, one tensor per output, the backward node (or the
     joint-output marks) when grad mode is on, the output structure. Outputs that alias what
     the caller sees (``entry.aliases``, see ``aliasing.py``) are those tensors, or views
     sharing their version counters, as in eager mode."""
     n_out = len(entry.graph.outputs)
-    ns: dict = {"PLAN_RUN": entry.plan.run, "ALIAS": alias, "ENTRY": entry,
+    ns: dict = {"ALIAS": alias, "ENTRY": entry,
                 "TREE": entry.out_tree, "UNFLATTEN": unflatten, "ATTACH": attach_backward,
                 "MARK": mark_joint_output, "EDGE": edge}
     ts = [f"t{i}" for i in range(n_out)]
+    tree = entry.out_tree
+    if tree == ("T",):
+        ret = "return t0"
+    elif tree[0] == "tuple" and all(c == ("T",) for c in tree[1]):
+        ret = f"return ({''.join(t + ', ' for t in ts)})"
+    else:
+        ret = f"return UNFLATTEN(TREE, [{', '.join(ts)}])"
     body = ["outs = PLAN_RUN(flat)"]
+    if entry.spec_plan is not None and grad_enabled:  # a speculated loss (speculation.py)
+        ns["SPEC_RUN"] = entry.spec_plan.run
+        body = ["if ENTRY.speculating:", "    outs = SPEC_RUN(flat)"]
+        body += [f"    t{i} = ALIAS(outs[{i}])" for i in range(n_out)]
+        body += ["    " + ln for ln in attach_lines(entry, flat, ns, ts, f"outs[{n_out}:]")]
+        body += ["    " + ret, "outs = ENTRY.plan.run(flat)"]  # built when first needed
+    else:
+        ns["PLAN_RUN"] = entry.plan.run
     if entry.escaped:  # only until the first run has filled them
         body += ["if ENTRY.escaped:", "    ENTRY.fill_escaped(outs)"]
     before, after = _alias_lines(getattr(entry, "aliases", None) or [None] * n_out, ns)
@@ -66,13 +82,7 @@ def entry_run(entry, grad_enabled: bool) -> Callable[[Any], Any]:
         body.append("edges = tuple(EDGE(t) for t in flat if t._requires_grad)")
         body += [f"MARK(t{i}, edges)" for i in entry.joint_outputs]
     body += after
-    tree = entry.out_tree
-    if tree == ("T",):
-        body.append("return t0")
-    elif tree[0] == "tuple" and all(c == ("T",) for c in tree[1]):
-        body.append(f"return ({''.join(t + ', ' for t in ts)})")
-    else:
-        body.append(f"return UNFLATTEN(TREE, [{', '.join(ts)}])")
+    body.append(ret)
     return _exec("run", body, ns)
 
 

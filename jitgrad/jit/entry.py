@@ -24,10 +24,15 @@ class Entry:
     fast = None  # the generated cache-hit path (call_path.py), made at the first hit
     aliases = None  # per output: its relation to the caller's tensors (aliasing.py)
     residual_anchors: tuple = ()  # caller's tensors whose memory the backward reads
+    spec_plan = None  # the joint forward+backward plan of a speculated loss (speculation.py)
+    speculating = False  # whether calls run spec_plan now
+    spec_idle = 0  # speculated calls since the last backward through one
+    spec_reason: str | None = None  # why the entry does not speculate (None: it does)
 
     def __init__(self, fn_name, graph, out_tree, guards, grad_info, closure_ids, cache_dir,
-                 escaped=()) -> None:
+                 escaped=(), speculate: bool = False) -> None:
         from ..compiler import build_plan
+        from ..compiler.joint import joint_graph
 
         self.graph = graph
         self.graph_text = str(graph)    # as traced (the plan optimises the graph in place)
@@ -36,13 +41,44 @@ class Entry:
         self.closure_ids = closure_ids
         self.grad_info = grad_info      # None, or the backward description (GradInfo)
         self.backward_text = str(grad_info.graph) if grad_info is not None else None
-        residuals = list(grad_info.residuals) if grad_info else []
-        n_out = len(graph.outputs)
-        self.plan = build_plan(graph, residuals + [v for _, v in escaped], cache_dir)
-        self.bplan = build_plan(grad_info.graph, (), cache_dir) if grad_info else None
         self.fn_name = fn_name
-        self.escaped = [(weakref.ref(a), n_out + len(residuals) + k)
+        self._cache_dir = cache_dir
+        self._plans = None
+        n_out = len(graph.outputs)
+        n_res = len(grad_info.residuals) if grad_info else 0
+        self.escaped = [(weakref.ref(a), n_out + n_res + k)
                         for k, (a, _) in enumerate(escaped)]
+        self._keep = [v for _, v in escaped]
+        if speculate:  # the forward and backward plans are built when first needed
+            self.spec_plan = build_plan(joint_graph(graph, grad_info), (), cache_dir,
+                                        fresh_from=n_out)
+            self.speculating = True
+        else:
+            self._build_plans()
+
+    def _build_plans(self) -> tuple:
+        from ..compiler import build_plan
+
+        plans = self._plans
+        if plans is None:
+            gi = self.grad_info
+            residuals = list(gi.residuals) if gi else []
+            plans = self._plans = (
+                build_plan(self.graph, residuals + self._keep, self._cache_dir),
+                build_plan(gi.graph, (), self._cache_dir) if gi else None)
+        return plans
+
+    @property
+    def plan(self):
+        """The forward plan (it also returns the residuals the backward plan reads)."""
+        plans = self._plans
+        return plans[0] if plans is not None else self._build_plans()[0]
+
+    @property
+    def bplan(self):
+        """The backward plan (None without a differentiable output)."""
+        plans = self._plans
+        return plans[1] if plans is not None else self._build_plans()[1]
 
     #: the access chains the trace read (``guards.AccessGuard``); set by the tracer's caller
     access = None
@@ -64,10 +100,11 @@ class Entry:
             return self.access.check(args, kwargs)
         return None
 
-    def finish(self, grad_enabled: bool) -> None:
+    def finish(self, grad_enabled: bool, flat: list) -> None:
         """Make ``run(flat)`` (the plan, output tensors, autograd glue, output structure:
-        ``call_path.entry_run``) once the entry is complete (``joint`` is known)."""
-        self.run = call_path.entry_run(self, grad_enabled)
+        ``call_path.entry_run``) once the entry is complete (``joint`` is known); ``flat``:
+        the traced call's tensors."""
+        self.run = call_path.entry_run(self, grad_enabled, flat)
 
     def fill_escaped(self, outs: list) -> None:
         """The first run: copy the compiled values into the arrays outside state kept."""
@@ -94,7 +131,8 @@ class EagerEntry(Entry):
 
 class Lowered:
     """What :meth:`CompiledFunction.lower` returns: the traced graph, backward graph, fusion
-    groups and generated source of one entry."""
+    groups and generated source of one entry (and, for a speculated loss, the joint plan's:
+    ``joint_groups``, ``joint_source``)."""
 
     def __init__(self, entry: Entry) -> None:
         self.entry = entry
@@ -103,6 +141,9 @@ class Lowered:
         self.fusion_groups = entry.plan.describe_groups() + (
             entry.bplan.describe_groups() if entry.bplan else [])
         self.source = entry.plan.source() + (entry.bplan.source() if entry.bplan else "")
+        spec = entry.spec_plan  # a speculated loss: the joint plan its calls run
+        self.joint_groups = spec.describe_groups() if spec is not None else []
+        self.joint_source = spec.source() if spec is not None else ""
 
     def __str__(self) -> str:
         parts = ["== graph ==", self.graph]
@@ -110,4 +151,7 @@ class Lowered:
             parts += ["== backward graph ==", self.backward_graph]
         parts += ["== fusion groups =="] + self.fusion_groups
         parts += ["== generated source ==", self.source or "(no generated kernels)"]
+        if self.joint_groups:
+            parts += ["== speculated joint forward+backward plan (what calls run) =="]
+            parts += self.joint_groups + [self.joint_source]
         return "\n".join(parts)

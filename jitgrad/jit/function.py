@@ -20,6 +20,7 @@ from collections.abc import Callable
 from .. import config
 from ..autograd import grad_mode
 from ..compiler.autodiff import differentiable, trace_backward
+from ..compiler.joint import speculation_blocker
 from ..tensor import Tensor
 from ..trace.pytree import flatten
 from ..trace.state import STATE as _TRACE
@@ -246,16 +247,26 @@ class CompiledFunction:
         aliases = aliasing.analyse(flat, out_flat, graph, tracer, grad_info)
         # backward()/grad() ran inside: outputs that required grad carry no history of it
         joint_outputs = [i for i, t in enumerate(out_flat) if t._requires_grad]
+        out_sizes = [(t._data.size, t._data.dtype) for t in out_flat]
         tracer.undo()
         del result, out_flat  # the traced outputs: not results (the plan computes those)
+        escaped = tracer.escaped_values()
+        why_not = "disabled (JITGRAD_SPECULATE=0)" if not config.speculate() else (
+            "the function calls backward() itself" if tracer.backward_runs else
+            speculation_blocker(graph, grad_info, out_sizes, aliases, escaped))
+        if grad_info is not None:
+            _log("speculate", f"{self.__name__}: " + (
+                "speculates the gradients (joint forward+backward plan)" if why_not is None
+                else f"no speculation: {why_not}"))
         entry = Entry(self.__name__, graph, out_tree, guards, grad_info, closure_ids,
-                      self.cache_dir, tracer.escaped_values())
+                      self.cache_dir, escaped, speculate=why_not is None)
         entry.aliases, entry.residual_anchors = aliases
+        entry.spec_reason = why_not
         if tracer.backward_runs:
             entry.joint = True
             entry.joint_outputs = joint_outputs
         entry.access = access
-        entry.finish(key[2])
+        entry.finish(key[2], flat)
         self._entries.setdefault(key, []).insert(0, entry)
         tracer.release()  # the trace's arrays: not alive while the plan runs the call
         return entry.run(flat)
@@ -391,11 +402,16 @@ def explain(f: Callable, *args, **kwargs) -> str:
     low = cf.lower(*args, **kwargs)
     e = low.entry
     n_graphs = 1 + (1 if e.grad_info else 0)
-    n_kernels = e.plan.n_kernels + (e.bplan.n_kernels if e.bplan else 0)
+    n_kernels = e.plan.n_kernels + (e.bplan.n_kernels if e.bplan else 0) + (
+        e.spec_plan.n_kernels if e.spec_plan else 0)
     lines = [
         f"{cf.__name__}: {n_graphs} graph(s) ({'forward + backward' if e.grad_info else 'one'})"
         f", {len(e.graph.eqns)} forward op(s), {n_kernels} generated kernel(s)",
         stats,
         f"last retrace reason: {cf.last_retrace_reason or 'none'}",
     ]
+    if e.grad_info is not None:
+        lines.append("speculated gradients: " + (
+            "yes (the forward call runs the joint forward+backward plan)"
+            if e.spec_reason is None else f"no ({e.spec_reason})"))
     return "\n".join(lines)
