@@ -13,6 +13,7 @@ from ..trace.ir import Var
 from ..trace.state import STATE as _TRACE
 from ..trace.tracer import Tracer
 from .higher_order import capture_template, graph_intact
+from .partition import recompute_cheap_residuals
 
 __all__ = ["GradInfo", "trace_backward", "differentiable"]
 
@@ -30,6 +31,12 @@ class GradInfo:
         self.ext_residuals: list = []    # inputs/captured tensors the backward reads
         self.template = None             # ForwardTemplate (higher_order.py), for create_graph
         self.template_reason: str | None = None  # why there is none
+        # save vs recompute (partition.py): the residuals the forward plan keeps, and the
+        # ones the backward recomputes
+        self.saved: list = []
+        self.kept: list = []
+        self.recomputed: list = []
+        self.backward_inputs: list = []
 
 
 def trace_backward(tracer: Tracer, graph, flat, out_flat) -> GradInfo:
@@ -96,6 +103,9 @@ def trace_backward(tracer: Tracer, graph, flat, out_flat) -> GradInfo:
         v.source = None
         v.n_in = k
     gi.graph = bgraph
+    gi.saved = list(gi.residuals)
+    gi.kept = list(range(len(gi.residuals)))
+    recompute_cheap_residuals(gi, graph)
     if check_ir():
         bgraph.check()
     return gi

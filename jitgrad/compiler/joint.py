@@ -70,14 +70,14 @@ def joint_graph(graph: Graph, grad_info) -> Graph:
         joint.externals.append(new[id(v)])
     _copy_eqns(graph.eqns, joint, var, new, count)
 
-    n_cot, n_res = len(grad_info.diff_outputs), len(grad_info.residuals)
+    n_cot, n_res = len(grad_info.diff_outputs), len(grad_info.saved)
     for k, v in enumerate(bg.inputs):
         if k < n_cot:  # the cotangent: ones, as the implicit seed of backward()
             ones = np.ones(v.shape, v.dtype)
             ones.flags.writeable = False
             new[id(v)] = Var(next(count), v.shape, v.dtype, "const", ones)
         elif k < n_cot + n_res:  # a residual: the forward value itself
-            new[id(v)] = var(grad_info.residuals[k - n_cot])
+            new[id(v)] = var(grad_info.saved[k - n_cot])
         else:  # an input or captured tensor the backward reads
             kind, i, obj = grad_info.ext_residuals[k - n_cot - n_res]
             new[id(v)] = _input_var(joint, kind, i, obj, v, count)

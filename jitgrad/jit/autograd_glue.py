@@ -17,6 +17,7 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..autograd.node import FREED_MESSAGE, Node, edge, make_node, node_class, save_input, unpack
+from ..compiler.partition import all_residuals
 from ..tensor import Tensor, wrap
 
 __all__ = ["CompiledFunctionBackward", "attach_backward", "history_gradients",
@@ -108,7 +109,7 @@ def run_backward(entry, node, grads) -> tuple:
     """The compiled backward: cotangents (zeros for outputs given none), residuals, the
     inputs/captured tensors it reads -> one gradient per differentiable input."""
     gi = entry.grad_info
-    n_res = len(gi.residuals)
+    n_res = len(gi.saved)
     saved = node.saved
     ext = [unpack(e, node)._data for e in saved[n_res:]]
     cots = []
@@ -145,9 +146,13 @@ def wrap_gradients(arrays: list) -> tuple:
 
 
 def run_backward_with_history(entry, node, grads) -> tuple:
-    """The backward under ``create_graph=True``, from the residuals the forward plan kept."""
-    n_res = len(entry.grad_info.residuals)
-    return history_gradients(entry, node, grads, list(node.saved[:n_res]), node.saved[n_res:])
+    """The backward under ``create_graph=True``, from the residuals the forward plan kept
+    (and those the backward recomputes, ``compiler/partition.py``)."""
+    gi = entry.grad_info
+    n_res = len(gi.saved)
+    ext = node.saved[n_res:]
+    residuals = all_residuals(gi, node.saved[:n_res], [e[0]._data for e in ext])
+    return history_gradients(entry, node, grads, residuals, ext)
 
 
 def history_gradients(entry, node, grads, residuals: list, ext_saved) -> tuple:

@@ -72,7 +72,7 @@ def entry_run(entry, grad_enabled: bool, flat: list) -> Callable[[Any], Any]:
     body += [f"t{i} = ALIAS(outs[{i}])" for i in range(n_out)]
     body += before
     if entry.grad_info is not None and grad_enabled:
-        n_res = len(entry.grad_info.residuals)
+        n_res = len(entry.grad_info.saved)
         body.append(f"ATTACH(ENTRY, flat, [{', '.join(ts)}], outs[{n_out}:{n_out + n_res}])")
         if entry.residual_anchors and entry.grad_info.diff_outputs:
             guard = _anchor_exprs(entry.residual_anchors, ns, "R")

@@ -45,7 +45,7 @@ class Entry:
         self._cache_dir = cache_dir
         self._plans = None
         n_out = len(graph.outputs)
-        n_res = len(grad_info.residuals) if grad_info else 0
+        n_res = len(grad_info.saved) if grad_info else 0
         self.escaped = [(weakref.ref(a), n_out + n_res + k)
                         for k, (a, _) in enumerate(escaped)]
         self._keep = [v for _, v in escaped]
@@ -62,7 +62,7 @@ class Entry:
         plans = self._plans
         if plans is None:
             gi = self.grad_info
-            residuals = list(gi.residuals) if gi else []
+            residuals = list(gi.saved) if gi else []
             plans = self._plans = (
                 build_plan(self.graph, residuals + self._keep, self._cache_dir),
                 build_plan(gi.graph, (), self._cache_dir) if gi else None)

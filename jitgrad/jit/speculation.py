@@ -37,6 +37,7 @@ import numpy as np
 from .. import config
 from ..autograd import grad_mode
 from ..autograd.node import FREED_MESSAGE, next_seq, node_class, unpack
+from ..compiler.partition import all_residuals
 from .autograd_glue import CompiledFunctionBackwardBase, history_gradients, wrap_gradients
 
 __all__ = ["IDLE_LIMIT", "attach_lines", "SpeculativeBackward", "node_class_for"]
@@ -152,7 +153,7 @@ def _forward_again(entry, node) -> list:
     inputs: the same bits the joint plan computed (speculated calls have no effects and
     draw no random numbers; fused kernels round as unfused ones)."""
     n_out = len(entry.graph.outputs)
-    return entry.plan.run(node._flat)[n_out:n_out + len(entry.grad_info.residuals)]
+    return entry.plan.run(node._flat)[n_out:n_out + len(entry.grad_info.saved)]
 
 
 def _recomputed(entry, node, grads) -> tuple:
@@ -171,4 +172,7 @@ def _recomputed(entry, node, grads) -> tuple:
 def _with_history(entry, node, grads) -> tuple:
     """``create_graph=True`` through a speculated call: the residuals recomputed, then the
     backward built with history."""
-    return history_gradients(entry, node, grads, _forward_again(entry, node), node.saved)
+    ext = node.saved
+    residuals = all_residuals(entry.grad_info, _forward_again(entry, node),
+                              [e[0]._data for e in ext])
+    return history_gradients(entry, node, grads, residuals, ext)
