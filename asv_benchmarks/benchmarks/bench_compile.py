@@ -9,7 +9,8 @@
 * ``peakmem_*``: eager vs compiled memory of a step;
 * ``track_*``: fused kernels per graph, traces, cache hits.
 
-Workloads: W1 the seed scalar graph (compiled ``value_and_grad``), W2 the element-wise chain
+Workloads: W1 the seed scalar graph (compiled ``value_and_grad``, and compiled ``f`` with
+``f(x).backward()`` outside), W2 the element-wise chain
 (backward inside the compiled function, and compiled forward + ``CompiledFunctionBackward``),
 and a matmul chain. ``quick_params`` is what ``tests/test_benchmarks_quick.py`` runs.
 """
@@ -56,6 +57,25 @@ class SeedGraphCompiled:
 
     def time_call(self):
         self.vg(self.x)
+
+
+class SeedGraphNode:
+    """W1 through the node path: ``f = jitgrad.compile(w1)``, then ``f(x).backward()`` and
+    ``x.grad`` read outside it (a compiled function inside eager autograd)."""
+
+    quick_params = None
+
+    def setup(self):
+        self.f = jitgrad.compile(_w1)
+        self.x = jitgrad.tensor(5.0, requires_grad=True)
+        for _ in range(2):
+            self.time_call()
+        assert abs(self.x.grad.item() - 1.6) < 1e-6
+
+    def time_call(self):
+        self.x.grad = None
+        self.f(self.x).backward()
+        return self.x.grad.item()
 
 
 class ChainCompiled:

@@ -1,7 +1,8 @@
 """Training steps (the "Training" issue's workloads; models in ``training_workloads.py``):
 
-* ``time_step``: one full step (forward, cross-entropy, backward, SGD update), eager or
-  compiled with ``jitgrad.compile`` (traced and compiled in ``setup``);
+* ``time_step``: one full step (forward, cross-entropy, backward, SGD update), eager,
+  compiled whole with ``jitgrad.compile`` (traced and compiled in ``setup``), or ``module``:
+  the model compiled and the rest eager, as torch.compile users write it;
 * ``peakmem_step``: the process's peak memory over a step, eager vs compiled;
 * ``time_compile_*``: tracing + compiling a fresh training step (``number = 1``);
 * ``track_*``: fused kernels in the step's plan, traces over epochs with a short last batch.
@@ -21,12 +22,16 @@ import training_workloads as tw  # noqa: E402
 class MLPStep:
     """MLP 784-256-256-10, ReLU, softmax cross-entropy, SGD, float32 (peers' W3)."""
 
-    params = [[128, 1024], ["eager", "compiled"]]
+    params = [[128, 1024], ["eager", "compiled", "module"]]
     param_names = ["batch", "mode"]
-    quick_params = [[16], ["eager", "compiled"]]
+    quick_params = [[16], ["eager", "compiled", "module"]]
 
     def setup(self, batch, mode):
-        self.step, self.fn = tw.jitgrad_mlp_step(jitgrad, batch, compiled=mode == "compiled")
+        if mode == "module":  # compile(model); loss, backward() and opt.step() eager
+            self.step = tw.jitgrad_mlp_module_step(jitgrad, batch)
+        else:
+            self.step, self.fn = tw.jitgrad_mlp_step(jitgrad, batch,
+                                                     compiled=mode == "compiled")
         for _ in range(3):  # compiled: trace, build, run
             self.step()
 

@@ -96,8 +96,8 @@ def reduction_kind(dims: tuple, full: tuple, p: int) -> str | None:
 
 
 def _fusable(e: Eqn) -> bool:
-    if (isinstance(e.op, str) or e.op.kind != "elementwise" or e.op.expr is None
-            or not e.op.fusable):
+    if (isinstance(e.op, str) or e.op.kind != "elementwise" and not e.op.copies
+            or e.op.expr is None or not e.op.fusable):
         return False
     cdt = np.dtype(e.cdt) if e.cdt is not None else np.dtype(e.out.dtype)
     return cdt in _FLOATS

@@ -14,7 +14,7 @@ __all__ = ["clone", "contiguous", "to_dtype"]
 
 
 CLONE = defop(name="clone", kind=MOVEMENT, inputs=("a",), node="CloneBackward0",
-              ref=lambda a: np.array(a, copy=True, order="C"),
+              ref=lambda a: np.array(a, copy=True, order="C"), expr="a", copies=True,
               vjp=lambda g, ins, out, p, n: (g,))
 
 

@@ -131,6 +131,10 @@ class OpDef:
     keeps_order: bool = False
     """The output holds the input's elements in the same row-major order, only the shape
     differs (reshape): where only leading size-1 dims differ, it is a broadcast too."""
+    copies: bool = False
+    """The output is a new array equal to the input, same shape and dtype (clone): its
+    ``expr`` is the input itself, and a fused loop may store the value a second time instead
+    of a plan step copying it."""
     permutes: bool = False
     """The output is the input with its dims reordered as ``params["dims"]`` (permute)."""
     matmul: bool = False
