@@ -99,6 +99,15 @@ def _seed(d) -> Tensor:
 def _leaf_edges_plain(edges) -> bool:
     """Every edge is None or a distinct leaf without hooks (tensor, accumulator, pre/post
     accumulation)."""
+    if len(edges) == 1:
+        e = edges[0]
+        if type(e) is not Tensor:
+            return e is None
+        if e._hooks or e._post_acc_hooks:
+            return False
+        acc = e._accumulator
+        acc = acc() if acc is not None else None
+        return acc is None or not (acc._pre_hooks or acc._post_hooks)
     seen = set()
     for e in edges:
         if e is None:

@@ -132,6 +132,9 @@ def wrap_gradients(arrays: list) -> tuple:
     """One tensor per gradient array; an array given to two inputs (``x + y``: the same
     gradient) is one tensor, so the engine knows it is shared and copies it before making
     it a ``.grad`` (two leaves never share a ``.grad``'s memory)."""
+    if len(arrays) == 1:
+        a = arrays[0]
+        return (None if a is None else wrap(a),)
     out = []
     seen: dict = {}
     for a in arrays:

@@ -61,7 +61,8 @@ def entry_run(entry, grad_enabled: bool, flat: list) -> Callable[[Any], Any]:
     if entry.spec_plan is not None and grad_enabled:  # a speculated loss (speculation.py)
         ns["SPEC_RUN"] = entry.spec_plan.run
         body = ["if ENTRY.speculating:", "    outs = SPEC_RUN(flat)"]
-        body += [f"    t{i} = ALIAS(outs[{i}])" for i in range(n_out)]
+        loss = entry.grad_info.diff_outputs[0]  # made by attach_lines
+        body += [f"    t{i} = ALIAS(outs[{i}])" for i in range(n_out) if i != loss]
         body += ["    " + ln for ln in attach_lines(entry, flat, ns, ts, f"outs[{n_out}:]")]
         body += ["    " + ret, "outs = ENTRY.plan.run(flat)"]  # built when first needed
     else:

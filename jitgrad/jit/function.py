@@ -309,7 +309,7 @@ def _tensor_args_tree(n: int) -> tuple:
 
 
 def compile(fn: Callable | None = None, *, fullgraph: bool = False,  # noqa: A001
-            dynamic: bool | None = None, backend: str | Callable = "inductor",
+            dynamic: bool | None = None, backend: str | Callable | None = None,
             mode: str | None = None, options: dict | None = None, disable: bool = False,
             fallback: str | None = None, cache_dir=None) -> Callable:
     """Compile ``fn``, a function or a module, as ``torch.compile`` does: traced per input
@@ -324,7 +324,8 @@ def compile(fn: Callable | None = None, *, fullgraph: bool = False,  # noqa: A00
     * ``fullgraph``: False (the default), a call whose Python needs a tensor's value (``if
       x.sum() > 0``, ``.item()``, printing) runs eagerly from that point, with a warning,
       and calls of that signature stay eager; True makes it an error (``ValueEscape``).
-    * ``backend``: ``"inductor"`` (the default), ``"auto"`` or ``"cpu"`` compile;
+    * ``backend``: ``"inductor"`` (``None``, the default, means it), ``"auto"`` or ``"cpu"``
+      compile;
       ``"eager"``/``"aot_eager"`` run ``fn`` uncompiled; ``"cuda"`` is reserved; custom
       (callable) backends are not supported.
     * ``mode`` (``"default"``, ``"reduce-overhead"``, ``"max-autotune"``,

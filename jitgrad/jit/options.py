@@ -67,10 +67,12 @@ def _backend_name(backend: Callable) -> str:
     return getattr(backend, "__name__", None) or repr(backend)
 
 
-def resolve(backend: str | Callable = "inductor", fallback: str | None = None,
+def resolve(backend: str | Callable | None = "inductor", fallback: str | None = None,
             fullgraph: bool = False, dynamic: bool | None = None, mode: str | None = None,
             options: dict | None = None, cache_dir: Any = None) -> CompileOptions:
     """Check ``jitgrad.compile``'s arguments (see the module docstring) and return them."""
+    if backend is None:  # torch.compile's default: inductor
+        backend = "inductor"
     if not isinstance(backend, str):
         if callable(backend):
             raise NotImplementedError(

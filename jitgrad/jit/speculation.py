@@ -38,6 +38,7 @@ from .. import config
 from ..autograd import grad_mode
 from ..autograd.node import FREED_MESSAGE, next_seq, node_class, unpack
 from ..compiler.partition import all_residuals
+from ..tensor import Tensor
 from .autograd_glue import CompiledFunctionBackwardBase, history_gradients, wrap_gradients
 
 __all__ = ["IDLE_LIMIT", "attach_lines", "SpeculativeBackward", "node_class_for"]
@@ -84,9 +85,13 @@ class SpeculativeBackwardBase(CompiledFunctionBackwardBase):
         return wrap_gradients(arrays)
 
     def release(self) -> None:
-        super().release()
+        if self.saved is not None:
+            self.saved = None
+            self._freed = True
         self._arrays = None
         self._flat = None
+        if self.__dict__.get("_rebuilt") is not None:  # create_graph's rebuilt forward
+            self.__dict__.pop("_rebuilt").release()
 
 
 SpeculativeBackward = node_class("CompiledFunctionBackward", SpeculativeBackwardBase)
@@ -104,13 +109,15 @@ def node_class_for(entry, out_index: int, n_outputs: int) -> type:
 
 
 def attach_lines(entry, flat_sample: list, ns: dict, ts: list, outs: str) -> list:
-    """Source lines (for ``call_path.entry_run``) giving a speculated call's loss its node:
-    ``make_node`` and ``edge`` unrolled for this entry's inputs (the key fixes which
-    arguments require grad), the inputs the backward reads saved with their versions.
-    ``outs``: the expression of the gradient arrays."""
+    """Source lines (for ``call_path.entry_run``) making a speculated call's loss tensor
+    (``ts[i]`` over ``outs[i]``: ``tensor.alias`` unrolled) and its node: ``make_node`` and
+    ``edge`` unrolled for this entry's inputs (the key fixes which arguments require grad),
+    the inputs the backward reads saved with their versions. ``outs``: the expression of
+    the gradient arrays."""
     gi = entry.grad_info
     i = gi.diff_outputs[0]
     ns.update({"SPEC_NODE": node_class_for(entry, i, len(ts)), "NEW": object.__new__,
+               "TENSOR": Tensor,
                "SEQ": next_seq, "IDLE": _went_idle, "IDLE_LIMIT": IDLE_LIMIT})
 
     def tensor(kind: str, k: int, obj, tag: str) -> str:
@@ -124,7 +131,9 @@ def attach_lines(entry, flat_sample: list, ns: dict, ts: list, outs: str) -> lis
              in enumerate(gi.ext_residuals)]
     ns["SPEC_META"] = tuple((a._data.shape, a._data.dtype) for a in (
         flat_sample[k] if kind == "arg" else obj for kind, k, obj in gi.diff_inputs))
-    lines = ["node = NEW(SPEC_NODE)"]
+    t = ts[i]
+    lines = [f"{t} = NEW(TENSOR)", f"{t}._data = outs[{i}]", f"{t}._grad = None",
+             f"{t}._vc = [0]", "node = NEW(SPEC_NODE)"]
     edges = []
     for j, d in enumerate(diff):
         lines.append(f"d{j} = {d}")
@@ -133,9 +142,9 @@ def attach_lines(entry, flat_sample: list, ns: dict, ts: list, outs: str) -> lis
     lines.append(f"node.next_edges = ({''.join(e + ', ' for e in edges)})")
     lines.append(f"node.saved = ({''.join(f'({x}, {x}._vc[0]), ' for x in saved)})")
     lines += ["node.in_meta = SPEC_META", "node.seq = SEQ()", f"node._arrays = {outs}",
-              "node._flat = flat", f"{ts[i]}._requires_grad = True", f"{ts[i]}._grad_fn = node"]
+              "node._flat = flat", f"{t}._requires_grad = True", f"{t}._grad_fn = node"]
     if i:
-        lines.append(f"{ts[i]}._output_nr = {i}")
+        lines.append(f"{t}._output_nr = {i}")
     lines += ["idle = ENTRY.spec_idle + 1", "ENTRY.spec_idle = idle",
               "if idle >= IDLE_LIMIT:", "    IDLE(ENTRY)"]
     return lines

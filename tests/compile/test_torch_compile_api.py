@@ -319,7 +319,7 @@ def test_module_compile_copies_and_nesting(rng):
 # -------------------------------------------------------------- the arguments
 def test_signature_is_torchs():
     sig = inspect.signature(jg.compile).parameters
-    want = {"fullgraph": False, "dynamic": None, "backend": "inductor", "mode": None,
+    want = {"fullgraph": False, "dynamic": None, "backend": None, "mode": None,
             "options": None, "disable": False}
     assert {k: sig[k].default for k in want} == want
     assert all(sig[k].kind is inspect.Parameter.KEYWORD_ONLY for k in want)
