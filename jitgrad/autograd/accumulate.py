@@ -56,9 +56,10 @@ def accumulate_into_leaf(t: Tensor, g: Tensor, shared: bool) -> None:
                 t._grad = g
             else:
                 gd = g._data
-                if _must_copy(g, shared):
+                flags = gd.flags  # _must_copy, inlined: this is every backward's path
+                if shared or gd.base is not None or not flags.writeable or g._requires_grad:
                     gd = gd.copy()
-                elif not gd.flags.c_contiguous:
+                elif not flags.c_contiguous:
                     gd = np.ascontiguousarray(gd)
                 t._grad = wrap(gd)
         elif create or old._requires_grad:
