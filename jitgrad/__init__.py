@@ -16,6 +16,7 @@ import builtins as _builtins
 
 from . import (  # ops first: attaches Tensor methods
     autograd,
+    linalg,
     nn,  # noqa: E402,I001 - needs the ops above
     ops,
     optim,
@@ -136,7 +137,7 @@ if _clash:
 globals().update(_OP_EXPORTS)
 
 __all__ = [
-    "Tensor", "Size", "dtype", "autograd", "nn", "ops", "optim", "utils", "Generator",
+    "Tensor", "Size", "dtype", "autograd", "linalg", "nn", "ops", "optim", "utils", "Generator",
     "default_generator",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
     "float", "double", "half", "int", "long", "short",

@@ -11,7 +11,7 @@ containers, losses, ``functional`` and ``init``.
 jitgrad.Size([16, 4])
 """
 
-from . import functional, init
+from . import functional, init, utils
 from .activation import GELU, Dropout, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .container import ModuleDict, ModuleList, Sequential
 from .hooks import (
@@ -28,7 +28,7 @@ from .normalization import BatchNorm1d, LayerNorm
 from .parameter import Parameter
 
 __all__ = [
-    "functional", "init", "Module", "Parameter", "RemovableHandle",
+    "functional", "init", "utils", "Module", "Parameter", "RemovableHandle",
     "Identity", "Linear", "Flatten", "Embedding", "Conv2d", "MaxPool2d",
     "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax", "Dropout",
     "LayerNorm", "BatchNorm1d", "Sequential", "ModuleList", "ModuleDict",

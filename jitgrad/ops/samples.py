@@ -462,3 +462,29 @@ def pool_gather(rng, dtype):
     backward, which gathers at the argmax positions."""
     return [((_r(rng, xs, dtype), _distinct_values(rng, xs, dtype)), {**kw, "_id": cid})
             for xs, kw, cid in _POOL_CASES]
+
+
+# ------------------------------------------------------- norms and triangles (ops/norms.py...)
+def _signed_distinct(rng, shape, dtype):
+    """Non-zero values of distinct magnitudes (unique extremes for the inf norms)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    mag = (rng.permutation(max(n, 1))[:n] + 1.0).reshape(shape) * 0.37
+    sgn = np.where(rng.random(size=shape) < 0.5, -1.0, 1.0)
+    return np.asarray(mag * sgn, dtype=dtype)
+
+
+_NORM_CASES = [((5,), None, False), ((2, 3), (1,), True), ((2, 3, 4), (0, 2), False),
+               ((3, 4), (-2,), False), ((), None, False)]
+
+
+def vector_norm(rng, dtype):
+    """ord 2, 1, inf, -inf and the general formula (p < 1, 1 < p < 2, p > 2)."""
+    return [((_signed_distinct(rng, s, dtype),), {"ord": o, "dim": d, "keepdim": k})
+            for o in (2.0, 1.0, np.inf, -np.inf, 0.5, 1.5, 3.0) for s, d, k in _NORM_CASES]
+
+
+def triangle(rng, dtype):
+    """tril/triu: square, wide, tall and batched matrices, every sign of ``diagonal``."""
+    return [((_r(rng, s, dtype),), {"diagonal": d})
+            for s, d in (((3, 3), 0), ((3, 4), 1), ((4, 3), -1), ((2, 3, 3), 0),
+                         ((2, 2, 4), -2), ((3, 3), 5), ((3, 3), -5))]

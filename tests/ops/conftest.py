@@ -887,3 +887,15 @@ def _cv_pool_gather(M, ts, p):
 
 
 ADAPTERS["pool_gather"] = _cv_pool_gather
+
+
+# ------------------------------------------- norms and triangles (ops/norms.py, triangular.py)
+def _vector_norm(M, ts, p):
+    return M.linalg.vector_norm(ts[0], ord=p["ord"], dim=p["dim"], keepdim=p["keepdim"])
+
+
+ADAPTERS.update({
+    "vector_norm": _vector_norm,
+    "tril": lambda M, ts, p: M.tril(ts[0], p["diagonal"]),
+    "triu": lambda M, ts, p: ts[0].triu(diagonal=p["diagonal"]),
+})
