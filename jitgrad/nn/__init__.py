@@ -21,7 +21,16 @@ from .hooks import (
     register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 )
-from .layers import Conv2d, Embedding, Flatten, Identity, Linear, MaxPool2d
+from .layers import (
+    AdaptiveAvgPool2d,
+    AvgPool2d,
+    Conv2d,
+    Embedding,
+    Flatten,
+    Identity,
+    Linear,
+    MaxPool2d,
+)
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module
 from .normalization import BatchNorm1d, LayerNorm
@@ -29,7 +38,8 @@ from .parameter import Parameter
 
 __all__ = [
     "functional", "init", "utils", "Module", "Parameter", "RemovableHandle",
-    "Identity", "Linear", "Flatten", "Embedding", "Conv2d", "MaxPool2d",
+    "Identity", "Linear", "Flatten", "Embedding", "Conv2d", "MaxPool2d", "AvgPool2d",
+    "AdaptiveAvgPool2d",
     "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax", "Dropout",
     "LayerNorm", "BatchNorm1d", "Sequential", "ModuleList", "ModuleDict",
     "MSELoss", "L1Loss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",

@@ -488,3 +488,25 @@ def triangle(rng, dtype):
     return [((_r(rng, s, dtype),), {"diagonal": d})
             for s, d in (((3, 3), 0), ((3, 4), 1), ((4, 3), -1), ((2, 3, 3), 0),
                          ((2, 2, 4), -2), ((3, 3), 5), ((3, 3), -5))]
+
+
+#: (input shape, output_size): smaller, not dividing, equal, larger (overlapping windows),
+#: None entries, unbatched
+_ADAPTIVE_CASES = [((2, 3, 5, 7), (3, 4), "shrink"), ((1, 2, 6, 6), (2, 3), "divides"),
+                   ((1, 2, 4, 5), (6, 7), "grow"), ((2, 2, 5, 4), (2, None), "none"),
+                   ((3, 5, 4), 3, "unbatched"), ((1, 1, 4, 4), (1, 3), "row")]
+
+
+def adaptive_avg_pool2d(rng, dtype):
+    return [((_r(rng, xs, dtype),), {"output_size": o, "_id": cid})
+            for xs, o, cid in _ADAPTIVE_CASES]
+
+
+def adaptive_avg_pool2d_backward(rng, dtype):
+    """(grad, input): the adapter pools ``input`` and differentiates."""
+    out = []
+    for xs, o, cid in _ADAPTIVE_CASES:
+        o2 = (o, o) if isinstance(o, int) else o
+        gs = tuple(xs[:-2]) + tuple(xs[-2 + i] if v is None else v for i, v in enumerate(o2))
+        out.append(((_r(rng, gs, dtype), _r(rng, xs, dtype)), {"output_size": o, "_id": cid}))
+    return out

@@ -899,3 +899,12 @@ ADAPTERS.update({
     "tril": lambda M, ts, p: M.tril(ts[0], p["diagonal"]),
     "triu": lambda M, ts, p: ts[0].triu(diagonal=p["diagonal"]),
 })
+
+
+# adaptive average pooling (ops/pooling.py)
+ADAPTERS.update({
+    "adaptive_avg_pool2d": lambda M, ts, p: M.nn.functional.adaptive_avg_pool2d(
+        ts[0], p["output_size"]),
+    "adaptive_avg_pool2d_backward": lambda M, ts, p: _cv_grad(
+        M, lambda t: M.nn.functional.adaptive_avg_pool2d(t, p["output_size"]), ts[1], ts[0]),
+})
