@@ -31,7 +31,16 @@ from .layers import (
     Linear,
     MaxPool2d,
 )
-from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from .module import Module
 from .normalization import BatchNorm1d, LayerNorm
 from .parameter import Parameter
@@ -42,7 +51,8 @@ __all__ = [
     "AdaptiveAvgPool2d",
     "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax", "Dropout",
     "LayerNorm", "BatchNorm1d", "Sequential", "ModuleList", "ModuleDict",
-    "MSELoss", "L1Loss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",
+    "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
+    "BCEWithLogitsLoss",
     "register_module_forward_pre_hook", "register_module_forward_hook",
     "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
 ]

@@ -510,3 +510,23 @@ def adaptive_avg_pool2d_backward(rng, dtype):
         gs = tuple(xs[:-2]) + tuple(xs[-2 + i] if v is None else v for i, v in enumerate(o2))
         out.append(((_r(rng, gs, dtype), _r(rng, xs, dtype)), {"output_size": o, "_id": cid}))
     return out
+
+
+def _robust_pair_args(rng, shape, dtype, w):
+    """``(input, target)`` whose differences keep away from the kinks at ``+-w``."""
+    y = _r(rng, shape, dtype)
+    mag = np.where(rng.random(size=shape) < 0.5, rng.uniform(0.1, 0.8, size=shape),
+                   rng.uniform(1.25, 3.0, size=shape)) * w
+    sgn = np.where(rng.random(size=shape) < 0.5, -1.0, 1.0)
+    return np.asarray(y + sgn * mag, dtype=dtype), y
+
+
+def robust_loss(rng, dtype):
+    """smooth_l1_loss (beta) and huber_loss (delta: the ``beta`` param)."""
+    return [(_robust_pair_args(rng, s, dtype, b), {"reduction": r, "beta": b})
+            for s in ((), (3,), (2, 3)) for r in ("mean", "sum", "none") for b in (1.0, 0.5)]
+
+
+def robust_loss_backward(rng, dtype):
+    return [((_r(rng, x.shape if p["reduction"] == "none" else (), dtype), x, y), p)
+            for (x, y), p in robust_loss(rng, dtype)]
