@@ -16,6 +16,7 @@ import builtins as _builtins
 
 from . import (  # ops first: attaches Tensor methods
     autograd,
+    linalg,
     nn,  # noqa: E402,I001 - needs the ops above
     ops,
     optim,
@@ -37,6 +38,7 @@ from .creation import (
     full_like,
     linspace,
     logspace,
+    multinomial,
     normal,
     ones,
     ones_like,
@@ -74,6 +76,17 @@ from .ops.api import export_table as _export_table
 from .ops.reduce import prod  # a NumPy reduction with no op: exported by hand
 from .random import Generator, default_generator, initial_seed, manual_seed, seed
 from .tensor import Size, Tensor
+from .tensor_types import (
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+)
 from .threads import get_num_threads, set_num_threads
 
 float = float32  # noqa: A001 - PyTorch's aliases
@@ -136,7 +149,7 @@ if _clash:
 globals().update(_OP_EXPORTS)
 
 __all__ = [
-    "Tensor", "Size", "dtype", "autograd", "nn", "ops", "optim", "utils", "Generator",
+    "Tensor", "Size", "dtype", "autograd", "linalg", "nn", "ops", "optim", "utils", "Generator",
     "default_generator",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
     "float", "double", "half", "int", "long", "short",
@@ -145,9 +158,10 @@ __all__ = [
     "tensor", "as_tensor", "from_numpy", "scalar_tensor", "zeros", "ones", "full", "empty",
     "eye", "arange", "linspace", "logspace", "rand", "randn", "randint", "randperm", "normal",
     "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
-    "randint_like", "prod",
+    "randint_like", "multinomial", "prod",
     "is_tensor", "is_floating_point", "numel", "allclose", "equal", "isnan", "isinf",
     "isfinite", "__version__", "compile", "explain", "grad", "value_and_grad",
-    "set_num_threads", "get_num_threads",
+    "set_num_threads", "get_num_threads", "FloatTensor", "DoubleTensor", "HalfTensor",
+    "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
     *_OP_EXPORTS,
 ]

@@ -173,30 +173,52 @@ def _check_device(device) -> None:
         raise RuntimeError(f"jitgrad tensors live on the CPU; device {device!r} is not available")
 
 
+def _size(sizes: tuple, size, name: str) -> tuple:
+    """The shape of a factory call: positional sizes, or the ``size=`` keyword (not both)."""
+    if size is None:
+        return as_shape(sizes)
+    if sizes:
+        raise TypeError(f"{name}() got multiple values for argument 'size'")
+    return as_shape((size,))
+
+
+def _out(t: Tensor, out, name: str) -> Tensor:
+    """A factory's ``out=``: ``t`` written into ``out`` (see ``ops.inplace.write_out``)."""
+    if out is None:
+        return t
+    from .ops.inplace import write_out
+
+    return write_out(out, t, name)
+
+
 def _dt(dtype, default=None) -> np.dtype:
     if dtype is None:
         return (default or dtypes.get_default_dtype()).np
     return dtypes.to_dtype(dtype).np
 
 
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
-    """A tensor of zeros."""
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
+          out=None) -> Tensor:
+    """A tensor of zeros (``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``)."""
     _check_device(device)
-    shape, d = as_shape(size), _dt(dtype)
-    return _finish(np.zeros(shape, d), requires_grad, lambda: np.zeros(shape, d))
+    shape, d = _size(sizes, size, "zeros"), _dt(dtype)
+    return _out(_finish(np.zeros(shape, d), requires_grad, lambda: np.zeros(shape, d)), out,
+                "zeros")
 
 
-def ones(*size, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
-    """A tensor of ones."""
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
+         out=None) -> Tensor:
+    """A tensor of ones (sizes as :func:`zeros`)."""
     _check_device(device)
-    shape, d = as_shape(size), _dt(dtype)
-    return _finish(np.ones(shape, d), requires_grad, lambda: np.ones(shape, d))
+    shape, d = _size(sizes, size, "ones"), _dt(dtype)
+    return _out(_finish(np.ones(shape, d), requires_grad, lambda: np.ones(shape, d)), out,
+                "ones")
 
 
-def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """An uninitialised tensor."""
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor (sizes as :func:`zeros`)."""
     _check_device(device)
-    shape, d = as_shape(size), _dt(dtype)
+    shape, d = _size(sizes, size, "empty"), _dt(dtype)
     return _finish(np.empty(shape, d), requires_grad, lambda: np.empty(shape, d))
 
 
@@ -251,11 +273,12 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None,
     return _finish(np.logspace(start, end, steps, base=base).astype(_dt(dtype)), requires_grad)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Uniform samples in ``[0, 1)``."""
+def rand(*sizes, size=None, generator=None, dtype=None, device=None,
+         requires_grad: bool = False) -> Tensor:
+    """Uniform samples in ``[0, 1)`` (sizes as :func:`zeros`)."""
     _check_device(device)
     d = _dt(dtype)
-    shape = as_shape(size)
+    shape = _size(sizes, size, "rand")
 
     def make():
         arr = rng(generator).random(shape, dtype=d if d.kind == "f" and d.itemsize >= 4
@@ -264,11 +287,12 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = F
     return _finish(make(), requires_grad, make, "random")
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Standard normal samples."""
+def randn(*sizes, size=None, generator=None, dtype=None, device=None,
+          requires_grad: bool = False) -> Tensor:
+    """Standard normal samples (sizes as :func:`zeros`)."""
     _check_device(device)
     d = _dt(dtype)
-    shape = as_shape(size)
+    shape = _size(sizes, size, "randn")
 
     def make():
         arr = rng(generator).standard_normal(shape, dtype=d if d.kind == "f" and
@@ -369,3 +393,55 @@ def const_tensor(arr: np.ndarray) -> Tensor:
     """Wrap an array computed from static information only (shapes, indices given as Python
     data): a constant of the graph when ``jitgrad.compile`` is tracing."""
     return _finish(arr, False)
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
+                generator=None, out=None) -> Tensor:
+    """``num_samples`` category indices (int64) drawn from each row of ``input`` (1-D or 2-D
+    non-negative weights, not necessarily normalised), as ``torch.multinomial``: with
+    ``replacement`` independently, else without repeats (the exponential-race sampling
+    PyTorch uses on the CPU). The draws come from ``generator`` (the default generator when
+    None). The values decide the draw, so a compiled function stops tracing here (a graph
+    break: ``fullgraph=True`` raises).
+
+    >>> import jitgrad
+    >>> jitgrad.multinomial(jitgrad.tensor([0.0, 1.0, 0.0]), 2, replacement=True)
+    tensor([1, 1])
+    """
+    a = input._data
+    if a.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if a.dtype.kind != "f":
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{input.dtype.tensor_type[:-len('Tensor')]}")
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    n_cat = a.shape[-1]
+    if not replacement and num_samples > n_cat:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    p = np.atleast_2d(a).astype(np.float64)
+    if not np.isfinite(p).all() or (p < 0).any():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    total = p.sum(axis=1, keepdims=True)
+    if (total <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    if not replacement and ((p > 0).sum(axis=1) < num_samples).any():
+        raise RuntimeError("invalid multinomial distribution (with replacement=False, not "
+                           "enough non-negative category to sample)")
+    tr = _TRACE.tracer
+    if tr is not None:
+        tr.graph_break("multinomial() draws from the values of a tensor")
+    r = rng(generator)
+    if replacement:
+        cdf = np.cumsum(p / total, axis=1)
+        u = r.random((p.shape[0], num_samples))
+        idx = np.stack([np.minimum(np.searchsorted(c, x, side="right"), n_cat - 1)
+                        for c, x in zip(cdf, u)])
+    else:
+        with np.errstate(divide="ignore"):
+            keys = p / r.exponential(size=p.shape)
+        idx = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
+    res = wrap(np.ascontiguousarray(idx.reshape(a.shape[:-1] + (num_samples,)),
+                                    dtype=np.int64))
+    return _out(res, out, "multinomial")

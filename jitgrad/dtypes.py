@@ -69,6 +69,7 @@ bool_ = DType("bool", np.bool_, 0, "BoolTensor")
 _ALL = (float16, float32, float64, uint8, int8, int16, int32, int64, bool_)
 _BY_NP: dict[np.dtype, DType] = {d.np: d for d in _ALL}
 _BY_NAME: dict[str, DType] = {d.name: d for d in _ALL}
+_BY_TENSOR_TYPE: dict[str, DType] = {d.tensor_type: d for d in _ALL}
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "int": int32,
                  "long": int64, "short": int16})
 
@@ -118,7 +119,12 @@ def to_dtype(dtype) -> DType:
         name = dtype.removeprefix("jitgrad.").removeprefix("torch.")
         if name in _BY_NAME:
             return _BY_NAME[name]
+        if name in _BY_TENSOR_TYPE:  # "torch.FloatTensor", as Tensor.type() takes it
+            return _BY_TENSOR_TYPE[name]
         raise TypeError(f"unknown dtype {dtype!r}")
+    legacy = getattr(dtype, "dtype", None)  # a legacy constructor (jitgrad.FloatTensor)
+    if type(legacy) is DType and isinstance(dtype, type):
+        return legacy
     try:
         return from_numpy_dtype(dtype)
     except TypeError:

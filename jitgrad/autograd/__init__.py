@@ -13,11 +13,19 @@ from .grad_mode import (
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .node import Node
 
+
+def __getattr__(name: str):
+    if name == "Variable":  # legacy; defined with the tensor types (it needs Tensor)
+        from ..tensor_types import Variable
+
+        return Variable
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 __all__ = [
     "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
     "gradgradcheck", "GradcheckError", "no_grad", "enable_grad", "set_grad_enabled",
     "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "Node",
-    "set_detect_anomaly", "detect_anomaly",
+    "set_detect_anomaly", "detect_anomaly", "Variable",
 ]
 
 _anomaly = False

@@ -11,7 +11,7 @@ containers, losses, ``functional`` and ``init``.
 jitgrad.Size([16, 4])
 """
 
-from . import functional, init
+from . import functional, init, utils
 from .activation import GELU, Dropout, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .container import ModuleDict, ModuleList, Sequential
 from .hooks import (
@@ -21,18 +21,38 @@ from .hooks import (
     register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 )
-from .layers import Conv2d, Embedding, Flatten, Identity, Linear, MaxPool2d
-from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .layers import (
+    AdaptiveAvgPool2d,
+    AvgPool2d,
+    Conv2d,
+    Embedding,
+    Flatten,
+    Identity,
+    Linear,
+    MaxPool2d,
+)
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from .module import Module
 from .normalization import BatchNorm1d, LayerNorm
 from .parameter import Parameter
 
 __all__ = [
-    "functional", "init", "Module", "Parameter", "RemovableHandle",
-    "Identity", "Linear", "Flatten", "Embedding", "Conv2d", "MaxPool2d",
+    "functional", "init", "utils", "Module", "Parameter", "RemovableHandle",
+    "Identity", "Linear", "Flatten", "Embedding", "Conv2d", "MaxPool2d", "AvgPool2d",
+    "AdaptiveAvgPool2d",
     "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax", "Dropout",
     "LayerNorm", "BatchNorm1d", "Sequential", "ModuleList", "ModuleDict",
-    "MSELoss", "L1Loss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",
+    "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
+    "BCEWithLogitsLoss",
     "register_module_forward_pre_hook", "register_module_forward_hook",
     "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
 ]

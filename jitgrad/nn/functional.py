@@ -21,16 +21,24 @@ from ..ops.losses import binary_cross_entropy_with_logits
 from ..ops.nnops.activation import gelu
 from ..ops.nnops.embedding import embedding
 from ..ops.nnops.linear import linear
-from ..ops.nnops.losses import binary_cross_entropy, l1_loss, mse_loss
+from ..ops.nnops.losses import (
+    binary_cross_entropy,
+    huber_loss,
+    l1_loss,
+    mse_loss,
+    smooth_l1_loss,
+)
 from ..ops.nnops.nll import cross_entropy, nll_loss
 from ..ops.nnops.norm import batch_norm, layer_norm
+from ..ops.pooling import adaptive_avg_pool2d, avg_pool2d
 from ..ops.reduce import log_softmax as _log_softmax
 from ..ops.reduce import softmax as _softmax
 from ..tensor import Tensor
 
 __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout",
-           "conv2d", "max_pool2d", "layer_norm", "batch_norm", "embedding", "mse_loss",
-           "l1_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
+           "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "layer_norm",
+           "batch_norm", "embedding", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+           "cross_entropy", "nll_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits"]
 
 

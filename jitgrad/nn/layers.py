@@ -1,5 +1,6 @@
 """Layers with parameters or shape logic: ``Identity``, ``Linear``, ``Flatten``,
-``Embedding``, ``Conv2d``, ``MaxPool2d``. Initialisation follows PyTorch's defaults."""
+``Embedding``, ``Conv2d``, ``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d``. Initialisation
+follows PyTorch's defaults."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["Identity", "Linear", "Flatten", "Embedding", "Conv2d", "MaxPool2d"]
+__all__ = ["Identity", "Linear", "Flatten", "Embedding", "Conv2d", "MaxPool2d", "AvgPool2d",
+           "AdaptiveAvgPool2d"]
 
 
 def _empty(*shape, dtype=None) -> Tensor:
@@ -254,3 +256,50 @@ class MaxPool2d(Module):
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class AvgPool2d(Module):
+    """2-D average pooling (``stride`` defaults to ``kernel_size``), as
+    ``torch.nn.AvgPool2d``.
+
+    >>> import jitgrad
+    >>> jitgrad.nn.AvgPool2d(2)(jitgrad.ones(1, 1, 4, 4)).shape
+    jitgrad.Size([1, 1, 2, 2])
+    """
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override=None) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    """2-D adaptive average pooling to ``output_size`` (an int, or a pair whose None entries
+    keep the input's size), as ``torch.nn.AdaptiveAvgPool2d``.
+
+    >>> import jitgrad
+    >>> jitgrad.nn.AdaptiveAvgPool2d((1, 1))(jitgrad.ones(2, 3, 5, 5)).shape
+    jitgrad.Size([2, 3, 1, 1])
+    """
+
+    def __init__(self, output_size) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"

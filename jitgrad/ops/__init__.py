@@ -8,7 +8,9 @@ from . import (  # noqa: F401 - registers ops
     methods,
     movement,
     nnops,  # nn ops (jitgrad.nn.functional) and optimizer methods
+    norms,
     reduce,
+    triangular,
 )
 from .registry import REGISTRY, OpDef, get
 

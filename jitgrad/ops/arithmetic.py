@@ -11,6 +11,7 @@ from .api import api
 from .dispatch import binary, unary
 from .elementwise_base import as_tensor, default_float, ew, is_tensor
 from .fused_backward import pow_backward
+from .inplace import write_out
 from .math_functions import RECIPROCAL, log, reciprocal
 from .registry import FLOAT
 from .selection import where
@@ -86,23 +87,21 @@ RPOW_SCALAR = ew("rpow_scalar", "PowBackward2", ("a",), "pow(base, a)", _rpow_re
 
 # ---------------------------------------------------------------------- public functions
 @api(ADD, method="add", inplace="add_", export="add")
-def add(input, other, *, alpha=None) -> Tensor:
-    """``input + alpha * other`` with broadcasting."""
+def add(input, other, *, alpha=None, out=None) -> Tensor:
+    """``input + alpha * other`` with broadcasting (written into ``out`` when given)."""
     if alpha is not None and alpha != 1:
         other = mul(other, alpha) if is_tensor(other) else other * alpha
-    if not is_tensor(input):
-        return binary(ADD, other, input)
-    return binary(ADD, input, other)
+    r = binary(ADD, other, input) if not is_tensor(input) else binary(ADD, input, other)
+    return r if out is None else write_out(out, r, "add")
 
 
 @api(SUB, RSUB, method=("sub", "subtract"), inplace="sub_", export=("sub", "subtract"))
-def sub(input, other, *, alpha=None) -> Tensor:
-    """``input - alpha * other``."""
+def sub(input, other, *, alpha=None, out=None) -> Tensor:
+    """``input - alpha * other`` (written into ``out`` when given)."""
     if alpha is not None and alpha != 1:
         other = mul(other, alpha) if is_tensor(other) else other * alpha
-    if not is_tensor(input):
-        return binary(RSUB, other, input)
-    return binary(SUB, input, other)
+    r = binary(RSUB, other, input) if not is_tensor(input) else binary(SUB, input, other)
+    return r if out is None else write_out(out, r, "sub")
 
 
 @api(RSUB, export="rsub")
@@ -114,11 +113,10 @@ def rsub(input, other, *, alpha=None) -> Tensor:
 
 
 @api(MUL, method=("mul", "multiply"), inplace="mul_", export=("mul", "multiply"))
-def mul(input, other) -> Tensor:
-    """Element-wise product."""
-    if not is_tensor(input):
-        return binary(MUL, other, input)
-    return binary(MUL, input, other)
+def mul(input, other, *, out=None) -> Tensor:
+    """Element-wise product (written into ``out`` when given)."""
+    r = binary(MUL, other, input) if not is_tensor(input) else binary(MUL, input, other)
+    return r if out is None else write_out(out, r, "mul")
 
 
 @api(DIV, method=("div", "divide", "true_divide"), inplace="div_",

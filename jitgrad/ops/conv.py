@@ -37,11 +37,19 @@ from .conv_common import (
     _windows,
 )
 from .dispatch import as_tensor_arg
-from .pooling import avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backward
+from .pooling import (
+    adaptive_avg_pool2d,
+    adaptive_avg_pool2d_backward,
+    avg_pool2d,
+    avg_pool2d_backward,
+    max_pool2d,
+    max_pool2d_backward,
+)
 from .registry import OPAQUE, defop
 
-__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "conv2d_backward_input",
-           "conv2d_backward_weight", "max_pool2d_backward", "avg_pool2d_backward"]
+__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "conv2d_backward_input",
+           "conv2d_backward_weight", "max_pool2d_backward", "avg_pool2d_backward",
+           "adaptive_avg_pool2d_backward"]
 
 _k = _kernel_module("conv")
 

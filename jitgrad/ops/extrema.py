@@ -42,7 +42,7 @@ def _evenly(g: Tensor, a: Tensor, out: Tensor, p) -> Tensor:
 
 def _extreme_ref(fn):
     def ref(a, dims, keepdim, shape, full=False):
-        if a.size == 0:
+        if a.size == 0 and (not a.ndim or any(shape[d] == 0 for d in dims)):
             raise RuntimeError(
                 "max(): Expected reduction dim to be specified for input.numel() == 0. Specify "
                 "the reduction dim with the 'dim' argument."
@@ -167,14 +167,26 @@ def min(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - PyTorch
 @api(AMAX, method="amax", export="amax")
 def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """Maximum over ``dim`` (all dims when empty); ties share the gradient."""
-    p = reduce_params(input, dim if dim != () else None, keepdim, "amax")
+    return call_reduce(AMAX, input, _amax_params(input, dim, keepdim, "amax"))
+
+
+def _amax_params(input: Tensor, dim, keepdim: bool, name: str) -> dict:
+    """amax/amin params; an empty reduced dim is PyTorch's IndexError (an empty tensor
+    reduced over non-empty dims gives an empty result)."""
+    p = reduce_params(input, dim if dim != () else None, keepdim, name)
     p["full"] = False
-    return call_reduce(AMAX, input, p)
+    shape = input._data.shape
+    if dim == () and input._data.size == 0:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                           f"input.numel() == 0. Specify the reduction dim with the 'dim' "
+                           f"argument.")
+    for d in p["dims"]:
+        if shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    return p
 
 
 @api(AMIN, method="amin", export="amin")
 def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """Minimum over ``dim`` (all dims when empty); ties share the gradient."""
-    p = reduce_params(input, dim if dim != () else None, keepdim, "amin")
-    p["full"] = False
-    return call_reduce(AMIN, input, p)
+    return call_reduce(AMIN, input, _amax_params(input, dim, keepdim, "amin"))

@@ -7,6 +7,8 @@ used), and, when recording, the tensor is rebased onto the result's backward nod
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..autograd import grad_mode
@@ -17,7 +19,7 @@ from .api import api
 from .dispatch import record
 from .registry import MOVEMENT, defop
 
-__all__ = ["apply_inplace", "setitem", "check_inplace_allowed"]
+__all__ = ["apply_inplace", "setitem", "check_inplace_allowed", "write_out"]
 
 _STATE = grad_mode.STATE
 
@@ -100,6 +102,34 @@ def apply_inplace(self: Tensor, result: Tensor) -> Tensor:
         self._grad_fn = None
         self._requires_grad = False
     return self
+
+
+def write_out(out, result: Tensor, name: str) -> Tensor:
+    """The ``out=`` argument of ``name``: ``result`` written into ``out``, which is returned.
+
+    As PyTorch: ``out`` must be a tensor; no argument (``out`` included) may require grad
+    while grad mode is on; ``out`` is resized to the result's shape (with PyTorch's warning
+    when it had elements); the result must be castable to ``out``'s dtype. ``out``'s version
+    is bumped and it holds no history afterwards. Nothing is written when a check fails."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if _STATE.enabled and (result._requires_grad or out._requires_grad):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                           f"differentiation, but one of the arguments requires grad.")
+    src = result._data
+    if src.dtype != out._data.dtype and not np.can_cast(src.dtype, out._data.dtype, "same_kind"):
+        apply_inplace(out, result)  # raises PyTorch's "result type ... can't be cast" error
+    if src.shape != out._data.shape:
+        if out._data.size:
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape "
+                f"{list(out._data.shape)}, which does not match the required output shape "
+                f"{list(src.shape)}. This behavior is deprecated, and in a future PyTorch "
+                f"release outputs will not be resized unless they have zero elements. You can "
+                f"explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
+                f"with t.resize_(0).", UserWarning, stacklevel=3)
+        out._data = np.empty(src.shape, out._data.dtype)
+    return apply_inplace(out, wrap(src))
 
 
 def _has_output_entry(saved, src) -> bool:

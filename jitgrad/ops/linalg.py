@@ -10,6 +10,7 @@ from ..tensor import Tensor
 from .api import api
 from .arithmetic import ADD, MUL
 from .dispatch import as_tensor_arg, call
+from .inplace import write_out
 from .registry import OPAQUE, defop
 
 __all__ = ["matmul", "mm", "mv", "dot", "bmm", "outer", "linear"]
@@ -116,8 +117,9 @@ def _check_shapes(sa, sb) -> None:
 
 
 @api(MATMUL, method=("matmul", "__matmul__"), export="matmul")
-def matmul(input: Tensor, other: Tensor) -> Tensor:
-    """Matrix product with NumPy/PyTorch semantics (1-D, 2-D, batched, broadcast batch dims)."""
+def matmul(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """Matrix product with NumPy/PyTorch semantics (1-D, 2-D, batched, broadcast batch dims);
+    written into ``out`` when given."""
     input = as_tensor_arg(input, "input")
     other = as_tensor_arg(other, "other")
     sa, sb = input._data.shape, other._data.shape
@@ -128,7 +130,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             f"expected m1 and m2 to have the same dtype, but got: {input.dtype.name} != "
             f"{other.dtype.name}"
         )
-    return call(MATMUL, (input, other), {"ndims": (len(sa), len(sb))})
+    r = call(MATMUL, (input, other), {"ndims": (len(sa), len(sb))})
+    return r if out is None else write_out(out, r, "matmul")
 
 
 @api(MATMUL, method="__rmatmul__")

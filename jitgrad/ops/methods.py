@@ -288,5 +288,6 @@ def install() -> None:
     Tensor.new_empty = _new_factory(C.empty)
     Tensor.new_tensor = _new_tensor
     Tensor.new_full = _new_full
+    Tensor.multinomial = C.multinomial
     Tensor.__hash__ = object.__hash__  # __eq__ is element-wise; identity hashing as PyTorch
 

@@ -1,4 +1,5 @@
-"""2-D max and average pooling (NCHW), with torch.nn.functional's signatures and semantics.
+"""2-D max, average and adaptive average pooling (NCHW), with torch.nn.functional's signatures
+and semantics.
 
 Primitives (each a registered op with a VJP written with registered ops, so double backward
 and tracing work):
@@ -8,6 +9,8 @@ and tracing work):
   gather by the same indices (``getitem``) as its own VJP.
 - ``avg_pool2d(x)`` -> ``AvgPool2DBackward0``; ``avg_pool2d_backward(g, x)`` is its adjoint, and
   the adjoint of that is ``avg_pool2d`` again.
+- ``adaptive_avg_pool2d(x)`` -> ``AdaptiveAvgPool2DBackward0``, likewise with its adjoint; it is
+  separable (``Ah @ x @ Aw.T`` with averaging matrices, on BLAS), so it has no kernel of its own.
 
 The pooling gradient ops take the pooled input ``x`` as PyTorch's do (its gradient there is
 zero), so ``create_graph`` records the same nodes as PyTorch even for a constant ``g``.
@@ -32,7 +35,8 @@ from .conv_common import _big, _check_float, _ints, _kernel_module, _launch, _pa
 from .dispatch import as_tensor_arg, record
 from .registry import REDUCE, defop
 
-__all__ = ["max_pool2d", "avg_pool2d", "max_pool2d_backward", "avg_pool2d_backward"]
+__all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "max_pool2d_backward",
+           "avg_pool2d_backward", "adaptive_avg_pool2d_backward"]
 
 _k = _kernel_module("pooling")
 
@@ -423,3 +427,105 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
                              "padding": pad, "ceil_mode": bool(ceil_mode),
                              "count_include_pad": bool(count_include_pad),
                              "divisor_override": divisor_override})
+
+
+# ------------------------------------------------------------------- adaptive avg pool
+def _adaptive_matrix(n_in: int, n_out: int, dtype) -> np.ndarray:
+    """``(n_out, n_in)``: row ``i`` averages PyTorch's adaptive window
+    ``[floor(i * n_in / n_out), ceil((i + 1) * n_in / n_out))``."""
+    A = np.zeros((n_out, n_in), dtype)
+    for i in range(n_out):
+        start, end = (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
+        A[i, start:end] = 1.0 / (end - start)
+    return A
+
+
+def _adaptive_matrices(input_shape, output_size, dtype):
+    return (_adaptive_matrix(input_shape[-2], output_size[0], dtype),
+            _adaptive_matrix(input_shape[-1], output_size[1], dtype))
+
+
+def _adaptive_avg_pool_ref(x, input_shape, output_size):
+    """Adaptive average pooling, separable: ``Ah @ x @ Aw.T`` over the last two dims."""
+    Ah, Aw = _adaptive_matrices(x.shape, output_size, x.dtype)
+    return np.ascontiguousarray(np.matmul(np.matmul(Ah, x), Aw.T))
+
+
+def _adaptive_avg_pool_bwd_ref(g, x, input_shape, output_size):
+    """Its adjoint: ``Ah.T @ g @ Aw``."""
+    Ah, Aw = _adaptive_matrices(input_shape, output_size, g.dtype)
+    return np.ascontiguousarray(np.matmul(np.matmul(Ah.T, g), Aw))
+
+
+def adaptive_avg_pool2d_backward(grad: Tensor, input: Tensor, p: dict) -> Tensor:
+    """Gradient of adaptive_avg_pool2d (its adjoint); ``input`` takes part as in PyTorch
+    (zero gradient)."""
+    q = {k: p[k] for k in ADAPTIVE_AVG_POOL2D_BACKWARD.params}
+    return _run(ADAPTIVE_AVG_POOL2D_BACKWARD, (grad, input), q,
+                _adaptive_avg_pool_bwd_ref(grad._data, None, **q))
+
+
+def _adaptive_call(x: Tensor, p: dict) -> Tensor:
+    q = {k: p[k] for k in ADAPTIVE_AVG_POOL2D.params}
+    return _run(ADAPTIVE_AVG_POOL2D, (x,), q, _adaptive_avg_pool_ref(x._data, **q))
+
+
+_ADAPTIVE_P = ("input_shape", "output_size")
+ADAPTIVE_AVG_POOL2D = defop(
+    name="adaptive_avg_pool2d", kind=REDUCE, inputs=("input",), params=_ADAPTIVE_P,
+    node="AdaptiveAvgPool2DBackward0", ref=_adaptive_avg_pool_ref, save=(0,),
+    vjp=lambda g, ins, out, p, n: (adaptive_avg_pool2d_backward(g, ins[0], p),),
+    samples=S.adaptive_avg_pool2d)
+ADAPTIVE_AVG_POOL2D_BACKWARD = defop(
+    name="adaptive_avg_pool2d_backward", kind=REDUCE, inputs=("grad", "input"),
+    params=_ADAPTIVE_P, node="AdaptiveAvgPool2DBackwardBackward0",
+    ref=_adaptive_avg_pool_bwd_ref, vjp=_pool_bwd_vjp(lambda gg, ins, p: _adaptive_call(gg, p)),
+    samples=S.adaptive_avg_pool2d_backward)
+
+# adaptive_avg_pool2d_backward comes before its op (the op's VJP rule calls it): declared here
+api(ADAPTIVE_AVG_POOL2D_BACKWARD)(adaptive_avg_pool2d_backward)
+
+
+def _output_size(output_size, input_shape) -> tuple[int, int]:
+    """PyTorch's checks of ``output_size`` (an int, or two ints or None: the input's size)."""
+    name = "adaptive_avg_pool2d"
+    sizes = (output_size, output_size) if not isinstance(output_size, (tuple, list)) \
+        else tuple(output_size)
+    for i, v in enumerate(sizes):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
+            raise TypeError(f"{name}(): argument 'output_size' (position 2) must be tuple of "
+                            f"ints, but found element of type {type(v).__name__} at pos {i}")
+    if len(sizes) != 2:
+        raise RuntimeError(f"{name}: output_size must be 2")
+    sizes = tuple(input_shape[-2 + i] if v is None else int(v) for i, v in enumerate(sizes))
+    if sizes[0] < 0 or sizes[1] < 0:
+        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to "
+                           f"0 but received {{{sizes[0]}, {sizes[1]}}}")
+    return sizes
+
+
+@api(ADAPTIVE_AVG_POOL2D)
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    """2-D adaptive average pooling of ``input`` (N, C, H, W) or (C, H, W) to ``output_size``
+    (an int, or a pair whose None entries keep the input's size), as
+    ``torch.nn.functional.adaptive_avg_pool2d``: output cell ``i`` averages input rows
+    ``floor(i * H / OH)`` to ``ceil((i + 1) * H / OH)``, columns alike. A 1x1 output is a
+    mean over the last two dims (``MeanBackward1``), as in PyTorch.
+
+    >>> import jitgrad
+    >>> import jitgrad.nn.functional as F
+    >>> F.adaptive_avg_pool2d(jitgrad.arange(16.0).reshape(1, 4, 4), (2, 1)).tolist()
+    [[[3.5], [11.5]]]
+    """
+    input = as_tensor_arg(input, "input")
+    xs = input._data.shape
+    size = _output_size(output_size, xs)
+    if len(xs) not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got "
+                           f"{list(xs)}")
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f'"adaptive_avg_pool2d" not implemented for '
+                                  f"'{input.dtype.tensor_type[:-len('Tensor')]}'")
+    if size == (1, 1):
+        return input.mean(dim=(-1, -2), keepdim=True)
+    return _adaptive_call(input, {"input_shape": xs, "output_size": size})

@@ -462,3 +462,71 @@ def pool_gather(rng, dtype):
     backward, which gathers at the argmax positions."""
     return [((_r(rng, xs, dtype), _distinct_values(rng, xs, dtype)), {**kw, "_id": cid})
             for xs, kw, cid in _POOL_CASES]
+
+
+# ------------------------------------------------------- norms and triangles (ops/norms.py...)
+def _signed_distinct(rng, shape, dtype):
+    """Non-zero values of distinct magnitudes (unique extremes for the inf norms)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    mag = (rng.permutation(max(n, 1))[:n] + 1.0).reshape(shape) * 0.37
+    sgn = np.where(rng.random(size=shape) < 0.5, -1.0, 1.0)
+    return np.asarray(mag * sgn, dtype=dtype)
+
+
+_NORM_CASES = [((5,), None, False), ((2, 3), (1,), True), ((2, 3, 4), (0, 2), False),
+               ((3, 4), (-2,), False), ((), None, False)]
+
+
+def vector_norm(rng, dtype):
+    """ord 2, 1, inf, -inf and the general formula (p < 1, 1 < p < 2, p > 2)."""
+    return [((_signed_distinct(rng, s, dtype),), {"ord": o, "dim": d, "keepdim": k})
+            for o in (2.0, 1.0, np.inf, -np.inf, 0.5, 1.5, 3.0) for s, d, k in _NORM_CASES]
+
+
+def triangle(rng, dtype):
+    """tril/triu: square, wide, tall and batched matrices, every sign of ``diagonal``."""
+    return [((_r(rng, s, dtype),), {"diagonal": d})
+            for s, d in (((3, 3), 0), ((3, 4), 1), ((4, 3), -1), ((2, 3, 3), 0),
+                         ((2, 2, 4), -2), ((3, 3), 5), ((3, 3), -5))]
+
+
+#: (input shape, output_size): smaller, not dividing, equal, larger (overlapping windows),
+#: None entries, unbatched
+_ADAPTIVE_CASES = [((2, 3, 5, 7), (3, 4), "shrink"), ((1, 2, 6, 6), (2, 3), "divides"),
+                   ((1, 2, 4, 5), (6, 7), "grow"), ((2, 2, 5, 4), (2, None), "none"),
+                   ((3, 5, 4), 3, "unbatched"), ((1, 1, 4, 4), (1, 3), "row")]
+
+
+def adaptive_avg_pool2d(rng, dtype):
+    return [((_r(rng, xs, dtype),), {"output_size": o, "_id": cid})
+            for xs, o, cid in _ADAPTIVE_CASES]
+
+
+def adaptive_avg_pool2d_backward(rng, dtype):
+    """(grad, input): the adapter pools ``input`` and differentiates."""
+    out = []
+    for xs, o, cid in _ADAPTIVE_CASES:
+        o2 = (o, o) if isinstance(o, int) else o
+        gs = tuple(xs[:-2]) + tuple(xs[-2 + i] if v is None else v for i, v in enumerate(o2))
+        out.append(((_r(rng, gs, dtype), _r(rng, xs, dtype)), {"output_size": o, "_id": cid}))
+    return out
+
+
+def _robust_pair_args(rng, shape, dtype, w):
+    """``(input, target)`` whose differences keep away from the kinks at ``+-w``."""
+    y = _r(rng, shape, dtype)
+    mag = np.where(rng.random(size=shape) < 0.5, rng.uniform(0.1, 0.8, size=shape),
+                   rng.uniform(1.25, 3.0, size=shape)) * w
+    sgn = np.where(rng.random(size=shape) < 0.5, -1.0, 1.0)
+    return np.asarray(y + sgn * mag, dtype=dtype), y
+
+
+def robust_loss(rng, dtype):
+    """smooth_l1_loss (beta) and huber_loss (delta: the ``beta`` param)."""
+    return [(_robust_pair_args(rng, s, dtype, b), {"reduction": r, "beta": b})
+            for s in ((), (3,), (2, 3)) for r in ("mean", "sum", "none") for b in (1.0, 0.5)]
+
+
+def robust_loss_backward(rng, dtype):
+    return [((_r(rng, x.shape if p["reduction"] == "none" else (), dtype), x, y), p)
+            for (x, y), p in robust_loss(rng, dtype)]

@@ -63,6 +63,8 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
 
 # ----------------------------------------------------------------- softmax / log_softmax
 def _softmax_ref(a, dim):
+    if a.size == 0:  # an empty result, as PyTorch (np.max has no identity)
+        return np.empty_like(a)
     m = np.max(a, axis=dim, keepdims=True)
     m = np.where(np.isfinite(m), m, 0)
     e = np.exp(a - m)
@@ -71,6 +73,8 @@ def _softmax_ref(a, dim):
 
 
 def _log_softmax_ref(a, dim):
+    if a.size == 0:
+        return np.empty_like(a)
     m = np.max(a, axis=dim, keepdims=True)
     m = np.where(np.isfinite(m), m, 0)
     s = a - m

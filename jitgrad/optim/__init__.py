@@ -1,4 +1,5 @@
-"""Optimizers (``SGD``, ``Adam``, ``AdamW``) and learning-rate schedules, as ``torch.optim``.
+"""Optimizers (``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``Adadelta``) and
+learning-rate schedules, as ``torch.optim``.
 
 >>> import jitgrad
 >>> model = jitgrad.nn.Linear(3, 1)
@@ -8,8 +9,11 @@
 """
 
 from . import lr_scheduler
+from .adadelta import Adadelta
+from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .optimizer import Optimizer
+from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "lr_scheduler"]

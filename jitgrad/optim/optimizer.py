@@ -19,7 +19,8 @@ from ..autograd.grad_mode import enable_grad, no_grad
 from ..tensor import Tensor
 from ..trace.state import STATE as TRACE
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "required", "params_with_grad", "check_options",
+           "descend", "new_step", "step_gradient"]
 
 
 class _Required:
@@ -204,3 +205,50 @@ class Optimizer:
 def params_with_grad(group: dict) -> Iterable[Tensor]:
     """The group's parameters that have a gradient (the ones a step updates)."""
     return [p for p in group["params"] if p.grad is not None]
+
+
+#: how PyTorch's optimizers name an option in their "Invalid ..." errors
+_LABELS = {"lr": "learning rate", "eps": "epsilon value"}
+
+
+def check_options(opt_name: str, differentiable: bool = False, fused: bool | None = None,
+                  **options: float) -> None:
+    """PyTorch's argument checks, in the order given: ``ValueError("Invalid <label>:
+    <value>")`` for the first negative option (``lr`` is "learning rate", ``eps`` "epsilon
+    value", others "<name> value"; ``rho`` must also be at most 1); then the PyTorch options
+    jitgrad has no implementation of (``differentiable``, ``fused``)."""
+    for name, value in options.items():
+        if not 0.0 <= value or (name == "rho" and value > 1.0):
+            raise ValueError(f"Invalid {_LABELS.get(name, name + ' value')}: {value}")
+    if differentiable or fused:
+        raise NotImplementedError(f"{opt_name}: differentiable and fused are not supported by "
+                                  "jitgrad")
+
+
+def descend(p: Tensor, update: Tensor, lr, den: Tensor | None = None) -> None:
+    """``p -= lr * update`` (``update / den`` with ``den``), in place, as PyTorch's
+    ``p.add_(update, alpha=-lr)`` / ``p.addcdiv_(update, den, value=-lr)``; a traced rate
+    (a tensor, read at every call of a compiled step) multiplies instead."""
+    if isinstance(lr, Tensor):
+        p.sub_((update if den is None else update / den) * lr)
+    elif den is None:
+        p.add_(update, alpha=-lr)
+    else:
+        p.addcdiv_(update, den, value=-lr)
+
+
+def new_step() -> Tensor:
+    """A fresh per-parameter step counter: a float tensor of the default dtype, as
+    PyTorch's."""
+    from ..creation import tensor
+    from ..dtypes import get_default_dtype
+
+    return tensor(0.0, dtype=get_default_dtype())
+
+
+def step_gradient(p: Tensor, group: dict) -> Tensor:
+    """``p``'s gradient as the step uses it: negated under ``maximize``, plus
+    ``weight_decay * p`` (PyTorch's coupled weight decay)."""
+    grad = -p.grad if group["maximize"] else p.grad
+    wd = group["weight_decay"]
+    return grad.add(p, alpha=wd) if wd != 0 else grad

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from ..tensor import Tensor
-from .optimizer import Optimizer, params_with_grad
+from .optimizer import Optimizer, descend, params_with_grad
 
 __all__ = ["SGD"]
 
@@ -59,7 +58,4 @@ class SGD(Optimizer):
                 else:
                     buf.mul_(momentum).add_(grad, alpha=1 - dampening)
                 grad = grad.add(buf, alpha=momentum) if nesterov else buf
-            if isinstance(lr, Tensor):  # traced: the rate is read at every call
-                p.sub_(grad * lr)
-            else:
-                p.add_(grad, alpha=-lr)
+            descend(p, grad, lr)

@@ -29,6 +29,16 @@ OPTIONS = {
     "Adam-maximize": ("Adam", {"lr": 0.01, "maximize": True}),
     "AdamW": ("AdamW", {"lr": 0.01}),
     "AdamW-amsgrad-wd": ("AdamW", {"lr": 0.01, "amsgrad": True, "weight_decay": 0.3}),
+    "RMSprop": ("RMSprop", {"lr": 0.01}),
+    "RMSprop-centered-momentum-wd": ("RMSprop", {"lr": 0.01, "centered": True, "momentum": 0.9,
+                                                 "weight_decay": 0.01}),
+    "RMSprop-maximize": ("RMSprop", {"lr": 0.001, "maximize": True, "alpha": 0.9}),
+    "Adagrad": ("Adagrad", {"lr": 0.1}),
+    "Adagrad-decay-init-wd": ("Adagrad", {"lr": 0.1, "lr_decay": 0.01, "weight_decay": 0.01,
+                                          "initial_accumulator_value": 0.1}),
+    "Adadelta": ("Adadelta", {}),
+    "Adadelta-all": ("Adadelta", {"lr": 0.5, "rho": 0.8, "weight_decay": 0.01,
+                                  "maximize": True}),
 }
 
 

@@ -887,3 +887,44 @@ def _cv_pool_gather(M, ts, p):
 
 
 ADAPTERS["pool_gather"] = _cv_pool_gather
+
+
+# ------------------------------------------- norms and triangles (ops/norms.py, triangular.py)
+def _vector_norm(M, ts, p):
+    return M.linalg.vector_norm(ts[0], ord=p["ord"], dim=p["dim"], keepdim=p["keepdim"])
+
+
+ADAPTERS.update({
+    "vector_norm": _vector_norm,
+    "tril": lambda M, ts, p: M.tril(ts[0], p["diagonal"]),
+    "triu": lambda M, ts, p: ts[0].triu(diagonal=p["diagonal"]),
+})
+
+
+# adaptive average pooling (ops/pooling.py)
+ADAPTERS.update({
+    "adaptive_avg_pool2d": lambda M, ts, p: M.nn.functional.adaptive_avg_pool2d(
+        ts[0], p["output_size"]),
+    "adaptive_avg_pool2d_backward": lambda M, ts, p: _cv_grad(
+        M, lambda t: M.nn.functional.adaptive_avg_pool2d(t, p["output_size"]), ts[1], ts[0]),
+})
+
+
+# smooth L1 and Huber losses (ops/nnops/losses.py; Huber's delta is the op's ``beta``)
+def _nn_smooth_l1(M, ts, p):
+    return M.nn.functional.smooth_l1_loss(ts[0], ts[1], reduction=p["reduction"],
+                                          beta=p["beta"])
+
+
+def _nn_huber(M, ts, p):
+    return M.nn.functional.huber_loss(ts[0], ts[1], reduction=p["reduction"], delta=p["beta"])
+
+
+ADAPTERS.update({
+    "smooth_l1_loss": _nn_smooth_l1,
+    "smooth_l1_loss_backward": lambda M, ts, p: _nn_grad_of(
+        M, ts, p, lambda x: _nn_smooth_l1(M, [x, ts[2]], p)),
+    "huber_loss": _nn_huber,
+    "huber_loss_backward": lambda M, ts, p: _nn_grad_of(
+        M, ts, p, lambda x: _nn_huber(M, [x, ts[2]], p)),
+})

@@ -22,6 +22,7 @@ NOT_OPS = {
     "jitgrad.ops.sums.prod",                     # NumPy's product, no gradient
     "jitgrad.ops.inplace.apply_inplace",         # helpers of in-place methods
     "jitgrad.ops.inplace.check_inplace_allowed",
+    "jitgrad.ops.inplace.write_out",             # the out= argument of ops
 }
 
 

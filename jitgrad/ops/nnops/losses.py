@@ -1,6 +1,7 @@
-"""Element-wise losses: ``mse_loss`` and ``binary_cross_entropy`` as ops with PyTorch's nodes
-(and fused, double-differentiable backward ops), ``l1_loss`` composite (as PyTorch builds
-it), and the existing ``binary_cross_entropy_with_logits``."""
+"""Element-wise losses: ``mse_loss``, ``binary_cross_entropy``, ``smooth_l1_loss`` and
+``huber_loss`` as ops with PyTorch's nodes (and fused, double-differentiable backward ops),
+``l1_loss`` composite (as PyTorch builds it), and the existing
+``binary_cross_entropy_with_logits``."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from ..registry import REDUCE, defop
 from .reduction import broadcast_pair, grad_scale, reduce_loss, reduction_arg
 
 __all__ = ["mse_loss", "l1_loss", "binary_cross_entropy", "mse_loss_backward",
-           "binary_cross_entropy_backward"]
+           "binary_cross_entropy_backward", "smooth_l1_loss", "huber_loss",
+           "smooth_l1_loss_backward", "huber_loss_backward"]
 
 
 def _reduce_like(d: Tensor, reduction: str) -> Tensor:
@@ -226,3 +228,123 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                                f"{fmt_shape(weight._data.shape)} cannot be broadcast to input "
                                f"shape {fmt_shape(a.shape)}") from None
     return _call_optional(BCE, [input, target, weight], {"reduction": reduction})
+
+
+# --------------------------------------------------------------- smooth L1 and Huber
+# huber(d, delta) = delta * smooth_l1(d, beta=delta): both are ``clip(d, -w, w) * c`` in
+# their gradient (w = beta or delta; c = 1 / beta for smooth L1, 1 for Huber) and one pair of
+# ops each (PyTorch's nodes), made by one factory.
+def _robust_consts(huber: bool, w: float) -> tuple[float, float]:
+    return w, (1.0 if huber else 1.0 / w)
+
+
+def _robust_loss_ops(name: str, node: str, huber: bool, samples, backward_samples):
+    """The loss op and its backward op: params ``reduction`` and ``beta`` (Huber's delta)."""
+    def ref(x, y, reduction, beta):
+        w, c = _robust_consts(huber, beta)
+        d = np.abs(x.astype(np.float64) - y)
+        return reduce_loss(np.where(d < w, 0.5 * d * d * c, (d - 0.5 * w) * (c * w)),
+                           reduction, x.dtype)
+
+    def grad_ref(g, x, y, reduction, beta):
+        w, c = _robust_consts(huber, beta)
+        scale = c / max(x.size, 1) if reduction == "mean" else c
+        return np.asarray(g * scale * np.clip(x.astype(np.float64) - y, -w, w), dtype=x.dtype)
+
+    def grad_vjp(v, ins, out, p, n):
+        g, x, y = ins
+        red = p["reduction"]
+        w, c = _robust_consts(huber, p["beta"])
+        d = x - y
+        dg = _reduce_like(v * d.clamp(-w, w) * c, red) if n[0] else None
+        dx = (v * grad_scale(g, red, x._data.shape) * c).masked_fill(d.abs() >= w, 0.0) \
+            if (n[1] or n[2]) else None
+        return dg, dx if n[1] else None, -dx if n[2] else None
+
+    backward_op = defop(
+        name=f"{name}_backward", kind=REDUCE, node=f"{node}BackwardBackward0",
+        inputs=("grad", "input", "target"), params=("reduction", "beta"), ref=grad_ref,
+        vjp=grad_vjp, save=(0, 1, 2), cast_grads=True, samples=backward_samples)
+
+    def backward(grad: Tensor, input: Tensor, target: Tensor, reduction: str,
+                 beta: float) -> Tensor:
+        return _call_optional(backward_op, [grad, input, target],
+                              {"reduction": reduction, "beta": beta})
+
+    def vjp(g, ins, out, p, n):
+        gx = backward(g, ins[0], ins[1], p["reduction"], p["beta"])
+        return gx if n[0] else None, -gx if n[1] else None
+
+    op = defop(name=name, kind=REDUCE, node=f"{node}Backward0", inputs=("input", "target"),
+               params=("reduction", "beta"), ref=ref, vjp=vjp, save=(0, 1), cast_grads=True,
+               samples=samples)
+    return op, backward_op, backward
+
+
+SMOOTH_L1_LOSS, SMOOTH_L1_LOSS_BACKWARD, smooth_l1_loss_backward = _robust_loss_ops(
+    "smooth_l1_loss", "SmoothL1Loss", False, S.robust_loss, S.robust_loss_backward)
+HUBER_LOSS, HUBER_LOSS_BACKWARD, huber_loss_backward = _robust_loss_ops(
+    "huber_loss", "HuberLoss", True, S.robust_loss, S.robust_loss_backward)
+smooth_l1_loss_backward.__doc__ = "Gradient of :func:`smooth_l1_loss` w.r.t. its input."
+huber_loss_backward.__doc__ = "Gradient of :func:`huber_loss` w.r.t. its input."
+api(SMOOTH_L1_LOSS_BACKWARD)(smooth_l1_loss_backward)
+api(HUBER_LOSS_BACKWARD)(huber_loss_backward)
+
+
+def _robust_pair(input, target, kernel: str):
+    input = as_tensor_arg(input, "input")
+    target = as_tensor_arg(target, "target")
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{input.dtype.tensor_type[:-len('Tensor')]}'")
+    return broadcast_pair(input, target.to(input.dtype))
+
+
+@api(SMOOTH_L1_LOSS, ABS, MEAN, SUM)
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """Smooth L1 loss: ``0.5 * d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta``
+    (``d = input - target``), reduced; ``beta=0`` is :func:`l1_loss`, as in PyTorch.
+
+    >>> import jitgrad
+    >>> import jitgrad.nn.functional as F
+    >>> F.smooth_l1_loss(jitgrad.tensor([0.5, 3.0]), jitgrad.zeros(2))
+    tensor(1.3125)
+    """
+    reduction = reduction_arg(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    input, target = _robust_pair(input, target, "smooth_l1_cpu")
+    if beta == 0.0:
+        return l1_loss(input, target, reduction=reduction)
+    return _call_optional(SMOOTH_L1_LOSS, [input, target],
+                          {"reduction": reduction, "beta": float(beta)})
+
+
+@api(HUBER_LOSS, MEAN, SUM)
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
+    """Huber loss: ``0.5 * d**2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 * delta)``
+    (``d = input - target``), reduced; ``weight`` (the input's shape) scales the element
+    losses before the reduction, as in PyTorch.
+
+    >>> import jitgrad
+    >>> import jitgrad.nn.functional as F
+    >>> F.huber_loss(jitgrad.tensor([0.5, 3.0]), jitgrad.zeros(2), delta=2.0)
+    tensor(1.0625)
+    """
+    reduction_arg(None, None, reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    input, target = _robust_pair(input, target, "huber_cpu")
+    if weight is None:
+        return _call_optional(HUBER_LOSS, [input, target],
+                              {"reduction": reduction, "beta": float(delta)})
+    weight = as_tensor_arg(weight, "weight")
+    if weight._data.shape != input._data.shape:
+        raise ValueError("Weights and input must have the same size.")
+    loss = _call_optional(HUBER_LOSS, [input, target],
+                          {"reduction": "none", "beta": float(delta)}) * weight
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.mean()
