@@ -23,7 +23,9 @@ Implementations: ``jitgrad`` is eager; ``jitgrad_compiled`` the whole step under
 ``jitgrad.compile`` (value_and_grad for ``seed``); ``jitgrad_node`` the function alone compiled
 with ``backward()`` outside (``seed``, ``chain``); ``jitgrad_module`` ``compile(model)`` with the
 loss, ``backward()`` and ``opt.step()`` eager (``mlp``); ``numba_fused*`` hand-written one-pass
-kernels (``_vmath``: with jitgrad's kernel math).
+kernels with ``contract``/``reassoc``: ``numba_fused`` a rational tanh approximation (float32,
+~1e-6 relative error), ``_libm`` NumPy's libm calls, ``_vmath`` jitgrad's kernel math (the same
+tanh and sigmoid as the compiled step).
 
 Every implementation of a workload is timed in this process, interleaved round-robin (one
 repeat of each per round) so background load hits all alike; ``number`` per repeat is
@@ -345,15 +347,37 @@ def chain_fused_f32(x, w, b, gx, gw, gb):
     return acc
 
 
-@njit(parallel=True, cache=True)
-def chain_fused_libm(x, w, b, gx, gw, gb, one, two):
-    """One pass with np.tanh / np.exp (libm), strict float math; ``one``/``two`` typed."""
+vm_tanh = vm_sigmoid = None  # jitgrad's kernel math, imported on first use (_load_vmath)
+
+
+def _load_vmath() -> None:
+    """Import what ``chain_fused_math`` calls with ``vmath`` (not at module import: the
+    numba_hand compile-latency program imports this file inside its timing)."""
+    global vm_tanh, vm_sigmoid
+    from jitgrad.kernels.vmath import sigmoid, tanh
+
+    vm_tanh, vm_sigmoid = tanh, sigmoid
+
+
+@njit(parallel=True, fastmath=_FM, cache=True)
+def chain_fused_math(x, w, b, gx, gw, gb, one, two, vmath):
+    """One pass with np.tanh / np.exp (libm) or, with ``vmath``, jitgrad's kernel math
+    (``jitgrad.kernels.vmath``: the tanh and sigmoid its generated kernels call, <= 3 ulp,
+    which keep their own accuracy under the caller's flags): the hand-written kernel a
+    compiled step is measured against with the same math (numba_fused uses a faster, less
+    accurate tanh). ``contract``/``reassoc`` as numba_fused, so the sum vectorises; ``one``
+    and ``two`` typed."""
     acc = 0.0
     for i in prange(x.shape[0]):
         xi = x[i]
         wi = w[i]
-        t = np.tanh(xi * wi + b[i])
-        s = one / (one + np.exp(-xi))
+        u = xi * wi + b[i]
+        if vmath:
+            t = vm_tanh(u)
+            s = vm_sigmoid(xi)
+        else:
+            t = np.tanh(u)
+            s = one / (one + np.exp(-xi))
         t2 = t * t
         ts = t2 * s
         acc += ts
@@ -362,39 +386,6 @@ def chain_fused_libm(x, w, b, gx, gw, gb, one, two):
         gw[i] = du * xi
         gb[i] = du
     return acc
-
-
-def chain_fused_vmath(x, w, b, gx, gw, gb):
-    """One pass with jitgrad's kernel math (``jitgrad.kernels.vmath``: the tanh and sigmoid
-    the generated kernels call, <= 3 ulp), strict float math: the hand-written kernel a
-    compiled step is measured against with the same math (numba_fused uses a faster, less
-    accurate tanh approximation). Compiled at first use (vmath is jitgrad's)."""
-    global _CHAIN_VMATH
-    if _CHAIN_VMATH is None:
-        from jitgrad.kernels.vmath import sigmoid, tanh
-
-        @njit(parallel=True, cache=True)
-        def kernel(x, w, b, gx, gw, gb, one, two):
-            acc = 0.0
-            for i in prange(x.shape[0]):
-                xi = x[i]
-                wi = w[i]
-                t = tanh(xi * wi + b[i])
-                s = sigmoid(xi)
-                t2 = t * t
-                ts = t2 * s
-                acc += ts
-                du = two * t * s * (one - t2)
-                gx[i] = du * wi + ts * (one - s)
-                gw[i] = du * xi
-                gb[i] = du
-            return acc
-        _CHAIN_VMATH = kernel
-    one, two = x.dtype.type(1), x.dtype.type(2)
-    return _CHAIN_VMATH(x, w, b, gx, gw, gb, one, two)
-
-
-_CHAIN_VMATH = None
 
 
 def eager_chain_step(lib, x, w, b):
@@ -429,9 +420,11 @@ def chain_impls(jg, n: int, dtype: str):
     if dtype == "float32":
         impls["numba_fused"] = lambda: (chain_fused_f32(x, w, b, gx, gw, gb), gx, gw, gb)
     one, two = x.dtype.type(1), x.dtype.type(2)
-    impls["numba_fused_libm"] = lambda: (chain_fused_libm(x, w, b, gx, gw, gb, one, two),
-                                         gx, gw, gb)
-    impls["numba_fused_vmath"] = lambda: (chain_fused_vmath(x, w, b, gx, gw, gb), gx, gw, gb)
+    _load_vmath()
+    impls["numba_fused_libm"] = lambda: (
+        chain_fused_math(x, w, b, gx, gw, gb, one, two, False), gx, gw, gb)
+    impls["numba_fused_vmath"] = lambda: (
+        chain_fused_math(x, w, b, gx, gw, gb, one, two, True), gx, gw, gb)
 
     jx, jw, jb = (jg.from_numpy(a.copy()).requires_grad_() for a in (x, w, b))
     impls["jitgrad"] = eager_chain_step(jg, jx, jw, jb)
