@@ -112,11 +112,13 @@ def describe_group(group: Group, needed_outside: set) -> tuple[KernelDesc, Group
     return desc, GroupBinding(p, operand_vars, scalars, outputs, reds, cost)
 
 
-def describe_op(op, cdt, patterns: tuple, mode: str, out_dtype) -> KernelDesc:
+def describe_op(op, cdt, patterns: tuple, mode: str, out_dtype, into: bool = False
+                ) -> KernelDesc:
     """The eager kernel of element-wise ``op`` computing in ``cdt``: one pattern per input
     (``"arg"``: a Python number, passed as a scalar argument; else an operand pattern; array
     operands have dtype ``cdt`` except ``no_promote`` inputs, which are bool); params are
-    scalar arguments after the numbers, so one kernel serves every parameter value."""
+    scalar arguments after the numbers, so one kernel serves every parameter value.
+    ``into``: the result is written into the first operand (``KernelDesc.into``)."""
     cdt = np.dtype(cdt)
     no_promote = op.extra.get("no_promote", ())
     operands, scalars, in_refs = [], [], []
@@ -135,7 +137,7 @@ def describe_op(op, cdt, patterns: tuple, mode: str, out_dtype) -> KernelDesc:
     expr = _equation_line(op, {}, in_refs, cdt, False, param_refs)
     return KernelDesc(mode=mode, operands=tuple(operands), scalars=tuple(scalars),
                       lines=(Line("v0", expr, op.name, np.dtype(out_dtype).name),),
-                      stores=(("v0", np.dtype(out_dtype).name),), title=op.name)
+                      stores=(("v0", np.dtype(out_dtype).name),), title=op.name, into=into)
 
 
 def describe_sum(dtype, kind: str) -> KernelDesc:

@@ -106,6 +106,7 @@ class KernelDesc:
     stores: tuple[tuple[str, str], ...]      # (value, dtype name) written to o0, o1...
     reductions: tuple[Reduction, ...] = ()
     title: str = ""                          # one line saying what it computes
+    into: bool = False   # the one store goes to a0: an update in place, no o0 argument
     math: frozenset = field(default=frozenset(), compare=False)
 
     def __post_init__(self) -> None:
@@ -119,6 +120,11 @@ class KernelDesc:
         if not kinds <= allowed[self.mode]:
             raise ValueError(f"{self.mode} kernels cannot compute {sorted(kinds)} sums "
                              "(each kind of sum has one order: see the module docstring)")
+        if self.into and (len(self.stores) != 1 or self.reductions or not self.operands
+                          or self.operands[0].pattern != "full"
+                          or self.operands[0].dtype != self.stores[0][1]):
+            raise ValueError("an in-place kernel stores one value into its first operand, "
+                             "a full array of the value's dtype")
         called = set()
         for line in self.lines:
             called.update(_MATH_CALL.findall(line.expr))
@@ -145,5 +151,5 @@ class KernelDesc:
         sizes = ["n"] if self.mode == "flat" else ["R", "C"]
         return (["lo", "hi"] + sizes + [f"a{k}" for k in range(len(self.operands))]
                 + [f"s{k}" for k in range(len(self.scalars))]
-                + [f"o{k}" for k in range(len(self.stores))]
+                + ([] if self.into else [f"o{k}" for k in range(len(self.stores))])
                 + [f"r{k}" for k in range(len(self.reductions))])

@@ -219,6 +219,8 @@ class Observer:
                 if code.co_name in _CONSTRUCTORS and ch.kind == "fast" and code.co_argcount \
                         and ch.name == code.co_varnames[0]:
                     continue  # self.x = ... in a constructor
+                if isinstance(value, types.ModuleType) and ch.write.startswith("calls ."):
+                    continue  # jitgrad.add(...), torch.update(...): a function, no mutation
                 if value is not _MISSING and cut == len(ch.steps) and _outside_mutable(value):
                     return self._break(f"{where}{ch.line}",
                                        f"{ch.write} on {ch.text()} (a {type(value).__name__} "

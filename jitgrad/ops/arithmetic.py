@@ -22,6 +22,11 @@ __all__ = ["add", "sub", "rsub", "mul", "div", "true_divide", "neg", "pow", "squ
 # ---------------------------------------------------------------------------- arithmetic
 ADD = ew("add", "AddBackward0", ("a", "b"), "a + b", np.add,
          lambda g, ins, out, p, n: (g, g), samples=S.binary)
+ADD_SCALED = ew("add_scaled", "AddBackward0", ("a", "b"), "a + alpha * b",
+                lambda a, b, alpha: np.add(a, np.multiply(b, np.asarray(alpha, b.dtype))),
+                lambda g, ins, out, p, n: (g if n[0] else None,
+                                           g * p["alpha"] if n[1] else None),
+                params=("alpha",), samples=S.binary_scaled)
 SUB = ew("sub", "SubBackward0", ("a", "b"), "a - b", np.subtract,
          lambda g, ins, out, p, n: (g, -g if n[1] else None), samples=S.binary)
 RSUB = ew("rsub", lambda p: "RsubBackward0" if p and p.get("tensor_other") else "RsubBackward1",
@@ -86,10 +91,15 @@ RPOW_SCALAR = ew("rpow_scalar", "PowBackward2", ("a",), "pow(base, a)", _rpow_re
 
 
 # ---------------------------------------------------------------------- public functions
-@api(ADD, method="add", inplace="add_", export="add")
+@api(ADD, ADD_SCALED, method="add", inplace="add_", export="add")
 def add(input, other, *, alpha=None, out=None) -> Tensor:
-    """``input + alpha * other`` with broadcasting (written into ``out`` when given)."""
+    """``input + alpha * other`` with broadcasting (written into ``out`` when given); two
+    floating-point tensors and an ``alpha``: one op (one kernel, PyTorch's one node)."""
     if alpha is not None and alpha != 1:
+        if (is_tensor(input) and is_tensor(other) and input._data.dtype.kind == "f"
+                and other._data.dtype == input._data.dtype):
+            r = binary(ADD_SCALED, input, other, {"alpha": alpha})
+            return r if out is None else write_out(out, r, "add")
         other = mul(other, alpha) if is_tensor(other) else other * alpha
     r = binary(ADD, other, input) if not is_tensor(input) else binary(ADD, input, other)
     return r if out is None else write_out(out, r, "add")

@@ -262,6 +262,55 @@ def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
     return _binary_general(op, a, b, params)
 
 
+def binary_into(op: OpDef, a: Tensor, b, params: dict | None = None) -> bool:
+    """``a`` becomes ``op(a, b)``, computed straight into ``a``'s memory by the op's kernel
+    (no result array, no copy back) when nothing needs the general in-place path: no
+    tracer, no autograd recording, ``a`` contiguous and writeable, ``b`` a tensor of ``a``'s
+    shape and dtype not overlapping it (or ``a`` itself) or a Python number, the result of
+    ``a``'s dtype. Bumps ``a``'s version as ``apply_inplace`` does; the same bits as the
+    out-of-place op (its kernel reads each element before writing it). False when the case
+    does not apply: the caller takes the general path."""
+    if _TRACE.tracer is not None:
+        return False
+    ad = a._data
+    tb = type(b)
+    if _STATE.enabled and (a._requires_grad or (tb is Tensor and b._requires_grad)):
+        return False
+    flags = ad.flags
+    if not (flags.c_contiguous and flags.writeable):
+        return False
+    dt = ad.dtype
+    if tb is Tensor:
+        second = b._data
+        if second.dtype != dt or second.shape != ad.shape or (
+                second is not ad and np.may_share_memory(ad, second)):
+            return False
+        k = 0
+    elif (tb is float or tb is int) and dt.kind == "f":
+        second, k = dt.type(b), 1
+    else:
+        return False
+    key = (op.name, dt, k)
+    fn = _INTO.get(key, _MISSING)
+    if fn is _MISSING:
+        fn = _INTO[key] = eager_kernels.into_kernel(op, dt, k == 1)
+    if fn is None:
+        return False
+    n = ad.size
+    args = (ad.reshape(-1), second.reshape(-1) if k == 0 else second)
+    if params:
+        args += tuple(dt.type(params[p]) for p in op.params)
+    if n < _PAR_MIN:
+        fn(0, (n + _PART) >> _SHIFT, n, *args)
+    else:
+        _run_kernel(fn, n, args)
+    a._vc[0] += 1
+    return True
+
+
+_INTO: dict = {}  # (op name, dtype, second is a number) -> in-place kernel or None
+
+
 def _binary_general(op: OpDef, a, b, params) -> Tensor:
     ta = type(a) is Tensor
     tb = type(b) is Tensor

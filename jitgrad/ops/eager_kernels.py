@@ -45,17 +45,30 @@ def use_kernels() -> bool:
     return _TRACE.tracer is None
 
 
-def kernel_fn(op: OpDef, cdt, patterns: tuple, mode: str, odt):
-    """The loaded kernel (Numba dispatcher) of ``op`` for this layout (cached)."""
-    key = (op.name, cdt, patterns, mode, odt)
+def kernel_fn(op: OpDef, cdt, patterns: tuple, mode: str, odt, into: bool = False):
+    """The loaded kernel (Numba dispatcher) of ``op`` for this layout (cached); ``into``:
+    the variant writing its result into its first operand."""
+    key = (op.name, cdt, patterns, mode, odt, into)
     fn = _fns.get(key)
     if fn is None:
         from ..compiler import kernels
         from ..compiler.describe import describe_op
 
         _prepare()
-        fn = _fns[key] = kernels.load(describe_op(op, cdt, patterns, mode, odt)).fn
+        fn = _fns[key] = kernels.load(describe_op(op, cdt, patterns, mode, odt, into)).fn
     return fn
+
+
+def into_kernel(op: OpDef, dt, scalar_second: bool):
+    """The flat kernel updating its first operand in place with ``op`` (the second input a
+    full array of ``dt``, or a Python number): LLVM vectorises it, where the out-of-place
+    kernel given the same array as input and output falls back to its scalar loop (its
+    overlap check fails). None when ``op`` has no kernel for ``dt`` or changes the dtype."""
+    if op.expr is None or (dt != _F32 and dt != _F64) or op.dtype_rule == "bool" \
+            or op.nin != 2:
+        return None
+    dt = _F32 if dt == _F32 else _F64
+    return kernel_fn(op, dt, ("full", "arg" if scalar_second else "full"), "flat", dt, True)
 
 
 _prepared = []

@@ -42,7 +42,7 @@ def rowwise(name: str, arrays: tuple, dim: int, reduce_out: bool = False) -> np.
     nd = a0.ndim
     last = dim == nd - 1
     if last:
-        arrs = [np.ascontiguousarray(a) for a in arrays]
+        arrs = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
     else:
         arrs = [np.ascontiguousarray(np.moveaxis(a, dim, -1)) for a in arrays]
     mshape = arrs[0].shape

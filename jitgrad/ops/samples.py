@@ -41,6 +41,12 @@ def binary(rng, dtype):
     return out
 
 
+def binary_scaled(rng, dtype):
+    """Two tensors and ``alpha`` (``add(a, b, alpha=...)``)."""
+    return [((_r(rng, a, dtype), _r(rng, b, dtype)), {"alpha": alpha})
+            for (a, b), alpha in zip(BROADCASTS, (-0.01, 2.0, 0.5, -3.0, 1.5))]
+
+
 def binary_same(rng, dtype):
     return [((_r(rng, s, dtype), _r(rng, s, dtype)), {}) for s in SHAPES]
 

@@ -16,6 +16,8 @@ from itertools import chain
 import numpy as np
 
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..ops.arithmetic import ADD_SCALED
+from ..ops.dispatch import binary_into
 from ..tensor import Tensor
 from ..trace.state import STATE as TRACE
 
@@ -232,7 +234,8 @@ def descend(p: Tensor, update: Tensor, lr, den: Tensor | None = None) -> None:
     if isinstance(lr, Tensor):
         p.sub_((update if den is None else update / den) * lr)
     elif den is None:
-        p.add_(update, alpha=-lr)
+        if not binary_into(ADD_SCALED, p, update, {"alpha": -lr}):  # one pass, into p
+            p.add_(update, alpha=-lr)
     else:
         p.addcdiv_(update, den, value=-lr)
 

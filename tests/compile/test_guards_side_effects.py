@@ -350,3 +350,14 @@ def test_random_in_a_called_helper_breaks_the_graph():
     f = jg.compile(lambda x: _draws_in_a_helper(x) + 1)
     x = T(1.0)
     assert len({vals(f(x))[0] for _ in range(4)}) > 1
+
+
+def test_module_functions_named_like_mutating_methods_compile():
+    """``jitgrad.add(...)`` (``torch.add`` in ported code) is a function of a module, not a
+    container's ``add``: it is traced, not a graph break."""
+    def f(x, y):
+        return jg.add(x, y, alpha=2.0).sum()
+    c = jg.compile(f, fullgraph=True)
+    x, y = T([1.0, 2.0]), T([3.0, 4.0])
+    assert c(x, y).item() == f(x, y).item() == 17.0
+    assert c.eager_reason(x, y) is None

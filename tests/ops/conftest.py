@@ -191,6 +191,7 @@ def _maximum(name):
 ADAPTERS = {
     # arithmetic: the operators, as user code writes them
     "add": lambda M, ts, p: ts[0] + ts[1],
+    "add_scaled": lambda M, ts, p: M.add(ts[0], ts[1], alpha=p["alpha"]),
     "sub": lambda M, ts, p: ts[0] - ts[1],
     "rsub": lambda M, ts, p: M.rsub(ts[0], ts[1]),
     "mul": lambda M, ts, p: ts[0] * ts[1],

@@ -34,7 +34,20 @@ def _targets(t, ignore_index, w, dtype):
     return tc, wt
 
 
+def _plain(x_ndim: int, t, w, ignore_index) -> bool:
+    """The common case, computed without the general path's masks: a batch of class
+    indices, no class weights, no target ignored (the same bits: the masks' weights would
+    all be 1.0)."""
+    return x_ndim == 2 and w is None and t.size > 0 and not (t == ignore_index).any()
+
+
 def _nll_ref(x, t, w, reduction, ignore_index, spatial=False):
+    if _plain(x.ndim, t, w, ignore_index):
+        loss = -x[np.arange(t.shape[0]), t].astype(np.float64)
+        if reduction == "none":
+            return np.asarray(loss, dtype=x.dtype)
+        return np.asarray(loss.sum() / (t.shape[0] if reduction == "mean" else 1.0),
+                          dtype=x.dtype)
     one = x.ndim == 1
     if one:
         x, t = x[None], t[None]
@@ -49,6 +62,12 @@ def _nll_ref(x, t, w, reduction, ignore_index, spatial=False):
 
 
 def _nll_grad_ref(g, t, w, reduction, ignore_index, shape):
+    if reduction != "none" and _plain(len(shape), t, w, ignore_index):
+        out = np.zeros(shape, dtype=g.dtype)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scale = -float(g) / (t.shape[0] if reduction == "mean" else 1.0)
+        out[np.arange(t.shape[0]), t] = scale
+        return out
     one = len(shape) == 1
     t2 = t[None] if one else t
     tc, wt = _targets(t2, ignore_index, w, g.dtype)
