@@ -115,6 +115,10 @@ class GroupRunner:
         args = ["N"] if d.mode == "flat" else [str(self.R), str(self.C)]
         body = []
         for j, (v, op) in enumerate(zip(b.operands, d.operands)):
+            if op.pattern == "scalar" and v.kind == "const":  # fixed: the value, baked
+                ns[f"C{j}"] = np.dtype(v.dtype).type(np.asarray(v.source).reshape(-1)[0])
+                args.append(f"C{j}")
+                continue
             body.append(f"a{j} = env[{id(v)}]")
             if op.pattern == "scalar":
                 args.append(f"a{j}[()]" if v.shape == () else

@@ -75,12 +75,13 @@ def recompute_cheap_residuals(gi, graph) -> None:
         else:
             out = Var(n, fv.shape, fv.dtype)
             n += 1
-            _replace_uses(bg, res_in[r], out)
-            bg.eqns = [Eqn(e.op, ins, out, dict(e.params), e.cdt, e.impl)] + bg.eqns
+            eqn = Eqn(e.op, ins, out, dict(e.params), e.cdt, e.impl)
+            _replace_uses(bg, res_in[r], out)  # (before eqn joins: it does not read it)
             readable[id(fv)] = out
-            recomputed[r] = bg.eqns[0]
+            recomputed[r] = eqn
     if not recomputed:
         return
+    bg.eqns = _in_order(list(recomputed.values())) + bg.eqns
     kept = [r for r in range(n_res) if r not in recomputed]
     bg.inputs = list(bg.inputs[:n_cot]) + [res_in[r] for r in kept] + list(ext_in)
     for k, v in enumerate(bg.inputs):
@@ -101,6 +102,23 @@ class _Recipe:
     def __init__(self, e: Eqn) -> None:
         self.op, self.ins, self.out = e.op, tuple(e.ins), e.out
         self.params, self.cdt, self.impl = e.params, e.cdt, e.impl
+
+
+def _in_order(eqns: list) -> list:
+    """The recomputing equations, each after those whose values it reads (one may read
+    another's: ``x*w`` then ``(x*w)**2``; the forward graph is acyclic, so they are too)."""
+    made = {id(e.out) for e in eqns}
+    done: set = set()
+    out: list = []
+    while eqns:
+        ready = [e for e in eqns if all(not isinstance(x, Var) or id(x) not in made
+                                        or id(x) in done for x in e.ins)]
+        if not ready:
+            raise AssertionError("recomputed residuals depend on each other in a cycle")
+        out += ready
+        done |= {id(e.out) for e in ready}
+        eqns = [e for e in eqns if id(e.out) not in done]
+    return out
 
 
 def _forward_input(graph, kind: str, i: int, obj):
