@@ -1,0 +1,97 @@
+"""Run by test_mpi.py under ``mpiexec -n 2 python -m mpi4py mpi_worker.py CHECK``: each rank
+asserts its results (an uncaught AssertionError aborts the job, a nonzero exit) and prints
+``OK <check> <rank>`` at the end."""
+
+from __future__ import annotations
+
+import datetime
+import sys
+import time
+
+import numpy as np
+
+import jitgrad
+import jitgrad.distributed as dist
+from jitgrad.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def rank_data(rank: int, shape=(3, 4)) -> np.ndarray:
+    """Rank ``rank``'s operand: different on every rank, reproducible on all."""
+    return np.random.default_rng(100 + rank).standard_normal(shape)
+
+
+def check_collectives(rank: int, size: int) -> None:
+    every = np.stack([rank_data(r) for r in range(size)])
+    expected = {dist.ReduceOp.SUM: every.sum(0), dist.ReduceOp.AVG: every.sum(0) / size,
+                dist.ReduceOp.MAX: every.max(0), dist.ReduceOp.MIN: every.min(0),
+                dist.ReduceOp.PRODUCT: every.prod(0)}
+    for op, want in expected.items():
+        t = jitgrad.tensor(rank_data(rank))
+        dist.all_reduce(t, op=op)
+        np.testing.assert_allclose(t.numpy(), want, rtol=1e-15, err_msg=str(op))
+    # float32, non-contiguous (a transposed view written back through its base), async
+    base = jitgrad.tensor(rank_data(rank).astype(np.float32))
+    work = dist.all_reduce(base.t(), op=dist.ReduceOp.SUM, async_op=True)
+    work.wait()
+    np.testing.assert_allclose(base.numpy(), every.astype(np.float32).sum(0), rtol=1e-6)
+    ints = jitgrad.tensor([rank, 10 * rank + 1])
+    dist.all_reduce(ints, op=dist.ReduceOp.MAX)
+    assert ints.tolist() == [size - 1, 10 * (size - 1) + 1]
+    flags = jitgrad.tensor([rank == 0, True])
+    dist.all_reduce(flags, op=dist.ReduceOp.MIN)
+    assert flags.tolist() == [size == 1, True]
+    for src in range(size):
+        t = jitgrad.tensor(rank_data(rank, (5,)))
+        dist.broadcast(t, src=src)
+        np.testing.assert_array_equal(t.numpy(), rank_data(src, (5,)))
+    out = [jitgrad.zeros(2, 3, dtype=jitgrad.float64) for _ in range(size)]
+    dist.all_gather(out, jitgrad.tensor(rank_data(rank, (2, 3))))
+    for r in range(size):
+        np.testing.assert_array_equal(out[r].numpy(), rank_data(r, (2, 3)))
+    dist.barrier()
+    # a rank that is late past the timeout: the waiting rank raises, naming the operation;
+    # the collective stays pending and a second wait finishes it
+    if rank == 1:
+        time.sleep(1.0)
+    work = dist.all_reduce(jitgrad.ones(1), async_op=True)
+    if rank == 0:
+        try:
+            work.wait(timeout=datetime.timedelta(seconds=0.2))
+        except RuntimeError as e:
+            assert "collective operation timeout: ALLREDUCE" in str(e), e
+        else:
+            raise AssertionError("no timeout")
+    work.wait()
+
+
+def check_sampler(rank: int, size: int) -> None:
+    n = 11
+    ds = TensorDataset(jitgrad.arange(n))
+    sampler = DistributedSampler(ds, seed=5)
+    assert (sampler.num_replicas, sampler.rank) == (size, rank)
+    epochs = []
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        mine = [i for (batch,) in DataLoader(ds, batch_size=4, sampler=sampler)
+                for i in batch.tolist()]
+        assert len(mine) == len(sampler) == -(-n // size)
+        out = [jitgrad.zeros(len(mine), dtype=jitgrad.int64) for _ in range(size)]
+        dist.all_gather(out, jitgrad.tensor(mine))
+        seen = np.concatenate([o.numpy() for o in out])
+        # every index once, plus the padding: the first indices of the epoch's order
+        assert sorted(set(seen.tolist())) == list(range(n)), seen
+        assert len(seen) - n == (-n) % size
+        epochs.append(seen.tolist())
+    assert epochs[0] != epochs[1] != epochs[2]
+
+
+CHECKS = {"collectives": check_collectives, "sampler": check_sampler}
+
+if __name__ == "__main__":
+    dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=30))
+    rank, size = dist.get_rank(), dist.get_world_size()
+    assert size == 2, size
+    for name in sys.argv[1:]:
+        CHECKS[name](rank, size)
+        print(f"OK {name} {rank}", flush=True)
+    dist.destroy_process_group()
