@@ -271,14 +271,23 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: None = None,
         raise RuntimeError(f"all_reduce: ReduceOp.AVG needs a floating point tensor, got "
                            f"{tensor.dtype}")
     buf = _buffer(data)
-    request = g.comm.Iallreduce(g.mpi.IN_PLACE, buf, _mpi_op(g, op, data.dtype))
 
     def finish() -> None:
         if op is ReduceOp.AVG:
             np.divide(buf, g.size, out=buf)
         _written(tensor, data, buf)
 
-    return _run(Work(g, "ALLREDUCE", request, finish), async_op)
+    return _run(all_reduce_array(buf, op, finish), async_op)
+
+
+def all_reduce_array(buf: np.ndarray, op: ReduceOp = ReduceOp.SUM,
+                     finish: Callable[[], None] | None = None) -> Work:
+    """Start the allreduce of a C-contiguous NumPy array in place (``AVG`` sums: dividing is
+    ``finish``'s job); ``finish`` runs when the returned :class:`Work` completes. The
+    building block of :func:`all_reduce` and DistributedDataParallel's buckets."""
+    g = _group()
+    request = g.comm.Iallreduce(g.mpi.IN_PLACE, buf, _mpi_op(g, op, buf.dtype))
+    return Work(g, "ALLREDUCE", request, finish)
 
 
 def broadcast(tensor: Tensor, src: int, group: None = None,

@@ -85,7 +85,83 @@ def check_sampler(rank: int, size: int) -> None:
     assert epochs[0] != epochs[1] != epochs[2]
 
 
-CHECKS = {"collectives": check_collectives, "sampler": check_sampler}
+def mlp(seed: int) -> jitgrad.nn.Module:
+    jitgrad.manual_seed(seed)
+    return jitgrad.nn.Sequential(jitgrad.nn.Linear(4, 8), jitgrad.nn.Tanh(),
+                                 jitgrad.nn.Linear(8, 3)).double()
+
+
+def flat_params(model: jitgrad.nn.Module) -> np.ndarray:
+    return np.concatenate([p.detach().numpy().reshape(-1) for p in model.parameters()])
+
+
+def flat_grads(model: jitgrad.nn.Module) -> np.ndarray:
+    return np.concatenate([p.grad.numpy().reshape(-1) for p in model.parameters()])
+
+
+def same_on_every_rank(values: np.ndarray, size: int) -> bool:
+    out = [jitgrad.zeros(values.size, dtype=jitgrad.float64) for _ in range(size)]
+    dist.all_gather(out, jitgrad.tensor(values))
+    return all(np.array_equal(o.numpy(), values) for o in out)
+
+
+def check_ddp(rank: int, size: int) -> None:
+    from jitgrad.nn.parallel import DistributedDataParallel as DDP
+
+    cross_entropy = jitgrad.nn.functional.cross_entropy
+    data = np.random.default_rng(0)
+    x = jitgrad.tensor(data.standard_normal((8 * size, 4)))
+    y = jitgrad.tensor(data.integers(0, 3, 8 * size))
+    reference = mlp(0)  # rank 0's initial parameters, trained in one process on every batch
+    model = DDP(mlp(rank), bucket_cap_mb=1e-4)  # ~100-byte buckets: several per step
+    assert len(model._buckets) > 1
+    assert np.array_equal(flat_params(model.module), flat_params(reference))
+    opt = jitgrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    ref_opt = jitgrad.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    for step in range(5):
+        batch = slice(8 * step % (8 * size), 8 * step % (8 * size) + 8)
+        xs, ys = x[batch], y[batch]
+        shard = slice(rank * 8 // size, (rank + 1) * 8 // size)
+        opt.zero_grad()
+        cross_entropy(model(xs[shard]), ys[shard]).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        cross_entropy(reference(xs), ys).backward()
+        ref_opt.step()
+        np.testing.assert_allclose(flat_grads(model.module), flat_grads(reference),
+                                   rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(flat_params(model.module), flat_params(reference),
+                                   rtol=1e-10)
+        assert same_on_every_rank(flat_params(model.module), size)
+    # no_sync: the first micro-batch's gradients stay local, the second backward averages
+    # the accumulated sum
+    opt.zero_grad()
+    reference.zero_grad()
+    micro = [(x[4 * k:4 * k + 4], y[4 * k:4 * k + 4]) for k in range(2)]
+    with model.no_sync():
+        xs, ys = micro[0]
+        cross_entropy(model(xs[2 * rank:2 * rank + 2]), ys[2 * rank:2 * rank + 2]).backward()
+    assert not same_on_every_rank(flat_grads(model.module), size)
+    xs, ys = micro[1]
+    cross_entropy(model(xs[2 * rank:2 * rank + 2]), ys[2 * rank:2 * rank + 2]).backward()
+    for xs, ys in micro:
+        cross_entropy(reference(xs), ys).backward()
+    np.testing.assert_allclose(flat_grads(model.module), flat_grads(reference), rtol=1e-10,
+                               atol=1e-14)
+    assert same_on_every_rank(flat_grads(model.module), size)
+    # buffers: rank 0's at construction and before every forward
+    norm = jitgrad.nn.BatchNorm1d(3).double()
+    norm.running_mean.fill_(float(rank))
+    wrapped = DDP(norm)
+    assert norm.running_mean.tolist() == [0.0, 0.0, 0.0]
+    with jitgrad.no_grad():
+        norm.running_mean.fill_(float(rank + 1))
+        wrapped.eval()
+        wrapped(jitgrad.ones(2, 3, dtype=jitgrad.float64))
+    assert norm.running_mean.tolist() == [1.0, 1.0, 1.0]
+
+
+CHECKS = {"collectives": check_collectives, "sampler": check_sampler, "ddp": check_ddp}
 
 if __name__ == "__main__":
     dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=30))

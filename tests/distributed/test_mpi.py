@@ -49,3 +49,7 @@ def test_collectives_against_numpy():
 
 def test_sampler_covers_every_index_once_per_epoch():
     run_ranks("sampler")
+
+
+def test_ddp_two_ranks_equal_one_process_on_the_whole_batch():
+    run_ranks("ddp")
