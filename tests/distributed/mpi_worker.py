@@ -161,7 +161,15 @@ def check_ddp(rank: int, size: int) -> None:
     assert norm.running_mean.tolist() == [1.0, 1.0, 1.0]
 
 
-CHECKS = {"collectives": check_collectives, "sampler": check_sampler, "ddp": check_ddp}
+def check_abort(rank: int, size: int) -> None:
+    """Rank 1 raises while rank 0 waits in a barrier: ``python -m mpi4py`` aborts the job."""
+    if rank == 1:
+        raise RuntimeError("rank 1 fails on purpose")
+    dist.barrier()
+
+
+CHECKS = {"collectives": check_collectives, "sampler": check_sampler, "ddp": check_ddp,
+          "abort": check_abort}
 
 if __name__ == "__main__":
     dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=30))

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -27,14 +28,19 @@ def mpiexec() -> str:
     return found
 
 
-def run_ranks(*checks: str) -> str:
-    """Run mpi_worker.py's ``checks`` on two ranks; fail with their output unless every rank
-    reports every check."""
+def launch(*checks: str) -> subprocess.CompletedProcess:
+    """mpi_worker.py's ``checks`` on two ranks under mpiexec (and ``python -m mpi4py``)."""
     env = dict(os.environ, MPIEXEC_TIMEOUT=str(TIMEOUT_S))
     cmd = [mpiexec(), "-n", str(RANKS), sys.executable, "-m", "mpi4py",
            str(HERE / "mpi_worker.py"), *checks]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S + 15, env=env,
-                       cwd=HERE)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S + 15,
+                          env=env, cwd=HERE)
+
+
+def run_ranks(*checks: str) -> str:
+    """Run ``checks`` on two ranks; fail with their output unless every rank reports every
+    check."""
+    r = launch(*checks)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
     for check in checks:
@@ -53,3 +59,11 @@ def test_sampler_covers_every_index_once_per_epoch():
 
 def test_ddp_two_ranks_equal_one_process_on_the_whole_batch():
     run_ranks("ddp")
+
+
+def test_a_raising_rank_ends_the_job_fast():
+    start = time.monotonic()
+    r = launch("abort")
+    assert time.monotonic() - start < 20
+    assert r.returncode != 0
+    assert "rank 1 fails on purpose" in r.stdout + r.stderr
