@@ -13,6 +13,7 @@ from ...ops.movement import stack
 from ...random import Generator, rng
 from ...tensor import Tensor, wrap
 from .dataset import Dataset, TensorDataset
+from .sampler import check_positive_int
 
 __all__ = ["DataLoader", "default_collate"]
 
@@ -84,9 +85,8 @@ class DataLoader:
         if num_workers:
             raise NotImplementedError("DataLoader: worker processes are not supported by "
                                       "jitgrad (use num_workers=0)")
-        if batch_size is not None and (not isinstance(batch_size, int) or batch_size <= 0):
-            raise ValueError(f"batch_size should be a positive integer value, but got "
-                             f"batch_size={batch_size}")
+        if batch_size is not None:
+            check_positive_int("batch_size", batch_size)
         self.dataset = dataset
         self.batch_size = batch_size
         self.shuffle = shuffle

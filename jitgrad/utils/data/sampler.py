@@ -10,7 +10,15 @@ from collections.abc import Iterable, Iterator, Sized
 from ...random import Generator, rng
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "BatchSampler",
-           "DistributedSampler"]
+           "DistributedSampler", "check_positive_int"]
+
+
+def check_positive_int(name: str, value: object) -> None:
+    """PyTorch's ValueError for a count (``batch_size``, ``num_samples``) that is not a
+    positive int."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} should be a positive integer value, but got "
+                         f"{name}={value}")
 
 
 class Sampler:
@@ -46,13 +54,9 @@ class RandomSampler(Sampler):
         if not isinstance(replacement, bool):
             raise TypeError(f"replacement should be a boolean value, but got "
                             f"replacement={replacement}")
-        self.data_source = data_source
-        self.replacement = replacement
+        self.data_source, self.replacement, self.generator = data_source, replacement, generator
         self._num_samples = num_samples
-        self.generator = generator
-        if not isinstance(self.num_samples, int) or self.num_samples <= 0:
-            raise ValueError(f"num_samples should be a positive integer value, but got "
-                             f"num_samples={self.num_samples}")
+        check_positive_int("num_samples", self.num_samples)
 
     @property
     def num_samples(self) -> int:
@@ -76,15 +80,11 @@ class BatchSampler(Sampler):
     ``drop_last``)."""
 
     def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(f"batch_size should be a positive integer value, but got "
-                             f"batch_size={batch_size}")
+        check_positive_int("batch_size", batch_size)
         if not isinstance(drop_last, bool):
             raise ValueError(f"drop_last should be a boolean value, but got "
                              f"drop_last={drop_last}")
-        self.sampler = sampler
-        self.batch_size = batch_size
-        self.drop_last = drop_last
+        self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
 
     def __iter__(self) -> Iterator[list[int]]:
         batch: list[int] = []
