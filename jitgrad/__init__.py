@@ -16,6 +16,7 @@ import builtins as _builtins
 
 from . import (  # ops first: attaches Tensor methods
     autograd,
+    distributed,
     linalg,
     nn,  # noqa: E402,I001 - needs the ops above
     ops,
@@ -149,8 +150,8 @@ if _clash:
 globals().update(_OP_EXPORTS)
 
 __all__ = [
-    "Tensor", "Size", "dtype", "autograd", "linalg", "nn", "ops", "optim", "utils", "Generator",
-    "default_generator",
+    "Tensor", "Size", "dtype", "autograd", "distributed", "linalg", "nn", "ops", "optim",
+    "utils", "Generator", "default_generator",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
     "float", "double", "half", "int", "long", "short",
     "get_default_dtype", "set_default_dtype", "result_type", "set_printoptions",

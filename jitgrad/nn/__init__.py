@@ -11,7 +11,7 @@ containers, losses, ``functional`` and ``init``.
 jitgrad.Size([16, 4])
 """
 
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .activation import GELU, Dropout, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .container import ModuleDict, ModuleList, Sequential
 from .hooks import (
@@ -46,7 +46,7 @@ from .normalization import BatchNorm1d, LayerNorm
 from .parameter import Parameter
 
 __all__ = [
-    "functional", "init", "utils", "Module", "Parameter", "RemovableHandle",
+    "functional", "init", "parallel", "utils", "Module", "Parameter", "RemovableHandle",
     "Identity", "Linear", "Flatten", "Embedding", "Conv2d", "MaxPool2d", "AvgPool2d",
     "AdaptiveAvgPool2d",
     "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax", "Dropout",

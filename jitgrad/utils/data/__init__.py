@@ -1,5 +1,6 @@
 """Datasets and batching, as ``torch.utils.data``: ``Dataset``, ``TensorDataset``,
-``DataLoader`` (``batch_size``, seeded ``shuffle``, ``drop_last``, ``default_collate``).
+``DataLoader`` (``batch_size``, seeded ``shuffle``, ``drop_last``, ``sampler``,
+``batch_sampler``, ``default_collate``), samplers (``DistributedSampler``: one rank's shard).
 
 >>> import jitgrad
 >>> from jitgrad.utils.data import DataLoader, TensorDataset
@@ -10,6 +11,14 @@
 
 from .dataloader import DataLoader, default_collate
 from .dataset import Dataset, Subset, TensorDataset, random_split
+from .sampler import (
+    BatchSampler,
+    DistributedSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+)
 
 __all__ = ["Dataset", "TensorDataset", "Subset", "random_split", "DataLoader",
-           "default_collate"]
+           "default_collate", "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler",
+           "DistributedSampler"]

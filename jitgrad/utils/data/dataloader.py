@@ -13,6 +13,7 @@ from ...ops.movement import stack
 from ...random import Generator, rng
 from ...tensor import Tensor, wrap
 from .dataset import Dataset, TensorDataset
+from .sampler import check_positive_int
 
 __all__ = ["DataLoader", "default_collate"]
 
@@ -57,10 +58,13 @@ def default_collate(batch: list):
 class DataLoader:
     """Iterate over ``dataset`` in batches.
 
-    ``shuffle`` draws a new permutation each epoch from ``generator`` (or the default
-    generator), so a seeded generator gives the same batches run after run; ``drop_last``
-    drops a final short batch. A :class:`TensorDataset` with the default collation is
-    batched by indexing its tensors directly (no per-sample stacking).
+    The indices come from ``sampler`` when given (e.g. a :class:`DistributedSampler`;
+    exclusive with ``shuffle``), in batches of ``batch_size``, or in the lists of
+    ``batch_sampler`` (exclusive with ``batch_size``, ``shuffle``, ``sampler`` and
+    ``drop_last``). Otherwise ``shuffle`` draws a new permutation each epoch from
+    ``generator`` (or the default generator), so a seeded generator gives the same batches
+    run after run; ``drop_last`` drops a final short batch. A :class:`TensorDataset` with the
+    default collation is batched by indexing its tensors directly (no per-sample stacking).
     """
 
     def __init__(self, dataset: Dataset, batch_size: int | None = 1, shuffle: bool = False,
@@ -68,27 +72,42 @@ class DataLoader:
                  collate_fn: Callable | None = None, pin_memory: bool = False,
                  drop_last: bool = False, timeout: float = 0, worker_init_fn=None,
                  generator: Generator | None = None, **kwargs) -> None:
-        if sampler is not None or batch_sampler is not None:
-            raise NotImplementedError("DataLoader: custom samplers are not supported by jitgrad")
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
+                                 "shuffle, sampler, and drop_last")
+            batch_size = None
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually "
+                             "exclusive with drop_last")
         if num_workers:
             raise NotImplementedError("DataLoader: worker processes are not supported by "
                                       "jitgrad (use num_workers=0)")
-        if batch_size is not None and (not isinstance(batch_size, int) or batch_size <= 0):
-            raise ValueError(f"batch_size should be a positive integer value, but got "
-                             f"batch_size={batch_size}")
+        if batch_size is not None:
+            check_positive_int("batch_size", batch_size)
         self.dataset = dataset
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.drop_last = drop_last
         self.generator = generator
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
         self.collate_fn = collate_fn or default_collate
         self._fast = isinstance(dataset, TensorDataset) and collate_fn is None
 
     def _order(self) -> np.ndarray:
+        if self.sampler is not None:
+            return np.fromiter(iter(self.sampler), dtype=np.int64)
         n = len(self.dataset)
         return rng(self.generator).permutation(n) if self.shuffle else np.arange(n)
 
     def _batches(self) -> Iterator[np.ndarray]:
+        if self.batch_sampler is not None:
+            for batch in self.batch_sampler:
+                yield np.asarray(batch, dtype=np.int64)
+            return
         order = self._order()
         if self.batch_size is None:
             yield from order
@@ -99,7 +118,7 @@ class DataLoader:
             yield order[start:start + bs]
 
     def __iter__(self) -> Iterator:
-        if self.batch_size is None:  # no batching: samples one by one
+        if self.batch_size is None and self.batch_sampler is None:  # samples one by one
             for i in self._batches():
                 yield self.dataset[int(i)]
             return
@@ -110,7 +129,9 @@ class DataLoader:
                 yield self.collate_fn([self.dataset[int(i)] for i in idx])
 
     def __len__(self) -> int:
-        n = len(self.dataset)
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
+        n = len(self.dataset) if self.sampler is None else len(self.sampler)
         if self.batch_size is None:
             return n
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
