@@ -89,8 +89,27 @@ class Plan:
                 self.n_kernels += 1
             else:
                 self.runners.append(_call_runner(s.eqn))
+        self._drop_baked_consts(ends)
         self.run = self._straight_line("run")
         self.run_arrays = self._straight_line("run_arrays")
+
+    def _drop_baked_consts(self, ends: set) -> None:
+        """Constants every reader of which has baked them into its kernel call are not put
+        in the environment (nor freed from it): one dict copy less per call."""
+        baked = set().union(*(gr.baked for gr in self.group_runners))
+        if not baked:
+            return
+        read = set(ends)
+        runners = iter(self.group_runners)  # one per group step, in step order
+        for s in self.steps:
+            if s.kind == "group":
+                gr = next(runners)
+                read |= {id(v) for v in s.group.operands() if id(v) not in gr.baked}
+            else:
+                read |= {id(i) for i in s.eqn.ins if isinstance(i, Var)}
+        gone = {k for k, _ in self.consts if k in baked and k not in read}
+        self.consts = [(k, src) for k, src in self.consts if k not in gone]
+        self.drops = [[k for k in d if k not in gone] for d in self.drops]
 
     def _straight_line(self, which: str):
         """``run`` or ``run_arrays`` unrolled for this plan: input reads, each step and the

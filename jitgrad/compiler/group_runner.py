@@ -41,6 +41,7 @@ class GroupRunner:
         self.group = group
         self.desc = desc
         self.binding = binding
+        self.baked: set = set()  # ids of constant operands passed as values (not from env)
         self.source = module_source(desc)
         log_source(f"plan kernel {desc.title}", self.source)  # every plan, not once per process
         shape = group.shape
@@ -118,6 +119,7 @@ class GroupRunner:
             if op.pattern == "scalar" and v.kind == "const":  # fixed: the value, baked
                 ns[f"C{j}"] = np.dtype(v.dtype).type(np.asarray(v.source).reshape(-1)[0])
                 args.append(f"C{j}")
+                self.baked.add(id(v))
                 continue
             body.append(f"a{j} = env[{id(v)}]")
             if op.pattern == "scalar":
