@@ -27,10 +27,10 @@ class Entry:
     spec_plan = None  # the joint forward+backward plan of a speculated loss (speculation.py)
     speculating = False  # whether calls run spec_plan now
     spec_idle = 0  # speculated calls since the last backward through one
-    spec_reason: str | None = None  # why the entry does not speculate (None: it does)
+    spec_reason: str | None = "not requested"  # why it does not speculate (None: it does)
 
     def __init__(self, fn_name, graph, out_tree, guards, grad_info, closure_ids, cache_dir,
-                 escaped=(), speculate: bool = False) -> None:
+                 escaped=(), spec_reason: str | None = "not requested") -> None:
         from ..compiler import build_plan
         from ..compiler.joint import joint_graph
 
@@ -49,7 +49,8 @@ class Entry:
         self.escaped = [(weakref.ref(a), n_out + n_res + k)
                         for k, (a, _) in enumerate(escaped)]
         self._keep = [v for _, v in escaped]
-        if speculate:  # the forward and backward plans are built when first needed
+        self.spec_reason = spec_reason
+        if spec_reason is None:  # speculated: forward and backward plans built when needed
             self.spec_plan = build_plan(joint_graph(graph, grad_info), (), cache_dir,
                                         fresh_from=n_out)
             self.speculating = True
@@ -57,6 +58,7 @@ class Entry:
             self._build_plans()
 
     def _build_plans(self) -> tuple:
+        """(forward plan, backward plan), built at the first call."""
         from ..compiler import build_plan
 
         plans = self._plans
@@ -71,14 +73,12 @@ class Entry:
     @property
     def plan(self):
         """The forward plan (it also returns the residuals the backward plan reads)."""
-        plans = self._plans
-        return plans[0] if plans is not None else self._build_plans()[0]
+        return self._build_plans()[0]
 
     @property
     def bplan(self):
         """The backward plan (None without a differentiable output)."""
-        plans = self._plans
-        return plans[1] if plans is not None else self._build_plans()[1]
+        return self._build_plans()[1]
 
     #: the access chains the trace read (``guards.AccessGuard``); set by the tracer's caller
     access = None

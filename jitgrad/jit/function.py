@@ -259,9 +259,8 @@ class CompiledFunction:
                 "speculates the gradients (joint forward+backward plan)" if why_not is None
                 else f"no speculation: {why_not}"))
         entry = Entry(self.__name__, graph, out_tree, guards, grad_info, closure_ids,
-                      self.cache_dir, escaped, speculate=why_not is None)
+                      self.cache_dir, escaped, spec_reason=why_not)
         entry.aliases, entry.residual_anchors = aliases
-        entry.spec_reason = why_not
         if tracer.backward_runs:
             entry.joint = True
             entry.joint_outputs = joint_outputs
