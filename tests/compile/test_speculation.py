@@ -207,3 +207,29 @@ def test_non_scalar_output_node_path_equals_eager():
     def weighted(out, ts):
         out.backward(jg.from_numpy(np.linspace(-1, 1, out.numel(), dtype=np.float32)))
     _same_as_eager(f, fn, _arrays(k=2), weighted)
+
+
+def test_speculated_loss_follows_python_state_between_calls():
+    """A captured weight written in place, a closure number rebound, a module attribute
+    changed: each later call of the speculated loss gives eager mode's loss and gradients."""
+    rng = np.random.default_rng(3)
+    w = jg.from_numpy(rng.standard_normal(50).astype(np.float32))
+    cfg = {"scale": 2.0}
+
+    def fn(x):
+        return (jg.tanh(x * w) * cfg["scale"]).sum()
+    f = jg.compile(fn)
+    x0 = rng.standard_normal(50).astype(np.float32)
+    for step in range(4):
+        if step == 1:
+            with jg.no_grad():
+                w.mul_(0.5)          # captured tensor changed in place
+        if step == 2:
+            cfg["scale"] = -1.5      # a number the trace read
+        xe, xc = (jg.from_numpy(x0.copy()).requires_grad_() for _ in range(2))
+        le, lc = fn(xe), f(xc)
+        le.backward()
+        lc.backward()
+        assert_same_bits(lc, le, f"loss at step {step}")
+        assert_same_bits(xc.grad, xe.grad, f"gradient at step {step}")
+    assert _entry(f).speculating  # the newest entry (a retrace after the number changed)
