@@ -16,6 +16,7 @@ import builtins as _builtins
 
 from . import (  # ops first: attaches Tensor methods
     autograd,
+    cuda,
     distributed,
     linalg,
     nn,  # noqa: E402,I001 - needs the ops above
@@ -55,6 +56,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .devices import device
 from .dtypes import (
     DType as dtype,
 )
@@ -150,7 +152,8 @@ if _clash:
 globals().update(_OP_EXPORTS)
 
 __all__ = [
-    "Tensor", "Size", "dtype", "autograd", "distributed", "linalg", "nn", "ops", "optim",
+    "Tensor", "Size", "dtype", "device", "cuda", "autograd", "distributed", "linalg", "nn",
+    "ops", "optim",
     "utils", "Generator", "default_generator",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
     "float", "double", "half", "int", "long", "short",

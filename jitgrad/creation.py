@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from . import dtypes
+from . import devices, dtypes
 from .random import rng
 from .shapes import as_shape
 from .tensor import Tensor, wrap
@@ -98,10 +98,20 @@ def _array_from_data(data, dtype) -> np.ndarray:
     return arr
 
 
-def _finish(arr: np.ndarray, requires_grad: bool, regen=None, kind: str = "fill") -> Tensor:
-    """Wrap a factory's array. Under ``jitgrad.compile`` tracing, ``regen`` (a callable making
-    the value again) lets the graph recreate it each call — ``kind`` "random" draws anew from
-    the generator, as eager would; without ``regen`` the value is a graph constant."""
+def _finish(arr: np.ndarray, requires_grad: bool, regen=None, kind: str = "fill",
+            device=None) -> Tensor:
+    """Wrap a factory's array, moved to ``device`` (a parsed device; None: the CPU). Under
+    ``jitgrad.compile`` tracing, ``regen`` (a callable making the value again) lets the graph
+    recreate it each call — ``kind`` "random" draws anew from the generator, as eager would;
+    without ``regen`` the value is a graph constant. Random values are drawn on the host
+    and moved, so a seed gives the same numbers on every device."""
+    if device is not None and device.type != "cpu":
+        arr = devices.to_device(arr, device)
+        if regen is not None:
+            host_regen = regen
+
+            def regen():
+                return devices.to_device(host_regen(), device)
     t = wrap(arr)
     tr = _TRACE.tracer
     if tr is not None:
@@ -132,14 +142,14 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False,
             "To copy construct from a tensor, it is recommended to use sourceTensor.clone()."
             "detach() or sourceTensor.clone().detach().requires_grad_(True), rather than "
             "jitgrad.tensor(sourceTensor).", UserWarning, stacklevel=2)
-    _check_device(device)
+    dev = _device(device)
     tr = _TRACE.tracer
     if tr is not None and type(data) is np.ndarray and tr.is_input(data):
         # a NumPy argument of a compiled function: a copy of that input, not a constant
         t = wrap(data).clone() if dtype is None else wrap(data).to(dtypes.to_dtype(dtype),
                                                                     copy=True)
         return t.requires_grad_() if requires_grad else t
-    return _finish(_array_from_data(data, dtype), requires_grad)
+    return _finish(_array_from_data(data, dtype), requires_grad, device=dev)
 
 
 def scalar_tensor(s, dtype=None, requires_grad: bool = False) -> Tensor:
@@ -150,14 +160,16 @@ def scalar_tensor(s, dtype=None, requires_grad: bool = False) -> Tensor:
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """``data`` as a tensor, sharing memory with tensors/arrays when no conversion is needed."""
-    _check_device(device)
+    dev = _device(device)
     if isinstance(data, Tensor):
-        return data if dtype is None else data.to(dtype)
-    if isinstance(data, np.ndarray) and (dtype is None or
-                                         dtypes.to_dtype(dtype).np == data.dtype):
+        t = data if dtype is None else data.to(dtype)
+    elif isinstance(data, np.ndarray) and (dtype is None or
+                                           dtypes.to_dtype(dtype).np == data.dtype):
         dtypes.from_numpy_dtype(data.dtype)
-        return wrap(data)
-    return wrap(_array_from_data(data, dtype))
+        t = wrap(data)
+    else:
+        t = wrap(_array_from_data(data, dtype))
+    return t if dev is None else t.to(dev)
 
 
 def from_numpy(ndarray: np.ndarray) -> Tensor:
@@ -168,9 +180,11 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     return wrap(ndarray)
 
 
-def _check_device(device) -> None:
-    if device is not None and str(device) not in ("cpu", "cpu:0"):
-        raise RuntimeError(f"jitgrad tensors live on the CPU; device {device!r} is not available")
+def _device(device, like: Tensor | None = None):
+    """``device=``'s argument parsed (``like``'s device when None)."""
+    if device is None:
+        return None if like is None else like.device
+    return devices.parse(device)
 
 
 def _size(sizes: tuple, size, name: str) -> tuple:
@@ -200,50 +214,51 @@ def _dt(dtype, default=None) -> np.dtype:
 def zeros(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
           out=None) -> Tensor:
     """A tensor of zeros (``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``)."""
-    _check_device(device)
+    dev = _device(device)
     shape, d = _size(sizes, size, "zeros"), _dt(dtype)
-    return _out(_finish(np.zeros(shape, d), requires_grad, lambda: np.zeros(shape, d)), out,
-                "zeros")
+    return _out(_finish(np.zeros(shape, d), requires_grad, lambda: np.zeros(shape, d),
+                        device=dev), out, "zeros")
 
 
 def ones(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
          out=None) -> Tensor:
     """A tensor of ones (sizes as :func:`zeros`)."""
-    _check_device(device)
+    dev = _device(device)
     shape, d = _size(sizes, size, "ones"), _dt(dtype)
-    return _out(_finish(np.ones(shape, d), requires_grad, lambda: np.ones(shape, d)), out,
-                "ones")
+    return _out(_finish(np.ones(shape, d), requires_grad, lambda: np.ones(shape, d),
+                        device=dev), out, "ones")
 
 
 def empty(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor (sizes as :func:`zeros`)."""
-    _check_device(device)
+    dev = _device(device)
     shape, d = _size(sizes, size, "empty"), _dt(dtype)
-    return _finish(np.empty(shape, d), requires_grad, lambda: np.empty(shape, d))
+    return _finish(np.empty(shape, d), requires_grad, lambda: np.empty(shape, d), device=dev)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor filled with ``fill_value`` (dtype inferred from it, as PyTorch)."""
-    _check_device(device)
+    dev = _device(device)
     if dtype is None:
         dtype = dtypes.scalar_dtype(fill_value)
     shape, d = as_shape((size,)), _dt(dtype)
     return _finish(np.full(shape, fill_value, d), requires_grad,
-                   lambda: np.full(shape, fill_value, d))
+                   lambda: np.full(shape, fill_value, d), device=dev)
 
 
 def eye(n: int, m: int | None = None, *, dtype=None, device=None,
         requires_grad: bool = False) -> Tensor:
     """The identity matrix (``n x m``)."""
-    _check_device(device)
+    dev = _device(device)
     d = _dt(dtype)
-    return _finish(np.eye(n, m, dtype=d), requires_grad, lambda: np.eye(n, m, dtype=d))
+    return _finish(np.eye(n, m, dtype=d), requires_grad, lambda: np.eye(n, m, dtype=d),
+                   device=dev)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None,
            requires_grad: bool = False) -> Tensor:
     """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 for integer args."""
-    _check_device(device)
+    dev = _device(device)
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -257,14 +272,15 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
     def make():
         arr = start + step * np.arange(n, dtype=np.float64 if d.kind == "f" else np.int64)
         return arr.astype(d)
-    return _finish(make(), requires_grad, make)
+    return _finish(make(), requires_grad, make, device=dev)
 
 
 def linspace(start, end, steps: int, *, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
-    _check_device(device)
-    return _finish(np.linspace(start, end, steps).astype(_dt(dtype)), requires_grad)
+    dev = _device(device)
+    return _finish(np.linspace(start, end, steps).astype(_dt(dtype)), requires_grad,
+                   device=dev)
 
 
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None,
@@ -276,7 +292,7 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None,
 def rand(*sizes, size=None, generator=None, dtype=None, device=None,
          requires_grad: bool = False) -> Tensor:
     """Uniform samples in ``[0, 1)`` (sizes as :func:`zeros`)."""
-    _check_device(device)
+    dev = _device(device)
     d = _dt(dtype)
     shape = _size(sizes, size, "rand")
 
@@ -284,13 +300,13 @@ def rand(*sizes, size=None, generator=None, dtype=None, device=None,
         arr = rng(generator).random(shape, dtype=d if d.kind == "f" and d.itemsize >= 4
                                     else np.float64)
         return arr.astype(d, copy=False)
-    return _finish(make(), requires_grad, make, "random")
+    return _finish(make(), requires_grad, make, "random", device=dev)
 
 
 def randn(*sizes, size=None, generator=None, dtype=None, device=None,
           requires_grad: bool = False) -> Tensor:
     """Standard normal samples (sizes as :func:`zeros`)."""
-    _check_device(device)
+    dev = _device(device)
     d = _dt(dtype)
     shape = _size(sizes, size, "randn")
 
@@ -298,7 +314,7 @@ def randn(*sizes, size=None, generator=None, dtype=None, device=None,
         arr = rng(generator).standard_normal(shape, dtype=d if d.kind == "f" and
                                              d.itemsize >= 4 else np.float64)
         return arr.astype(d, copy=False)
-    return _finish(make(), requires_grad, make, "random")
+    return _finish(make(), requires_grad, make, "random", device=dev)
 
 
 def normal(mean: float, std: float, size, *, generator=None, dtype=None,
@@ -314,7 +330,7 @@ def normal(mean: float, std: float, size, *, generator=None, dtype=None,
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
             requires_grad: bool = False) -> Tensor:
     """Integers uniform in ``[low, high)`` (``randint(high, size)`` also works)."""
-    _check_device(device)
+    dev = _device(device)
     if size is None:
         if high is None:
             raise TypeError("randint() missing required argument 'size'")
@@ -325,7 +341,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
 
     def make():
         return rng(generator).integers(low, high, size=shape).astype(d)
-    return _finish(make(), requires_grad, make, "random")
+    return _finish(make(), requires_grad, make, "random", device=dev)
 
 
 def randperm(n: int, *, generator=None, dtype=None) -> Tensor:
@@ -344,27 +360,31 @@ def _like(t: Tensor, dtype):
 def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Zeros with ``input``'s shape and dtype."""
     shape, d = _like(input, dtype)
-    return _finish(np.zeros(shape, d), requires_grad, lambda: np.zeros(shape, d))
+    dev = _device(device, input)
+    return _finish(np.zeros(shape, d), requires_grad, lambda: np.zeros(shape, d), device=dev)
 
 
 def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Ones with ``input``'s shape and dtype."""
     shape, d = _like(input, dtype)
-    return _finish(np.ones(shape, d), requires_grad, lambda: np.ones(shape, d))
+    dev = _device(device, input)
+    return _finish(np.ones(shape, d), requires_grad, lambda: np.ones(shape, d), device=dev)
 
 
 def empty_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Uninitialised, with ``input``'s shape and dtype."""
     shape, d = _like(input, dtype)
-    return _finish(np.empty(shape, d), requires_grad, lambda: np.empty(shape, d))
+    dev = _device(device, input)
+    return _finish(np.empty(shape, d), requires_grad, lambda: np.empty(shape, d), device=dev)
 
 
 def full_like(input: Tensor, fill_value, *, dtype=None, device=None,
               requires_grad: bool = False) -> Tensor:
     """``fill_value`` with ``input``'s shape and dtype."""
     shape, d = _like(input, dtype)
+    dev = _device(device, input)
     return _finish(np.full(shape, fill_value, d), requires_grad,
-                   lambda: np.full(shape, fill_value, d))
+                   lambda: np.full(shape, fill_value, d), device=dev)
 
 
 def rand_like(input: Tensor, *, dtype=None, generator=None, requires_grad: bool = False

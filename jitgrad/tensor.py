@@ -8,11 +8,15 @@ import weakref
 
 import numpy as np
 
-from . import dtypes
+from . import devices, dtypes
 from ._tensor_str import dtype_suffix_needed, format_tensor
 from .trace.state import STATE as _TRACE
 
 __all__ = ["Tensor", "Size", "wrap", "alias", "RemovableHandle"]
+
+
+_CUDA_NUMPY = ("can't convert {} device type tensor to numpy. Use Tensor.cpu() to copy the "
+               "tensor to host memory first.")
 
 
 class Size(tuple):
@@ -169,12 +173,21 @@ class Tensor:
         return dtypes.from_numpy_dtype(self._data.dtype)
 
     @property
-    def device(self) -> str:
-        return "cpu"
+    def device(self) -> devices.device:
+        """The device the tensor's memory is on (``device(type='cpu')`` or ``cuda:0``)."""
+        return devices.device_of(self._data)
 
     @property
     def is_cuda(self) -> bool:
-        return False
+        return not devices.is_cpu_array(self._data)
+
+    @property
+    def is_cpu(self) -> bool:
+        return devices.is_cpu_array(self._data)
+
+    def get_device(self) -> int:
+        """The CUDA device index, or -1 for a CPU tensor (PyTorch's convention)."""
+        return -1 if devices.is_cpu_array(self._data) else 0
 
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f"
@@ -198,7 +211,8 @@ class Tensor:
         return st if dim is None else st[dim]
 
     def data_ptr(self) -> int:
-        return self._data.ctypes.data
+        d = self._data
+        return d.ctypes.data if devices.is_cpu_array(d) else d.data.ptr
 
     # ------------------------------------------------------------------------ autograd
     @property
@@ -340,7 +354,8 @@ class Tensor:
 
     # --------------------------------------------------------------- conversions / Python
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        """The underlying NumPy array (shared memory)."""
+        """The underlying NumPy array (shared memory; ``force=True``: a CUDA tensor's
+        values copied to the host)."""
         if _TRACE.tracer is not None:
             _TRACE.tracer.escape(".numpy()")
         if self._requires_grad and not force:
@@ -348,6 +363,10 @@ class Tensor:
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead."
             )
+        if not devices.is_cpu_array(self._data):
+            if force:
+                return devices.to_host(self._data)
+            raise TypeError(_CUDA_NUMPY.format(self.device))
         return self._data
 
     def __array__(self, dtype=None, copy=None):
@@ -359,6 +378,8 @@ class Tensor:
                 "instead."
             )
         a = self._data
+        if not devices.is_cpu_array(a):
+            raise TypeError(_CUDA_NUMPY.format(self.device))
         if dtype is not None and a.dtype != dtype:
             return a.astype(dtype)
         return a.copy() if copy else a
@@ -423,6 +444,9 @@ class Tensor:
             _TRACE.tracer.escape("printing a tensor")
         suffixes = []
         d = self._data
+        if not devices.is_cpu_array(d):
+            d = devices.to_host(d)
+            suffixes.append(f"device='{self.device}'")
         if dtype_suffix_needed(d.dtype):
             dsuf = f"dtype=jitgrad.{dtypes.from_numpy_dtype(d.dtype).name}"
         else:

@@ -87,6 +87,8 @@ def _seed(d) -> Tensor:
     """The implicit gradient of a one-element output ``d``: ones, one shared tensor per
     dtype and shape over a read-only array (a leaf that would keep it as its ``.grad``
     copies it: ``accumulate._must_copy``; an in-place op on it raises)."""
+    if type(d) is not np.ndarray:  # CUDA memory: ones on its device, not shared
+        return ones_like(wrap(d))
     key = (d.dtype, d.shape)
     t = _SEEDS.get(key)
     if t is None:

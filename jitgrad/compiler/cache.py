@@ -37,15 +37,16 @@ def reset_stats() -> None:
 
 
 def math_sources_digest() -> str:
-    """Hash of the code generated modules import: the kernel math they inline and the
-    cached-function decorator (Numba keys its disk cache on the generated file's timestamp
-    and would not notice a change there)."""
+    """Hash of the code generated modules import: the kernel math they inline (CPU and
+    CUDA) and the cached-function decorator (Numba keys its disk cache on the generated
+    file's timestamp and would not notice a change there)."""
     import jitgrad.kernels as k
 
     root = Path(k.__file__).parent
     h = hashlib.sha256()
+    cuda_math = Path(__file__).parent.parent / "cuda" / "device_math.py"
     for p in sorted([root / "scalar.py", root / "cached.py", root / "mathtable.py",
-                     *(root / "vmath").glob("*.py")]):
+                     cuda_math, *(root / "vmath").glob("*.py")]):
         h.update(p.name.encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:16]

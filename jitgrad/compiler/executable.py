@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import config
 from .._malloc import tune_allocator
+from ..devices import CUDA0, is_cpu_array, to_device
 from ..trace.interpreter import apply_effects, graph_ends, interpret, last_uses, run_eqn
 from ..trace.ir import Graph, Lit, Var
 from .describe import describe_group
@@ -34,7 +35,9 @@ class Plan:
         self.reference = config.jit_disabled()
         ends = list(graph.outputs) + list(self.keep) + [v for _, v in graph.writes] + [
             v for _, v in graph.grad_sets if v is not None]
-        self.consts = [(id(v), v.source) for v in graph.all_vars() + ends
+        self.cuda = graph.device == "cuda"
+        self.consts = [(id(v), _on_device(v.source) if self.cuda else v.source)
+                       for v in graph.all_vars() + ends
                        if isinstance(v, Var) and v.kind == "const"]
         self.steps = partition(graph) if not self.reference else []
         self.calls = any(s.kind not in ("group", "view") for s in self.steps)
@@ -82,7 +85,8 @@ class Plan:
                 self.runners.append(shared[id(s.eqn)])
             elif s.kind == "group":
                 desc, binding = describe_group(s.group, needed)
-                gr = GroupRunner(s.group, desc, binding, cache_dir)
+                gr = (_cuda_runner() if self.cuda else GroupRunner)(s.group, desc, binding,
+                                                                    cache_dir)
                 self.sources.append(gr.source)
                 self.group_runners.append(gr)
                 self.runners.append(gr.run)
@@ -116,7 +120,8 @@ class Plan:
         frees after it, outputs, effects. Plain Python, generated once; the generic loops
         were most of a small graph's cost (W1 compiled: 7.5 -> 6.0 us)."""
         ns = {"apply_effects": apply_effects, "G": self.graph, "errstate": np.errstate,
-              "CONSTS": dict(self.consts), "asarray": np.asarray}
+              "CONSTS": dict(self.consts),
+              "asarray": _device_asarray if self.cuda else np.asarray}
         body = ["    env = CONSTS.copy()" if self.consts else "    env = {}"]
         if which == "run":
             body += [f"    env[{k}] = flat[{i}]._data" for k, i in self.arg_slots]
@@ -203,6 +208,22 @@ class Plan:
 
 
 
+def _on_device(a):
+    """A CUDA plan's constant: on the device (kernels and CuPy take no host arrays)."""
+    return to_device(np.asarray(a), CUDA0)
+
+
+def _device_asarray(a):
+    """``np.asarray`` that keeps CUDA arrays on the device (NumPy scalars become 0-d)."""
+    return np.asarray(a) if is_cpu_array(a) else a
+
+
+def _cuda_runner():
+    from ..cuda.plan_runner import CudaGroupRunner
+
+    return CudaGroupRunner
+
+
 def _slots(e) -> tuple:
     """An equation's inputs as ``(is_var, id(Var) | literal value)``, resolved once."""
     return tuple((True, id(i)) if isinstance(i, Var) else
@@ -224,7 +245,7 @@ def _call_runner(e):
 
     def run(env):
         out = fn(*_args(slots, env), **params)
-        if type(out) is not np.ndarray:
+        if type(out) is not np.ndarray and is_cpu_array(out):  # a NumPy scalar
             out = np.asarray(out)
         env[key] = out if out.dtype == dtype else out.astype(dtype)
     return run

@@ -52,6 +52,7 @@ def joint_graph(graph: Graph, grad_info) -> Graph:
     graphs in place."""
     bg = grad_info.graph
     joint = Graph(graph.name + "_joint")
+    joint.device = graph.device
     joint.names = graph.names
     count = itertools.count()
     new: dict = {}  # id(Var of graph or bg) -> its Var in the joint graph

@@ -40,18 +40,20 @@ class Kernel:
     fn: object
 
 
-def load(desc: KernelDesc, cache_dir: str | None = None, log: bool = True) -> Kernel:
-    """The kernel of ``desc`` (rendered, cached on disk and imported on first request; its
-    source printed then under ``JITGRAD_LOGS=code`` unless ``log`` is false: plans print
+def load(desc: KernelDesc, cache_dir: str | None = None, log: bool = True,
+         target: str = "cpu") -> Kernel:
+    """The kernel of ``desc`` for ``target`` ("cpu": a Numba function over parts; "cuda": a
+    ``@cuda.jit`` kernel), rendered, cached on disk and imported on first request; its
+    source printed then under ``JITGRAD_LOGS=code`` unless ``log`` is false (plans print
     their kernels themselves, each time one is built)."""
-    key = (desc, cache_dir)
+    key = (desc, cache_dir, target)
     k = _table.get(key)
     if k is not None:
         return k
     with _lock:
         k = _table.get(key)
         if k is None:
-            source = module_source(desc)
+            source = _RENDER[target](desc)
             mod = cache.load_module(source, cache_dir)
             k = _table[key] = Kernel(desc, source, cache.module_path(source, cache_dir),
                                      mod.kernel)
@@ -69,3 +71,12 @@ def finish_sum(partials: np.ndarray, kind: str, scale: float, dtype, shape) -> n
     if scale != 1.0:
         val = val * scale
     return np.asarray(val, dtype).reshape(shape)
+
+
+def _cuda_source(desc: KernelDesc) -> str:
+    from .render_cuda import module_source_cuda
+
+    return module_source_cuda(desc)
+
+
+_RENDER = {"cpu": module_source, "cuda": _cuda_source}

@@ -40,6 +40,8 @@ class Entry:
         self.guards = guards            # externals / grad states to re-check each call
         self.closure_ids = closure_ids
         self.grad_info = grad_info      # None, or the backward description (GradInfo)
+        if grad_info is not None:
+            grad_info.graph.device = graph.device  # the backward runs where the forward did
         self.backward_text = str(grad_info.graph) if grad_info is not None else None
         self.fn_name = fn_name
         self._cache_dir = cache_dir

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from .. import creation, dtypes
+from .. import creation, devices, dtypes
 from ..shapes import fmt_shape
 from ..tensor import Tensor
 from . import functional as F
@@ -34,9 +34,10 @@ def _weight_and_bias(module: Module, shape: tuple, bias: bool, dtype) -> None:
     module.reset_parameters()
 
 
-def _check_device(device) -> None:
-    if device is not None and str(device) not in ("cpu", "cpu:0"):
-        raise RuntimeError(f"jitgrad modules live on the CPU; cannot create one on {device!r}")
+def _place(module: Module, device) -> None:
+    """A layer's ``device=``: its parameters moved there once initialised."""
+    if device is not None:
+        module.to(devices.parse(device))
 
 
 class Identity(Module):
@@ -62,10 +63,10 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  device=None, dtype=None) -> None:
         super().__init__()
-        _check_device(device)
         self.in_features = in_features
         self.out_features = out_features
         _weight_and_bias(self, (out_features, in_features), bias, dtype)
+        _place(self, device)
 
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
@@ -106,7 +107,6 @@ class Embedding(Module):
                  sparse: bool = False, _weight: Tensor | None = None, _freeze: bool = False,
                  device=None, dtype=None) -> None:
         super().__init__()
-        _check_device(device)
         if max_norm is not None or scale_grad_by_freq or sparse:
             raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse are "
                                       "not supported by jitgrad")
@@ -133,6 +133,7 @@ class Embedding(Module):
                 raise AssertionError("Shape of weight does not match num_embeddings and "
                                      "embedding_dim")
             self.weight = Parameter(_weight, requires_grad=not _freeze)
+        _place(self, device)
 
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
@@ -176,7 +177,6 @@ class Conv2d(Module):
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
                  device=None, dtype=None) -> None:
         super().__init__()
-        _check_device(device)
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
         if in_channels % groups != 0:
@@ -196,6 +196,7 @@ class Conv2d(Module):
         self.padding_mode = padding_mode
         _weight_and_bias(self, (out_channels, in_channels // groups, *self.kernel_size), bias,
                          dtype)
+        _place(self, device)
 
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))

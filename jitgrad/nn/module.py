@@ -374,18 +374,36 @@ class Module:
         return self
 
     def to(self, *args, **kwargs) -> Module:
-        """Cast floating-point parameters and buffers to a dtype (``to(dtype)``,
-        ``to(tensor)``, ``to(device, dtype)``; the device must be the CPU)."""
+        """Move parameters and buffers to a device and/or cast the floating-point ones to
+        a dtype (``to(device)``, ``to(dtype)``, ``to(tensor)``, ``to(device, dtype)``), in
+        place: the Parameter objects stay (optimizers keep working)."""
         from ..ops.methods import parse_to_args
 
-        dtype, _ = parse_to_args(args, dict(kwargs), "modules")
-        if dtype is None:
+        dtype, _, device = parse_to_args(args, dict(kwargs), "modules")
+        if dtype is not None:
+            dt = dtypes.to_dtype(dtype)
+            if not dt.is_floating_point:
+                raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got "
+                                f"desired dtype={dt}")
+        else:
+            dt = None
+
+        def convert(t: Tensor) -> Tensor:
+            if device is not None:
+                t = t.to(device)
+            return t.to(dt) if dt is not None and t.is_floating_point() else t
+
+        if dt is None and device is None:
             return self
-        dt = dtypes.to_dtype(dtype)
-        if not dt.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got "
-                            f"desired dtype={dt}")
-        return self._apply(lambda t: t.to(dt) if t.is_floating_point() else t)
+        return self._apply(convert)
+
+    def cuda(self, device=None) -> Module:
+        """Move every parameter and buffer to the CUDA device."""
+        return self.to("cuda" if device is None else device)
+
+    def cpu(self) -> Module:
+        """Move every parameter and buffer to host memory."""
+        return self.to("cpu")
 
     def float(self) -> Module:
         """Floating-point parameters and buffers to float32."""
@@ -398,9 +416,6 @@ class Module:
     def half(self) -> Module:
         """Floating-point parameters and buffers to float16."""
         return self.to(dtypes.float16)
-
-    def cpu(self) -> Module:
-        return self
 
     def type(self, dst_type) -> Module:
         """Cast every parameter and buffer to ``dst_type``."""

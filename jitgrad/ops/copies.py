@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
+from .. import devices, dtypes
+from ..devices import array_namespace
 from ..tensor import Tensor
 from .api import api
 from .dispatch import call
 from .registry import MOVEMENT, defop
 
-__all__ = ["clone", "contiguous", "to_dtype"]
+__all__ = ["clone", "contiguous", "to_dtype", "to_device"]
 
 
 CLONE = defop(name="clone", kind=MOVEMENT, inputs=("a",), node="CloneBackward0",
-              ref=lambda a: np.array(a, copy=True, order="C"), expr="a", copies=True,
+              ref=lambda a: array_namespace(a).array(a, copy=True, order="C"), expr="a",
+              copies=True,
               vjp=lambda g, ins, out, p, n: (g,))
 
 
@@ -47,3 +49,20 @@ def to_dtype(input: Tensor, dtype, copy: bool = False) -> Tensor:
     if input._data.dtype == d.np and not copy:
         return input
     return call(TO_DTYPE, (input,), {"dtype": d.np, "in_dtype": input._data.dtype})
+
+
+TO_DEVICE = defop(name="to_device", kind=MOVEMENT, inputs=("a",), params=("device", "in_device"),
+                  node="ToCopyBackward0",
+                  ref=lambda a, device, in_device: devices.to_device(a, device),
+                  vjp=lambda g, ins, out, p, n: (to_device(g, p["in_device"]),))
+
+
+@api(TO_DEVICE)
+def to_device(input: Tensor, device, copy: bool = False) -> Tensor:
+    """``input`` on ``device`` (itself when already there, unless ``copy``); differentiable:
+    the gradient goes back to ``input``'s device."""
+    dev = devices.parse(device)
+    here = input.device
+    if dev == here:
+        return clone(input) if copy else input
+    return call(TO_DEVICE, (input,), {"device": dev, "in_device": here})

@@ -12,6 +12,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd import grad_mode
 from ..autograd.node import edge, make_node, save_input, save_output
+from ..devices import check_same_device, is_cpu_array
 from ..shapes import broadcast_many, broadcast_shapes
 from ..tensor import Tensor, mark_view, wrap
 from ..trace.state import STATE as _TRACE
@@ -93,12 +94,35 @@ def call(op: OpDef, inputs: tuple, params: dict | None = None, view_of: Tensor |
     version counter and base, as PyTorch views do.
     """
     arrays = [t._data for t in inputs]
+    if len(inputs) > 1:
+        _same_device(inputs)
     fwd = op.fwd or op.ref
     res = fwd(*arrays, **params) if params else fwd(*arrays)
     out = wrap(res)
     if view_of is not None and res.base is not None:
         mark_view(out, view_of)
     return record(op, out, inputs, params)
+
+
+def _cpu_scalar_to_device(a: Tensor, b: Tensor) -> tuple:
+    """PyTorch's exception to the same-device rule: a 0-dim CPU tensor combines with a CUDA
+    tensor (as a number would); it is moved there by the differentiable ``to_device``."""
+    from .copies import to_device
+
+    ca, cb = is_cpu_array(a._data), is_cpu_array(b._data)
+    if ca and not cb and a._data.ndim == 0:
+        a = to_device(a, b.device)
+    elif cb and not ca and b._data.ndim == 0:
+        b = to_device(b, a.device)
+    return a, b
+
+
+def _same_device(tensors) -> None:
+    """PyTorch's error when tensors (all of type Tensor) live on two devices."""
+    for t in tensors:
+        if type(t._data) is not np.ndarray:
+            check_same_device([t._data for t in tensors])
+            return
 
 
 # ------------------------------------------------------------------------ element-wise
@@ -212,7 +236,8 @@ def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
     """Eager element-wise op with one tensor input."""
     ad = a._data
     dt = ad.dtype
-    ks = op.fast_kernels.get(dt, _MISSING) if _TRACE.tracer is None else None
+    ks = op.fast_kernels.get(dt, _MISSING) if _TRACE.tracer is None and \
+        type(ad) is _ndarray else None
     if ks is _MISSING:
         ks = eager_kernels.fast_kernels(op, dt)
     if ks is not None:
@@ -247,7 +272,7 @@ def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
             same = (tb is float or tb is int) and dt.kind == "f"
             second = dt.type(b) if same else None
             k = 1
-        if same:
+        if same and type(ad) is _ndarray and (k == 1 or type(second) is _ndarray):
             ks = op.fast_kernels.get(dt, _MISSING) if _TRACE.tracer is None else None
             if ks is _MISSING:
                 ks = eager_kernels.fast_kernels(op, dt)
@@ -276,6 +301,8 @@ def binary_into(op: OpDef, a: Tensor, b, params: dict | None = None) -> bool:
     tb = type(b)
     if _STATE.enabled and (a._requires_grad or (tb is Tensor and b._requires_grad)):
         return False
+    if type(ad) is not _ndarray or (tb is Tensor and type(b._data) is not _ndarray):
+        return False  # CUDA memory (or a NumPy subclass): the general in-place path
     flags = ad.flags
     if not (flags.c_contiguous and flags.writeable):
         return False
@@ -324,6 +351,9 @@ def _binary_general(op: OpDef, a, b, params) -> Tensor:
             b = as_tensor_arg(b, "other")
             tb = True
     if ta and tb:
+        if type(a._data) is not _ndarray or type(b._data) is not _ndarray:
+            a, b = _cpu_scalar_to_device(a, b)
+            check_same_device((a._data, b._data))
         sa, sb = a._data.shape, b._data.shape
         if sa != sb:
             broadcast_shapes(sa, sb, op.name)
@@ -343,6 +373,7 @@ def elementwise(op: OpDef, args: tuple, params: dict | None = None) -> Tensor:
     if not tensors:
         raise TypeError(f"{op.name}: expected at least one Tensor argument")
     if len(tensors) > 1:
+        _same_device(tensors)
         broadcast_many([t._data.shape for t in tensors], op.name)
     cd = dtypes.result_type(*[x for i, x in enumerate(args) if i not in op.extra.get(
         "no_promote", ())])

@@ -20,6 +20,7 @@ traced values only shape the graph, and the first call's results come from the p
 from __future__ import annotations
 
 import itertools
+import sys
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from ..trace.state import STATE as _TRACE
 from .registry import OpDef
 
 __all__ = ["run", "PARALLEL_MIN_SIZE", "fast_kernels", "kernel_fn", "use_kernels",
-           "run_kernel", "sum_kind"]
+           "run_kernel", "sum_kind", "on_device"]
 
 CHUNK_SHIFT = 14                 # log2 of kernel_desc.CHUNK (parts of a flat kernel)
 
@@ -109,6 +110,17 @@ def run_kernel(fn, n: int, args: tuple) -> None:
         fn(0, parts, n, *args)
 
 
+def on_device(arrays) -> bool:
+    """Whether one of ``arrays`` (arrays, numbers) is CUDA memory."""
+    rt = sys.modules.get("jitgrad.cuda.runtime")
+    if rt is None:
+        return False
+    for x in arrays:
+        if rt.is_device_array(x):
+            return True
+    return False
+
+
 def _param_args(op: OpDef, params, cdt) -> tuple:
     if not op.params:
         return ()
@@ -121,6 +133,10 @@ def run(op: OpDef, operands: tuple, params, cdt, odt) -> np.ndarray:
     ``no_promote`` inputs keep their dtype)."""
     cdt = np.dtype(cdt)
     odt = np.dtype(odt)
+    if on_device(operands):
+        from ..cuda.launch import elementwise
+
+        return elementwise(op, operands, params, cdt, odt)
     if op.expr is None or (cdt != _F32 and cdt != _F64) or not use_kernels():
         return _run_numpy(op, operands, params, odt)
     cdt = _F32 if cdt == _F32 else _F64

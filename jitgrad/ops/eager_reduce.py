@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ..kernels.parallel import PARALLEL_MIN_SIZE, parallel_ok
-from .eager_kernels import sum_kind, use_kernels
+from .eager_kernels import on_device, sum_kind, use_kernels
 
 __all__ = ["sum_float"]
 
@@ -33,7 +33,7 @@ def trig_out_of_domain(name: str, a: np.ndarray) -> bool:
     from ..kernels.vmath import ACCURATE_DOMAIN
 
     limit = ACCURATE_DOMAIN.get((name, "float32" if a.dtype == _F32 else "float64"))
-    if limit is None or not use_kernels():
+    if limit is None or not use_kernels() or on_device((a,)):  # CUDA: libdevice, any x
         return False
     m = _kernels().max_abs(np.ascontiguousarray(a).reshape(-1))
     return not m < limit  # NaN takes the libm path too (both give NaN)
@@ -56,6 +56,10 @@ def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> 
     from ..compiler.kernel_desc import CHUNK, COLBLOCK
     from ..compiler.kernels import finish_sum
 
+    if on_device((a,)):
+        from ..cuda.launch import sum_float as sum_on_device
+
+        return sum_on_device(a, dims, keepdim, scale)
     dt = a.dtype
     out_shape = tuple(1 if i in dims else s for i, s in enumerate(a.shape)) if keepdim else \
         tuple(s for i, s in enumerate(a.shape) if i not in dims)

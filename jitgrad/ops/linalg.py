@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import devices
 from ..kernels.parallel import note_blas
 from ..shapes import broadcast_shapes, fmt_shape
 from ..tensor import Tensor
@@ -33,7 +34,9 @@ def _node_name(p) -> str:
 
 def _blas_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` through NumPy's BLAS, noting the call (see ``kernels.parallel.note_blas``)."""
-    out = np.asarray(np.matmul(a, b))
+    out = np.matmul(a, b)
+    if type(out) is not np.ndarray and devices.is_cpu_array(out):  # a NumPy scalar
+        out = np.asarray(out)
     note_blas(out.size * (a.shape[-1] if a.ndim else 1))
     return out
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
+from .. import devices, dtypes
 from ..autograd import grad_mode
 from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
@@ -84,33 +84,48 @@ def _invert(self):
 
 # -------------------------------------------------------------------- conversions
 def parse_to_args(args: tuple, kwargs: dict, what: str) -> tuple:
-    """``(dtype or None, copy)`` from ``to()``'s arguments (``to(dtype)``, ``to(device)``,
-    ``to(other)``, ``to(device, dtype)``, keywords); any device but the CPU is an error
-    naming ``what`` ("tensors", "modules")."""
+    """``(dtype or None, copy, device or None)`` from ``to()``'s arguments (``to(dtype)``,
+    ``to(device)``, ``to(other)``, ``to(device, dtype)``, keywords; ``what`` names the
+    caller in errors: "tensors", "modules")."""
     dtype = kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
     device = kwargs.pop("device", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     for a in args:
         if isinstance(a, Tensor):
-            dtype = a.dtype
-        elif isinstance(a, str) or a is None:
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, (str, int, devices.device)) and not isinstance(a, bool):
             device = a
-        else:
+        elif a is not None:
             dtype = a
-    if device is not None and str(device) not in ("cpu", "cpu:0"):
-        raise RuntimeError(f"jitgrad {what} live on the CPU; cannot move to {device!r}")
-    return dtype, copy
+    return dtype, copy, devices.parse(device)
 
 
 def _to(self, *args, **kwargs):
     """``to(dtype)``, ``to(device)``, ``to(other)``, ``to(device, dtype)``."""
-    dtype, copy = parse_to_args(args, dict(kwargs), "tensors")
+    dtype, copy, device = parse_to_args(args, dict(kwargs), "tensors")
+    t = self
+    if device is not None and device != t.device:
+        t, copy = M.to_device(t, device), False
     if dtype is None:
-        return M.clone(self) if copy else self
-    return M.to_dtype(self, dtype, copy=copy)
+        return M.clone(t) if copy else t
+    return M.to_dtype(t, dtype, copy=copy)
+
+
+def _cuda(self, device=None, non_blocking: bool = False, memory_format=None):
+    """A copy on the CUDA device (``self`` when already there)."""
+    d = devices.parse("cuda" if device is None else device)
+    if d.type != "cuda":
+        raise RuntimeError(f"Invalid device, must be cuda device, got {device}")
+    return M.to_device(self, d)
+
+
+def _cpu(self, memory_format=None):
+    """A copy in host memory (``self`` when already there)."""
+    return M.to_device(self, devices.CPU)
 
 
 def _conv(dt):
@@ -152,11 +167,15 @@ def _copy_(self, src, non_blocking=False):
         from ..creation import tensor
 
         src = tensor(src)
+    if not (type(src._data) is np.ndarray and type(self._data) is np.ndarray) and \
+            src.device != self.device:  # across devices: moved first (differentiable)
+        src = M.to_device(src, self.device)
     if _TRACE.tracer is not None or (_STATE.enabled and (self._requires_grad or
                                                           src._requires_grad)):
         res = M.expand(M.to_dtype(src, self.dtype), self._data.shape)
         return apply_inplace(self, res)
-    np.copyto(self._data, np.broadcast_to(src._data, self._data.shape), casting="unsafe")
+    xp = devices.array_namespace(self._data)
+    xp.copyto(self._data, xp.broadcast_to(src._data, self._data.shape), casting="unsafe")
     self._vc[0] += 1
     return self
 
@@ -173,32 +192,36 @@ def _random_inplace(sampler):
 
             def make():
                 return np.asarray(sampler(rng(generator), shape, *args, **kwargs), dtype=dt)
-            return apply_inplace(self, _finish(make(), False, make, "random"))
-        self._data[...] = sampler(rng(generator), self._data.shape, *args, **kwargs)
+            return apply_inplace(self, _finish(make(), False, make, "random",
+                                               device=self.device))
+        values = sampler(rng(generator), self._data.shape, *args, **kwargs)
+        self._data[...] = devices.to_device(np.asarray(values, self._data.dtype), self.device)
         self._vc[0] += 1
         return self
     return method
 
 
 def _new_factory(fn):
-    def method(self, *size, dtype=None, requires_grad=False, **kw):
+    def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
         return fn(*size, dtype=self.dtype if dtype is None else dtype,
+                  device=self.device if device is None else device,
                   requires_grad=requires_grad, **kw)
     return method
 
 
-def _new_tensor(self, data, dtype=None, requires_grad=False):
+def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
     from ..creation import tensor
 
     return tensor(data, dtype=self.dtype if dtype is None else dtype,
+                  device=self.device if device is None else device,
                   requires_grad=requires_grad)
 
 
-def _new_full(self, size, fill_value, dtype=None, requires_grad=False):
+def _new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
     from ..creation import full
 
     return full(size, fill_value, dtype=self.dtype if dtype is None else dtype,
-                requires_grad=requires_grad)
+                device=self.device if device is None else device, requires_grad=requires_grad)
 
 
 def _allclose(self, other, rtol=1e-5, atol=1e-8, equal_nan=False):
@@ -252,7 +275,7 @@ METHODS = {
     "to": _to, "float": _conv(dtypes.float32), "double": _conv(dtypes.float64),
     "half": _conv(dtypes.float16), "int": _conv(dtypes.int32), "long": _conv(dtypes.int64),
     "bool": _conv(dtypes.bool_), "type": _type, "type_as": lambda self, o: M.to_dtype(
-        self, o.dtype), "cpu": lambda self: self,
+        self, o.dtype), "cpu": _cpu, "cuda": _cuda,
     # in-place writes
     "fill_": _fill_, "zero_": _zero_, "copy_": _copy_,
     "uniform_": _random_inplace(lambda r, s, a=0.0, b=1.0: r.uniform(a, b, s)),

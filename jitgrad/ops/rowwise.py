@@ -64,6 +64,7 @@ def rowwise(name: str, arrays: tuple, dim: int, reduce_out: bool = False) -> np.
 
 
 def kernel_ok(a: np.ndarray, dim) -> bool:
-    """Whether the softmax kernels apply (float32/64, non-empty, a real dim)."""
+    """Whether the softmax kernels apply (float32/64 host arrays, non-empty, a real dim;
+    CUDA arrays take the NumPy formulation, which CuPy runs)."""
     return (a.dtype == _F32 or a.dtype == _F64) and a.size > 0 and a.ndim > 0 and \
-        dim is not None and use_kernels()
+        dim is not None and use_kernels() and type(a) is np.ndarray

@@ -162,6 +162,8 @@ class IRError(AssertionError):
 class Graph:
     """A traced function: inputs, captured externals, equations, outputs and effects."""
 
+    device = "cpu"  # "cuda" when it computes on CUDA arrays (its plan runs CUDA kernels)
+
     def __init__(self, name: str = "graph") -> None:
         self.inputs: list = []
         self.externals: list = []

@@ -20,6 +20,7 @@ import sys
 import numpy as np
 
 from ..config import check_ir
+from ..devices import is_cpu_array
 from .ir import Eqn, Graph, Lit, Source, Var
 from .state import STATE
 
@@ -90,6 +91,8 @@ class Tracer:
 
     # ---------------------------------------------------------------- variables
     def _new_var(self, arr: np.ndarray, kind: str, source=None) -> Var:
+        if type(arr) is not np.ndarray and not is_cpu_array(arr):
+            self.graph.device = "cuda"
         v = Var(self.n, tuple(arr.shape), arr.dtype, kind, source)
         self.n += 1
         self.vars[id(arr)] = v

@@ -267,6 +267,7 @@ ADAPTERS = {
     "stack": lambda M, ts, p: M.stack(list(ts), dim=p["dim"]),
     "clone": lambda M, ts, p: ts[0].clone(),
     "to_dtype": _to_dtype,
+    "to_device": lambda M, ts, p: ts[0].to("cuda").to("cpu"),  # there and back (CUDA: sim)
 }
 
 
@@ -276,6 +277,7 @@ def _t_pow_backward(M, ts, p):
 
 
 TORCH_ADAPTERS = {
+    "to_device": lambda M, ts, p: ts[0].to("cpu", copy=True),  # torch's CPU wheel: no CUDA
     "tanh_backward": lambda M, ts, p: M.ops.aten.tanh_backward(ts[0], ts[1]),
     "sigmoid_backward": lambda M, ts, p: M.ops.aten.sigmoid_backward(ts[0], ts[1]),
     "threshold_backward": lambda M, ts, p: M.ops.aten.threshold_backward(
@@ -521,6 +523,10 @@ def _s_clone(rng, dt):
             ((_r(rng, (3, 2), dt),), {"_pre": "T", "_id": "T"})]
 
 
+def _s_to_device(rng, dt):
+    return [((_r(rng, (2, 3), dt),), {"_id": "2d"}), ((_r(rng, (), dt),), {"_id": "0d"})]
+
+
 def _s_to_dtype(rng, dt):
     # multiples of 1/8: exact in float32 also after gradcheck's +-2**-10 steps
     def x(s):
@@ -572,6 +578,7 @@ EXTRA_SAMPLES = {
     "stack": _s_stack,
     "clone": _s_clone,
     "to_dtype": _s_to_dtype,
+    "to_device": _s_to_device,
     "max_dim": _s_max_dim,
     "min_dim": _s_max_dim,
     "logical_and": _s_logical(False),

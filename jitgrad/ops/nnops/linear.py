@@ -19,7 +19,7 @@ __all__ = ["addmm", "linear"]
 
 
 def _addmm_ref(bias, a, b):
-    return np.asarray(np.matmul(a, b) + bias, dtype=np.result_type(a, b))
+    return (np.matmul(a, b) + bias).astype(np.result_type(a.dtype, b.dtype), copy=False)
 
 
 def _addmm_eager(bias, a, b):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...creation import full
+from ...devices import array_namespace
 from ...shapes import fmt_shape
 from ...tensor import Tensor
 from .. import samples as S
@@ -28,9 +29,10 @@ __all__ = ["nll_loss", "cross_entropy", "nll_loss_backward"]
 
 def _targets(t, ignore_index, w, dtype):
     """(class index with ignored targets at 0, weight of each target as float64)."""
+    xp = array_namespace(t)
     valid = t != ignore_index
-    tc = np.where(valid, t, 0)
-    wt = np.where(valid, w[tc] if w is not None else 1.0, 0.0).astype(np.float64)
+    tc = xp.where(valid, t, 0)
+    wt = xp.where(valid, w[tc] if w is not None else 1.0, 0.0).astype(np.float64)
     return tc, wt
 
 
@@ -42,31 +44,33 @@ def _plain(x_ndim: int, t, w, ignore_index) -> bool:
 
 
 def _nll_ref(x, t, w, reduction, ignore_index, spatial=False):
+    xp = array_namespace(x)
     if _plain(x.ndim, t, w, ignore_index):
-        loss = -x[np.arange(t.shape[0]), t].astype(np.float64)
+        loss = -x[xp.arange(t.shape[0]), t].astype(np.float64)
         if reduction == "none":
-            return np.asarray(loss, dtype=x.dtype)
-        return np.asarray(loss.sum() / (t.shape[0] if reduction == "mean" else 1.0),
+            return xp.asarray(loss, dtype=x.dtype)
+        return xp.asarray(loss.sum() / (t.shape[0] if reduction == "mean" else 1.0),
                           dtype=x.dtype)
     one = x.ndim == 1
     if one:
         x, t = x[None], t[None]
     tc, wt = _targets(t, ignore_index, w, x.dtype)
-    picked = np.take_along_axis(x, np.expand_dims(tc, 1), axis=1)[:, 0]
+    picked = xp.take_along_axis(x, xp.expand_dims(tc, 1), axis=1)[:, 0]
     loss = -picked.astype(np.float64) * wt
     if reduction == "none":
-        return np.asarray(loss[0] if one else loss, dtype=x.dtype)
+        return xp.asarray(loss[0] if one else loss, dtype=x.dtype)
     with np.errstate(invalid="ignore", divide="ignore"):
         r = loss.sum() / (wt.sum() if reduction == "mean" else 1.0)
-    return np.asarray(r, dtype=x.dtype)
+    return xp.asarray(r, dtype=x.dtype)
 
 
 def _nll_grad_ref(g, t, w, reduction, ignore_index, shape):
+    xp = array_namespace(g)
     if reduction != "none" and _plain(len(shape), t, w, ignore_index):
-        out = np.zeros(shape, dtype=g.dtype)
+        out = xp.zeros(shape, dtype=g.dtype)
         with np.errstate(invalid="ignore", divide="ignore"):
             scale = -float(g) / (t.shape[0] if reduction == "mean" else 1.0)
-        out[np.arange(t.shape[0]), t] = scale
+        out[xp.arange(t.shape[0]), t] = scale
         return out
     one = len(shape) == 1
     t2 = t[None] if one else t
@@ -77,8 +81,8 @@ def _nll_grad_ref(g, t, w, reduction, ignore_index, shape):
         total = wt.sum() if reduction == "mean" else 1.0
         with np.errstate(invalid="ignore", divide="ignore"):
             scale = -float(g) * wt / total
-    out = np.zeros((1,) + tuple(shape) if one else shape, dtype=g.dtype)
-    np.put_along_axis(out, np.expand_dims(tc, 1), np.expand_dims(scale, 1).astype(g.dtype),
+    out = xp.zeros((1,) + tuple(shape) if one else shape, dtype=g.dtype)
+    xp.put_along_axis(out, xp.expand_dims(tc, 1), xp.expand_dims(scale, 1).astype(g.dtype),
                       axis=1)
     return out[0] if one else out
 

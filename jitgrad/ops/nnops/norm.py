@@ -118,6 +118,7 @@ def _flat(a):
 def _kernel_ok(*arrays) -> bool:
     x = arrays[0]
     return (x.dtype in (np.float32, np.float64) and x.size > 0 and use_kernels()
+            and type(x) is np.ndarray  # CUDA arrays: the NumPy formulation (CuPy runs it)
             and all(a is None or a.dtype == x.dtype for a in arrays))
 
 

@@ -1,0 +1,175 @@
+"""The CUDA renderer: a :class:`KernelDesc` as a Numba ``@cuda.jit`` module.
+
+The second renderer of the one description (``render_cpu`` is the first): the same loads,
+lines and stores per element, and the sums in the CPU kernels' order, so a CUDA sum of
+values the device computed exactly (arithmetic, comparisons, selections) has the CPU's bits,
+and nothing depends on the launch configuration:
+
+* elements: grid-stride loops over the iteration space (``flat``: ``n`` elements; ``rows``:
+  ``R x C`` with ``row`` operands indexed by ``j = t % C``, ``col`` operands by ``i``);
+* ``all`` sums: a block per chunk of :data:`CHUNK` elements (grid-stride over chunks); lane
+  ``q`` of :data:`LANES` adds positions ``q, q + LANES, ...`` of the chunk in the value's
+  dtype (a thread adds lanes ``tid, tid + blockDim...``: any block size gives the same
+  lanes); thread 0 adds the lanes in order in float64 into the chunk's partial; the caller
+  finishes the partials (``cuda/launch.finish_sum``: in order, float64, on the device);
+* ``rows`` sums: a block per row, in segments of :data:`CHUNK` whose lane totals add up in
+  float64, as on the CPU;
+* ``cols`` sums: a thread per column, :data:`RBLOCK` rows at a time in the value's dtype,
+  then float64, rows in order (coalesced: neighbouring threads read neighbouring columns).
+
+No float atomics; no fast-math (a fastmath *set* would turn on approximate division and
+flush-to-zero). NVVM contracts ``a * b + c`` into an FMA by default (its ``-fma=1``), which
+numba-cuda does not let a kernel turn off: a fused CUDA kernel may therefore round a
+multiply-add once where the eager CUDA sequence rounds twice — the documented bound of
+CUDA eager vs compiled (1 ulp per contracted pair; the simulator computes without FMA).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..kernels.mathtable import DTYPE_SUFFIXES
+from .kernel_desc import CHUNK, LANES, RBLOCK, KernelDesc
+
+__all__ = ["render_cuda", "module_source_cuda"]
+
+_HEADER = """import numpy as np
+from numba import cuda
+
+{imports}
+f32 = np.float32
+f64 = np.float64
+u64 = np.uint64
+i64 = np.int64
+
+"""
+_POW_SCALAR = re.compile(r"\bpow_scalar\(")
+
+
+def module_source_cuda(desc: KernelDesc) -> str:
+    """The module defining ``kernel`` (a ``@cuda.jit`` function) for ``desc``."""
+    names = set(desc.math)
+    for line in desc.lines:
+        if "pow_scalar(" in line.expr:
+            names.discard("pow_scalar")
+            names.add(f"pow_scalar_{DTYPE_SUFFIXES.get(line.dtype, 'f64')}")
+    imports = (f"from jitgrad.cuda.device_math import {', '.join(sorted(names))}\n"
+               if names else "")
+    return (_HEADER.format(imports=imports) + "@cuda.jit(cache=True)\n" + render_cuda(desc)
+            + "\n")
+
+
+def signature_cuda(desc: KernelDesc) -> list[str]:
+    """The kernel's parameter names: the CPU kernel's without ``lo, hi`` (the grid covers
+    the whole space)."""
+    return desc.signature()[2:]
+
+
+def render_cuda(desc: KernelDesc, name: str = "kernel") -> str:
+    """The source of the CUDA kernel function ``name``."""
+    m = desc.mode
+    if m == "strided":
+        raise ValueError("strided kernels have no CUDA rendering (eager CUDA ops make such "
+                         "operands contiguous first)")
+    idx = {"full": "[t]", "row": "[j]", "col": "[i]", "scalar": ""}
+    if m == "flat":
+        idx["row"] = idx["col"] = "[t]"
+    body = [f"x{k} = a{k}{idx[op.pattern]}" for k, op in enumerate(desc.operands)]
+    for ln in desc.lines:
+        expr = ln.expr
+        if "pow_scalar(" in expr:
+            expr = _POW_SCALAR.sub(f"pow_scalar_{DTYPE_SUFFIXES.get(ln.dtype, 'f64')}(", expr)
+        note = f"  # {ln.note}" if ln.note else ""
+        body.append(f"{ln.target} = {expr}{note}")
+    dest = "a" if desc.into else "o"
+    body += [f"{dest}{k}[t] = {v}" for k, (v, _) in enumerate(desc.stores)]
+    src = [f"def {name}({', '.join(signature_cuda(desc))}):"]
+    if desc.title:
+        src.append(f"    # {desc.title}")
+    if not desc.reductions:
+        src += _elements(m, body)
+    elif m == "cols":
+        src += _column_sums(desc, body)
+    else:
+        src += _lane_sums(desc, body)
+    return "\n".join(src)
+
+
+def _indent(lines, n: int) -> list:
+    return [" " * (4 * n) + s for s in lines]
+
+
+def _elements(mode: str, body: list) -> list:
+    size = "n" if mode == "flat" else "R * C"
+    out = ["    start = cuda.grid(1)", "    step = cuda.gridsize(1)",
+           f"    for t in range(start, {size}, step):"]
+    if mode != "flat":
+        out += ["        i = t // C", "        j = t - i * C"]
+    return out + _indent(body, 2)
+
+
+def _lane_sums(desc: KernelDesc, body: list) -> list:
+    """``all`` sums (a block per chunk) and ``rows`` sums (a block per row, in segments)."""
+    flat = desc.mode == "flat"
+    reds = list(enumerate(desc.reductions))
+    out = [f"    lanes{k} = cuda.shared.array({LANES}, {_nb(r.dtype)})" for k, r in reds]
+    out += ["    tid = cuda.threadIdx.x", "    nt = cuda.blockDim.x"]
+    if flat:
+        out += [f"    nblocks = (n + {CHUNK - 1}) // {CHUNK}",
+                "    for c in range(cuda.blockIdx.x, nblocks, cuda.gridDim.x):",
+                f"        base = c * {CHUNK}", f"        m = min({CHUNK}, n - base)"]
+        pad, start = 2, "base"
+    else:
+        out += ["    for i in range(cuda.blockIdx.x, R, cuda.gridDim.x):"]
+        out += [f"        row_acc{k} = 0.0" for k, _ in reds]
+        out += [f"        for seg in range(0, C, {CHUNK}):",
+                f"            m = min({CHUNK}, C - seg)"]
+        pad, start = 3, "i * C + seg"
+    p = "    " * pad
+    out += [p + f"for q in range(tid, {LANES}, nt):"]
+    out += [p + f"    lane_acc{k} = {_nb(r.dtype)}(0.0)" for k, r in reds]
+    out += [p + f"    for b0 in range(0, m - q, {LANES}):",
+            p + f"        t = {start} + b0 + q"]
+    if not flat:
+        out.append(p + "        j = seg + b0 + q")
+    out += _indent(body, pad + 2)
+    out += [p + f"        lane_acc{k} += {r.value}" for k, r in reds]
+    out += [p + f"    lanes{k}[q] = lane_acc{k}" for k, _ in reds]
+    out += [p + "cuda.syncthreads()", p + "if tid == 0:"]
+    if flat:
+        out += [p + f"    part{k} = 0.0" for k, _ in reds]
+        out += [p + f"    for q in range(min(m, {LANES})):"]
+        out += [p + f"        part{k} += f64(lanes{k}[q])" for k, _ in reds]
+        out += [p + f"    r{k}[c] = part{k}" for k, _ in reds]
+    else:
+        out += [p + f"    part{k} = 0.0" for k, _ in reds]
+        out += [p + f"    for q in range(min(m, {LANES})):"]
+        out += [p + f"        part{k} += f64(lanes{k}[q])" for k, _ in reds]
+        out += [p + f"    row_acc{k} += part{k}" for k, _ in reds]
+    out.append(p + "cuda.syncthreads()")
+    if not flat:
+        out += ["        if tid == 0:"] + [f"            r{k}[i] = row_acc{k}" for k, _ in reds]
+    return out
+
+
+def _column_sums(desc: KernelDesc, body: list) -> list:
+    """A thread per column: RBLOCK rows at a time in the value's dtype, then float64."""
+    reds = list(enumerate(desc.reductions))
+    out = ["    start = cuda.grid(1)", "    step = cuda.gridsize(1)",
+           "    for j in range(start, C, step):"]
+    out += [f"        col_acc{k} = 0.0" for k, _ in reds]
+    out += [f"        for i0 in range(0, R, {RBLOCK}):"]
+    out += [f"            col_part{k} = {_nb(r.dtype)}(0.0)" for k, r in reds]
+    out += [f"            for i in range(i0, min(i0 + {RBLOCK}, R)):",
+            "                t = i * C + j"]
+    out += _indent(body, 4)
+    out += [f"                col_part{k} += {r.value}" for k, r in reds]
+    out += [f"            col_acc{k} += f64(col_part{k})" for k, _ in reds]
+    out += [f"        r{k}[j] = col_acc{k}" for k, _ in reds]
+    return out
+
+
+def _nb(dtype: str) -> str:
+    """The NumPy type of a sum's value dtype (a shared array's dtype, a typed zero)."""
+    return f"np.{dtype}"
+

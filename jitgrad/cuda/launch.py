@@ -1,0 +1,175 @@
+"""Launching generated CUDA kernels, and eager CUDA element-wise ops and sums.
+
+Eager CUDA ops are one-equation groups of the CUDA renderer, as eager CPU ops are of the CPU
+renderer: :func:`elementwise` describes the op for the operands' layout
+(:func:`jitgrad.compiler.describe.describe_op`), :func:`jitgrad.compiler.kernels.load` renders
+it with ``target="cuda"`` and caches it, :func:`launch` runs it. Layouts: operands of the
+output's shape and numbers run ``flat``; broadcasting that one split of the output shape
+expresses (a bias row, a column) runs ``rows``; anything else is made contiguous on the
+device first (CUDA kernels take every array as an argument, contiguous). Sums run the
+renderer's one-reduction kernels and :func:`finish_sum` on the device.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import cuda
+
+from ..compiler.kernel_desc import CHUNK, KernelDesc
+from . import runtime
+
+__all__ = ["launch", "elementwise", "sum_float", "finish_sum", "kernel", "finish_all"]
+
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_kernels: dict = {}
+
+
+def kernel(desc: KernelDesc):
+    """The compiled CUDA kernel of ``desc`` (rendered and cached on first request)."""
+    k = _kernels.get(desc)
+    if k is None:
+        from ..compiler import kernels
+
+        k = _kernels[desc] = kernels.load(desc, target="cuda").fn
+    return k
+
+
+def grid(desc: KernelDesc, n: int, R: int, C: int) -> tuple[int, int]:
+    """(blocks, threads) of a launch: enough blocks for the work, at most
+    ``runtime.max_blocks()`` (grid-stride loops cover the rest)."""
+    threads = runtime.THREADS[runtime.backend()]
+    if desc.mode == "cols":
+        work = C
+    elif desc.reductions:
+        work = ((n + CHUNK - 1) // CHUNK if desc.mode == "flat" else R) * threads
+    else:
+        work = n if desc.mode == "flat" else R * C
+    return max(1, min((work + threads - 1) // threads, runtime.max_blocks())), threads
+
+
+def launch(desc: KernelDesc, args: tuple, n: int = 0, R: int = 0, C: int = 0) -> None:
+    """Run the kernel of ``desc`` over its space (``n`` elements, or ``R x C``) with
+    ``args`` (device arrays and NumPy scalars, in ``signature_cuda`` order after the
+    sizes)."""
+    if (n if desc.mode == "flat" else R * C) == 0 and not desc.reductions:
+        return
+    blocks, threads = grid(desc, n, R, C)
+    sizes = (n,) if desc.mode == "flat" else (R, C)
+    k = kernel(desc)
+    reads = 0 if desc.into else len(desc.operands)
+    with np.errstate(all="ignore"):  # the simulator computes with NumPy scalars
+        k[blocks, threads](*sizes, *[runtime.kernel_arg(a, i < reads)
+                                     for i, a in enumerate(args)])
+
+
+def elementwise(op, operands: tuple, params, cdt, odt):
+    """Element-wise ``op`` on CUDA: operands are device arrays of ``cdt`` or NumPy scalars
+    (``no_promote`` inputs keep their dtype); a new device array of ``odt``."""
+    from ..compiler.describe import describe_op
+    from ..compiler.fusion import operand_fits, pattern
+
+    cdt, odt = np.dtype(cdt), np.dtype(odt)
+    arrays = [x for x in operands if runtime.is_device_array(x)]
+    if op.expr is None or cdt not in (_F32, _F64):
+        with np.errstate(all="ignore"):
+            r = op.ref(*operands, **{k: params[k] for k in op.params}) if op.params else \
+                op.ref(*operands)
+        r = r if runtime.is_device_array(r) else runtime.to_device(np.asarray(r))
+        return r if r.dtype == odt else r.astype(odt)
+    shape = np.broadcast_shapes(*[x.shape for x in arrays]) if arrays else ()
+    out = runtime.empty(shape, odt)
+    if out.size == 0:
+        return out
+    pargs = tuple(cdt.type(params[p]) for p in op.params) if op.params else ()
+    big = [x for x in arrays if x.size != 1]  # one-element arrays go by value, as on the CPU
+    split = len(shape)
+    if not all(x.shape == shape and x.flags.c_contiguous for x in big):
+        for p in range(len(shape) - 1, 0, -1):
+            if all(operand_fits(x.shape, shape, p) and x.flags.c_contiguous for x in big):
+                split = p
+                break
+        else:  # no split expresses the broadcast: made contiguous on the device
+            xp = runtime.xp()
+            operands = tuple(xp.ascontiguousarray(xp.broadcast_to(x, shape))
+                             if runtime.is_device_array(x) and x.size != 1 else x
+                             for x in operands)
+    mode = "flat" if split == len(shape) else "rows"
+    pats, args, numbers = [], [], []
+    for x in operands:
+        if runtime.is_device_array(x) and x.size != 1:
+            pats.append("full" if mode == "flat" else pattern(x.shape, shape, split))
+            args.append(x.reshape(-1))
+        else:  # a number, or a one-element array read by value
+            pats.append("arg")
+            numbers.append(cdt.type(x.reshape(-1)[0].item()) if runtime.is_device_array(x)
+                           else x)
+    desc = describe_op(op, cdt, tuple(pats), mode, odt)
+    R = math.prod(shape[:split])
+    C = math.prod(shape[split:])
+    launch(desc, (*args, *numbers, *pargs, out.reshape(-1)), n=out.size, R=R, C=C)
+    return out
+
+
+def sum_float(a, dims: tuple, keepdim: bool, scale: float = 1.0):
+    """``scale * a.sum(dims)`` of a float32/float64 device array: the CPU's order of the same
+    kind of sum (blocks in ``a``'s dtype, float64 across blocks), on the device."""
+    from ..compiler.describe import describe_sum
+    from ..ops.eager_kernels import sum_kind
+
+    dt = a.dtype
+    out_shape = tuple(1 if i in dims else s for i, s in enumerate(a.shape)) if keepdim else \
+        tuple(s for i, s in enumerate(a.shape) if i not in dims)
+    kind = sum_kind(a.shape, dims)
+    xp = runtime.xp()
+    if kind is None:
+        return (a.astype(np.float64) * scale).astype(dt).reshape(out_shape)
+    if a.size == 0:
+        with np.errstate(invalid="ignore"):
+            r = xp.sum(a, axis=dims, keepdims=keepdim, dtype=np.float64) * scale
+        return r.astype(dt).reshape(out_shape)
+    if kind == "general":
+        rest = [i for i in range(a.ndim) if i not in dims]
+        a = xp.transpose(a, rest + sorted(dims))
+        kind, cut = "rows", len(rest)
+    elif kind != "all":
+        active = [d for d in range(a.ndim) if a.shape[d] != 1]
+        red = [d for d in active if d in dims]
+        cut = red[0] if kind == "rows" else red[-1] + 1
+    a = xp.ascontiguousarray(a)
+    n = a.size
+    R = math.prod(a.shape[:cut]) if kind != "all" else 1
+    C = n // R
+    desc = describe_sum(dt, kind)
+    size = (n + CHUNK - 1) // CHUNK if kind == "all" else (R if kind == "rows" else C)
+    r = runtime.empty(size, np.float64)
+    launch(desc, (a.reshape(-1), r), n=n, R=R, C=C)
+    return finish_sum(r, kind, scale, dt, out_shape)
+
+
+def finish_sum(partials, kind: str, scale: float, dtype, shape):
+    """A sum's value from its kernel's float64 partials, on the device: ``all`` adds the
+    partials in order in float64 (one thread); then ``* scale`` in float64, rounded once to
+    ``dtype``."""
+    dtype = np.dtype(dtype)
+    if kind == "all":
+        out = runtime.empty(1, dtype)
+        with np.errstate(all="ignore"):
+            finish_all[1, 1](runtime.kernel_arg(partials, True), np.float64(scale),
+                     runtime.kernel_arg(out))
+        return out.reshape(shape)
+    val = partials * scale if scale != 1.0 else partials
+    return val.astype(dtype).reshape(shape)
+
+
+@cuda.jit(cache=True)
+def finish_all(partials, scale, out):
+    """One thread: the partials added in order in float64, scaled, rounded once."""
+    s = 0.0
+    for c in range(partials.shape[0]):
+        s += partials[c]
+    if scale != 1.0:
+        s = s * scale
+    out[0] = s

@@ -1,0 +1,78 @@
+"""Calling one fused kernel of a CUDA plan: the CUDA counterpart of
+:class:`jitgrad.compiler.group_runner.GroupRunner`.
+
+The plan's fusion, description and binding are the CPU plan's (one pipeline); only the
+renderer (``render_cuda``), the memory (device arrays) and the launch differ. Constant
+operands are baked once: numbers as kernel arguments, arrays copied to the device.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..compiler.describe import GroupBinding
+from ..compiler.kernel_desc import KernelDesc
+from ..compiler.pysource import log_source
+from ..compiler.render_cuda import module_source_cuda
+from . import launch, runtime
+
+__all__ = ["CudaGroupRunner"]
+
+
+class CudaGroupRunner:
+    """Runs one fused CUDA kernel over a plan's environment (``run(env)``)."""
+
+    native = False  # never a native (CPU) export
+
+    def __init__(self, group, desc: KernelDesc, binding: GroupBinding, cache_dir) -> None:
+        self.group = group
+        self.desc = desc
+        self.binding = binding
+        self.source = module_source_cuda(desc)
+        log_source(f"plan kernel {desc.title} (cuda)", self.source)
+        shape = group.shape
+        self.n = int(math.prod(shape))
+        p = binding.split
+        self.R = int(math.prod(shape[:p]))
+        self.C = int(math.prod(shape[p:]))
+        self.baked: set = set()
+        self._fixed: dict = {}
+        for j, (v, op) in enumerate(zip(binding.operands, desc.operands)):
+            if v.kind == "const":
+                a = np.asarray(v.source)
+                self._fixed[j] = (np.dtype(v.dtype).type(a.reshape(-1)[0])
+                                  if op.pattern == "scalar" else
+                                  runtime.to_device(np.ascontiguousarray(a).reshape(-1)))
+                self.baked.add(id(v))
+        self._scalars = [np.dtype(dt).type(value) for value, dt in binding.scalars]
+        launch.kernel(desc)  # compiled now (or loaded from the cache), not at the first call
+
+    def run(self, env: dict) -> None:
+        b, d = self.binding, self.desc
+        xp = runtime.xp()
+        args = []
+        for j, (v, op) in enumerate(zip(b.operands, d.operands)):
+            fixed = self._fixed.get(j)
+            if fixed is not None:
+                args.append(fixed)
+                continue
+            a = env[id(v)]
+            if op.pattern == "scalar":
+                args.append(np.dtype(v.dtype).type(a.reshape(-1)[0].item()))
+            else:
+                args.append(xp.ascontiguousarray(a).reshape(-1))
+        args += self._scalars
+        for v in b.outputs:
+            o = env[id(v)] = runtime.empty(v.shape, v.dtype)
+            args.append(o.reshape(-1))
+        partials = []
+        for e, kind, _ in b.reductions:
+            size = d.partials(kind, self.n, self.R, self.C)
+            r = runtime.zeros(size, np.float64)
+            partials.append(r)
+            args.append(r)
+        launch.launch(d, tuple(args), n=self.n, R=self.R, C=self.C)
+        for r, (e, kind, scale) in zip(partials, b.reductions):
+            env[id(e.out)] = launch.finish_sum(r, kind, scale, e.out.dtype, e.out.shape)

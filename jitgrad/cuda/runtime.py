@@ -1,0 +1,259 @@
+"""CUDA storage: which backend runs, device arrays, transfers, launch sizes.
+
+Two backends, one set of code paths above them:
+
+* ``gpu``: a real GPU through numba-cuda (generated kernels) and CuPy (storage, cuBLAS, the
+  NumPy functions jitgrad does not generate: CuPy arrays implement NumPy's
+  ``__array_function__``/``__array_ufunc__``, so ``np.matmul(a, b)`` on CuPy arrays runs
+  cuBLAS). Installed with ``pip install jitgrad[cuda]``.
+* ``sim``: Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1`` set before ``numba.cuda`` is
+  first imported; no GPU, no CuPy). A device array is a :class:`SimArray`, a NumPy array that
+  behaves as CuPy's does where jitgrad could tell the difference: NumPy functions and ufuncs
+  on it return device arrays (0-d arrays for full reductions, as CuPy returns), and mixing it
+  with a host array raises ``TypeError`` as CuPy does; generated kernels run in the
+  simulator. CI runs the CUDA test suite this way.
+
+Nothing here is imported by ``import jitgrad``: the first CUDA request loads it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+__all__ = ["backend", "unavailable_reason", "SimArray", "is_device_array", "to_device",
+           "to_host", "empty", "zeros", "kernel_arg", "synchronize", "THREADS",
+           "max_blocks", "xp", "require"]
+
+_lock = threading.Lock()
+_state: dict = {}
+
+
+class SimArray(np.ndarray):
+    """Device memory under Numba's CUDA simulator: a NumPy array that keeps to CuPy's rules
+    (results of NumPy functions stay on the device; host arrays are refused)."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        args = _unwrap(inputs)
+        if out is not None:
+            kwargs["out"] = _unwrap(out)
+        res = getattr(ufunc, method)(*args, **kwargs)
+        if out is not None:
+            return out[0] if len(out) == 1 else out
+        return _wrap(res)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return _wrap(func(*_unwrap(args), **_unwrap(kwargs)))
+
+
+def _unwrap(x):
+    t = type(x)
+    if t is SimArray:
+        return x.view(np.ndarray)
+    if t is np.ndarray:
+        if x.ndim > 0:
+            raise TypeError("Unsupported type <class 'numpy.ndarray'>: a host array cannot "
+                            "be mixed with a CUDA array (move it with .cuda() or .to(device))")
+        return x
+    if t is tuple or t is list:
+        return t(_unwrap(v) for v in x)
+    if t is dict:
+        return {k: _unwrap(v) for k, v in x.items()}
+    return x
+
+
+def _wrap(x):
+    t = type(x)
+    if t is np.ndarray:
+        return x.view(SimArray)
+    if isinstance(x, np.generic):
+        return np.asarray(x).view(SimArray)
+    if t is tuple or t is list:
+        return t(_wrap(v) for v in x)
+    return x
+
+
+class _SimNamespace:
+    """NumPy as CuPy would be under the simulator: the creation and conversion functions
+    that take no device array to dispatch on return device arrays; everything else is
+    NumPy's (whose functions keep device arrays on the device)."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def _dev(fn):
+        def made(*args, **kwargs):
+            return _wrap(fn(*_unwrap_any(args), **_unwrap_any(kwargs)))
+        made.__name__ = fn.__name__
+        return made
+
+    def __init__(self) -> None:
+        for name in ("array", "asarray", "ascontiguousarray", "empty", "zeros", "ones", "full",
+                     "arange", "eye", "linspace", "frombuffer"):
+            setattr(self, name, self._dev(getattr(np, name)))
+
+
+def _unwrap_any(x):
+    """Device arrays as NumPy arrays (host arrays too: creation functions copy them)."""
+    t = type(x)
+    if t is SimArray:
+        return x.view(np.ndarray)
+    if t is tuple or t is list:
+        return t(_unwrap_any(v) for v in x)
+    if t is dict:
+        return {k: _unwrap_any(v) for k, v in x.items()}
+    return x
+
+
+SIM_NP = _SimNamespace()
+
+
+def _detect() -> tuple[str | None, str]:
+    """(backend, reason it is unavailable)."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
+        try:
+            from numba import cuda
+        except ImportError as e:  # pragma: no cover - numba ships a cuda module
+            return None, f"numba.cuda cannot be imported: {e}"
+        if not _simulated(cuda):
+            return None, ("NUMBA_ENABLE_CUDASIM=1 was set after numba.cuda was imported: "
+                          "set it before the first CUDA use")
+        return "sim", ""
+    try:
+        from numba import cuda
+    except ImportError as e:
+        return None, f"numba-cuda is not installed ({e}); pip install jitgrad[cuda]"
+    try:
+        ok = cuda.is_available()
+    except Exception as e:  # a broken driver install
+        return None, f"the CUDA driver could not be loaded: {e}"
+    if not ok:
+        return None, "Found no NVIDIA driver on your system (numba.cuda.is_available() is False)"
+    try:
+        import cupy  # noqa: F401
+    except ImportError as e:
+        return None, f"CuPy is not installed ({e}); pip install jitgrad[cuda]"
+    return "gpu", ""
+
+
+def _simulated(cuda) -> bool:
+    """Whether ``numba.cuda`` was imported as the simulator."""
+    return "simulator" in cuda.jit.__module__
+
+
+def backend() -> str | None:
+    """``"gpu"``, ``"sim"`` or None (no CUDA); decided once per process."""
+    st = _state
+    if "backend" not in st:
+        with _lock:
+            if "backend" not in st:
+                b, why = _detect()
+                st["reason"] = why
+                if b == "gpu":
+                    import cupy
+
+                    st["types"] = (SimArray, cupy.ndarray)
+                    st["xp"] = cupy
+                else:
+                    st["types"] = (SimArray,)
+                    st["xp"] = SIM_NP
+                st["backend"] = b
+    return st["backend"]
+
+
+def unavailable_reason() -> str:
+    """Why CUDA is unavailable ("" when it is available)."""
+    backend()
+    return _state["reason"]
+
+
+def require() -> str:
+    """The backend, or PyTorch's error when there is none."""
+    b = backend()
+    if b is None:
+        raise RuntimeError(f"Torch not compiled with CUDA enabled: jitgrad found no CUDA "
+                           f"device ({_state['reason']})")
+    return b
+
+
+def is_device_array(a) -> bool:
+    """Whether ``a`` is CUDA memory."""
+    types = _state.get("types")
+    return isinstance(a, types) if types is not None else type(a) is SimArray
+
+
+def xp():
+    """The array module of device arrays (CuPy on a GPU; in the simulator, NumPy whose
+    creation functions make device arrays)."""
+    require()
+    return _state["xp"]
+
+
+def to_device(a) -> object:
+    """A device copy of host array ``a`` (a device array is returned as it is)."""
+    if is_device_array(a):
+        return a
+    b = require()
+    if b == "gpu":
+        import cupy
+
+        return cupy.asarray(a)
+    return np.array(a, copy=True, order="K").view(SimArray)
+
+
+def to_host(a) -> np.ndarray:
+    """A host copy of device array ``a`` (waits for the device)."""
+    if not is_device_array(a):
+        return a
+    if type(a) is SimArray:
+        return np.array(a.view(np.ndarray), copy=True, order="K")
+    return a.get()
+
+
+def empty(shape, dtype) -> object:
+    """An uninitialised device array."""
+    if require() == "gpu":
+        return _state["xp"].empty(shape, dtype)
+    return np.empty(shape, dtype).view(SimArray)
+
+
+def zeros(shape, dtype) -> object:
+    """A device array of zeros."""
+    if require() == "gpu":
+        return _state["xp"].zeros(shape, dtype)
+    return np.zeros(shape, dtype).view(SimArray)
+
+
+def kernel_arg(a, read_only: bool = False):
+    """What a generated kernel is given for device array ``a`` (``read_only``: an input;
+    the simulator then copies nothing back into it, which may be a read-only array)."""
+    if type(a) is not SimArray:
+        return a
+    if read_only:
+        from numba import cuda
+
+        return cuda.In(a.view(np.ndarray))
+    return a.view(np.ndarray)
+
+
+def synchronize() -> None:
+    """Wait for every kernel launched so far (nothing to wait for in the simulator)."""
+    if backend() == "gpu":
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+
+
+#: threads per block of generated kernels: 256 on a GPU; 32 in the simulator, which runs a
+#: Python thread per CUDA thread. Results never depend on it (grid-stride loops; sums in a
+#: fixed order of lanes, whichever thread adds each lane).
+THREADS = {"gpu": 256, "sim": 32}
+
+
+def max_blocks() -> int:
+    """Blocks of a grid-stride launch: enough to fill a GPU; few in the simulator (one
+    block at a time, serially)."""
+    return 4 if backend() == "sim" else 8192

@@ -1,0 +1,162 @@
+"""Devices: ``jitgrad.device``, which device an array lives on, and the same-device rule.
+
+A tensor's device is a property of its array, never a field of its own: a NumPy array lives
+on the CPU, a CUDA array (a CuPy array on a GPU, a :class:`jitgrad.cuda.runtime.SimArray`
+under Numba's CUDA simulator) on ``cuda:0``. Asking costs one type check for CPU arrays, and
+nothing CUDA is imported until a CUDA array exists.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+__all__ = ["device", "CPU", "CUDA0", "device_of", "parse", "check_same_device",
+           "is_cpu_array", "to_host", "to_device", "array_namespace"]
+
+_ndarray = np.ndarray
+_TYPES = ("cpu", "cuda", "meta", "mps", "xpu")
+
+
+class device:  # noqa: N801 - PyTorch's name
+    """A device: ``jitgrad.device("cuda")``, ``device("cuda:0")``, ``device("cuda", 0)``,
+    ``device("cpu")``, ``device(0)`` (CUDA device 0). Compares equal to its string form."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: str | int | device, index: int | None = None) -> None:  # noqa: A002
+        if isinstance(type, device):
+            if index is not None:
+                raise TypeError("device(): an index cannot be given with a device")
+            self.type, self.index = type.type, type.index
+            return
+        if isinstance(type, int) and not isinstance(type, bool):
+            if type < 0:
+                raise RuntimeError(f"Device index must not be negative, got {type}")
+            type, index = "cuda", type
+        if not isinstance(type, str):
+            raise TypeError(f"device() received an invalid combination of arguments - got "
+                            f"({_typename(type)})")
+        name, _, idx = type.partition(":")
+        if name not in _TYPES:
+            raise RuntimeError(
+                "Expected one of cpu, cuda, xpu, mps, meta device type at start of device "
+                f"string: {type}")
+        if idx:
+            if index is not None:
+                raise RuntimeError(f"type (string) must not include an index because index "
+                                   f"was passed explicitly: {type}")
+            if not idx.isdigit():
+                raise RuntimeError(f"Invalid device string: '{type}'")
+            index = int(idx)
+        if index is not None and index < 0:
+            raise RuntimeError(f"Device index must not be negative, got {index}")
+        self.type = name
+        self.index = index
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        return (f"device(type='{self.type}')" if self.index is None else
+                f"device(type='{self.type}', index={self.index})")
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            try:
+                other = device(other)
+            except RuntimeError:
+                return False
+        if not isinstance(other, device):
+            return NotImplemented
+        return self.type == other.type and self.index == other.index
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __reduce__(self):
+        return (device, (self.type, self.index))
+
+
+def _typename(x) -> str:
+    return type(x).__name__
+
+
+CPU = device("cpu")
+CUDA0 = device("cuda", 0)
+
+
+def parse(d) -> device | None:
+    """``device=``'s argument as a device (None stays None); ``cuda`` means ``cuda:0``."""
+    if d is None:
+        return None
+    dev = d if isinstance(d, device) else device(d)
+    if dev.type == "cuda":
+        idx = 0 if dev.index is None else dev.index
+        if idx != 0:
+            from .cuda import device_count
+
+            if idx >= max(device_count(), 1):
+                raise RuntimeError(
+                    "CUDA error: invalid device ordinal\nCUDA kernel errors might be "
+                    "asynchronously reported at some other API call")
+        return CUDA0
+    if dev.type == "cpu":
+        return CPU
+    raise RuntimeError(f"jitgrad has no {dev.type} backend: tensors live on 'cpu' or 'cuda'")
+
+
+def is_cpu_array(a) -> bool:
+    """Whether ``a`` is host memory (any NumPy array that is not a simulated device array)."""
+    if type(a) is _ndarray:
+        return True
+    rt = sys.modules.get("jitgrad.cuda.runtime")
+    return rt is None or not rt.is_device_array(a)
+
+
+def to_host(a):
+    """A host copy of device array ``a`` (``a`` itself when it is on the host)."""
+    if is_cpu_array(a):
+        return a
+    from .cuda.runtime import to_host as host
+
+    return host(a)
+
+
+def to_device(a, dev: device):
+    """Array ``a`` on ``dev`` (itself when already there, else a copy)."""
+    if dev.type == "cpu":
+        return to_host(a)
+    from .cuda.runtime import to_device as todev
+
+    return todev(a)
+
+
+def array_namespace(*arrays):
+    """The module to make and convert arrays with for ``arrays``' device: NumPy on the CPU,
+    CuPy (or the simulator's stand-in) on CUDA. Like the array API's ``array_namespace``."""
+    for a in arrays:
+        if not is_cpu_array(a):
+            from .cuda.runtime import xp
+
+            return xp()
+    return np
+
+
+def device_of(a) -> device:
+    """The device array ``a`` lives on."""
+    return CPU if is_cpu_array(a) else CUDA0
+
+
+def check_same_device(arrays) -> None:
+    """Raise PyTorch's error when ``arrays`` live on two devices (nothing is changed)."""
+    devs = []
+    for a in arrays:
+        d = device_of(a)
+        if d not in devs:
+            devs.append(d)
+    if len(devs) > 1:
+        first, second = (devs[1], devs[0]) if devs[0] == CPU else (devs[0], devs[1])
+        raise RuntimeError("Expected all tensors to be on the same device, but found at "
+                           f"least two devices, {first} and {second}!")
