@@ -68,7 +68,7 @@ class CudaGroupRunner:
             o = env[id(v)] = runtime.empty(v.shape, v.dtype)
             args.append(o.reshape(-1))
         partials = []
-        for e, kind, _ in b.reductions:
+        for _, kind, _ in b.reductions:
             size = d.partials(kind, self.n, self.R, self.C)
             r = runtime.zeros(size, np.float64)
             partials.append(r)

@@ -106,7 +106,7 @@ def test_sums_and_means_of_every_kind_have_the_cpus_bits(shape, dtype):
     for dims in dims_list:
         for keep in (False, True):
             for red in ("sum", "mean"):
-                def fn(x):
+                def fn(x, red=red, dims=dims, keep=keep):
                     f = getattr(x, red)
                     return f() if dims is None else f(dims, keepdim=keep)
                 (c, gc), (d, gd) = _both(fn, a)
