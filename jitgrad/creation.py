@@ -172,6 +172,35 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     return t if dev is None else t.to(dev)
 
 
+def from_dlpack(ext) -> Tensor:
+    """A tensor sharing memory with ``ext``: any object exporting DLPack (a NumPy array, a
+    PyTorch tensor, a CuPy array...) or, on a GPU, ``__cuda_array_interface__`` (CUDA
+    memory stays on the device, host memory on the host; no copy)."""
+    if isinstance(ext, Tensor):
+        return ext
+    if hasattr(ext, "__dlpack_device__"):
+        kind = int(ext.__dlpack_device__()[0])
+        if kind == 1:  # kDLCPU
+            arr = np.from_dlpack(ext)
+            dtypes.from_numpy_dtype(arr.dtype)
+            return wrap(arr)
+        if kind != 2:  # kDLCUDA
+            raise RuntimeError(f"from_dlpack: unsupported DLPack device type {kind}: jitgrad "
+                               "takes CPU and CUDA memory")
+    elif not hasattr(ext, "__cuda_array_interface__"):
+        raise TypeError(f"from_dlpack: expected an object exporting __dlpack__ or "
+                        f"__cuda_array_interface__, got {type(ext).__name__}")
+    from .cuda import runtime
+
+    if runtime.require() != "gpu":
+        raise RuntimeError("from_dlpack: CUDA memory needs a GPU (the simulator has none)")
+    import cupy
+
+    arr = cupy.from_dlpack(ext) if hasattr(ext, "__dlpack__") else cupy.asarray(ext)
+    dtypes.from_numpy_dtype(arr.dtype)
+    return wrap(arr)
+
+
 def from_numpy(ndarray: np.ndarray) -> Tensor:
     """A tensor sharing memory with ``ndarray``."""
     if not isinstance(ndarray, np.ndarray):

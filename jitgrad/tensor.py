@@ -210,6 +210,32 @@ class Tensor:
         st = tuple(s // self._data.itemsize for s in self._data.strides)
         return st if dim is None else st[dim]
 
+    def __dlpack__(self, *args, **kwargs):
+        """DLPack export of the tensor's memory (no copy; detached as PyTorch requires)."""
+        if self._requires_grad:
+            raise RuntimeError("Can't export tensors that require gradient, use "
+                               "tensor.detach()")
+        return self._data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self) -> tuple:
+        return self._data.__dlpack_device__()
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA array interface of a CUDA tensor on a GPU (AttributeError otherwise, as
+        PyTorch raises for CPU tensors)."""
+        d = self._data
+        if devices.is_cpu_array(d) or not hasattr(type(d), "__cuda_array_interface__"):
+            raise AttributeError(f"Can't get __cuda_array_interface__ on non-CUDA tensor type: "
+                                 f"jitgrad.{self.dtype.tensor_type}" if devices.is_cpu_array(d) else
+                                 "__cuda_array_interface__: the CUDA simulator has no device "
+                                 "memory")
+        if self._requires_grad:
+            raise RuntimeError("Can't get __cuda_array_interface__ on Variable that requires "
+                               "grad. If gradients aren't required, use var.detach() to get "
+                               "Variable that doesn't require grad.")
+        return d.__cuda_array_interface__
+
     def data_ptr(self) -> int:
         d = self._data
         return d.ctypes.data if devices.is_cpu_array(d) else d.data.ptr

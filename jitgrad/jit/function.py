@@ -17,6 +17,8 @@ import threading
 import warnings
 from collections.abc import Callable
 
+import numpy as np
+
 from .. import config
 from ..autograd import grad_mode
 from ..compiler.autodiff import differentiable, trace_backward
@@ -84,8 +86,9 @@ class CompiledFunction:
 
     # ------------------------------------------------------------------------ calls
     def _key(self, flat, treedef) -> tuple:
+        # the array's type is the device (ndarray, a CUDA array): one plan per device
         return (treedef, tuple([(t._data.shape, t._data.dtype, t._requires_grad,
-                                 bool(t._hooks)) for t in flat]),
+                                 bool(t._hooks), type(t._data)) for t in flat]),
                 grad_mode.STATE.enabled, aliasing.arg_aliasing(flat))
 
     def __call__(self, *args, **kwargs):
@@ -105,7 +108,7 @@ class CompiledFunction:
                 if type(a) is not Tensor:
                     break
                 d = a._data
-                items.append((d.shape, d.dtype, a._requires_grad, bool(a._hooks)))
+                items.append((d.shape, d.dtype, a._requires_grad, bool(a._hooks), type(d)))
             else:
                 flat = list(args)
                 treedef = _TENSOR_ARGS_TREES.get(len(args)) or _tensor_args_tree(len(args))
@@ -172,9 +175,11 @@ class CompiledFunction:
             return "which arguments share memory changed"
         for i, (a, b) in enumerate(zip(old[1], key[1])):
             if a != b:
-                what = ("shape", "dtype", "requires_grad", "hooks")
+                what = ("shape", "dtype", "requires_grad", "hooks", "device")
                 for name, x, y in zip(what, a, b):
                     if x != y:
+                        if name == "device":
+                            x, y = _device_name(x), _device_name(y)
                         return f"argument tensor {i}: {name} changed {x} -> {y}"
         return "number of tensor arguments changed"
 
@@ -298,6 +303,11 @@ class CompiledFunction:
 
 
 _TENSOR_ARGS_TREES: dict = {}
+
+
+def _device_name(array_type) -> str:
+    """The device of arrays of ``array_type`` (a compiled entry's key holds the type)."""
+    return "cpu" if array_type is np.ndarray else "cuda:0"
 
 
 def _tensor_args_tree(n: int) -> tuple:

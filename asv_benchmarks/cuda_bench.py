@@ -1,0 +1,226 @@
+"""CUDA benchmark (issue 14's workloads), side by side in one process; writes JSON and text.
+
+    python asv_benchmarks/cuda_bench.py --out DIR          # on a GPU (tools/gpu_check.sh)
+    NUMBA_ENABLE_CUDASIM=1 python asv_benchmarks/cuda_bench.py --smoke   # code path check
+
+Workloads:
+
+* W2 ``sum(tanh(x*w+b)**2*sigmoid(x))`` forward+backward, float32, 1e6/1e7/1e8: jitgrad
+  compiled (the speculated loss: one fused kernel), PyTorch CUDA eager and torch.compile;
+  effective bandwidth at 24 bytes/element (read x, w, b; write dx, dw... as issue 14 counts)
+  against the device-to-device copy bandwidth measured here with CuPy;
+* the MLP training step (784-256-256-10, SGD, float32) at batch 128 and 4096: jitgrad eager
+  and compiled, PyTorch eager and torch.compile, on the same weights;
+* eager per-op latency ``c = a * b + a`` on 16 elements: jitgrad vs PyTorch.
+
+Every timing synchronises the device before reading the clock; each figure is the median
+of repeats after warm-up. ``--smoke`` runs tiny sizes once (the simulator) to check the code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import jitgrad  # noqa: E402
+
+
+def _sync_all(torch_mod=None) -> None:
+    jitgrad.cuda.synchronize()
+    if torch_mod is not None:
+        torch_mod.cuda.synchronize()
+
+
+def timeit(fn, repeat: int, number: int, torch_mod=None) -> float:
+    """Median seconds per call of ``fn`` (``number`` calls per sample, synchronised)."""
+    fn()
+    _sync_all(torch_mod)
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        _sync_all(torch_mod)
+        samples.append((time.perf_counter() - t0) / number)
+    return statistics.median(samples)
+
+
+def _torch():
+    try:
+        import torch
+
+        return torch if torch.cuda.is_available() else None
+    except ImportError:
+        return None
+
+
+def copy_bandwidth(n: int, repeat: int) -> float:
+    """Bytes/s of a device-to-device copy of ``n`` float32 (read + write)."""
+    xp = jitgrad.cuda.runtime.xp()
+    a = xp.ones(n, np.float32)
+    b = xp.empty_like(a)
+
+    def copy():
+        b[...] = a
+    t = timeit(copy, repeat, 10)
+    return 2 * 4 * n / t
+
+
+def w2(x, w, b, lib):
+    return (lib.tanh(x * w + b) ** 2 * lib.sigmoid(x)).sum()
+
+
+def bench_w2(sizes, repeat, torch_mod) -> list:
+    rows = []
+    f = jitgrad.compile(lambda x, w, b: w2(x, w, b, jitgrad))
+    for n in sizes:
+        rng = np.random.default_rng(0)
+        X, W, B = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+        x = jitgrad.tensor(X, device="cuda", requires_grad=True)
+        w = jitgrad.tensor(W, device="cuda", requires_grad=True)
+        b = jitgrad.tensor(B, device="cuda")
+
+        def jg():
+            x.grad = w.grad = None
+            f(x, w, b).backward()
+        row = {"n": n, "jitgrad_compiled_s": timeit(jg, repeat, 3)}
+        row["jitgrad_GBps"] = 24 * n / row["jitgrad_compiled_s"] / 1e9
+        if torch_mod is not None:
+            T = torch_mod
+            tx = T.tensor(X, device="cuda", requires_grad=True)
+            tw = T.tensor(W, device="cuda", requires_grad=True)
+            tb = T.tensor(B, device="cuda")
+
+            def te():
+                tx.grad = tw.grad = None
+                w2(tx, tw, tb, T).backward()
+            tc_fn = T.compile(lambda x, w, b: w2(x, w, b, T))
+
+            def tc():
+                tx.grad = tw.grad = None
+                tc_fn(tx, tw, tb).backward()
+            row["torch_eager_s"] = timeit(te, repeat, 3, T)
+            row["torch_compile_s"] = timeit(tc, repeat, 3, T)
+            row["vs_torch_compile"] = row["jitgrad_compiled_s"] / row["torch_compile_s"]
+        rows.append(row)
+    return rows
+
+
+def _mlp_lib(lib, device):
+    lib.manual_seed(0)
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                         nn.Linear(256, 10)).to(device)
+
+
+def bench_mlp(batches, repeat, torch_mod, smoke: bool) -> list:
+    rows = []
+    for batch in batches:
+        rng = np.random.default_rng(1)
+        X = rng.standard_normal((batch, 784)).astype(np.float32)
+        Y = rng.integers(0, 10, batch)
+        row = {"batch": batch}
+        m = _mlp_lib(jitgrad, "cuda")
+        opt = jitgrad.optim.SGD(m.parameters(), lr=0.01)
+        x = jitgrad.tensor(X, device="cuda")
+        y = jitgrad.tensor(Y, device="cuda")
+
+        def step(x, y, m=m, opt=opt):
+            opt.zero_grad()
+            loss = jitgrad.nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        cstep = jitgrad.compile(step)
+        row["jitgrad_eager_s"] = timeit(lambda: step(x, y), repeat, 1 if smoke else 5)
+        row["jitgrad_compiled_s"] = timeit(lambda: cstep(x, y), repeat, 1 if smoke else 5)
+        if torch_mod is not None:
+            T = torch_mod
+            tm = _mlp_lib(T, "cuda")
+            with T.no_grad():  # the same weights
+                for p, q in zip(tm.parameters(), m.parameters()):
+                    p.copy_(T.from_numpy(q.detach().cpu().numpy()))
+            topt = T.optim.SGD(tm.parameters(), lr=0.01)
+            tx, ty = T.tensor(X, device="cuda"), T.tensor(Y, device="cuda")
+
+            def tstep(x, y):
+                topt.zero_grad()
+                loss = T.nn.functional.cross_entropy(tm(x), y)
+                loss.backward()
+                topt.step()
+                return loss
+            ctstep = T.compile(tstep)
+            row["torch_eager_s"] = timeit(lambda: tstep(tx, ty), repeat, 5, T)
+            row["torch_compile_s"] = timeit(lambda: ctstep(tx, ty), repeat, 5, T)
+            row["vs_torch_compile"] = row["jitgrad_compiled_s"] / row["torch_compile_s"]
+        rows.append(row)
+    return rows
+
+
+def bench_per_op(repeat, torch_mod) -> dict:
+    a = jitgrad.ones(16, device="cuda", requires_grad=True)
+    b = jitgrad.ones(16, device="cuda")
+    row = {"jitgrad_us": 1e6 * timeit(lambda: a * b + a, repeat, 20) / 2}
+    if torch_mod is not None:
+        ta = torch_mod.ones(16, device="cuda", requires_grad=True)
+        tb = torch_mod.ones(16, device="cuda")
+        row["torch_us"] = 1e6 * timeit(lambda: ta * tb + ta, repeat, 20, torch_mod) / 2
+        row["ratio"] = row["jitgrad_us"] / row["torch_us"]
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=".", help="folder for cuda_bench.json / .txt")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat")
+    args = ap.parse_args()
+    if not jitgrad.cuda.is_available():
+        sys.exit("no CUDA device: " + jitgrad.cuda.runtime.unavailable_reason())
+    smoke = args.smoke or jitgrad.cuda.is_simulated()
+    torch_mod = None if smoke else _torch()
+    repeat = 1 if smoke else 7
+    res = {"device": jitgrad.cuda.get_device_name(), "simulated": jitgrad.cuda.is_simulated(),
+           "torch": getattr(torch_mod, "__version__", None)}
+    res["copy_GBps"] = (copy_bandwidth(64, 1) if smoke else
+                        copy_bandwidth(100_000_000, repeat)) / 1e9
+    res["w2"] = bench_w2([64] if smoke else [10**6, 10**7, 10**8], repeat, torch_mod)
+    res["mlp"] = bench_mlp([4] if smoke else [128, 4096], repeat, torch_mod, smoke)
+    res["per_op"] = bench_per_op(repeat, torch_mod)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "cuda_bench.json"), "w") as fh:
+        json.dump(res, fh, indent=1)
+    lines = [f"device: {res['device']}  torch: {res['torch']}",
+             f"copy bandwidth: {res['copy_GBps']:.0f} GB/s"]
+    for r in res["w2"]:
+        lines.append(f"W2 n={r['n']:.0e}: jitgrad {r['jitgrad_compiled_s'] * 1e6:.1f} us "
+                     f"({r['jitgrad_GBps']:.0f} GB/s, "
+                     f"{r['jitgrad_GBps'] / res['copy_GBps']:.0%} of copy)"
+                     + (f"; torch eager {r['torch_eager_s'] * 1e6:.1f} us, torch.compile "
+                        f"{r['torch_compile_s'] * 1e6:.1f} us, jitgrad/torch.compile "
+                        f"{r['vs_torch_compile']:.2f}" if "torch_eager_s" in r else ""))
+    for r in res["mlp"]:
+        lines.append(f"MLP step b={r['batch']}: jitgrad eager {r['jitgrad_eager_s'] * 1e3:.3f}"
+                     f" ms, compiled {r['jitgrad_compiled_s'] * 1e3:.3f} ms"
+                     + (f"; torch eager {r['torch_eager_s'] * 1e3:.3f} ms, torch.compile "
+                        f"{r['torch_compile_s'] * 1e3:.3f} ms, jitgrad/torch.compile "
+                        f"{r['vs_torch_compile']:.2f}" if "torch_eager_s" in r else ""))
+    p = res["per_op"]
+    lines.append(f"per-op eager: jitgrad {p['jitgrad_us']:.1f} us"
+                 + (f", torch {p['torch_us']:.1f} us, ratio {p['ratio']:.2f}"
+                    if "torch_us" in p else ""))
+    text = "\n".join(lines)
+    with open(os.path.join(args.out, "cuda_bench.txt"), "w") as fh:
+        fh.write(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

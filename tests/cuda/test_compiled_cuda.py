@@ -1,0 +1,106 @@
+"""Compiled plans on CUDA tensors: the same fusion as on the CPU, rendered as CUDA kernels;
+compiled == eager on CUDA, and == CPU within the transcendentals' rounding."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import numpy as np
+import pytest
+
+import jitgrad as torch
+import jitgrad.nn as nn
+import jitgrad.nn.functional as F
+
+
+def w2(x, w, b):
+    return (torch.tanh(x * w + b) ** 2 * torch.sigmoid(x)).sum()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 33, 300])
+def test_w2_compiled_on_cuda_equals_eager_cuda_and_the_cpu(n, dtype):
+    rng = np.random.default_rng(n)
+    X, W, B = (rng.standard_normal(n).astype(dtype) for _ in range(3))
+    got = {}
+    for dev, compiled in (("cpu", False), ("cuda", False), ("cuda", True)):
+        x = torch.tensor(X, device=dev, requires_grad=True)
+        w = torch.tensor(W, device=dev, requires_grad=True)
+        b = torch.tensor(B, device=dev)
+        f = torch.compile(w2) if compiled else w2
+        for _ in range(2):  # the first call and a cached one
+            x.grad = w.grad = None
+            loss = f(x, w, b)
+            loss.backward()
+        assert loss.device.type == dev and x.grad.device.type == dev
+        got[(dev, compiled)] = [loss.item(), x.grad.cpu().numpy(), w.grad.cpu().numpy()]
+    eager, comp, cpu = got[("cuda", False)], got[("cuda", True)], got[("cpu", False)]
+    assert eager[0] == comp[0]  # the simulator computes without FMA: bit for bit
+    for a, b in zip(eager[1:], comp[1:]):
+        np.testing.assert_array_equal(a, b)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(eager[0], cpu[0], rtol=tol)
+    for a, b in zip(eager[1:], cpu[1:]):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def test_lowered_cuda_plan_shows_cuda_kernels_and_they_are_cached_on_disk(tmp_path):
+    x = torch.randn(40, device="cuda", requires_grad=True)
+    w = torch.randn(40, device="cuda", requires_grad=True)
+    b = torch.randn(40, device="cuda")
+    f = torch.compile(w2)
+    low = f.lower(x, w, b)
+    text = str(low)
+    assert "@cuda.jit" in text and "cuda.shared.array" in text and "cuda.grid(1)" not in \
+        text.split("@cuda.jit")[0]
+    cache = torch.compile(w2)  # a second function: the same kernels, from the table
+    cache(x, w, b).backward()
+    root = os.environ.get("JITGRAD_CACHE_DIR")
+    if root:
+        sources = [p for p in glob.glob(os.path.join(root, "**", "jg_*.py"), recursive=True)
+                   if "@cuda.jit" in open(p).read()]
+        assert sources
+
+
+def test_a_cpu_plan_is_not_reused_for_cuda_tensors():
+    f = torch.compile(lambda x: (x * 2.0).sum())
+    a = f(torch.ones(5))
+    b = f(torch.ones(5, device="cuda"))
+    assert a.device == "cpu" and b.device == "cuda:0" and a.item() == b.item() == 10.0
+    assert f.stats["traces"] == 2
+    assert "device changed cpu -> cuda:0" in f.last_retrace_reason
+
+
+def _mlp(device, dtype):
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)).to(device, dtype)
+
+
+@pytest.mark.parametrize("how", ["whole step", "model, backward outside"])
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam"])
+def test_compiled_training_step_on_cuda_equals_the_cpu(how, opt_name):
+    X = np.random.default_rng(0).standard_normal((6, 8))
+    Y = np.array([0, 1, 2, 3, 1, 0])
+    params = {}
+    losses = {}
+    for dev in ("cpu", "cuda"):
+        m = _mlp(dev, torch.float64)
+        opt = (torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) if opt_name == "SGD"
+               else torch.optim.Adam(m.parameters(), lr=0.01))
+        x, y = torch.tensor(X, device=dev), torch.tensor(Y, device=dev)
+        model = torch.compile(m) if how != "whole step" else m
+
+        def step(x, y, model=model, opt=opt):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = torch.compile(step) if how == "whole step" else step
+        losses[dev] = [f(x, y).item() for _ in range(3)]
+        assert all(p.device.type == dev and p.grad.device.type == dev for p in m.parameters())
+        params[dev] = [p.detach().cpu().numpy() for p in m.parameters()]
+    np.testing.assert_allclose(losses["cuda"], losses["cpu"], rtol=1e-12)
+    for a, b in zip(params["cuda"], params["cpu"]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
