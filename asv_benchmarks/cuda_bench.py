@@ -79,39 +79,40 @@ def w2(x, w, b, lib):
 
 
 def bench_w2(sizes, repeat, torch_mod) -> list:
-    rows = []
     f = jitgrad.compile(lambda x, w, b: w2(x, w, b, jitgrad))
-    for n in sizes:
-        rng = np.random.default_rng(0)
-        X, W, B = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
-        x = jitgrad.tensor(X, device="cuda", requires_grad=True)
-        w = jitgrad.tensor(W, device="cuda", requires_grad=True)
-        b = jitgrad.tensor(B, device="cuda")
+    return [_w2_row(n, f, repeat, torch_mod) for n in sizes]
 
-        def jg():
-            x.grad = w.grad = None
-            f(x, w, b).backward()
-        row = {"n": n, "jitgrad_compiled_s": timeit(jg, repeat, 3)}
-        row["jitgrad_GBps"] = 24 * n / row["jitgrad_compiled_s"] / 1e9
-        if torch_mod is not None:
-            T = torch_mod
-            tx = T.tensor(X, device="cuda", requires_grad=True)
-            tw = T.tensor(W, device="cuda", requires_grad=True)
-            tb = T.tensor(B, device="cuda")
 
-            def te():
-                tx.grad = tw.grad = None
-                w2(tx, tw, tb, T).backward()
-            tc_fn = T.compile(lambda x, w, b: w2(x, w, b, T))
+def _w2_row(n, f, repeat, torch_mod) -> dict:
+    rng = np.random.default_rng(0)
+    X, W, B = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+    x = jitgrad.tensor(X, device="cuda", requires_grad=True)
+    w = jitgrad.tensor(W, device="cuda", requires_grad=True)
+    b = jitgrad.tensor(B, device="cuda")
 
-            def tc():
-                tx.grad = tw.grad = None
-                tc_fn(tx, tw, tb).backward()
-            row["torch_eager_s"] = timeit(te, repeat, 3, T)
-            row["torch_compile_s"] = timeit(tc, repeat, 3, T)
-            row["vs_torch_compile"] = row["jitgrad_compiled_s"] / row["torch_compile_s"]
-        rows.append(row)
-    return rows
+    def jg():
+        x.grad = w.grad = None
+        f(x, w, b).backward()
+    row = {"n": n, "jitgrad_compiled_s": timeit(jg, repeat, 3)}
+    row["jitgrad_GBps"] = 24 * n / row["jitgrad_compiled_s"] / 1e9
+    if torch_mod is not None:
+        T = torch_mod
+        tx = T.tensor(X, device="cuda", requires_grad=True)
+        tw = T.tensor(W, device="cuda", requires_grad=True)
+        tb = T.tensor(B, device="cuda")
+
+        def te():
+            tx.grad = tw.grad = None
+            w2(tx, tw, tb, T).backward()
+        tc_fn = T.compile(lambda x, w, b: w2(x, w, b, T))
+
+        def tc():
+            tx.grad = tw.grad = None
+            tc_fn(tx, tw, tb).backward()
+        row["torch_eager_s"] = timeit(te, repeat, 3, T)
+        row["torch_compile_s"] = timeit(tc, repeat, 3, T)
+        row["vs_torch_compile"] = row["jitgrad_compiled_s"] / row["torch_compile_s"]
+    return row
 
 
 def _mlp_lib(lib, device):
@@ -122,47 +123,48 @@ def _mlp_lib(lib, device):
 
 
 def bench_mlp(batches, repeat, torch_mod, smoke: bool) -> list:
-    rows = []
-    for batch in batches:
-        rng = np.random.default_rng(1)
-        X = rng.standard_normal((batch, 784)).astype(np.float32)
-        Y = rng.integers(0, 10, batch)
-        row = {"batch": batch}
-        m = _mlp_lib(jitgrad, "cuda")
-        opt = jitgrad.optim.SGD(m.parameters(), lr=0.01)
-        x = jitgrad.tensor(X, device="cuda")
-        y = jitgrad.tensor(Y, device="cuda")
+    return [_mlp_row(batch, repeat, torch_mod, smoke) for batch in batches]
 
-        def step(x, y, m=m, opt=opt):
-            opt.zero_grad()
-            loss = jitgrad.nn.functional.cross_entropy(m(x), y)
+
+def _mlp_row(batch, repeat, torch_mod, smoke: bool) -> dict:
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((batch, 784)).astype(np.float32)
+    Y = rng.integers(0, 10, batch)
+    row = {"batch": batch}
+    m = _mlp_lib(jitgrad, "cuda")
+    opt = jitgrad.optim.SGD(m.parameters(), lr=0.01)
+    x = jitgrad.tensor(X, device="cuda")
+    y = jitgrad.tensor(Y, device="cuda")
+
+    def step(x, y, m=m, opt=opt):
+        opt.zero_grad()
+        loss = jitgrad.nn.functional.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    cstep = jitgrad.compile(step)
+    row["jitgrad_eager_s"] = timeit(lambda: step(x, y), repeat, 1 if smoke else 5)
+    row["jitgrad_compiled_s"] = timeit(lambda: cstep(x, y), repeat, 1 if smoke else 5)
+    if torch_mod is not None:
+        T = torch_mod
+        tm = _mlp_lib(T, "cuda")
+        with T.no_grad():  # the same weights
+            for p, q in zip(tm.parameters(), m.parameters()):
+                p.copy_(T.from_numpy(q.detach().cpu().numpy()))
+        topt = T.optim.SGD(tm.parameters(), lr=0.01)
+        tx, ty = T.tensor(X, device="cuda"), T.tensor(Y, device="cuda")
+
+        def tstep(x, y):
+            topt.zero_grad()
+            loss = T.nn.functional.cross_entropy(tm(x), y)
             loss.backward()
-            opt.step()
+            topt.step()
             return loss
-        cstep = jitgrad.compile(step)
-        row["jitgrad_eager_s"] = timeit(lambda: step(x, y), repeat, 1 if smoke else 5)
-        row["jitgrad_compiled_s"] = timeit(lambda: cstep(x, y), repeat, 1 if smoke else 5)
-        if torch_mod is not None:
-            T = torch_mod
-            tm = _mlp_lib(T, "cuda")
-            with T.no_grad():  # the same weights
-                for p, q in zip(tm.parameters(), m.parameters()):
-                    p.copy_(T.from_numpy(q.detach().cpu().numpy()))
-            topt = T.optim.SGD(tm.parameters(), lr=0.01)
-            tx, ty = T.tensor(X, device="cuda"), T.tensor(Y, device="cuda")
-
-            def tstep(x, y):
-                topt.zero_grad()
-                loss = T.nn.functional.cross_entropy(tm(x), y)
-                loss.backward()
-                topt.step()
-                return loss
-            ctstep = T.compile(tstep)
-            row["torch_eager_s"] = timeit(lambda: tstep(tx, ty), repeat, 5, T)
-            row["torch_compile_s"] = timeit(lambda: ctstep(tx, ty), repeat, 5, T)
-            row["vs_torch_compile"] = row["jitgrad_compiled_s"] / row["torch_compile_s"]
-        rows.append(row)
-    return rows
+        ctstep = T.compile(tstep)
+        row["torch_eager_s"] = timeit(lambda: tstep(tx, ty), repeat, 5, T)
+        row["torch_compile_s"] = timeit(lambda: ctstep(tx, ty), repeat, 5, T)
+        row["vs_torch_compile"] = row["jitgrad_compiled_s"] / row["torch_compile_s"]
+    return row
 
 
 def bench_per_op(repeat, torch_mod) -> dict:

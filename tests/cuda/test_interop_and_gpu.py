@@ -28,8 +28,7 @@ def test_from_dlpack_shares_host_memory_both_ways():
     assert x[1].item() == -1.0
     with pytest.raises(RuntimeError, match="require gradient"):
         torch.ones(2, requires_grad=True).__dlpack__()
-    with pytest.raises(AttributeError, match="non-CUDA tensor"):
-        torch.ones(2).__cuda_array_interface__
+    assert not hasattr(torch.ones(2), "__cuda_array_interface__")  # AttributeError
     with pytest.raises(TypeError, match="expected an object exporting"):
         torch.from_dlpack([1, 2])
 
