@@ -80,6 +80,20 @@ def test_a_skipped_collective_times_out_on_every_rank_naming_it():
     assert re.search(r"TIMEOUT 1: \[Rank 1\] collective operation timeout: BARRIER", out), out
 
 
+def test_the_ddp_example_trains_on_two_ranks():
+    pytest.importorskip("sklearn")
+    env = dict(os.environ, MPIEXEC_TIMEOUT=str(TIMEOUT_S))
+    example = HERE.parent.parent / "examples" / "train_digits_ddp.py"
+    cmd = [mpiexec(), "-n", str(RANKS), sys.executable, "-m", "mpi4py", str(example),
+           "--epochs", "2", "--train-size", "256", "--batch-size", "32"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S + 15, env=env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "2 rank(s)" in out and "epoch  2/2: loss" in out, out
+    assert re.search(r"test accuracy 0\.\d+, [\d.]+ steps/s .*parameters identical on every "
+                     r"rank: True", out), out
+
+
 def test_a_raising_rank_ends_the_job_fast():
     start = time.monotonic()
     r = launch("abort")
