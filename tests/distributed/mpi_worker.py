@@ -188,7 +188,7 @@ def check_ddp_views_and_overlap(rank: int, size: int) -> None:
             h = first(x)
             h.register_hook(lambda g: log.append(("first layer's output gradient",)))
             out = model.module[2](model.module[1](h))
-            model._expect_sync = True  # (the forward went around the wrapper's forward)
+            model._prepare(True)  # (the forward went around the wrapper's forward)
             out.sum().backward()
             expected = [("start", f"DistributedDataParallel bucket {k} of {len(model._buckets)}")
                         for k in range(len(model._buckets))]
@@ -254,6 +254,18 @@ def check_ddp_compiled(rank: int, size: int) -> None:
     assert max(starts) < min(waits), graph
     for k, i in enumerate(starts):
         assert f"bucket {k} of {n}" in lines[i], lines[i]
+    # compile(model) of the wrapper: the compiled forward's plan tells DDP at every call
+    # that the eager backward which follows synchronises
+    reference, wrapped = mlp(0), DDP(mlp(rank), bucket_cap_mb=1e-4)
+    compiled = jitgrad.compile(wrapped)
+    for k in range(3):
+        xs, ys = x[8 * k % (8 * size):][:8], y[8 * k % (8 * size):][:8]
+        for m, inputs, targets in ((compiled, xs[shard], ys[shard]), (reference, xs, ys)):
+            m.zero_grad()
+            cross_entropy(m(inputs), targets).backward()
+        np.testing.assert_allclose(flat_grads(wrapped.module), flat_grads(reference),
+                                   rtol=1e-10, atol=1e-14)
+    assert compiled.forward.stats["traces"] == 1, compiled.forward.stats
 
 
 def check_ddp_timeout(rank: int, size: int) -> None:

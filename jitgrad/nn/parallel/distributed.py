@@ -44,6 +44,7 @@ from ...distributed.plan_ops import (
     broadcast_into,
 )
 from ...tensor import Tensor, wrap
+from ...trace.effects import run_effect
 from ...trace.state import STATE as _TRACE
 from ..module import Module
 
@@ -55,6 +56,22 @@ _UNFINISHED = (
     "loss. You can enable unused parameter detection by passing the keyword argument "
     "`find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`, and by "
     "making sure all `forward` function outputs participate in calculating loss.")
+
+
+class _PassState:
+    """What one backward pass has done so far: whether it synchronises (decided by the
+    forward), the parameters whose gradients are in, the buckets in flight. Kept out of the
+    module's plain attributes: compiled functions guard it by identity, not by value."""
+
+    _jitgrad_guard_by_identity = True
+
+    def __init__(self) -> None:
+        self.expect_sync = False
+        self.fired: set[int] = set()
+        self.in_flight: list[_Bucket] = []
+
+
+_NOTHING = np.empty(0)
 
 
 class _Bucket:
@@ -133,9 +150,7 @@ class DistributedDataParallel(Module):
         self._params = [p for p in module.parameters() if p.requires_grad]
         self._buckets = self._make_buckets()
         self._bucket_of = {id(p): (b, k) for b in self._buckets for k, p in enumerate(b.params)}
-        self._fired: set[int] = set()
-        self._expect_sync = False
-        self._in_flight: list[_Bucket] = []
+        self._pass = _PassState()
         with grad_mode.no_grad():
             for t in self._state_tensors():
                 broadcast_into(t, 0, self._group, "DistributedDataParallel's initial state")
@@ -171,14 +186,35 @@ class DistributedDataParallel(Module):
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         """Run the wrapped module; a backward pass of its output (under grad mode, outside
         :meth:`no_sync`) averages the gradients across ranks."""
-        if self._fired:
-            raise RuntimeError(_UNFINISHED)
-        self._expect_sync = grad_mode.is_grad_enabled() and self.require_backward_grad_sync
+        expect = grad_mode.is_grad_enabled() and self.require_backward_grad_sync
+        if _TRACE.tracer is not None:  # a compiled call does this at every call
+            run_effect("ddp_prepare", lambda: self._prepare(expect), [],
+                       "DistributedDataParallel's forward")
+        else:
+            self._prepare(expect)
         if self.broadcast_buffers and self.world_size > 1:
             with grad_mode.no_grad():
                 for b in self.module.buffers():
                     broadcast_into(b, 0, self._group, "DistributedDataParallel's buffers")
         return self.module(*inputs, **kwargs)
+
+    def _prepare(self, expect_sync: bool) -> np.ndarray:
+        """Start of a forward: whether its backward synchronises (PyTorch's error when the
+        previous one left a reduction unfinished)."""
+        if self._pass.fired:
+            raise RuntimeError(_UNFINISHED)
+        self._pass.expect_sync = expect_sync
+        return _NOTHING
+
+    def _end_pass(self) -> np.ndarray:
+        """End of a synchronised backward pass."""
+        state = self._pass
+        state.fired.clear()
+        state.expect_sync = False
+        state.in_flight = []
+        for b in self._buckets:
+            b.ready = 0
+        return _NOTHING
 
     @contextlib.contextmanager
     def no_sync(self) -> Iterator[None]:
@@ -194,12 +230,13 @@ class DistributedDataParallel(Module):
     def _on_grad(self, param: Tensor) -> None:
         """A parameter's gradient is accumulated (during the pass): move it into its bucket
         view; start the bucket's allreduce when it was the bucket's last; poll the others."""
-        if not self._expect_sync:
+        state = self._pass
+        if not state.expect_sync:
             return
         bucket, k = self._bucket_of[id(param)]
-        if not self._fired:
+        if not state.fired:
             queue_callback(self._finish_pass)
-        self._fired.add(id(param))
+        state.fired.add(id(param))
         traced = _TRACE.tracer is not None
         if not traced and param._grad is not bucket.grads[k]:
             np.copyto(bucket.views[k], param._grad._data)  # after zero_grad(): once
@@ -211,8 +248,8 @@ class DistributedDataParallel(Module):
             else:
                 bucket.work = all_reduce_array(bucket.flat, group=self._group,
                                                what=bucket.what)
-            self._in_flight.append(bucket)
-        for b in self._in_flight:
+            state.in_flight.append(bucket)
+        for b in state.in_flight:
             if b.work is not None:
                 b.work.is_completed()  # MPI progresses inside MPI calls
 
@@ -220,13 +257,13 @@ class DistributedDataParallel(Module):
         """End of the backward pass (the engine's callback): wait for every bucket's
         allreduce in order and average. A pass in which some parameter got no gradient
         leaves the reduction unfinished (the next forward raises)."""
-        if len(self._fired) != len(self._params):
+        if len(self._pass.fired) != len(self._params):
             return
-        self._fired.clear()
-        self._expect_sync = False
-        in_flight, self._in_flight = self._in_flight, []
-        for b in self._buckets:
-            b.ready = 0
+        in_flight = self._pass.in_flight
+        if _TRACE.tracer is not None:  # a compiled call resets the state at every call
+            run_effect("ddp_end_pass", self._end_pass, [], "DistributedDataParallel's backward")
+        else:
+            self._end_pass()
         with grad_mode.no_grad():
             for b in in_flight:
                 if b.traced is not None:
