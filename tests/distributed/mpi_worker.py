@@ -106,6 +106,19 @@ def same_on_every_rank(values: np.ndarray, size: int) -> bool:
     return all(np.array_equal(o.numpy(), values) for o in out)
 
 
+def reference_step_and_compare(model, reference, ref_opt, xs, ys, size: int) -> None:
+    """One SGD step of the one-process reference on the whole batch ``xs, ys``; the DDP
+    replica (stepped on its shard) must then hold its gradients and parameters (rtol 1e-10),
+    the same bits on every rank."""
+    ref_opt.zero_grad()
+    jitgrad.nn.functional.cross_entropy(reference(xs), ys).backward()
+    ref_opt.step()
+    np.testing.assert_allclose(flat_grads(model.module), flat_grads(reference), rtol=1e-10,
+                               atol=1e-14)
+    np.testing.assert_allclose(flat_params(model.module), flat_params(reference), rtol=1e-10)
+    assert same_on_every_rank(flat_params(model.module), size)
+
+
 def check_ddp(rank: int, size: int) -> None:
     from jitgrad.nn.parallel import DistributedDataParallel as DDP
 
@@ -126,14 +139,7 @@ def check_ddp(rank: int, size: int) -> None:
         opt.zero_grad()
         cross_entropy(model(xs[shard]), ys[shard]).backward()
         opt.step()
-        ref_opt.zero_grad()
-        cross_entropy(reference(xs), ys).backward()
-        ref_opt.step()
-        np.testing.assert_allclose(flat_grads(model.module), flat_grads(reference),
-                                   rtol=1e-10, atol=1e-14)
-        np.testing.assert_allclose(flat_params(model.module), flat_params(reference),
-                                   rtol=1e-10)
-        assert same_on_every_rank(flat_params(model.module), size)
+        reference_step_and_compare(model, reference, ref_opt, xs, ys, size)
     # no_sync: the first micro-batch's gradients stay local, the second backward averages
     # the accumulated sum
     opt.zero_grad()
@@ -234,14 +240,7 @@ def check_ddp_compiled(rank: int, size: int) -> None:
     for k in range(5):
         xs, ys = x[8 * k % (8 * size):][:8], y[8 * k % (8 * size):][:8]
         step(xs[shard].contiguous(), ys[shard].contiguous())
-        ref_opt.zero_grad()
-        cross_entropy(reference(xs), ys).backward()
-        ref_opt.step()
-        np.testing.assert_allclose(flat_grads(model.module), flat_grads(reference),
-                                   rtol=1e-10, atol=1e-14)
-        np.testing.assert_allclose(flat_params(model.module), flat_params(reference),
-                                   rtol=1e-10)
-        assert same_on_every_rank(flat_params(model.module), size)
+        reference_step_and_compare(model, reference, ref_opt, xs, ys, size)
     # the first step traces, the second (momentum buffers now exist) too; then plans only
     assert step.stats["traces"] == 2 and step.stats["cache_hits"] == 3, step.stats
     graph = step.lower(xs[shard].contiguous(), ys[shard].contiguous()).graph
