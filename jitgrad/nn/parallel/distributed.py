@@ -102,6 +102,7 @@ class _Bucket:
         self.work: dist.Work | None = None  # eager: the allreduce in flight
         self.traced: Tensor | None = None   # traced: allreduce_start's buffer
 
+
 class DistributedDataParallel(Module):
     """Wrap ``module`` for data-parallel training on the default process group.
 
