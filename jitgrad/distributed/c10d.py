@@ -37,10 +37,13 @@ DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
 _NOT_INITIALIZED = ("Default process group has not been initialized, please make sure to call "
                     "init_process_group.")
 
-# polling a pending request: spin on MPI_Test (MPICH progresses only inside MPI calls) for
-# this long, then sleep between tests (a rank waiting for a slower one)
-_SPIN_S = 0.01
-_SLEEP_S = 0.0005
+# polling a pending request: spin on MPI_Test for this long, as MPI_Wait spins -- MPICH
+# progresses only inside MPI calls, and a large allreduce takes many steps (its chunks
+# through shared memory), each needing a call on both ranks: sleeping 0.5 ms between tests
+# after 10 ms made a 1 MB allreduce take 15-20 ms instead of 0.2. Past it, sleep between
+# tests (a rank waiting for one far behind, or for one that never comes: the timeout)
+_SPIN_S = 1.0
+_SLEEP_S = 0.001
 
 
 class ReduceOp(enum.Enum):
