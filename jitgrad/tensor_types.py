@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes
+from .autograd.engine import execution_engine
 from .tensor import Tensor
 
 __all__ = ["Variable", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
@@ -78,4 +79,7 @@ class _VariableMeta(type):
 class Variable(metaclass=_VariableMeta):
     """Legacy ``torch.autograd.Variable``: every tensor is one (``isinstance`` holds);
     ``Variable(t, requires_grad=...)`` is a new leaf sharing ``t``'s memory (``volatile`` is
-    accepted and ignored, as in PyTorch)."""
+    accepted and ignored, as in PyTorch). ``Variable._execution_engine.queue_callback(fn)``
+    runs ``fn`` at the end of the running backward pass."""
+
+    _execution_engine = execution_engine

@@ -3,12 +3,16 @@
 Each node runs once, with the sum of the gradients flowing into each of its outputs, in
 priority order (most recently created first, leaves' accumulation as soon as ready), so a
 100,000-node chain needs no recursion. Accumulation into ``.grad`` is in place unless a graph
-is being built (``create_graph=True``).
+is being built (``create_graph=True``). Callbacks queued during a pass
+(:func:`queue_callback`, PyTorch's ``Variable._execution_engine.queue_callback``) run when it
+has finished, before ``backward()`` returns.
 """
 
 from __future__ import annotations
 
 import heapq
+import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -19,7 +23,58 @@ from ..trace.state import STATE as _TRACE
 from . import grad_mode
 from .accumulate import accumulate_into_leaf
 
-__all__ = ["backward", "grad"]
+__all__ = ["backward", "grad", "queue_callback", "ExecutionEngine", "execution_engine"]
+
+
+class _Frames(threading.local):
+    """Per thread: one list of queued callbacks per backward pass running (innermost last)."""
+
+    def __init__(self) -> None:
+        self.stack: list[list[Callable[[], None]]] = []
+
+
+_FRAMES = _Frames()
+
+
+def queue_callback(callback: Callable[[], None]) -> None:
+    """Run ``callback()`` when the backward pass running on this thread has finished (every
+    gradient accumulated, the graph freed), before ``backward()`` returns; callbacks run in
+    the order they were queued, and a callback may queue more. A pass that raises drops its
+    callbacks. Only during a backward pass (from a hook, a custom Function's ``backward``).
+
+    >>> import jitgrad
+    >>> from jitgrad.autograd.engine import queue_callback
+    >>> x = jitgrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> seen = []
+    >>> _ = x.register_hook(lambda g: queue_callback(lambda: seen.append(x.grad.tolist())))
+    >>> (x * 3).sum().backward()
+    >>> seen
+    [[3.0, 3.0]]
+    """
+    stack = _FRAMES.stack
+    if not stack:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    stack[-1].append(callback)
+
+
+def _run_callbacks(queued: list) -> None:
+    i = 0
+    while i < len(queued):  # a callback may queue another
+        queued[i]()
+        i += 1
+
+
+class ExecutionEngine:
+    """``Variable._execution_engine``: the engine's entry points PyTorch code reaches
+    through it (``queue_callback``)."""
+
+    @staticmethod
+    def queue_callback(callback: Callable[[], None]) -> None:
+        """See :func:`queue_callback`."""
+        queue_callback(callback)
+
+
+execution_engine = ExecutionEngine()
 
 
 def _size_str(shape) -> str:
@@ -133,7 +188,7 @@ def _backward_one_node(t: Tensor, retain: bool) -> bool:
     node = t._grad_fn
     d = t._data
     if (node is None or d.size != 1 or d.dtype.kind != "f" or node._tensor_hooks is not None
-            or node._retain is not None or node._pre_hooks is not None
+            or node._user_code or node._retain is not None or node._pre_hooks is not None
             or node._post_hooks is not None or not _leaf_edges_plain(node.next_edges)):
         return False
     n = node.n_outputs
@@ -271,9 +326,12 @@ class _Run:
     """One backward pass over the graph reachable from ``roots``.
 
     The pass is transactional: gradients are computed first, and only when every node has
-    run are they accumulated into ``.grad`` (then post-accumulate hooks run) and the saved
-    tensors of the executed nodes freed. A pass that raises (a hook, a custom Function's bad
-    gradient, a modified saved tensor) leaves every ``.grad`` and the graph as they were.
+    run are they accumulated into ``.grad`` and the saved tensors of the executed nodes
+    freed. A pass that raises (a hook, a custom Function's bad gradient, a modified saved
+    tensor) leaves every ``.grad`` and the graph as they were -- except the ``.grad`` of
+    leaves with post-accumulate-grad hooks: those are accumulated as soon as their gradient
+    is complete and their hooks run then, during the pass, as in PyTorch (so
+    DistributedDataParallel starts a bucket's allreduce while the rest of the backward runs).
     """
 
     __slots__ = ("roots", "grads", "retain", "create", "inputs", "capture", "captured",
@@ -306,11 +364,17 @@ class _Run:
         state = grad_mode.STATE
         prev = state.enabled
         state.enabled = self.create
+        stack = _FRAMES.stack
+        queued: list = []
+        stack.append(queued)
         try:
             self._traverse()
             self._commit()
+            if queued:
+                _run_callbacks(queued)
         finally:
             state.enabled = prev
+            stack.pop()
 
     def _commit(self) -> None:
         for eff in self._effects:
@@ -568,7 +632,10 @@ class _Run:
                     prev = self.captured[i]
                     self.captured[i] = g if prev is None else prev + g
                 return
-        self._effects.append(("acc", t, g, shared))
+        if t._post_acc_hooks:  # now, not at the commit: its hooks run during the pass
+            accumulate_into_leaf(t, g, shared)
+        else:
+            self._effects.append(("acc", t, g, shared))
         if acc is not None and acc._post_hooks:
             for fn in list(acc._post_hooks.values()):
                 fn((), (g,))

@@ -66,6 +66,7 @@ class BackwardCFunction(Node, FunctionCtx):
     """The graph node of a custom Function application; it is also the ``ctx``."""
 
     __slots__ = ()
+    _user_code = True
     _to_save = None
     _dirty = ()
     _non_diff = ()

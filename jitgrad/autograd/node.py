@@ -113,6 +113,7 @@ class Node:
     _retain = None        # output_nr -> weakref of the tensor that retains grad
     _pre_hooks = None
     _post_hooks = None
+    _user_code = False    # its apply runs user code (a custom Function's backward)
     n_outputs = 1
 
     def name(self) -> str:

@@ -14,7 +14,7 @@ import itertools
 
 import numpy as np
 
-from ..trace.ir import Eqn, Graph, Source, Var
+from ..trace.ir import Eqn, Graph, Source, Var, is_effect
 
 __all__ = ["joint_graph", "speculation_blocker"]
 
@@ -36,6 +36,8 @@ def speculation_blocker(graph: Graph, grad_info, out_sizes: list, aliases, escap
         return "the call has effects (in-place writes, .grad updates)"
     if any(e.op == "random" for e in graph.eqns):
         return "the call draws random numbers"
+    if any(is_effect(e) for e in graph.eqns):
+        return "the call runs collectives"
     if escaped:
         return "outside state keeps arrays the call made"
     if aliases[0] and any(r is not None for r in aliases[0]):

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..config import check_ir
 from ..trace.interpreter import run_eqn
-from ..trace.ir import Eqn, Graph, Lit, Var
+from ..trace.ir import Eqn, Graph, Lit, Var, is_effect
 
 __all__ = ["optimize", "dce", "cse", "fold_views", "fold_constants", "transpose_matmuls",
            "drop_copies"]
@@ -120,7 +120,7 @@ def _substitute(graph: Graph, drop) -> dict:
 
 
 def cse(graph: Graph) -> None:
-    """Common-subexpression elimination (random draws are never merged)."""
+    """Common-subexpression elimination (random draws and effects are never merged)."""
     seen: dict = {}
 
     def merged(e):
@@ -139,14 +139,14 @@ def cse(graph: Graph) -> None:
 
 
 def dce(graph: Graph, keep=()) -> None:
-    """Drop equations whose values nothing needs."""
+    """Drop equations whose values nothing needs (effect equations are always needed)."""
     live = {id(v) for v in graph.outputs if isinstance(v, Var)}
     live |= {id(v) for v in keep}
     live |= {id(v) for _, v in graph.writes}
     live |= {id(v) for _, v in graph.grad_sets if v is not None}
     out = []
     for e in reversed(graph.eqns):
-        if id(e.out) in live:
+        if id(e.out) in live or is_effect(e):
             out.append(e)
             live |= {id(i) for i in e.ins if isinstance(i, Var)}
     graph.eqns = list(reversed(out))

@@ -37,10 +37,13 @@ DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
 _NOT_INITIALIZED = ("Default process group has not been initialized, please make sure to call "
                     "init_process_group.")
 
-# polling a pending request: spin on MPI_Test (MPICH progresses only inside MPI calls) for
-# this long, then sleep between tests (a rank waiting for a slower one)
-_SPIN_S = 0.01
-_SLEEP_S = 0.0005
+# polling a pending request: spin on MPI_Test for this long, as MPI_Wait spins -- MPICH
+# progresses only inside MPI calls, and a large allreduce takes many steps (its chunks
+# through shared memory), each needing a call on both ranks: sleeping 0.5 ms between tests
+# after 10 ms made a 1 MB allreduce take 15-20 ms instead of 0.2. Past it, sleep between
+# tests (a rank waiting for one far behind, or for one that never comes: the timeout)
+_SPIN_S = 1.0
+_SLEEP_S = 0.001
 
 
 class ReduceOp(enum.Enum):
@@ -57,6 +60,9 @@ class ReduceOp(enum.Enum):
 class _Group:
     """The default group: the communicator, its rank and size, the timeout."""
 
+    #: compiled functions guard a group by identity (its sequence number changes per call)
+    _jitgrad_guard_by_identity = True
+
     def __init__(self, mpi: Any, timeout: datetime.timedelta) -> None:
         self.mpi = mpi
         self.comm = mpi.COMM_WORLD.Dup()
@@ -67,6 +73,16 @@ class _Group:
         local.Free()
         self.timeout = timeout
         self.seq = 0
+
+    def dup(self) -> _Group:
+        """A group of the same processes on a communicator of its own (``MPI_Comm_dup``, a
+        collective call): its collectives never match another group's, so one that a rank
+        skips times out instead of pairing with another collective."""
+        group = object.__new__(_Group)
+        group.__dict__.update(self.__dict__)
+        group.comm = self.comm.Dup()
+        group.seq = 0
+        return group
 
 
 _GROUP: _Group | None = None
@@ -165,10 +181,10 @@ class Work:
     written when it returns), :meth:`is_completed` tests it without waiting."""
 
     def __init__(self, group: _Group, op_name: str, request: Any,
-                 finish: Callable[[], None] | None) -> None:
+                 finish: Callable[[], None] | None, what: str = "") -> None:
         group.seq += 1
         self._group = group
-        self._op_name = op_name
+        self._op_name = f"{op_name} of {what}" if what else op_name
         self._seq = group.seq
         self._request = request
         self._finish = finish
@@ -281,13 +297,28 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: None = None,
 
 
 def all_reduce_array(buf: np.ndarray, op: ReduceOp = ReduceOp.SUM,
-                     finish: Callable[[], None] | None = None) -> Work:
+                     finish: Callable[[], None] | None = None, group: _Group | None = None,
+                     what: str = "") -> Work:
     """Start the allreduce of a C-contiguous NumPy array in place (``AVG`` sums: dividing is
     ``finish``'s job); ``finish`` runs when the returned :class:`Work` completes. The
-    building block of :func:`all_reduce` and DistributedDataParallel's buckets."""
-    g = _group()
+    building block of :func:`all_reduce` and DistributedDataParallel's buckets (``group``: a
+    :meth:`_Group.dup` of the default group; ``what``: named by a timeout's error)."""
+    g = _group() if group is None else group
     request = g.comm.Iallreduce(g.mpi.IN_PLACE, buf, _mpi_op(g, op, buf.dtype))
-    return Work(g, "ALLREDUCE", request, finish)
+    return Work(g, "ALLREDUCE", request, finish, what)
+
+
+def broadcast_array(buf: np.ndarray, src: int, group: _Group | None = None,
+                    what: str = "") -> Work:
+    """Start broadcasting rank ``src``'s C-contiguous array ``buf`` into ``buf`` on every
+    rank (see :func:`all_reduce_array`)."""
+    g = _group() if group is None else group
+    return Work(g, "BROADCAST", g.comm.Ibcast(buf, root=src), None, what)
+
+
+def default_group() -> _Group:
+    """The default group (raising PyTorch's error when there is none)."""
+    return _group()
 
 
 def broadcast(tensor: Tensor, src: int, group: None = None,

@@ -20,8 +20,8 @@ __all__ = ["interpret", "last_uses", "graph_ends", "run_eqn", "apply_effects"]
 def run_eqn(e, env: dict, reference: bool = True) -> np.ndarray:
     """Compute one equation's output array from ``env`` (id(Var) -> array): the op's NumPy
     reference (``reference``), else its eager implementation (the kernels eager mode runs)."""
-    if isinstance(e.op, str):
-        return e.impl()
+    if isinstance(e.op, str):  # a fill, a random draw, an effect (a collective)
+        return e.impl(*[env[id(i)] for i in e.ins]) if e.ins else e.impl()
     op = e.op
     args = [env[id(i)] if isinstance(i, Var) else (i.value if isinstance(i, Lit) else i)
             for i in e.ins]

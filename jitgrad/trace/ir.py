@@ -8,6 +8,11 @@ graph are explicit: ``writes`` copy final values into arrays that existed before
 leaf's ``.grad``; ``bumps`` raise the version counters of the tensors written (as the
 traced call's in-place ops did), so autograd sees a plan's writes as it sees eager ones.
 
+*Effect equations* (:func:`is_effect`: a special op recorded by ``Tracer.on_effect``, e.g. a
+collective of ``jitgrad.distributed``) act on the world outside the graph when they run:
+passes never drop, merge or fold them, fusion never puts them in a loop, and plans run them
+in their place among the other calls (the order every rank issues its collectives in).
+
 Every Var knows its users (``Var.users``: the equations reading it), kept up to date when an
 equation's ``ins`` are set and when equations leave ``Graph.eqns``, as torch.fx's
 ``Node.users``. :meth:`Graph.check` verifies a graph is well formed; with ``JITGRAD_CHECK_IR=1``
@@ -20,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Var", "Lit", "Eqn", "Source", "Graph", "IRError"]
+__all__ = ["Var", "Lit", "Eqn", "Source", "Graph", "IRError", "is_effect"]
 
 
 @dataclass(eq=False)
@@ -138,6 +143,12 @@ class Eqn:
         args = ", ".join(repr(i) for i in self.ins)
         ps = _fmt_params(self.params)
         return f"{self.out!r}:{self.out.type_str} = {self.name}({args}{ps})"
+
+
+def is_effect(e: Eqn) -> bool:
+    """Whether ``e`` acts on state outside the graph when it runs (a collective): it is kept,
+    never merged or moved past another effect, whatever reads its value."""
+    return isinstance(e.op, str) and "effect" in e.params
 
 
 def _fmt_params(params: dict) -> str:

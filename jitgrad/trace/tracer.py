@@ -204,6 +204,14 @@ class Tracer:
         v = self._new_var(arr, "op")
         self.graph.eqns.append(Eqn(name, (), v, {}, None, regen))
 
+    def on_effect(self, name: str, out, inputs, impl, what: str) -> None:
+        """``out = impl(*inputs' arrays)`` ran and acted on the outside world (a collective):
+        an effect equation (``ir.is_effect``) that the plan runs again, in this place, at
+        every call. ``what`` describes it (kept in its params: ``effect``)."""
+        ins = tuple(self.var(x) for x in inputs)
+        v = self._new_var(out._data, "op")
+        self.graph.eqns.append(Eqn(name, ins, v, {"effect": what}, None, impl))
+
     def on_created(self, arr) -> None:
         """An array wrapped outside any op (checked if the function later uses it)."""
         self.untraced.add(id(arr))

@@ -5,6 +5,7 @@ asserts its results (an uncaught AssertionError aborts the job, a nonzero exit) 
 from __future__ import annotations
 
 import datetime
+import os
 import sys
 import time
 
@@ -105,6 +106,19 @@ def same_on_every_rank(values: np.ndarray, size: int) -> bool:
     return all(np.array_equal(o.numpy(), values) for o in out)
 
 
+def reference_step_and_compare(model, reference, ref_opt, xs, ys, size: int) -> None:
+    """One SGD step of the one-process reference on the whole batch ``xs, ys``; the DDP
+    replica (stepped on its shard) must then hold its gradients and parameters (rtol 1e-10),
+    the same bits on every rank."""
+    ref_opt.zero_grad()
+    jitgrad.nn.functional.cross_entropy(reference(xs), ys).backward()
+    ref_opt.step()
+    np.testing.assert_allclose(flat_grads(model.module), flat_grads(reference), rtol=1e-10,
+                               atol=1e-14)
+    np.testing.assert_allclose(flat_params(model.module), flat_params(reference), rtol=1e-10)
+    assert same_on_every_rank(flat_params(model.module), size)
+
+
 def check_ddp(rank: int, size: int) -> None:
     from jitgrad.nn.parallel import DistributedDataParallel as DDP
 
@@ -125,14 +139,7 @@ def check_ddp(rank: int, size: int) -> None:
         opt.zero_grad()
         cross_entropy(model(xs[shard]), ys[shard]).backward()
         opt.step()
-        ref_opt.zero_grad()
-        cross_entropy(reference(xs), ys).backward()
-        ref_opt.step()
-        np.testing.assert_allclose(flat_grads(model.module), flat_grads(reference),
-                                   rtol=1e-10, atol=1e-14)
-        np.testing.assert_allclose(flat_params(model.module), flat_params(reference),
-                                   rtol=1e-10)
-        assert same_on_every_rank(flat_params(model.module), size)
+        reference_step_and_compare(model, reference, ref_opt, xs, ys, size)
     # no_sync: the first micro-batch's gradients stay local, the second backward averages
     # the accumulated sum
     opt.zero_grad()
@@ -161,6 +168,129 @@ def check_ddp(rank: int, size: int) -> None:
     assert norm.running_mean.tolist() == [1.0, 1.0, 1.0]
 
 
+def check_ddp_views_and_overlap(rank: int, size: int) -> None:
+    """Gradients are views into the bucket buffers (accumulated there in place, reduced in
+    place: the same .grad objects step after step); a bucket's allreduce starts during the
+    backward pass, before the first layer's gradients are computed, and is waited at its
+    end."""
+    from jitgrad.nn.parallel import DistributedDataParallel as DDP
+    from jitgrad.nn.parallel import distributed as ddp_module
+
+    model = DDP(mlp(0), bucket_cap_mb=1e-4)
+    first = model.module[0]
+    log = []
+    started = ddp_module.all_reduce_array
+
+    def logged(buf, *args, **kwargs):
+        log.append(("start", kwargs["what"].split(" (")[0]))
+        return started(buf, *args, **kwargs)
+
+    ddp_module.all_reduce_array = logged
+    try:
+        x = jitgrad.tensor(rank_data(rank, (4, 4)))
+        grads = None
+        for step in range(2):
+            model.zero_grad(set_to_none=step == 0)
+            h = first(x)
+            h.register_hook(lambda g: log.append(("first layer's output gradient",)))
+            out = model.module[2](model.module[1](h))
+            model._prepare(True)  # (the forward went around the wrapper's forward)
+            out.sum().backward()
+            expected = [("start", f"DistributedDataParallel bucket {k} of {len(model._buckets)}")
+                        for k in range(len(model._buckets))]
+            hook_at = log.index(("first layer's output gradient",))
+            assert log[:hook_at] == expected[:hook_at] and hook_at >= 2, log
+            assert log[hook_at + 1:] == expected[hook_at:], log
+            log.clear()
+            for b in model._buckets:
+                for p, view in zip(b.params, b.views):
+                    assert p.grad._data is view and np.shares_memory(view, b.flat)
+            if grads is not None:  # zero_grad(set_to_none=False): the same tensors
+                assert [p.grad for p in model.parameters()] == grads
+            grads = [p.grad for p in model.parameters()]
+        assert same_on_every_rank(flat_grads(model.module), size)
+    finally:
+        ddp_module.all_reduce_array = started
+
+
+def check_ddp_compiled(rank: int, size: int) -> None:
+    """A compiled training step (forward, backward with DDP's averaging, SGD step) on two
+    ranks in float64 equals one process training on the whole batch; ranks bit-identical;
+    the plan holds the collectives as effect ops, each wait before the optimizer's reads."""
+    from jitgrad.nn.parallel import DistributedDataParallel as DDP
+
+    cross_entropy = jitgrad.nn.functional.cross_entropy
+    data = np.random.default_rng(1)
+    x = jitgrad.tensor(data.standard_normal((8 * size, 4)))
+    y = jitgrad.tensor(data.integers(0, 3, 8 * size))
+    reference = mlp(0)
+    model = DDP(mlp(rank), bucket_cap_mb=1e-4)
+    opt = jitgrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    ref_opt = jitgrad.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+
+    @jitgrad.compile(fullgraph=True)
+    def step(xs, ys):
+        opt.zero_grad()
+        loss = cross_entropy(model(xs), ys)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    shard = slice(rank * 8 // size, (rank + 1) * 8 // size)
+    for k in range(5):
+        xs, ys = x[8 * k % (8 * size):][:8], y[8 * k % (8 * size):][:8]
+        step(xs[shard].contiguous(), ys[shard].contiguous())
+        reference_step_and_compare(model, reference, ref_opt, xs, ys, size)
+    # the first step traces, the second (momentum buffers now exist) too; then plans only
+    assert step.stats["traces"] == 2 and step.stats["cache_hits"] == 3, step.stats
+    graph = step.lower(xs[shard].contiguous(), ys[shard].contiguous()).graph
+    lines = graph.splitlines()
+    starts = [i for i, ln in enumerate(lines) if "allreduce_start" in ln]
+    waits = [i for i, ln in enumerate(lines) if "allreduce_wait" in ln]
+    n = len(model._buckets)
+    assert len(starts) == len(waits) == n > 1, graph
+    # every start comes before every wait: the backward runs between them
+    assert max(starts) < min(waits), graph
+    for k, i in enumerate(starts):
+        assert f"bucket {k} of {n}" in lines[i], lines[i]
+    # compile(model) of the wrapper: the compiled forward's plan tells DDP at every call
+    # that the eager backward which follows synchronises
+    reference, wrapped = mlp(0), DDP(mlp(rank), bucket_cap_mb=1e-4)
+    compiled = jitgrad.compile(wrapped)
+    for k in range(3):
+        xs, ys = x[8 * k % (8 * size):][:8], y[8 * k % (8 * size):][:8]
+        for m, inputs, targets in ((compiled, xs[shard], ys[shard]), (reference, xs, ys)):
+            m.zero_grad()
+            cross_entropy(m(inputs), targets).backward()
+        np.testing.assert_allclose(flat_grads(wrapped.module), flat_grads(reference),
+                                   rtol=1e-10, atol=1e-14)
+    assert compiled.forward.stats["traces"] == 1, compiled.forward.stats
+
+
+def check_ddp_timeout(rank: int, size: int) -> None:
+    """Rank 1 skips the gradient allreduce (its backward runs under no_sync) and then waits
+    in a barrier: each rank's wait times out after the group's timeout (2 s) and raises,
+    naming its operation (rank 0: the DDP bucket)."""
+    from jitgrad.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(mlp(0), bucket_cap_mb=1e-4)
+    x = jitgrad.tensor(rank_data(rank, (4, 4)))
+    start = time.monotonic()
+    try:
+        if rank == 0:
+            model(x).sum().backward()
+        else:
+            with model.no_sync():
+                model(x).sum().backward()
+            dist.barrier()
+    except RuntimeError as e:
+        waited = time.monotonic() - start
+        assert 1.9 < waited < 10, waited
+        print(f"TIMEOUT {rank}: {e}", flush=True)
+    else:
+        raise AssertionError("no timeout")
+
+
 def check_abort(rank: int, size: int) -> None:
     """Rank 1 raises while rank 0 waits in a barrier: ``python -m mpi4py`` aborts the job."""
     if rank == 1:
@@ -169,13 +299,22 @@ def check_abort(rank: int, size: int) -> None:
 
 
 CHECKS = {"collectives": check_collectives, "sampler": check_sampler, "ddp": check_ddp,
-          "abort": check_abort}
+          "ddp_views": check_ddp_views_and_overlap, "ddp_compiled": check_ddp_compiled,
+          "ddp_timeout": check_ddp_timeout, "abort": check_abort}
 
 if __name__ == "__main__":
-    dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=30))
+    timeout = 2 if "ddp_timeout" in sys.argv else 30
+    dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=timeout))
     rank, size = dist.get_rank(), dist.get_world_size()
     assert size == 2, size
     for name in sys.argv[1:]:
         CHECKS[name](rank, size)
         print(f"OK {name} {rank}", flush=True)
+    if "ddp_timeout" in sys.argv:
+        # collectives stay pending on both ranks (MPI_Finalize would wait for them): meet on
+        # COMM_WORLD itself (jitgrad's groups use duplicates of it) and leave without it
+        from mpi4py import MPI
+
+        MPI.COMM_WORLD.Barrier()
+        os._exit(0)
     dist.destroy_process_group()

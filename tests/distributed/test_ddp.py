@@ -67,10 +67,11 @@ def test_buckets_reverse_order_cap_and_dtype(group):
     inner = nn.Sequential(nn.Linear(16, 16), nn.Linear(16, 4).double(), nn.Linear(4, 4))
     params = list(inner.parameters())
     one = DDP(inner)
-    assert one._buckets == [params[::-1][:2], params[::-1][2:4], params[::-1][4:]]
+    assert [b.params for b in one._buckets] == [params[::-1][:2], params[::-1][2:4],
+                                                params[::-1][4:]]
     small = DDP(inner, bucket_cap_mb=300 / 2**20)  # 300 bytes
-    sizes = [[p.numel() * p.element_size() for p in b] for b in small._buckets]
-    assert [p for b in small._buckets for p in b] == params[::-1]
+    sizes = [[p.numel() * p.element_size() for p in b.params] for b in small._buckets]
+    assert [p for b in small._buckets for p in b.params] == params[::-1]
     assert all(len(b) == 1 or sum(b) <= 300 for b in sizes)
     assert sizes[-1] == [1024]  # larger than the cap: a bucket alone
 

@@ -1,15 +1,28 @@
 """``DistributedDataParallel``: one model replica per rank of ``jitgrad.distributed``'s
-default group, gradients averaged across ranks after each backward pass.
+default group, gradients averaged across ranks during each backward pass.
 
-At construction rank 0's parameters and buffers are broadcast to every rank. Each parameter
-that requires grad gets a post-accumulate-grad hook; when the last of them has fired in a
-backward pass that follows a forward of this wrapper, the gradients are averaged in buckets
-(parameters in reverse order, at most ``bucket_cap_mb`` each, one dtype per bucket): each
-bucket's gradients are copied into one buffer, all the buckets' allreduces are started
-(non-blocking), then waited, divided by the world size and copied back into ``.grad``. So
-``.grad`` holds the average when ``backward()`` returns, and an optimizer step gives the same
-parameters on every rank. Eager backward passes only: inside ``jitgrad.compile`` the
-collectives are not part of the plan.
+At construction rank 0's parameters and buffers are broadcast to every rank, and the
+parameters that require grad are cut into buckets (reverse parameter order -- the order
+backward produces their gradients -- at most ``bucket_cap_mb`` each, one dtype per bucket),
+each one flat buffer. Gradients are views into their bucket's buffer
+(``gradient_as_bucket_view``): a backward pass accumulates into the buffer itself, the
+allreduce runs on it in place and the average is left there, so nothing is copied in or out
+(a ``.grad`` that is not the view yet -- the first backward after ``zero_grad()`` set it to
+None -- is copied into the view once and replaced by it, as PyTorch does).
+
+Overlap: each parameter has a post-accumulate-grad hook, which the engine runs during the
+pass as soon as that gradient is complete. When a bucket's last gradient is in, its
+non-blocking allreduce (``Iallreduce``) starts while the rest of the backward runs; every
+hook polls the buckets in flight (MPI progresses inside MPI calls); an end-of-backward
+callback (``autograd.engine.queue_callback``) waits for them in order and divides by the
+world size, so ``.grad`` holds the average when ``backward()`` returns. A wait longer than
+the group's timeout raises, naming the bucket. DDP's collectives run on a communicator of
+their own (``MPI_Comm_dup``), so one a rank skips never pairs with another collective.
+
+Inside ``jitgrad.compile`` (a training step: forward, backward, optimizer step) the same
+hooks record the collectives as effect ops of the plan (``distributed.plan_ops``):
+``allreduce_start`` where a bucket's last gradient is computed, ``allreduce_wait`` at the
+end of the backward, before the optimizer reads the gradients.
 """
 
 from __future__ import annotations
@@ -22,8 +35,17 @@ import numpy as np
 
 from ... import distributed as dist
 from ...autograd import grad_mode
-from ...distributed.c10d import all_reduce_array
-from ...tensor import Tensor
+from ...autograd.engine import queue_callback
+from ...distributed.c10d import all_reduce_array, default_group
+from ...distributed.plan_ops import (
+    PendingAllreduce,
+    allreduce_start,
+    allreduce_wait,
+    broadcast_into,
+)
+from ...tensor import Tensor, wrap
+from ...trace.effects import run_effect
+from ...trace.state import STATE as _TRACE
 from ..module import Module
 
 __all__ = ["DistributedDataParallel"]
@@ -34,6 +56,51 @@ _UNFINISHED = (
     "loss. You can enable unused parameter detection by passing the keyword argument "
     "`find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`, and by "
     "making sure all `forward` function outputs participate in calculating loss.")
+
+
+class _PassState:
+    """What one backward pass has done so far: whether it synchronises (decided by the
+    forward), the parameters whose gradients are in, the buckets in flight. Kept out of the
+    module's plain attributes: compiled functions guard it by identity, not by value."""
+
+    _jitgrad_guard_by_identity = True
+
+    def __init__(self) -> None:
+        self.expect_sync = False
+        self.fired: set[int] = set()
+        self.in_flight: list[_Bucket] = []
+
+
+_NOTHING = np.empty(0)
+
+
+class _Bucket:
+    """Parameters whose gradients are reduced together: one flat buffer, a view of it per
+    parameter (and a tensor over each view: that parameter's ``.grad``)."""
+
+    #: compiled functions guard a bucket by identity (its state changes during a pass)
+    _jitgrad_guard_by_identity = True
+
+    def __init__(self, index: int, count: int, params: list[Tensor], group: Any) -> None:
+        self.index = index
+        self.params = params
+        dtype = params[0]._data.dtype
+        self.numel = sum(p._data.size for p in params)
+        self.flat = np.zeros(self.numel, dtype)
+        self.views: list[np.ndarray] = []
+        start = 0
+        for p in params:
+            n = p._data.size
+            self.views.append(self.flat[start:start + n].reshape(p._data.shape))
+            start += n
+        self.grads = [wrap(v) for v in self.views]
+        grads = f"{len(params)} gradient{'s' if len(params) > 1 else ''}"
+        self.what = (f"DistributedDataParallel bucket {index} of {count} ({grads}, "
+                     f"{self.numel} elements, {dtype})")
+        self.site = PendingAllreduce(group, self.what, average=True)
+        self.ready = 0
+        self.work: dist.Work | None = None  # eager: the allreduce in flight
+        self.traced: Tensor | None = None   # traced: allreduce_start's buffer
 
 
 class DistributedDataParallel(Module):
@@ -79,13 +146,20 @@ class DistributedDataParallel(Module):
         self.bucket_cap_mb = 25.0 if bucket_cap_mb is None else float(bucket_cap_mb)
         self.world_size = dist.get_world_size()
         self.require_backward_grad_sync = True
+        self.gradient_as_bucket_view = True
+        self._group = default_group().dup()
         self._params = [p for p in module.parameters() if p.requires_grad]
-        self._buckets = self._plan_buckets()
-        self._fired: set[int] = set()
-        self._expect_sync = False
+        self._buckets = self._make_buckets()
+        self._bucket_of = {id(p): (b, k) for b in self._buckets for k, p in enumerate(b.params)}
+        self._pass = _PassState()
         with grad_mode.no_grad():
             for t in self._state_tensors():
-                dist.broadcast(t, 0)
+                broadcast_into(t, 0, self._group, "DistributedDataParallel's initial state")
+        for b in self._buckets:  # existing gradients move into the buckets
+            for p, view, g in zip(b.params, b.views, b.grads):
+                if p._grad is not None:
+                    np.copyto(view, p._grad._data)
+                    p._grad = g
         self._handles = [p.register_post_accumulate_grad_hook(self._on_grad)
                          for p in self._params]
 
@@ -93,34 +167,55 @@ class DistributedDataParallel(Module):
         yield from self.module.parameters()
         yield from self.module.buffers()
 
-    def _plan_buckets(self) -> list[list[Tensor]]:
+    def _make_buckets(self) -> list[_Bucket]:
         """Parameters in reverse order (the order backward produces their gradients), cut
         into buckets of at most ``bucket_cap_mb`` (a larger parameter is a bucket alone) and
         one dtype."""
         cap = self.bucket_cap_mb * 2**20
-        buckets: list[list[Tensor]] = []
+        groups: list[list[Tensor]] = []
         size = 0.0
         for p in reversed(self._params):
             nbytes = p._data.nbytes
-            if (not buckets or size + nbytes > cap
-                    or buckets[-1][0]._data.dtype != p._data.dtype):
-                buckets.append([])
+            if (not groups or size + nbytes > cap
+                    or groups[-1][0]._data.dtype != p._data.dtype):
+                groups.append([])
                 size = 0.0
-            buckets[-1].append(p)
+            groups[-1].append(p)
             size += nbytes
-        return buckets
+        return [_Bucket(k, len(groups), ps, self._group) for k, ps in enumerate(groups)]
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         """Run the wrapped module; a backward pass of its output (under grad mode, outside
         :meth:`no_sync`) averages the gradients across ranks."""
-        if self._fired:
-            raise RuntimeError(_UNFINISHED)
-        self._expect_sync = grad_mode.is_grad_enabled() and self.require_backward_grad_sync
+        expect = grad_mode.is_grad_enabled() and self.require_backward_grad_sync
+        if _TRACE.tracer is not None:  # a compiled call does this at every call
+            run_effect("ddp_prepare", lambda: self._prepare(expect), [],
+                       "DistributedDataParallel's forward")
+        else:
+            self._prepare(expect)
         if self.broadcast_buffers and self.world_size > 1:
             with grad_mode.no_grad():
                 for b in self.module.buffers():
-                    dist.broadcast(b, 0)
+                    broadcast_into(b, 0, self._group, "DistributedDataParallel's buffers")
         return self.module(*inputs, **kwargs)
+
+    def _prepare(self, expect_sync: bool) -> np.ndarray:
+        """Start of a forward: whether its backward synchronises (PyTorch's error when the
+        previous one left a reduction unfinished)."""
+        if self._pass.fired:
+            raise RuntimeError(_UNFINISHED)
+        self._pass.expect_sync = expect_sync
+        return _NOTHING
+
+    def _end_pass(self) -> np.ndarray:
+        """End of a synchronised backward pass."""
+        state = self._pass
+        state.fired.clear()
+        state.expect_sync = False
+        state.in_flight = []
+        for b in self._buckets:
+            b.ready = 0
+        return _NOTHING
 
     @contextlib.contextmanager
     def no_sync(self) -> Iterator[None]:
@@ -134,29 +229,69 @@ class DistributedDataParallel(Module):
             self.require_backward_grad_sync = previous
 
     def _on_grad(self, param: Tensor) -> None:
-        if not self._expect_sync:
+        """A parameter's gradient is accumulated (during the pass): move it into its bucket
+        view; start the bucket's allreduce when it was the bucket's last; poll the others."""
+        state = self._pass
+        if not state.expect_sync:
             return
-        self._fired.add(id(param))
-        if len(self._fired) == len(self._params):
-            self._fired.clear()
-            self._expect_sync = False
-            self._average_gradients()
+        bucket, k = self._bucket_of[id(param)]
+        if not state.fired:
+            queue_callback(self._finish_pass)
+        state.fired.add(id(param))
+        traced = _TRACE.tracer is not None
+        if not traced and param._grad is not bucket.grads[k]:
+            np.copyto(bucket.views[k], param._grad._data)  # after zero_grad(): once
+            param._grad = bucket.grads[k]
+        bucket.ready += 1
+        if bucket.ready == len(bucket.params) and self.world_size > 1:
+            if traced:
+                bucket.traced = allreduce_start(bucket.site, [p._grad for p in bucket.params])
+            else:
+                bucket.work = all_reduce_array(bucket.flat, group=self._group,
+                                               what=bucket.what)
+            state.in_flight.append(bucket)
+        for b in state.in_flight:
+            if b.work is not None:
+                b.work.is_completed()  # MPI progresses inside MPI calls
 
-    def _average_gradients(self) -> None:
-        """Allreduce every bucket (all started, then waited) and divide by the world size."""
-        if self.world_size == 1:
+    def _finish_pass(self) -> None:
+        """End of the backward pass (the engine's callback): wait for every bucket's
+        allreduce in order and average. A pass in which some parameter got no gradient
+        leaves the reduction unfinished (the next forward raises)."""
+        if len(self._pass.fired) != len(self._params):
             return
-        pending = []
-        for bucket in self._buckets:
-            flat = np.concatenate([p._grad._data.reshape(-1) for p in bucket])
-            pending.append((bucket, flat, all_reduce_array(flat)))
-        for bucket, flat, work in pending:
-            work.wait()
-            flat /= self.world_size
+        in_flight = self._pass.in_flight
+        if _TRACE.tracer is not None:  # a compiled call resets the state at every call
+            run_effect("ddp_end_pass", self._end_pass, [], "DistributedDataParallel's backward")
+        else:
+            self._end_pass()
+        with grad_mode.no_grad():
+            for b in in_flight:
+                if b.traced is not None:
+                    self._finish_traced(b)
+                else:
+                    work, b.work = b.work, None
+                    work.wait()
+                    np.divide(b.flat, self.world_size, out=b.flat)
+                    for g in b.grads:
+                        g._vc[0] += 1
+
+    def _finish_traced(self, b: _Bucket) -> None:
+        """The traced end of a bucket: the wait, then each gradient written from the
+        averaged buffer (a graph break since the start: the wait runs now, eagerly)."""
+        flat, b.traced = b.traced, None
+        if _TRACE.tracer is None:
+            avg = b.site.wait(flat._data)
             start = 0
-            for p in bucket:
-                g = p._grad
-                n = g._data.size
-                g._data[...] = flat[start:start + n].reshape(g._data.shape)
-                g._vc[0] += 1
+            for p in b.params:
+                n = p._data.size
+                p._grad._data[...] = avg[start:start + n].reshape(p._data.shape)
+                p._grad._vc[0] += 1
                 start += n
+            return
+        avg = allreduce_wait(b.site, flat)
+        start = 0
+        for p in b.params:
+            n = p._data.size
+            p._grad.copy_(avg[start:start + n].view(p.shape))
+            start += n
