@@ -76,8 +76,10 @@ def test_to_double_keeps_parameter_objects():
     assert net.block[1].num_batches_tracked.dtype == jitgrad.int64  # integers stay
     net.to(jitgrad.zeros(1, dtype=jitgrad.float64))
     assert w.dtype == jitgrad.float64
-    with pytest.raises(RuntimeError, match="cannot move to 'cuda'"):
-        net.to("cuda")
+    net.to("cuda")  # the simulator's CUDA device in the test session: tests/cuda covers it
+    assert net.fc1.weight is w and w.device == "cuda:0" and w.grad.device == "cuda:0"
+    net.cpu()
+    assert w.device == "cpu" and w.dtype == jitgrad.float64
 
 
 def test_apply_and_init():
