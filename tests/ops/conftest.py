@@ -505,7 +505,9 @@ def _s_index_put(rng, dt):
 
 def _s_cat(rng, dt):
     cases = [([(2, 3), (4, 3)], 0), ([(2, 3), (2, 1)], -1), ([(2, 3), (1, 3), (3, 3)], 0),
-             ([(3,), (2,)], 0), ([(2, 1, 3), (2, 2, 3)], 1), ([(2, 3), (2, 3)], -2)]
+             ([(3,), (2,)], 0), ([(2, 1, 3), (2, 2, 3)], 1), ([(2, 3), (2, 3)], -2),
+             # 1-D empty inputs are skipped by the shape rules (but get an empty gradient)
+             ([(0,), (2, 3), (0,), (2, 2)], 1), ([(2, 3), (0,)], 0), ([(0,), (0,)], 0)]
     return [(tuple(_r(rng, s, dt) for s in shapes), {"dim": d, "_id": f"{len(shapes)}x{d}"})
             for shapes, d in cases]
 
