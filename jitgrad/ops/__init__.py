@@ -10,6 +10,7 @@ from . import (  # noqa: F401 - registers ops
     nnops,  # nn ops (jitgrad.nn.functional) and optimizer methods
     norms,
     reduce,
+    sorting,
     triangular,
 )
 from .registry import REGISTRY, OpDef, get
