@@ -9,6 +9,7 @@ from . import (  # noqa: F401 - registers ops
     movement,
     nnops,  # nn ops (jitgrad.nn.functional) and optimizer methods
     norms,
+    padding,
     reduce,
     sorting,
     triangular,

@@ -595,3 +595,11 @@ def gather_backward(rng, dtype):
          {"dim": 0, "shape": (3, 4), "unique": False}),
         ((_r(rng, (3,), dtype), np.array([4, 0, 4])), {"dim": 0, "shape": (5,), "unique": False}),
     ]
+
+
+def constant_pad(rng, dtype):
+    """F.pad constant: one and several dims, negative (cropping) sizes, a value."""
+    return [((_r(rng, s, dtype),), {"pad": p, "value": v})
+            for s, p, v in (((3,), (1, 2), 0), ((2, 3), (0, 1, 2, 0), 0.5),
+                            ((2, 3, 4), (-1, 2, 1, -1), -1.0), ((2, 4), (-1, -1), 0),
+                            ((1, 2, 3, 2), (1, 1, 1, 1, 0, 1), 0))]

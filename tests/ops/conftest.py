@@ -972,3 +972,8 @@ ADAPTERS.update({
     "gather": _gather,
     "gather_backward": _gather_backward,
 })
+
+
+# F.pad's constant mode (ops/padding.py)
+ADAPTERS["constant_pad_nd"] = lambda M, ts, p: M.nn.functional.pad(ts[0], p["pad"],
+                                                                   value=p["value"])
