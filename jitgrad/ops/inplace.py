@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from ..autograd import grad_mode
-from ..autograd.node import save_output
+from ..autograd.node import HookedSaved, save_input, save_output
 from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
 from .api import api
@@ -152,8 +152,13 @@ def _has_output_entry(saved, src) -> bool:
 
 
 def _snapshot_self(saved: tuple, self: Tensor, result: Tensor) -> tuple:
-    """Saved inputs that are ``self`` keep its pre-modification value (a copy)."""
-    if not any(type(e) is tuple and e[0] is self for e in saved):
+    """Saved inputs that are ``self`` keep its pre-modification value (a copy; saved again
+    through the ``saved_tensors_hooks`` in force when ``self`` was saved through them)."""
+    def is_self(e) -> bool:
+        return (type(e) is tuple and e[0] is self) or (type(e) is HookedSaved and
+                                                         e.src == id(self) and not e.is_output)
+
+    if not any(is_self(e) for e in saved):
         return saved
     from .copies import clone
 
@@ -163,7 +168,8 @@ def _snapshot_self(saved: tuple, self: Tensor, result: Tensor) -> tuple:
     snap._grad_fn = self._grad_fn
     if self._output_nr:
         snap._output_nr = self._output_nr
-    return tuple((snap, 0) if type(e) is tuple and e[0] is self else e for e in saved)
+    return tuple(((snap, 0) if type(e) is tuple else save_input(snap)) if is_self(e) else e
+                 for e in saved)
 
 
 # ---------------------------------------------------------------------- x[i] = v
