@@ -13,8 +13,6 @@ positions' order (a stable sort), ascending or descending.
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
 from ..shapes import fmt_shape, wrap_dim
@@ -22,17 +20,11 @@ from ..tensor import Tensor
 from . import samples as S
 from .api import api
 from .dispatch import as_tensor_arg, call
+from .extrema import _return_type
 from .registry import OPAQUE, defop
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "gather", "gather_backward",
            "return_sort", "return_topk", "return_kthvalue"]
-
-
-def _return_type(name: str):
-    cls = namedtuple(name, ["values", "indices"])
-    cls.__repr__ = lambda self: (f"jitgrad.return_types.{name}(values={self.values!r}, "
-                                 f"indices={self.indices!r})")
-    return cls
 
 
 return_sort = _return_type("sort")  # PyTorch's torch.return_types.sort
@@ -190,9 +182,15 @@ def _int_arg(v, fn: str, name: str, pos: int) -> int:
     return int(v)
 
 
-def _check_sortable(input: Tensor, fn: str) -> None:
-    if input._data.dtype == np.bool_ and fn in ("topk", "kthvalue"):
+def _selection_args(input, k, dim: int, fn: str) -> tuple:
+    """``(input, k, dim, size of dim)`` for topk/kthvalue, checked as PyTorch checks them."""
+    input = as_tensor_arg(input, "input")
+    k = _int_arg(k, fn, "k", 1)
+    a = input._data
+    d = wrap_dim(dim, max(a.ndim, 1))
+    if a.dtype == np.bool_:
         raise RuntimeError(f"{fn} does not support bool dtypes on CPU")
+    return input, k, d, (a.shape[d] if a.ndim else 1)
 
 
 @api(GATHER, SORT_INDICES, method="sort", export="sort")
@@ -237,18 +235,11 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     >>> jitgrad.topk(jitgrad.tensor([1., 5., 3., 4.]), 2)
     jitgrad.return_types.topk(values=tensor([5., 4.]), indices=tensor([1, 3]))
     """
-    input = as_tensor_arg(input, "input")
-    k = _int_arg(k, "topk", "k", 1)
-    a = input._data
-    d = wrap_dim(dim, max(a.ndim, 1))
-    _check_sortable(input, "topk")
-    n = a.shape[d] if a.ndim else 1
+    input, k, d, n = _selection_args(input, k, dim, "topk")
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
-    if a.ndim == 0:  # PyTorch: the element itself, for k = 0 too
-        idx = _order(input, d, largest)
-        return return_topk(_pick(input, idx, d, "TopkBackward0"), idx)
-    idx = _order(input, d, largest, k=k)
+    # a 0-d input gives the element itself, for k = 0 too (PyTorch)
+    idx = _order(input, d, largest, k=k if input._data.ndim else None)
     return return_topk(_pick(input, idx, d, "TopkBackward0"), idx)
 
 
@@ -261,15 +252,10 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     >>> jitgrad.tensor([3., 1., 2.]).kthvalue(2)
     jitgrad.return_types.kthvalue(values=tensor(2.), indices=tensor(2))
     """
-    input = as_tensor_arg(input, "input")
-    k = _int_arg(k, "kthvalue", "k", 1)
-    a = input._data
-    d = wrap_dim(dim, max(a.ndim, 1))
-    _check_sortable(input, "kthvalue")
-    n = a.shape[d] if a.ndim else 1
+    input, k, d, n = _selection_args(input, k, dim, "kthvalue")
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
-    if not a.ndim:
+    if not input._data.ndim:
         idx = _order(input, d, False)
         return return_kthvalue(_pick(input, idx, d, "KthvalueBackward0"), idx)
     idx = _order(input, d, False, kth=k)

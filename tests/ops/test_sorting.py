@@ -139,3 +139,13 @@ def test_topk_matches_torch_on_random_data():
         theirs = torch.tensor(a).sort(dim=0, descending=desc, stable=True)
         np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
         np.testing.assert_array_equal(ours.indices.numpy(), theirs.indices.numpy())
+
+
+@pytest.mark.parametrize("module", ["jitgrad.ops.sorting", "jitgrad.ops.padding",
+                                    "jitgrad.nn.attention", "jitgrad.autograd.graph"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted and not result.failed
