@@ -1,12 +1,37 @@
 """Environment configuration: ``JITGRAD_LOGS``, ``JITGRAD_CACHE_DIR``, ``JITGRAD_DISABLE_JIT``
 (``JITGRAD_NATIVE=0``, read by ``compiler/native.py``, turns native kernel objects off),
-``JITGRAD_CHECK_IR``, ``JITGRAD_SPECULATE``."""
+``JITGRAD_CHECK_IR``, ``JITGRAD_SPECULATE``, ``JITGRAD_CACHE_SIZE_LIMIT``; and the settings
+a program may change: :data:`cache_size_limit`."""
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["log_topics", "cache_dir", "jit_disabled", "check_ir", "speculate"]
+__all__ = ["log_topics", "cache_dir", "jit_disabled", "check_ir", "speculate",
+           "cache_size_limit", "DEFAULT_CACHE_SIZE_LIMIT"]
+
+#: the default of :data:`cache_size_limit`
+DEFAULT_CACHE_SIZE_LIMIT = 128
+
+
+def _env_cache_size_limit() -> int:
+    raw = os.environ.get("JITGRAD_CACHE_SIZE_LIMIT", "")
+    try:
+        n = int(raw) if raw.strip() else DEFAULT_CACHE_SIZE_LIMIT
+    except ValueError:
+        raise ValueError(f"JITGRAD_CACHE_SIZE_LIMIT must be a positive integer, not {raw!r}"
+                         ) from None
+    if n < 1:
+        raise ValueError(f"JITGRAD_CACHE_SIZE_LIMIT must be a positive integer, not {raw!r}")
+    return n
+
+
+cache_size_limit: int = _env_cache_size_limit()
+"""How many traced entries (signatures and guard variants) one compiled function keeps; past
+it, the least recently used entry is evicted (a later call with its signature traces again;
+logged under ``JITGRAD_LOGS=recompiles``). Set ``jitgrad.config.cache_size_limit = n``, or
+``JITGRAD_CACHE_SIZE_LIMIT=n`` in the environment before ``import jitgrad``; default 128
+(an entry holds its graphs, plans and generated code: ~12 kB for a small function)."""
 
 
 def log_topics() -> frozenset[str]:

@@ -358,3 +358,42 @@ def test_bool_arithmetic_errors():
     with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool tensors "
                                            "is not supported."):
         jg.tensor([True]) - jg.tensor([True])
+
+
+# ------------------------------------------------ in-place writes into read-only arrays
+def _readonly(n=4):
+    a = np.arange(float(n))
+    a.flags.writeable = False
+    return jg.from_numpy(a)
+
+
+@pytest.mark.parametrize("write", [
+    lambda t: t.add_(1), lambda t: t.mul_(jg.ones(4, dtype=jg.float64)),
+    lambda t: t.zero_(), lambda t: t.fill_(2.0), lambda t: t.exp_(), lambda t: t.clamp_(0, 1),
+    lambda t: t.copy_(jg.ones(4, dtype=jg.float64)),
+    lambda t: t.__setitem__(0, 5.0), lambda t: t.uniform_(),
+], ids=["add_", "mul_", "zero_", "fill_", "exp_", "clamp_", "copy_", "setitem", "uniform_"])
+def test_inplace_on_readonly_numpy_array_says_so_and_changes_nothing(write):
+    t = _readonly()
+    state = jg.random.get_rng_state()
+    with pytest.raises(RuntimeError, match="read-only NumPy array.*clone"):
+        write(t)
+    np.testing.assert_array_equal(t.numpy(), [0.0, 1.0, 2.0, 3.0])
+    assert t._version == 0
+    assert np.array_equal(np.asarray(jg.random.get_rng_state()), np.asarray(state))
+
+
+def test_inplace_on_expanded_tensor_keeps_pytorchs_overlap_message():
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        jg.ones(3).expand(2, 3).add_(1)
+
+
+def test_compiled_write_into_readonly_argument_raises_before_any_write():
+    f = jg.compile(lambda x, y: (y.mul_(2), x.add_(1)))
+    f(jg.zeros(4, dtype=jg.float64), jg.ones(4, dtype=jg.float64))
+    t, y = _readonly(), jg.ones(4, dtype=jg.float64)
+    with pytest.raises(RuntimeError, match="read-only NumPy array"):
+        f(t, y)
+    np.testing.assert_array_equal(t.numpy(), [0.0, 1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(y.numpy(), [1.0] * 4)  # the other write did not happen
+    assert (t._version, y._version) == (0, 0)

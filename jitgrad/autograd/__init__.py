@@ -1,5 +1,6 @@
 """Automatic differentiation: the backward engine, grad modes, custom Functions, gradcheck."""
 
+from . import graph
 from .engine import backward, grad
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import (
@@ -25,7 +26,7 @@ __all__ = [
     "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
     "gradgradcheck", "GradcheckError", "no_grad", "enable_grad", "set_grad_enabled",
     "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "Node",
-    "set_detect_anomaly", "detect_anomaly", "Variable",
+    "set_detect_anomaly", "detect_anomaly", "Variable", "graph",
 ]
 
 _anomaly = False

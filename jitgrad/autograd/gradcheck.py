@@ -34,7 +34,7 @@ def _numerical_jacobian(fn, inputs, out_index, eps):
             jac.append(None)
             continue
         flat = x._data.reshape(-1)  # a view: perturb in place
-        if not np.shares_memory(flat, x._data):
+        if flat.size and not np.shares_memory(flat, x._data):  # (empty: nothing to perturb)
             raise GradcheckError("gradcheck needs contiguous inputs")
         out0 = _outputs(fn, inputs)[out_index]._data
         J = np.zeros((out0.size, flat.size))

@@ -9,13 +9,15 @@ or ``None``), its saved tensors and the op parameters its VJP rule needs.
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 
 from ..tensor import RemovableHandle, Tensor, _HookDict, alias
 from .accumulate import accumulate_into_leaf
 
 __all__ = ["Node", "AccumulateGrad", "node_class", "make_node", "init_node", "edge", "next_seq",
-           "save_input", "save_output", "unpack", "FREED_MESSAGE"]
+           "save_input", "save_output", "unpack", "FREED_MESSAGE", "HookedSaved",
+           "SAVED_HOOKS"]
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -38,15 +40,83 @@ def _strip_backward(name: str) -> str:
     return name[:i] if i > 0 else name
 
 
+class _SavedHooks(threading.local):
+    """The ``(pack, unpack)`` pairs of the ``saved_tensors_hooks`` contexts open on this
+    thread, innermost last (``jitgrad.autograd.graph``); ``active``: how many are open on
+    all threads, so saving checks one number while none is."""
+
+    def __init__(self) -> None:
+        self.stack: list = []
+        self.disabled: list = []  # messages of open disable_saved_tensors_hooks contexts
+
+
+SAVED_HOOKS = _SavedHooks()
+_HOOKS_OPEN = [0]  # open contexts over all threads (graph.py keeps it)
+
+
+class HookedSaved:
+    """A tensor saved under ``saved_tensors_hooks``: what ``pack(tensor)`` returned, the
+    ``unpack`` to call when backward (or ``grad_fn._saved_*``) needs it, and the version
+    the tensor had (checked at unpacking, as for plain saved tensors)."""
+
+    __slots__ = ("packed", "unpack_hook", "vc", "version", "shape", "dtype", "src",
+                 "output_nr", "is_output")
+
+    def unpack_for(self, owner: Node) -> Tensor:
+        if self.vc[0] != self.version:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{self.dtype} {list(self.shape)}] is at version "
+                f"{self.vc[0]}; expected version {self.version} instead. Hint: enable anomaly "
+                "detection to find the operation that failed to compute its gradient, with "
+                "jitgrad.autograd.set_detect_anomaly(True).")
+        t = self.unpack_hook(self.packed)
+        if not isinstance(t, Tensor):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got "
+                            f"result of type {type(t).__name__}")
+        if self.is_output:  # the node's own output (requiring grad): its history
+            r = alias(t._data)
+            r._requires_grad = True
+            r._grad_fn = owner
+            if self.output_nr:
+                r._output_nr = self.output_nr
+            return r
+        return t
+
+
+def _hooked(t: Tensor, output: bool):
+    stack = SAVED_HOOKS.stack
+    if not stack:
+        return None
+    pack, unpack_hook = stack[-1]
+    e = HookedSaved()
+    e.vc, e.version = t._vc, t._vc[0]
+    e.shape, e.dtype, e.src = t._data.shape, _type_name(t), id(t)
+    e.output_nr, e.is_output = t._output_nr, output and t._requires_grad
+    e.unpack_hook = unpack_hook
+    e.packed = pack(t)
+    return e
+
+
 def save_input(t: Tensor) -> tuple:
-    """A saved input: the tensor and the version it had when saved."""
+    """A saved input: the tensor and the version it had when saved (under
+    ``saved_tensors_hooks``: a :class:`HookedSaved` of what ``pack`` made of it)."""
+    if _HOOKS_OPEN[0]:
+        e = _hooked(t, False)
+        if e is not None:
+            return e
     return (t, t._vc[0])
 
 
 def save_output(t: Tensor) -> tuple:
     """A saved output, kept as array + version counter (not the tensor) so that the
     output -> node -> saved -> output cycle never forms; unpacking rebuilds a tensor whose
-    ``grad_fn`` is the owning node (needed for double backward)."""
+    ``grad_fn`` is the owning node (needed for double backward). Under
+    ``saved_tensors_hooks``: a :class:`HookedSaved`."""
+    if _HOOKS_OPEN[0]:
+        e = _hooked(t, True)
+        if e is not None:
+            return e
     return (None, t._data, t._vc, t._vc[0], t._output_nr, t._requires_grad)
 
 
@@ -197,7 +267,8 @@ class Node:
             if self._freed:
                 raise RuntimeError(FREED_MESSAGE)
             return ()
-        return tuple(unpack(s, self) if type(s) is tuple else s for s in saved)
+        return tuple(unpack(s, self) if type(s) is tuple else
+                     (s.unpack_for(self) if type(s) is HookedSaved else s) for s in saved)
 
 
 _classes: dict[str, type] = {}

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from .. import config
 
-__all__ = ["load_module", "module_path", "cache_root", "STATS", "CODEGEN_VERSION",
-           "reset_stats", "math_sources_digest"]
+__all__ = ["load_module", "module_path", "cache_root", "user_fallback_root", "STATS",
+           "CODEGEN_VERSION", "reset_stats", "math_sources_digest"]
 
 CODEGEN_VERSION = "5"
 STATS = {"modules_written": 0, "modules_loaded": 0, "modules_rewritten": 0}
@@ -66,21 +66,75 @@ def _versions() -> str:
 _VERSIONS: str | None = None
 
 
-def cache_root(override: str | None = None) -> str:
-    """The kernel cache directory (created; a temp dir if the configured one is unwritable)."""
-    global _fallback_root
-    root = os.path.join(override or config.cache_dir(), "kernels")
+def _writable_dir(root: str) -> bool:
+    """Create ``root`` if needed and check that this process can write files there."""
     try:
         os.makedirs(root, exist_ok=True)
         probe = os.path.join(root, f".probe{os.getpid()}")
         with open(probe, "w") as f:
             f.write("")
         os.remove(probe)
-        return root
+        return True
     except OSError:
-        if _fallback_root is None:
-            _fallback_root = tempfile.mkdtemp(prefix="jitgrad-kernels-")
+        return False
+
+
+def user_fallback_root() -> str:
+    """The one per-user kernel directory used when the configured cache dir cannot be
+    written: ``<tempdir>/jitgrad-<uid>/kernels``, shared by this user's processes (so they
+    reuse each other's kernels instead of compiling them again)."""
+    uid = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+    return os.path.join(tempfile.gettempdir(), f"jitgrad-{uid}", "kernels")
+
+
+def _own_private_dir(path: str) -> bool:
+    """Whether ``path`` is a directory of this user that no one else can write (a shared temp
+    dir: another user must not be able to plant modules this process would import)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    import stat
+
+    if not stat.S_ISDIR(st.st_mode) or st.st_mode & 0o022:
+        return False
+    return not hasattr(os, "getuid") or st.st_uid == os.getuid()
+
+
+def _fallback(configured: str) -> str:
+    """The per-user fallback directory (created private), or, when even that is unusable
+    (owned by someone else, not writable), a temporary directory removed at exit."""
+    global _fallback_root
+    if _fallback_root is not None:
         return _fallback_root
+    root = user_fallback_root()
+    parent = os.path.dirname(root)
+    try:
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+    except OSError:
+        pass
+    if _own_private_dir(parent) and _writable_dir(root):
+        _fallback_root = root
+    else:
+        import atexit
+        import shutil
+
+        root = tempfile.mkdtemp(prefix="jitgrad-kernels-")
+        atexit.register(shutil.rmtree, root, True)
+        _fallback_root = root
+    if "cache" in config.log_topics():
+        print(f"[jitgrad:cache] {configured} is not writable; kernels are cached in {root}",
+              flush=True)
+    return _fallback_root
+
+
+def cache_root(override: str | None = None) -> str:
+    """The kernel cache directory (created). When the configured one cannot be written, the
+    per-user :func:`user_fallback_root`, one directory reused by every process of the user."""
+    root = os.path.join(override or config.cache_dir(), "kernels")
+    if _writable_dir(root):
+        return root
+    return _fallback(root)
 
 
 def _digest(source: str) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable
 
 import numpy as np
@@ -67,8 +68,9 @@ class CompiledFunction:
         self.fallback = opts.fallback  # the tracer's escape policy: "error" or "eager"
         self.cache_dir = cache_dir
         self._entries: dict = {}
+        self._lru: OrderedDict = OrderedDict()  # id(entry) -> (key, entry), oldest first
         self._warned_breaks: set = set()
-        self.stats = {"calls": 0, "traces": 0, "retraces": 0, "cache_hits": 0}
+        self.stats = {"calls": 0, "traces": 0, "retraces": 0, "cache_hits": 0, "evictions": 0}
         self.last_retrace_reason: str | None = None
         self._warned = False
         self._last_key = None
@@ -124,6 +126,7 @@ class CompiledFunction:
             entry = entries[0]
             if entry.closure_ids == closure_ids and (not entry.has_guards or
                                                      entry.guards_hold(args, kwargs) is None):
+                self._used(entry)
                 if entry.eager_reason is not None:
                     return self.fn(*args, **kwargs)
                 self.stats["cache_hits"] += 1
@@ -136,10 +139,46 @@ class CompiledFunction:
                 entry, reason = self._lookup(key, closure_ids, args, kwargs)
                 if entry is None:
                     return self._trace(args, kwargs, flat, key, closure_ids, reason)
+        self._used(entry)
         if entry.eager_reason is not None:
             return self.fn(*args, **kwargs)
         self.stats["cache_hits"] += 1
         return entry.run(flat)
+
+    def _used(self, entry) -> None:
+        """Mark ``entry`` most recently used (hits through the generated fast path are not
+        counted: its entry is taken as the most recent one when evicting)."""
+        lru = self._lru
+        try:
+            if next(reversed(lru)) != id(entry):
+                lru.move_to_end(id(entry))
+        except (KeyError, StopIteration):  # evicted meanwhile by another thread's trace
+            pass
+
+    def _add_entry(self, key, entry) -> None:
+        """Keep ``entry`` (newest of its key), then evict the least recently used entries
+        beyond ``jitgrad.config.cache_size_limit``."""
+        with self._lock:
+            self._entries.setdefault(key, []).insert(0, entry)
+            self._lru[id(entry)] = (key, entry)
+            limit = max(1, int(config.cache_size_limit))
+            fast = self._fast
+            while len(self._lru) > limit:
+                old_key, old = next(iter(self._lru.values()))
+                if fast is not None and old.fast is fast and len(self._lru) > 1:
+                    self._lru.move_to_end(id(old))  # the fast path's: in use
+                    old_key, old = next(iter(self._lru.values()))
+                del self._lru[id(old)]
+                rest = [e for e in self._entries[old_key] if e is not old]
+                if rest:
+                    self._entries[old_key] = rest
+                else:
+                    del self._entries[old_key]
+                if fast is not None and old.fast is fast:
+                    self._fast = fast = None
+                self.stats["evictions"] += 1
+                _log("recompiles", f"{self.__name__}: evicted the least recently used entry "
+                     f"({_describe_key(old_key)}): cache_size_limit={limit} reached")
 
     def _fast_path(self, entry, key):
         if entry.fast is None:
@@ -228,8 +267,7 @@ class CompiledFunction:
                 self._warned_breaks.add(tracer.escaped)
                 warnings.warn(f"jitgrad.compile: running {self.__name__} eagerly: "
                               f"{tracer.escaped}", UserWarning, stacklevel=3)
-            self._entries.setdefault(key, []).insert(
-                0, EagerEntry(tracer.escaped, [], closure_ids, access))
+            self._add_entry(key, EagerEntry(tracer.escaped, [], closure_ids, access))
             self._fast = None  # this key now runs eagerly: the generic path decides
             return result
         why = aliasing.cannot_compile(key[3], tracer)
@@ -237,7 +275,7 @@ class CompiledFunction:
             tracer.undo()
             warnings.warn(f"jitgrad.compile: running {self.__name__} eagerly: {why}",
                           UserWarning, stacklevel=3)
-            self._entries.setdefault(key, []).insert(0, EagerEntry(why, [], closure_ids, access))
+            self._add_entry(key, EagerEntry(why, [], closure_ids, access))
             self._fast = None
             return self.fn(*args, **kwargs)
         out_flat, out_tree = flatten(result)
@@ -271,7 +309,7 @@ class CompiledFunction:
             entry.joint_outputs = joint_outputs
         entry.access = access
         entry.finish(key[2], flat)
-        self._entries.setdefault(key, []).insert(0, entry)
+        self._add_entry(key, entry)
         tracer.release()  # the trace's arrays: not alive while the plan runs the call
         return entry.run(flat)
 
@@ -308,6 +346,12 @@ _TENSOR_ARGS_TREES: dict = {}
 def _device_name(array_type) -> str:
     """The device of arrays of ``array_type`` (a compiled entry's key holds the type)."""
     return "cpu" if array_type is np.ndarray else "cuda:0"
+
+
+def _describe_key(key) -> str:
+    """A key's tensor arguments, for logs: ``float32[2, 3], int64[4]``."""
+    return ", ".join(f"{np.dtype(dt).name}{list(shape)}" for shape, dt, *_ in key[1]) or \
+        "no tensor arguments"
 
 
 def _tensor_args_tree(n: int) -> tuple:

@@ -30,16 +30,18 @@ from ..ops.nnops.losses import (
 )
 from ..ops.nnops.nll import cross_entropy, nll_loss
 from ..ops.nnops.norm import batch_norm, layer_norm
+from ..ops.padding import pad
 from ..ops.pooling import adaptive_avg_pool2d, avg_pool2d
 from ..ops.reduce import log_softmax as _log_softmax
 from ..ops.reduce import softmax as _softmax
 from ..tensor import Tensor
+from .attention import scaled_dot_product_attention
 
 __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout",
            "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "layer_norm",
            "batch_norm", "embedding", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "cross_entropy", "nll_loss", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits"]
+           "binary_cross_entropy_with_logits", "pad", "scaled_dot_product_attention"]
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:

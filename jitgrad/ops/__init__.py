@@ -9,7 +9,9 @@ from . import (  # noqa: F401 - registers ops
     movement,
     nnops,  # nn ops (jitgrad.nn.functional) and optimizer methods
     norms,
+    padding,
     reduce,
+    sorting,
     triangular,
 )
 from .registry import REGISTRY, OpDef, get

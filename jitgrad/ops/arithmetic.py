@@ -62,7 +62,8 @@ POW_SCALAR = ew("pow_scalar", "PowBackward0", ("a",), "pow_scalar(a, exponent)",
 
 def _pow_vjp(g, ins, out, p, n):
     a, b = ins
-    ga = g * b * pow(a, b - 1.0) if n[0] else None
+    # PyTorch's pow_backward_self: 0 where the exponent is 0 (d(x**x)/dx at 0 is 0)
+    ga = where(b == 0.0, 0.0, g * (b * pow(a, b - 1.0))) if n[0] else None
     # PyTorch's order of operations (float32 results match it bit for bit)
     gb = g * where((a == 0.0) & (b >= 0.0), 0.0, out * log(a)) if n[1] else None
     return ga, gb

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..creation import zeros
 from ..shapes import fmt_shape, wrap_dim
 from ..tensor import Tensor
 from .api import api
@@ -20,17 +21,20 @@ def _cat_vjp(g, ins, out, p, n):
     res = []
     start = 0
     for size, need in zip(p["sizes"], n):
-        if need:
-            res.append(narrow(g, d, start, size))
-        else:
-            res.append(None)
+        if size is None:  # a skipped 1-D empty input: an empty gradient
+            res.append(zeros(0, dtype=g.dtype) if need else None)
+            continue
+        res.append(narrow(g, d, start, size) if need else None)
         start += size
     return tuple(res)
 
 
+def _cat_ref(*arrs, dim, sizes):
+    return np.concatenate([a for a, s in zip(arrs, sizes) if s is not None], axis=dim)
+
+
 CAT = defop(name="cat", kind=MOVEMENT, inputs=("*tensors",), params=("dim", "sizes"),
-            node="CatBackward0", ref=lambda *arrs, dim, sizes: np.concatenate(arrs, axis=dim),
-            vjp=_cat_vjp)
+            node="CatBackward0", ref=_cat_ref, vjp=_cat_vjp)
 STACK = defop(name="stack", kind=MOVEMENT, inputs=("*tensors",), params=("dim", "sizes"),
               node="StackBackward0", ref=lambda *arrs, dim, sizes: np.stack(arrs, axis=dim),
               vjp=lambda g, ins, out, p, n: tuple(select(g, p["dim"], i) if need else None
@@ -55,17 +59,23 @@ def _common_dtype(ts):
 
 @api(CAT, export=("cat", "concatenate"))
 def cat(tensors, dim: int = 0) -> Tensor:
-    """Concatenate along an existing dim."""
+    """Concatenate along an existing dim.
+
+    As in PyTorch, 1-D empty tensors (shape ``(0,)``) are skipped by the shape checks and
+    the concatenation, but take part in dtype promotion and ``requires_grad`` (their
+    gradient is empty)."""
     ts = _seq_tensors(tensors, "cat")
-    ts = [t for t in ts if not (t._data.ndim == 1 and t._data.size == 0)] or ts[:1]
-    ref = ts[0]._data
-    if ref.ndim == 0:
-        raise RuntimeError(
-            "zero-dimensional tensor (at position 0) cannot be concatenated"
-        )
+    for i, t in enumerate(ts):
+        if t._data.ndim == 0:
+            raise RuntimeError(
+                f"zero-dimensional tensor (at position {i}) cannot be concatenated"
+            )
+    keep = [i for i, t in enumerate(ts) if not (t._data.ndim == 1 and t._data.size == 0)]
+    keep = keep or list(range(len(ts)))
+    ref = ts[keep[0]]._data
     d = wrap_dim(dim, ref.ndim)
-    for i, t in enumerate(ts[1:], 1):
-        s = t._data.shape
+    for i in keep[1:]:
+        s = ts[i]._data.shape
         if len(s) != ref.ndim:
             raise RuntimeError(
                 f"Tensors must have same number of dimensions: got {ref.ndim} and {len(s)}"
@@ -77,7 +87,9 @@ def cat(tensors, dim: int = 0) -> Tensor:
                     f"{ref.shape[k]} but got size {s[k]} for tensor number {i} in the list."
                 )
     ts = _common_dtype(ts)
-    p = {"dim": d, "sizes": tuple(t._data.shape[d] for t in ts)}
+    kept = set(keep)
+    p = {"dim": d, "sizes": tuple(t._data.shape[d] if i in kept else None
+                                  for i, t in enumerate(ts))}
     return call(CAT, tuple(ts), p)
 
 

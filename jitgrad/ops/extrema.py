@@ -32,12 +32,22 @@ return_min = _return_type("min")
 
 # --------------------------------------------------------------------------- amax / amin
 def _evenly(g: Tensor, a: Tensor, out: Tensor, p) -> Tensor:
-    """Gradient of a full or dim-wise amax/amin: split evenly between tied extrema."""
+    """Gradient of amax/amin, PyTorch's two rules.
+
+    ``max()``/``min()`` of the whole tensor (``MaxBackward1``, PyTorch's
+    ``evenly_distribute_backward``): the gradient split evenly between the elements equal to
+    the result, NaN counting as equal to a NaN result. ``amax``/``amin`` (``AmaxBackward0``,
+    ``scale_grad_by_count``): ``g / count * mask`` with ``mask = (a == result)``, so a
+    reduced row whose result is NaN has no equal element and gets NaN everywhere."""
     shape, dims = p["shape"], p["dims"]
     o = out if p["keepdim"] else out.reshape(kept_shape(shape, dims))
     mask = a == o
+    if p.get("full"):
+        mask = mask | ((a != a) & (o != o))
+        cnt = mask.sum(dim=dims, keepdim=True).to(g.dtype)
+        return where(mask, expand_back(g, p) / cnt, 0.0)
     cnt = mask.sum(dim=dims, keepdim=True).to(g.dtype)
-    return where(mask, expand_back(g, p) / cnt, 0.0)
+    return (expand_back(g, p) / cnt) * mask.to(g.dtype)
 
 
 def _extreme_ref(fn):

@@ -37,8 +37,8 @@ SIGMOID_BACKWARD = ew("sigmoid_backward", "SigmoidBackwardBackward0", ("g", "y")
                       save=(0, 1), samples=S.binary_same)
 THRESHOLD_BACKWARD = ew(
    "threshold_backward", "ThresholdBackwardBackward0", ("g", "x"),
-   "g if x > threshold else 0.0",
-   lambda g, x, threshold: np.where(x > threshold, g, np.zeros_like(g)),
+   "0.0 if x <= threshold else g",  # PyTorch's: NaN passes the gradient (relu'(nan) = 1)
+   lambda g, x, threshold: np.where(x <= threshold, np.zeros_like(g), g),
    lambda g, ins, out, p, n: (threshold_backward(g, ins[1], p["threshold"]) if n[0] else None,
                               ins[1] * 0.0 if n[1] else None),
    params=("threshold",), save=(1,), samples=S.binary_same_away_from_0)
@@ -85,7 +85,8 @@ def sigmoid_backward(grad: Tensor, output: Tensor) -> Tensor:
 
 @api(THRESHOLD_BACKWARD)
 def threshold_backward(grad: Tensor, x: Tensor, threshold: float) -> Tensor:
-    """``grad`` where ``x > threshold`` else 0."""
+    """0 where ``x <= threshold``, else ``grad`` (so ``grad`` where ``x`` is NaN, as
+    PyTorch's ``threshold_backward``)."""
     return binary(THRESHOLD_BACKWARD, grad, x, {"threshold": threshold})
 
 

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from ..autograd import grad_mode
-from ..autograd.node import save_output
+from ..autograd.node import HookedSaved, save_input, save_output
 from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
 from .api import api
@@ -51,6 +51,25 @@ def check_inplace_allowed(self: Tensor, result_requires_grad: bool) -> None:
         )
 
 
+def check_writeable(self: Tensor) -> None:
+    """Raise before an in-place write into memory NumPy marks read-only: an expanded tensor
+    (PyTorch's overlap error) or a read-only array the tensor wraps (``from_numpy`` of an
+    array with ``writeable=False``), leaving the tensor unchanged."""
+    a = self._data
+    if a.flags.writeable:
+        return
+    if any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a "
+            "single memory location. Please clone() the tensor before performing the operation."
+        )
+    raise RuntimeError(
+        "unsupported operation: the written-to tensor's memory is a read-only NumPy array "
+        "(e.g. jitgrad.from_numpy of an array with writeable=False). Please clone() the tensor, "
+        "or make the array writeable, before performing the in-place operation."
+    )
+
+
 def apply_inplace(self: Tensor, result: Tensor) -> Tensor:
     """Write ``result`` (computed out of place from ``self``) into ``self``; rebase history."""
     check_inplace_allowed(self, result._requires_grad)
@@ -74,11 +93,7 @@ def apply_inplace(self: Tensor, result: Tensor) -> Tensor:
             f"be cast to the desired output type "
             f"{from_numpy_dtype(dst.dtype).tensor_type.replace('Tensor', '')}"
         )
-    if not dst.flags.writeable:
-        raise RuntimeError(
-            "unsupported operation: more than one element of the written-to tensor refers to a "
-            "single memory location. Please clone() the tensor before performing the operation."
-        )
+    check_writeable(self)
     node = result._grad_fn if _STATE.enabled else None
     if node is not None and node.saved:
         node.saved = _snapshot_self(node.saved, self, result)
@@ -137,8 +152,13 @@ def _has_output_entry(saved, src) -> bool:
 
 
 def _snapshot_self(saved: tuple, self: Tensor, result: Tensor) -> tuple:
-    """Saved inputs that are ``self`` keep its pre-modification value (a copy)."""
-    if not any(type(e) is tuple and e[0] is self for e in saved):
+    """Saved inputs that are ``self`` keep its pre-modification value (a copy; saved again
+    through the ``saved_tensors_hooks`` in force when ``self`` was saved through them)."""
+    def is_self(e) -> bool:
+        return (type(e) is tuple and e[0] is self) or (type(e) is HookedSaved and
+                                                         e.src == id(self) and not e.is_output)
+
+    if not any(is_self(e) for e in saved):
         return saved
     from .copies import clone
 
@@ -148,7 +168,8 @@ def _snapshot_self(saved: tuple, self: Tensor, result: Tensor) -> tuple:
     snap._grad_fn = self._grad_fn
     if self._output_nr:
         snap._output_nr = self._output_nr
-    return tuple((snap, 0) if type(e) is tuple and e[0] is self else e for e in saved)
+    return tuple(((snap, 0) if type(e) is tuple else save_input(snap)) if is_self(e) else e
+                 for e in saved)
 
 
 # ---------------------------------------------------------------------- x[i] = v
@@ -193,12 +214,7 @@ def setitem(self: Tensor, index, value) -> None:
     v = value._data if v_is_t else value
     recording = _STATE.enabled and (self._requires_grad or (v_is_t and value._requires_grad))
     if not recording and _TRACE.tracer is None:
-        if not self._data.flags.writeable:
-            raise RuntimeError(
-                "unsupported operation: more than one element of the written-to tensor refers to "
-                "a single memory location. Please clone() the tensor before performing the "
-                "operation."
-            )
+        check_writeable(self)
         self._data[idx] = v
         self._vc[0] += 1
         return

@@ -22,10 +22,13 @@ __all__ = [
 
 # ----------------------------------------------------------------------------------- ops
 def _sign_ref(a):
-    return np.sign(a)
+    """PyTorch's sign: 0 for NaN and for -0.0 (``(0 < a) - (a < 0)``)."""
+    if a.dtype.kind != "f":
+        return np.sign(a)
+    return np.where(a > 0, 1.0, np.where(a < 0, -1.0, 0.0)).astype(a.dtype)
 
 
-SIGN = ew("sign", "SignBackward0", ("a",), "1.0 if a > 0.0 else (-1.0 if a < 0.0 else a)",
+SIGN = ew("sign", "SignBackward0", ("a",), "1.0 if a > 0.0 else (-1.0 if a < 0.0 else 0.0)",
           _sign_ref, lambda g, ins, out, p, n: (g * 0.0,), samples=S.unary)
 ABS = ew("abs", "AbsBackward0", ("a",), "abs(a)", np.abs,
          lambda g, ins, out, p, n: (g * sign(ins[0]),), save=(0,), samples=S.unary_away_from_0)

@@ -19,7 +19,7 @@ from . import elementwise as E
 from . import movement as M
 from . import reduce as R
 from .api import method_table
-from .inplace import apply_inplace, check_inplace_allowed
+from .inplace import apply_inplace, check_inplace_allowed, check_writeable
 
 _STATE = grad_mode.STATE
 
@@ -151,8 +151,7 @@ def _fill_(self, value):
                                                      value._requires_grad)):
         check_inplace_allowed(self, True)
         return apply_inplace(self, E.add(E.mul(self, 0.0), v))
-    if not self._data.flags.writeable:
-        check_inplace_allowed(self, False)
+    check_writeable(self)
     self._data[...] = v
     self._vc[0] += 1
     return self
@@ -174,6 +173,7 @@ def _copy_(self, src, non_blocking=False):
                                                           src._requires_grad)):
         res = M.expand(M.to_dtype(src, self.dtype), self._data.shape)
         return apply_inplace(self, res)
+    check_writeable(self)
     xp = devices.array_namespace(self._data)
     xp.copyto(self._data, xp.broadcast_to(src._data, self._data.shape), casting="unsafe")
     self._vc[0] += 1
@@ -194,6 +194,7 @@ def _random_inplace(sampler):
                 return np.asarray(sampler(rng(generator), shape, *args, **kwargs), dtype=dt)
             return apply_inplace(self, _finish(make(), False, make, "random",
                                                device=self.device))
+        check_writeable(self)
         values = sampler(rng(generator), self._data.shape, *args, **kwargs)
         self._data[...] = devices.to_device(np.asarray(values, self._data.dtype), self.device)
         self._vc[0] += 1

@@ -41,6 +41,14 @@ class OpNode(Node):
 
     __slots__ = ("op", "params")
 
+    def __getattr__(self, name: str):
+        """PyTorch's ``_saved_<name>`` attributes (:mod:`jitgrad.ops.saved_names`)."""
+        if name.startswith("_saved_"):
+            from .saved_names import saved_attribute
+
+            return saved_attribute(self, name[7:])
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
     def apply(self, grads: list) -> tuple:
         op = self.op
         saved = self.unpack_saved()

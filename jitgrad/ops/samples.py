@@ -536,3 +536,70 @@ def robust_loss(rng, dtype):
 def robust_loss_backward(rng, dtype):
     return [((_r(rng, x.shape if p["reduction"] == "none" else (), dtype), x, y), p)
             for (x, y), p in robust_loss(rng, dtype)]
+
+
+# ------------------------------------------------------ sorting and gather (ops/sorting.py)
+def _distinct_values(rng, shape, dtype):
+    n = int(np.prod(shape, dtype=np.int64))
+    return (rng.permutation(max(n, 1))[:n].reshape(shape) * 0.37 - 1.1).astype(dtype)
+
+
+#: (shape, dim, descending, k, kth): whole sorts, top-k both ways, a k-th value, 0-d
+_ORDER_CASES = [((5,), 0, False, None, None), ((2, 3, 4), 1, True, None, None),
+                ((3, 4), -1, True, 2, None), ((4, 3), 0, False, 3, None),
+                ((2, 5), 1, False, None, 2), ((), 0, True, None, None)]
+
+
+def sort_indices(rng, dtype):
+    """sort/argsort/topk/kthvalue orders on distinct values (ties are the op's business)."""
+    return [((_distinct_values(rng, s, dtype),),
+             {"dim": d if s else 0, "descending": desc, "k": k, "kth": kth})
+            for s, d, desc, k, kth in _ORDER_CASES]
+
+
+def gather(rng, dtype):
+    """gather with repeated and smaller-than-input indices, and the values of sort, topk,
+    kthvalue and msort (``fn``: the public function, which finds the positions itself: the
+    sample's index is what it must find, on distinct values)."""
+    x = _distinct_values(rng, (3, 4), dtype)
+    out = [
+        ((x, np.array([[0, 2, 2], [1, 0, 3], [3, 3, 3]])), {"fn": "gather", "dim": 1}),
+        ((x, np.array([[2, 1], [0, 0], [1, 2], [2, 2]])), {"fn": "gather", "dim": 0}),
+        ((_distinct_values(rng, (2, 3, 4), dtype), np.array([[[1], [0]]])),
+         {"fn": "gather", "dim": 2}),
+        ((_distinct_values(rng, (5,), dtype), np.array([4, 0, 4])), {"fn": "gather", "dim": 0}),
+    ]
+    for fn, kw in (("topk", {"k": 2, "dim": 1, "largest": True}),
+                   ("topk", {"k": 3, "dim": 0, "largest": False}),
+                   ("sort", {"dim": 0, "descending": True}), ("sort", {"dim": 1}),
+                   ("kthvalue", {"k": 2, "dim": 1, "keepdim": False}),
+                   ("kthvalue", {"k": 3, "dim": 0, "keepdim": True}), ("msort", {"dim": 0})):
+        x = _distinct_values(rng, (3, 4), dtype)
+        d = kw["dim"]
+        down = kw.get("largest", kw.get("descending", False))
+        order = np.argsort(-x if down else x, axis=d)
+        if fn == "topk":
+            order = np.take(order, np.arange(kw["k"]), axis=d)
+        elif fn == "kthvalue":
+            order = np.take(order, [kw["k"] - 1], axis=d)
+        out.append(((x, order), {"fn": fn, **kw}))
+    return out
+
+
+def gather_backward(rng, dtype):
+    """scatter-add of a gradient into zeros of the input's shape (repeated positions add)."""
+    return [
+        ((_r(rng, (3, 3), dtype), np.array([[0, 2, 2], [1, 0, 3], [3, 3, 3]])),
+         {"dim": 1, "shape": (3, 4), "unique": False}),
+        ((_r(rng, (4, 2), dtype), np.array([[2, 1], [0, 0], [1, 2], [2, 2]])),
+         {"dim": 0, "shape": (3, 4), "unique": False}),
+        ((_r(rng, (3,), dtype), np.array([4, 0, 4])), {"dim": 0, "shape": (5,), "unique": False}),
+    ]
+
+
+def constant_pad(rng, dtype):
+    """F.pad constant: one and several dims, negative (cropping) sizes, a value."""
+    return [((_r(rng, s, dtype),), {"pad": p, "value": v})
+            for s, p, v in (((3,), (1, 2), 0), ((2, 3), (0, 1, 2, 0), 0.5),
+                            ((2, 3, 4), (-1, 2, 1, -1), -1.0), ((2, 4), (-1, -1), 0),
+                            ((1, 2, 3, 2), (1, 1, 1, 1, 0, 1), 0))]

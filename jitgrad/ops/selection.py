@@ -20,19 +20,21 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------- selection
+# PyTorch's rules: ties split the gradient, the smaller (larger) side gets 0, and where
+# either side is NaN (no comparison holds) both sides get the whole gradient.
 def _maximum_vjp(g, ins, out, p, n):
     a, b = ins
     half = g * 0.5
-    ga = where(a == b, half, where(a > b, g, 0.0)) if n[0] else None
-    gb = where(a == b, half, where(b > a, g, 0.0)) if n[1] else None
+    ga = where(a == b, half, where(a < b, 0.0, g)) if n[0] else None
+    gb = where(a == b, half, where(a > b, 0.0, g)) if n[1] else None
     return ga, gb
 
 
 def _minimum_vjp(g, ins, out, p, n):
     a, b = ins
     half = g * 0.5
-    ga = where(a == b, half, where(a < b, g, 0.0)) if n[0] else None
-    gb = where(a == b, half, where(b < a, g, 0.0)) if n[1] else None
+    ga = where(a == b, half, where(a > b, 0.0, g)) if n[0] else None
+    gb = where(a == b, half, where(a < b, 0.0, g)) if n[1] else None
     return ga, gb
 
 

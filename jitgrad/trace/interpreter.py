@@ -118,8 +118,13 @@ def apply_effects(graph: Graph, env: dict, args: list, bump=None) -> None:
         return
     from ..tensor import wrap
 
-    for src, v in graph.writes:
-        dst = src.read(args)
+    dsts = [src.read(args) for src, _ in graph.writes]
+    for src, dst in zip(graph.writes, dsts):
+        if not dst.flags.writeable:  # before any write: the call leaves no half-done effects
+            from ..ops.inplace import check_writeable
+
+            check_writeable(src[0].tensor(args))
+    for (_, v), dst in zip(graph.writes, dsts):
         np.copyto(dst, env[id(v)], casting="unsafe")
     if bump is not None:
         bump(args)

@@ -27,10 +27,11 @@ def _walk(x, leaves: list):
 
         leaves.append(as_tensor(x))
         return ("T",)
-    if isinstance(x, tuple) and not hasattr(x, "_fields"):
+    if type(x) is tuple:
         return ("tuple", tuple(_walk(i, leaves) for i in x))
-    if isinstance(x, tuple):  # namedtuple
-        return ("ntuple", type(x), tuple(_walk(i, leaves) for i in x))
+    if isinstance(x, tuple):  # a namedtuple, or a subclass such as Size: rebuilt as its type
+        tag = "ntuple" if hasattr(x, "_fields") else "subtuple"
+        return (tag, type(x), tuple(_walk(i, leaves) for i in x))
     if isinstance(x, list):
         return ("list", tuple(_walk(i, leaves) for i in x))
     if isinstance(x, dict):
@@ -63,6 +64,8 @@ def _build(d, it):
         return tuple(_build(c, it) for c in d[1])
     if tag == "ntuple":
         return d[1](*(_build(c, it) for c in d[2]))
+    if tag == "subtuple":
+        return d[1](_build(c, it) for c in d[2])
     if tag == "list":
         return [_build(c, it) for c in d[1]]
     if tag == "dict":

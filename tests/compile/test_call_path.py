@@ -33,7 +33,7 @@ def test_hits_take_the_fast_path_and_count(rng):
     for _ in range(5):
         out = f(x, y)
     np.testing.assert_allclose(out.numpy(), np.tanh(x.numpy()) * y.numpy(), rtol=1e-6)
-    assert f.stats == {"calls": 7, "traces": 1, "retraces": 0, "cache_hits": 6}
+    assert f.stats == {"calls": 7, "traces": 1, "retraces": 0, "cache_hits": 6, "evictions": 0}
     assert out.grad_fn is None and not out.requires_grad
 
 
@@ -185,3 +185,19 @@ def test_nested_compiled_call_is_inlined_not_run(rng):
         out = outer(x)
     np.testing.assert_allclose(out.numpy(), x.numpy() * 2 + 1, rtol=1e-6)
     assert outer.lower(x).graph.count("mul") == 1  # inner's op is in outer's graph
+
+
+def test_returned_shapes_stay_size_on_every_call():
+    """``x.shape`` / ``x.size()`` come back as ``jitgrad.Size`` on the tracing call and on
+    the cached ones, alone or nested, and namedtuples keep their type."""
+    f = jg.compile(lambda x: x.shape)
+    g = jg.compile(lambda x: (x * 2, {"s": x.size(), "n": [x.shape[0]]}))
+    h = jg.compile(lambda x: x.max(0))
+    x = jg.ones(2, 3)
+    for _ in range(3):
+        s = f(x)
+        assert type(s) is jg.Size and s == (2, 3)
+        _, d = g(x)
+        assert type(d["s"]) is jg.Size and d["s"] == (2, 3) and d["n"] == [2]
+        assert type(h(x)).__name__ == "max" and h(x).values.shape == (3,)
+    assert f.stats["traces"] == 1 and g.stats["traces"] == 1

@@ -104,19 +104,54 @@ def test_damaged_numba_cache_files_are_rebuilt(tmp_path, damage):
     assert int(again[0]) == 0 and "damaged" not in err
 
 
-def test_unwritable_cache_dir_falls_back_to_a_temp_dir(tmp_path):
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    ro.chmod(0o500)
-    try:
-        if os.access(ro, os.W_OK):  # running as root: permissions do not bind
-            return
-        from jitgrad.compiler import cache
+def _run_in(cache_dir, tmpdir):
+    env = dict(os.environ, JITGRAD_CACHE_DIR=str(cache_dir), TMPDIR=str(tmpdir),
+               JITGRAD_LOGS="cache")
+    r = subprocess.run([sys.executable, "-c", _PROGRAM], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    n, _, _, written, _ = lines[-1].split()
+    return lines, (int(n), int(written))
 
-        root = cache.cache_root(str(ro))
-        assert not root.startswith(str(ro))
-    finally:
-        ro.chmod(0o700)
+
+def test_unwritable_cache_dir_falls_back_to_one_per_user_dir(tmp_path):
+    """A cache dir that cannot be created (a file is in the way, which binds root too): every
+    process uses the same per-user directory under the temp dir, so the second compiles
+    nothing, and no directory per process is left behind."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    first, (n1, written1) = _run_in(blocker / "cache", tmp)
+    second, (n2, written2) = _run_in(blocker / "cache", tmp)
+    uid = os.getuid() if hasattr(os, "getuid") else "user"
+    root = tmp / f"jitgrad-{uid}" / "kernels"
+    assert any(f"kernels are cached in {root}" in line for line in first)
+    assert n1 > 0 and written1 >= 1
+    assert n2 == 0 and written2 == 0, "the second process must reuse the first one's kernels"
+    assert sorted(p.name for p in tmp.iterdir()) == [f"jitgrad-{uid}"]
+    assert list(root.glob("jg_*.py"))
+    assert (tmp / f"jitgrad-{uid}").stat().st_mode & 0o077 == 0
+
+
+def test_fallback_dir_owned_by_no_one_else(tmp_path, monkeypatch):
+    """A per-user fallback that others can write is not used (a module planted there would
+    be imported): a private temporary directory is, removed at exit."""
+    from jitgrad.compiler import cache
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(cache.tempfile, "tempdir", None)
+    monkeypatch.setattr(cache, "_fallback_root", None)
+    shared = tmp_path / f"jitgrad-{os.getuid()}"
+    shared.mkdir()
+    shared.chmod(0o777)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    root = cache.cache_root(str(blocker / "x"))
+    assert not root.startswith(str(shared)) and os.path.isdir(root)
+    assert os.path.basename(root).startswith("jitgrad-kernels-")
+    monkeypatch.setattr(cache, "_fallback_root", None)
 
 
 def test_four_threads_call_one_compiled_function():

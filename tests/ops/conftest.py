@@ -507,7 +507,9 @@ def _s_index_put(rng, dt):
 
 def _s_cat(rng, dt):
     cases = [([(2, 3), (4, 3)], 0), ([(2, 3), (2, 1)], -1), ([(2, 3), (1, 3), (3, 3)], 0),
-             ([(3,), (2,)], 0), ([(2, 1, 3), (2, 2, 3)], 1), ([(2, 3), (2, 3)], -2)]
+             ([(3,), (2,)], 0), ([(2, 1, 3), (2, 2, 3)], 1), ([(2, 3), (2, 3)], -2),
+             # 1-D empty inputs are skipped by the shape rules (but get an empty gradient)
+             ([(0,), (2, 3), (0,), (2, 2)], 1), ([(2, 3), (0,)], 0), ([(0,), (0,)], 0)]
     return [(tuple(_r(rng, s, dt) for s in shapes), {"dim": d, "_id": f"{len(shapes)}x{d}"})
             for shapes, d in cases]
 
@@ -936,3 +938,49 @@ ADAPTERS.update({
     "huber_loss_backward": lambda M, ts, p: _nn_grad_of(
         M, ts, p, lambda x: _nn_huber(M, [x, ts[2]], p)),
 })
+
+
+# sorting and gather (ops/sorting.py)
+def _sort_indices(M, ts, p):
+    x, d = ts[0], p["dim"]
+    if p["kth"] is not None:
+        return M.kthvalue(x, p["kth"], dim=d, keepdim=True).indices
+    if p["k"] is not None:
+        return M.topk(x, p["k"], dim=d, largest=p["descending"]).indices
+    return M.argsort(x, dim=d, descending=p["descending"])
+
+
+def _gather(M, ts, p):
+    x, fn = ts[0], p["fn"]
+    if fn == "gather":
+        return M.gather(x, p["dim"], ts[1])
+    if fn == "topk":
+        return x.topk(p["k"], dim=p["dim"], largest=p["largest"]).values
+    if fn == "sort":
+        return M.sort(x, dim=p["dim"], descending=p.get("descending", False))[0]
+    if fn == "kthvalue":
+        return M.kthvalue(x, p["k"], p["dim"], p["keepdim"]).values
+    if fn == "msort":
+        return M.msort(x)
+    raise AssertionError(fn)
+
+
+def _gather_backward(M, ts, p):
+    """The create_graph gradient of ``gather`` for the output gradient ``ts[0]``."""
+    g, index = ts
+    x = M.zeros(p["shape"], dtype=g.dtype, requires_grad=True)
+    with M.enable_grad():
+        (gx,) = M.autograd.grad(M.gather(x, p["dim"], index), x, g, create_graph=True)
+    return gx
+
+
+ADAPTERS.update({
+    "sort_indices": _sort_indices,
+    "gather": _gather,
+    "gather_backward": _gather_backward,
+})
+
+
+# F.pad's constant mode (ops/padding.py)
+ADAPTERS["constant_pad_nd"] = lambda M, ts, p: M.nn.functional.pad(ts[0], p["pad"],
+                                                                   value=p["value"])

@@ -1,0 +1,113 @@
+"""``F.scaled_dot_product_attention``, composed of registered ops (matmul, masked_fill,
+softmax, dropout), so it differentiates and compiles like the rest; PyTorch 2.13's CPU
+semantics: a boolean mask keeps its True positions, a float mask is added, ``is_causal`` with
+a mask is an error (PyTorch's; its fused CPU kernel, taken only without autograd, applies both
+instead), and a query row with every position masked gives zeros (values and gradients), not
+NaN."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..tensor import Tensor
+
+__all__ = ["scaled_dot_product_attention"]
+
+
+def _dtype_name(t: Tensor) -> str:
+    return {"float32": "float", "float64": "double", "float16": "c10::Half",
+            "int64": "long int", "int32": "int", "bool": "bool"}.get(
+        np.dtype(t._data.dtype).name, np.dtype(t._data.dtype).name)
+
+
+def _check(query: Tensor, key: Tensor, value: Tensor, attn_mask) -> None:
+    q, k, v = query._data, key._data, value._data
+    if not (q.dtype == k.dtype == v.dtype):
+        raise RuntimeError(
+            f"Expected query, key, and value to have the same dtype, but got query.dtype: "
+            f"{_dtype_name(query)} key.dtype: {_dtype_name(key)} and value.dtype: "
+            f"{_dtype_name(value)} instead.")
+    if min(q.ndim, k.ndim, v.ndim) < 2:
+        raise RuntimeError(
+            f"Expected query, key, and value to all be  at least 2 dimensional, but got "
+            f"query.dim: {q.ndim} key.dim: {k.ndim} and value.dim: {v.ndim} instead.")
+    if q.dtype.kind != "f":
+        raise RuntimeError(f"scaled_dot_product_attention: expected floating-point query, "
+                           f"got {_dtype_name(query)}")
+    if attn_mask is not None:
+        md = attn_mask._data.dtype
+        if md != np.bool_ and md != q.dtype:
+            raise RuntimeError(
+                f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                f"attn_mask.dtype: {_dtype_name(attn_mask)} and  query.dtype: "
+                f"{_dtype_name(query)} instead.")
+
+
+def _repeat_heads(t: Tensor, times: int) -> Tensor:
+    """``t.repeat_interleave(times, dim=-3)``: each key/value head serves ``times`` query
+    heads (grouped-query attention)."""
+    s = t.shape
+    return t.unsqueeze(-3).expand(*s[:-2], times, *s[-2:]).reshape(
+        *s[:-3], s[-3] * times, *s[-2:])
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
+                                 attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """``softmax(query @ key.mT * scale + mask) @ value`` over the last two dims
+    (``(..., L, E)``, ``(..., S, E)``, ``(..., S, Ev)`` -> ``(..., L, Ev)``), as PyTorch's.
+
+    ``attn_mask`` broadcasts to ``(..., L, S)``: boolean (True: attend) or of the query's
+    float dtype (added to the scores). ``is_causal``: query ``i`` attends to keys ``j <= i``
+    (top-left aligned); not with ``attn_mask`` (an error). ``scale`` defaults to
+    ``1 / sqrt(E)``. ``dropout_p`` drops attention weights with jitgrad's generator (as
+    ``F.dropout``). ``enable_gqa``: key/value may have fewer heads (dim -3) than the query, a
+    divisor of its head count. A query row that may attend to nothing gives zeros.
+
+    >>> import jitgrad
+    >>> import jitgrad.nn.functional as F
+    >>> q = k = v = jitgrad.ones(1, 2, 4)
+    >>> F.scaled_dot_product_attention(q, k, v, is_causal=True).shape
+    jitgrad.Size([1, 2, 4])
+    """
+    from ..creation import ones
+    from ..ops.linalg import matmul
+    from ..ops.reduce import softmax
+    from ..ops.selection import masked_fill, where
+    from .functional import dropout
+
+    _check(query, key, value, attn_mask)
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    hq, hk, hv = query.shape[-3:-2], key.shape[-3:-2], value.shape[-3:-2]
+    if enable_gqa and hq and hk and hq != hk:
+        if hk != hv or hq[0] % hk[0]:
+            raise RuntimeError(
+                "Number of heads in key and value must divide the number of heads in query")
+        key = _repeat_heads(key, hq[0] // hk[0])
+        value = _repeat_heads(value, hq[0] // hv[0])
+    L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
+    factor = 1.0 / math.sqrt(E) if scale is None else float(scale)
+    scores = matmul(query, key.transpose(-2, -1)) * factor
+    masked = attn_mask is not None
+    if is_causal:
+        scores = masked_fill(scores, ones(L, S, dtype=bool).tril().logical_not(), -math.inf)
+    if masked:
+        if attn_mask._data.dtype == np.bool_:
+            scores = masked_fill(scores, attn_mask.logical_not(), -math.inf)
+        else:
+            scores = scores + attn_mask
+    if masked:  # rows with nothing to attend to: zeros, as PyTorch's CPU kernels give
+        empty = scores.detach().amax(-1, keepdim=True) == -math.inf
+        attn = where(empty, 0.0, softmax(where(empty, 0.0, scores), -1))
+    else:
+        attn = softmax(scores, -1)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p, training=True)
+    return matmul(attn, value)
