@@ -30,13 +30,26 @@ def test_hooks_and_custom_function_examples_run():
     assert _run("custom_function.py").strip()
 
 
-def test_train_digits_smoke():
+def test_train_digits_smoke_logs_a_line_per_epoch_and_writes_the_plot(tmp_path):
+    """``make demo > log 2>&1``: no progress bar in a file (tqdm's carriage-return redraws
+    made a line per step), a line per epoch instead; the loss-curve PNG is written."""
     pytest.importorskip("sklearn")
     pytest.importorskip("tqdm")
-    out = _run("train_digits.py", "--epochs", "1", "--plot", "")
+    pytest.importorskip("matplotlib")
+    log, png = tmp_path / "log", tmp_path / "loss.png"
+    with open(log, "w") as f:
+        proc = subprocess.run([sys.executable, str(EXAMPLES / "train_digits.py"), "--epochs",
+                               "1", "--plot", str(png)], stdout=f, stderr=subprocess.STDOUT,
+                              timeout=300)
+    out = log.read_text()
+    assert proc.returncode == 0, out[-3000:]
     for line in ("MLP  eager", "MLP  compiled", "CNN  eager", "CNN  compiled",
-                 "compiled speed-up"):
+                 "compiled speed-up", "epoch  1/1: mean loss", f"loss curve written to {png}"):
         assert line in out, line
+    assert "\r" not in out and "it/s" not in out, out[-2000:]
+    # a line per epoch of each run, the results, the speed-ups, the plot
+    assert len(out.splitlines()) == 4 + 4 + 2 + 1, out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.slow
