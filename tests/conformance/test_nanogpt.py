@@ -133,3 +133,34 @@ def test_generate_samples_valid_tokens_with_multinomial(gpt):
     again = model.generate(start, 2 * CONFIG["block_size"], temperature=0.8,
                            generator=jitgrad.Generator().manual_seed(1))
     np.testing.assert_array_equal(again.numpy(), ids)  # the generator decides the draws
+
+
+def test_jitgrad_flash_path_when_it_exists_matches_the_explicit_path(gpt, rng):
+    """The example switches to ``F.scaled_dot_product_attention`` as soon as jitgrad has it
+    (``hasattr``, as nanoGPT): that path must then give the explicit path's loss and
+    gradients, eagerly and with the step compiled. Skipped while jitgrad lacks it."""
+    if not hasattr(jitgrad.nn.functional, "scaled_dot_product_attention"):
+        pytest.skip("jitgrad has no F.scaled_dot_product_attention yet: the explicit path runs")
+    x, y = (jitgrad.from_numpy(a) for a in tokens(rng))
+    results = []
+    for flash in (False, True):
+        for compiled in (False, True):
+            jitgrad.manual_seed(0)
+            model = gpt.GPT(gpt.GPTConfig(**CONFIG))
+            assert all(b.attn.flash for b in model.transformer.h)
+            for block in model.transformer.h:
+                block.attn.flash = flash
+
+            def loss_and_grads(x, y, model=model):
+                _, loss = model(x, y)
+                loss.backward()
+                return loss
+
+            fn = jitgrad.compile(loss_and_grads) if compiled else loss_and_grads
+            loss = fn(x, y)
+            results.append((loss, [p.grad for p in model.parameters()]))
+    (loss0, grads0), *others = results
+    for loss, grads in others:
+        close(loss, loss0, rtol=1e-6)
+        for g, g0 in zip(grads, grads0):
+            close(g, g0, rtol=1e-4, atol=1e-7)
