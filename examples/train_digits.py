@@ -136,7 +136,9 @@ def accuracy(model: nn.Module, predict: Callable, x, y) -> float:
     return (predict(x) == y).float().mean().item()
 
 
-def plot(curves: dict, path: str) -> None:
+def plot(curves: dict, path: str, title: str = "digits: training loss") -> None:
+    """Each run's loss per step (faint) and its moving average over 25 steps, on a log
+    scale, as a PNG at ``path`` (a line says so; skipped without matplotlib)."""
     try:
         import matplotlib
 
@@ -148,13 +150,14 @@ def plot(curves: dict, path: str) -> None:
     fig, ax = plt.subplots(figsize=(7, 4))
     for name, losses in curves.items():
         line, = ax.plot(losses, linewidth=0.6, alpha=0.35)
-        k = 25  # moving average over k steps
+        k = min(25, len(losses))  # moving average over k steps
         smooth = np.convolve(losses, np.ones(k) / k, mode="valid")
         ax.plot(np.arange(k - 1, len(losses)), smooth, color=line.get_color(), label=name)
-    ax.set(xlabel="step", ylabel="cross-entropy", yscale="log", title="digits: training loss")
+    ax.set(xlabel="step", ylabel="cross-entropy", yscale="log", title=title)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
     print(f"loss curve written to {path}")
 
 

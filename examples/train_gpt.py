@@ -12,14 +12,15 @@ The model: token + position embeddings, ``n_layer`` pre-norm blocks of causal se
 switches) and a GELU MLP, LayerNorm with optional bias, the language-model head tied to the
 token embedding. Training: AdamW with weight decay on the matrices only (two parameter
 groups), warm-up then cosine learning rate, gradient clipping, ``torch.multinomial``
-sampling. Prints the loss at each evaluation, the two runs' speed and final losses (eager and
-compiled compute the same bits, so the same numbers), a sample, and writes a loss-curve PNG
-when matplotlib is installed.
+sampling. Prints the loss at each evaluation, the two runs' speed and final losses (equal to ~1e-7
+relative: the compiled AdamW update rounds differently from eager's, see
+docs/architecture.md), a sample, and writes a loss-curve PNG when matplotlib is installed.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
 import math
 import os
@@ -37,23 +38,21 @@ from jitgrad.nn import functional as F
 # ----------------------------------------------------------------------------------- data
 
 
-def load_text() -> str:
+#: standard-library modules whose docstrings make the text where LICENSE.txt is missing
+FALLBACK_MODULES = ("argparse", "collections", "dataclasses", "functools", "json", "re",
+                    "string", "textwrap", "typing", "unittest")
+
+
+def load_text(path: str | None = None) -> str:
     """Python's LICENSE text from this interpreter's standard library folder (~14 kB on
-    CPython installs), or, where a distribution left it out, the docstrings of a fixed list
-    of standard-library modules: text every machine with Python has, no download."""
-    path = os.path.join(os.path.dirname(os.__file__), "LICENSE.txt")
+    CPython installs; ``path`` names another file), or, where a distribution left it out,
+    the docstrings of ``FALLBACK_MODULES``: text every machine with Python has, no
+    download."""
+    path = os.path.join(os.path.dirname(os.__file__), "LICENSE.txt") if path is None else path
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             return f.read()
-    import argparse as m1
-    import collections as m2
-    import dataclasses as m3
-    import json as m4
-    import re as m5
-    import string as m6
-    import textwrap as m7
-    import unittest as m8
-    return "\n".join(m.__doc__ or "" for m in (m1, m2, m3, m4, m5, m6, m7, m8))
+    return "\n".join(importlib.import_module(m).__doc__ or "" for m in FALLBACK_MODULES)
 
 
 class CharData:
@@ -330,8 +329,8 @@ def progress(total: int, desc: str):
 
 def train(args: argparse.Namespace, compiled: bool) -> dict:
     """Train one GPT from ``args.seed``: eagerly, or with ``torch.compile`` of the step.
-    Returns the per-step training losses, the evaluations, the steady-state iterations per
-    second, the model and the data."""
+    Returns the per-step training losses, the evaluations, the training steps per second
+    (steps 3 on, evaluations not counted), the model and the data."""
     torch.manual_seed(args.seed)
     data = CharData(load_text(), args.block_size, args.batch_size, args.seed)
     config = GPTConfig(block_size=args.block_size, vocab_size=data.vocab_size,
@@ -346,7 +345,7 @@ def train(args: argparse.Namespace, compiled: bool) -> dict:
     name = "compiled" if compiled else "eager"
     bar = progress(args.max_iters, f"{name:8s}")
     losses, evals = [], []
-    t_start, timed = None, 0
+    step_s, timed = 0.0, 0  # seconds in steps 3 on (past tracing and warm-up), their count
     for it in range(args.max_iters):
         lr = get_lr(it, args.learning_rate, args.warmup_iters, args.max_iters, args.min_lr)
         for param_group in optimizer.param_groups:
@@ -357,40 +356,18 @@ def train(args: argparse.Namespace, compiled: bool) -> dict:
             msg = f"{name:8s} step {it:5d}: train loss {ev['train']:.4f}, val {ev['val']:.4f}"
             print(msg, flush=True) if bar is None else bar.write(msg)
         X, Y = data.get_batch("train")
-        if it == min(3, args.max_iters - 1):  # steady state: past tracing and warm-up
-            t_start, timed = time.perf_counter(), 0
+        t0 = time.perf_counter()
         loss = step(X, Y).item()
+        if it >= min(3, args.max_iters - 1):
+            step_s, timed = step_s + time.perf_counter() - t0, timed + 1
         losses.append(loss)
-        timed += 1
         if bar is not None:
             bar.update(1)
             bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.1e}")
     if bar is not None:
         bar.close()
-    elapsed = time.perf_counter() - t_start
-    return {"losses": losses, "evals": evals, "its_per_s": timed / elapsed, "model": model,
+    return {"losses": losses, "evals": evals, "its_per_s": timed / step_s, "model": model,
             "data": data, "step": step, "num_params": model.get_num_params()}
-
-
-def plot(curves: dict, path: str) -> None:
-    """Training loss per step of each run (a PNG; skipped without matplotlib)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("(matplotlib not installed: no loss curve)")
-        return
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for (name, losses), style in zip(curves.items(), ("-", "--", ":")):
-        ax.plot(losses, style, linewidth=1.0, label=name)
-    ax.set(xlabel="step", ylabel="cross-entropy", title="char-level GPT: training loss")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    print(f"loss curve written to {path}")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -434,9 +411,11 @@ def main(argv=None) -> dict:
               f"{r['its_per_s']:.1f} it/s{extra}", flush=True)
     if len(modes) == 2:
         e, c = results["eager"], results["compiled"]
-        same = "identical" if e["losses"] == c["losses"] else "DIFFERENT"
-        print(f"eager vs compiled: losses {same} over {len(e['losses'])} steps; compiled "
-              f"speed-up {c['its_per_s'] / e['its_per_s']:.2f}x")
+        rel = max(abs(a - b) / abs(a) for a, b in zip(e["losses"], c["losses"]))
+        # not bit for bit: a compiled AdamW step takes PyTorch's capturable update
+        agree = "identical" if rel == 0 else f"equal to {rel:.1e} relative"
+        print(f"eager vs compiled: losses {agree} over {len(e['losses'])} steps; compiled "
+              f"step speed-up {c['its_per_s'] / e['its_per_s']:.2f}x")
     last = results[modes[-1]]
     if args.sample_tokens:
         model, data = last["model"], last["data"]
@@ -447,7 +426,10 @@ def main(argv=None) -> dict:
                              generator=g)
         print("sample:\n" + data.decode(out[0].tolist()))
     if args.plot:
-        plot({f"{m}": r["losses"] for m, r in results.items()}, args.plot)
+        from train_digits import plot  # the demo's loss-curve plot (examples/)
+
+        plot({m: r["losses"] for m, r in results.items()}, args.plot,
+             title="char-level GPT: training loss")
     return results
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 
@@ -80,3 +81,23 @@ def test_train_gpt_loss_decreases_eager_and_compiled_alike():
     for losses in (le, lc):
         assert losses[-5:].mean() < losses[:5].mean() - 0.5, losses
     assert compiled["step"].stats["traces"] == 2  # the first step, then with AdamW's state
+
+
+def test_train_gpt_text_without_python_license_and_its_main(tmp_path, capsys):
+    """Where a distribution ships no LICENSE.txt the text is the standard library's
+    docstrings; ``main`` trains, prints the agreement of the two runs, samples, plots."""
+    gpt = import_example("train_gpt")
+    text = gpt.load_text(str(tmp_path / "missing.txt"))
+    assert len(text) > 10_000 and len(set(text)) > 60
+    png = tmp_path / "gpt.png"
+    results = gpt.main(["--max-iters", "6", "--eval-interval", "3", "--eval-iters", "1",
+                        "--batch-size", "4", "--block-size", "8", "--n-layer", "1",
+                        "--n-embd", "16", "--n-head", "2", "--sample-tokens", "20",
+                        "--plot", str(png)])
+    out = capsys.readouterr().out
+    assert "eager vs compiled: losses" in out and "sample:\n" in out
+    assert "compiled step     3: train loss" in out
+    sample = out.split("sample:\n", 1)[1].split("\nloss curve written", 1)[0]
+    assert len(sample) == 21 and set(sample) <= set(results["eager"]["data"].stoi)
+    if importlib.util.find_spec("matplotlib"):
+        assert png.read_bytes()[:4] == b"\x89PNG"
