@@ -12,6 +12,8 @@ Workloads (as ``shared/peers-bench`` and ``benchmarks/bench_eager.py``):
   effective GB/s = 6 * n * itemsize / time (read x, w, b; write the three grads), against a
   STREAM-style triad bandwidth measured here.
 * ``matmul``   ``((x @ w1).tanh() @ w2).sum()`` forward + backward (w1, w2), 128x784x256x10.
+* ``gpt``      the character-level GPT of ``examples/train_gpt.py`` (nanoGPT's architecture):
+  forward, cross-entropy, backward, ``clip_grad_norm_``, AdamW; PyTorch runs the same file.
 * ``cold``     fresh processes: import, and import + first op + backward (warm disk caches).
 * ``compile``  fresh processes: import + the W2 step (``chain`` at 1e6 float32, loss and the
   three gradients) until compiled code has produced its result, with an empty ("cold") and a
@@ -590,6 +592,39 @@ def cnn_impls(jg, batch: int):
     return _training_impls(makers, "jitgrad")
 
 
+def gpt_impls(jg, config: str, with_torch_compile: bool):
+    """The GPT example's training step: jitgrad eager and compiled, PyTorch eager and
+    torch.compile running the same file (``train_gpt.pytorch_twin()``; PyTorch takes its
+    ``scaled_dot_product_attention`` path, as nanoGPT does) from the same initial weights."""
+    tw = workloads("training_workloads")
+    state = tw.gpt_initial_state(config)
+    makers = {
+        "jitgrad": lambda: tw.gpt_step(jg, config, "eager", state),
+        "jitgrad_compiled": lambda: tw.gpt_step(jg, config, "compiled", state),
+    }
+    torch = optional("torch")
+    if torch:
+        makers["torch_eager"] = lambda: tw.gpt_step(torch, config, "eager", state)
+        if with_torch_compile:
+            makers["torch_compile"] = lambda: tw.gpt_step(torch, config, "compiled", state)
+    return _training_impls(makers, "jitgrad")
+
+
+def print_side_by_side(rows: list, workload: str) -> None:
+    """One line per config of ``workload``: each jitgrad row's median over each PyTorch
+    row's (below 1: jitgrad is faster)."""
+    groups: dict = {}
+    for r in rows:
+        if r["workload"] == workload:
+            groups.setdefault(r["config"], {})[r["impl"]] = r["median_s"]
+    for config, t in groups.items():
+        peers = [p for p in ("torch_eager", "torch_compile") if p in t]
+        ours = [j for j in ("jitgrad", "jitgrad_compiled") if j in t]
+        cells = [f"{j} / {p} = {t[j] / t[p]:.2f}" for j in ours for p in peers]
+        if peers:
+            print(f"{workload} {config}: " + ", ".join(cells))
+
+
 def _training_impls(makers: dict, reference: str):
     """Each implementation's step for timing, and a check: the loss of the third step of a
     fresh instance (past tracing: a compiled plan runs) against ``reference``'s."""
@@ -935,7 +970,7 @@ def versions() -> dict:
 
 
 # ------------------------------------------------------------------------------ main
-WORKLOADS = ("per_op", "seed", "matmul", "chain", "mlp", "cnn", "cold", "compile")
+WORKLOADS = ("per_op", "seed", "matmul", "chain", "mlp", "cnn", "gpt", "cold", "compile")
 
 
 def main(argv=None) -> int:
@@ -1040,6 +1075,13 @@ def main(argv=None) -> int:
         impls, checks = cnn_impls(jg, 32 if q else 128)
         run("cnn_step", f"digits CNN b{32 if q else 128} f32 SGD-m", impls, checks)
         del impls, checks
+    if "gpt" in todo:
+        for config in (("tiny",) if q else ("tiny", "small")):
+            impls, checks = gpt_impls(jg, config, with_torch_compile=not q)
+            batch, block, n_layer, _, n_embd = workloads("training_workloads").GPT_CONFIGS[config]
+            run("gpt_step", f"{config} {n_layer}x{n_embd} T{block} b{batch} f32 AdamW", impls,
+                checks)
+            del impls, checks
     if "cold" in todo:
         peers = ["jitgrad", "numpy"] + [p for p in ("torch", "jax")
                                          if not q and PEER_MODULES.get(p) is not None]
@@ -1056,6 +1098,9 @@ def main(argv=None) -> int:
     add_ratios(rows)
     print()
     print_table(rows, triad, gemm)
+    print()
+    for workload in ("mlp_step", "cnn_step", "gpt_step"):
+        print_side_by_side(rows, workload)
     for r in rows:
         if r.get("check_error"):
             print(f"check failed: {r['workload']} {r['config']} {r['impl']}: {r['check_error']}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -77,11 +78,18 @@ def make_predict(model: nn.Module) -> Callable:
     return predict
 
 
+def bars_wanted() -> bool:
+    """Progress bars only where someone watches them: tqdm redraws its bar on stderr with a
+    carriage return per update, which a terminal overwrites and a log file keeps (``make demo
+    > log 2>&1`` grew by a bar per step)."""
+    return sys.stderr.isatty()
+
+
 def train(model: nn.Module, opt: torch.optim.Optimizer, loader: DataLoader, epochs: int,
           step_fn: Callable, scheduler=None) -> tuple[list[float], float, float]:
-    """Run ``epochs`` passes of ``step_fn(x, y)`` over ``loader`` (a progress bar per epoch,
-    ``scheduler.step()`` after each); returns (loss per step, steady-state steps per second,
-    seconds of the first epoch).
+    """Run ``epochs`` passes of ``step_fn(x, y)`` over ``loader`` (on a terminal a progress
+    bar per epoch, otherwise a printed line per epoch; ``scheduler.step()`` after each);
+    returns (loss per step, steady-state steps per second, seconds of the first epoch).
 
     The first epoch is where a compiled step traces (first step, the steady state once the
     optimizer has its state, the short last batch) and compiles its kernels (seconds on a cold
@@ -91,11 +99,14 @@ def train(model: nn.Module, opt: torch.optim.Optimizer, loader: DataLoader, epoc
     from tqdm import tqdm
 
     model.train()
+    show_bars = bars_wanted()
     losses: list[float] = []
     start, steps, first_epoch_s = None, 0, 0.0
     t0 = time.perf_counter()
     for epoch in range(epochs):
-        bar = tqdm(loader, desc=f"epoch {epoch + 1:2d}/{epochs}", leave=False, unit="step")
+        t_epoch, n_before = time.perf_counter(), len(losses)
+        bar = tqdm(loader, desc=f"epoch {epoch + 1:2d}/{epochs}", leave=False, unit="step",
+                   disable=not show_bars)
         for x, y in bar:
             loss = step_fn(x, y).item()
             losses.append(loss)
@@ -104,6 +115,11 @@ def train(model: nn.Module, opt: torch.optim.Optimizer, loader: DataLoader, epoc
             elif epochs == 1 or epoch > 0:
                 steps += 1
             bar.set_postfix(loss=f"{loss:.3f}")
+        if not show_bars:
+            epoch_losses = losses[n_before:]
+            print(f"  epoch {epoch + 1:2d}/{epochs}: mean loss "
+                  f"{sum(epoch_losses) / max(1, len(epoch_losses)):.4f} over "
+                  f"{len(epoch_losses)} steps, {time.perf_counter() - t_epoch:.2f} s", flush=True)
         if scheduler is not None:
             scheduler.step()
         if epoch == 0:
@@ -120,7 +136,9 @@ def accuracy(model: nn.Module, predict: Callable, x, y) -> float:
     return (predict(x) == y).float().mean().item()
 
 
-def plot(curves: dict, path: str) -> None:
+def plot(curves: dict, path: str, title: str = "digits: training loss") -> None:
+    """Each run's loss per step (faint) and its moving average over 25 steps, on a log
+    scale, as a PNG at ``path`` (a line says so; skipped without matplotlib)."""
     try:
         import matplotlib
 
@@ -132,13 +150,14 @@ def plot(curves: dict, path: str) -> None:
     fig, ax = plt.subplots(figsize=(7, 4))
     for name, losses in curves.items():
         line, = ax.plot(losses, linewidth=0.6, alpha=0.35)
-        k = 25  # moving average over k steps
+        k = min(25, len(losses))  # moving average over k steps
         smooth = np.convolve(losses, np.ones(k) / k, mode="valid")
         ax.plot(np.arange(k - 1, len(losses)), smooth, color=line.get_color(), label=name)
-    ax.set(xlabel="step", ylabel="cross-entropy", yscale="log", title="digits: training loss")
+    ax.set(xlabel="step", ylabel="cross-entropy", yscale="log", title=title)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
     print(f"loss curve written to {path}")
 
 

@@ -116,7 +116,7 @@ def test_compare_quick(tmp_path):
     rows = data["results"]
     workloads = {r["workload"] for r in rows}
     assert workloads == {"per_op", "seed", "matmul", "chain", "mlp_step", "cnn_step",
-                         "cold", "compile"}, workloads
+                         "gpt_step", "cold", "compile"}, workloads
     compile_rows = {(r["config"], r["impl"]) for r in rows if r["workload"] == "compile"}
     assert {("W2 1e6 f32, cold cache", "jitgrad"),
             ("W2 1e6 f32, warm cache", "jitgrad")} <= compile_rows, compile_rows

@@ -1,6 +1,7 @@
 """Training steps (the "Training" issue's workloads; models in ``training_workloads.py``):
 
-* ``time_step``: one full step (forward, cross-entropy, backward, SGD update), eager,
+* ``time_step``: one full step (forward, cross-entropy, backward, update: SGD; AdamW with
+  gradient clipping for the GPT), eager,
   compiled whole with ``jitgrad.compile`` (traced and compiled in ``setup``), or ``module``:
   the model compiled and the rest eager, as torch.compile users write it;
 * ``peakmem_step``: the process's peak memory over a step, eager vs compiled;
@@ -89,6 +90,28 @@ class CNNStep:
         self.step()
 
     def peakmem_step(self, batch, mode):
+        self.step()
+
+
+class GPTStep:
+    """The character-level GPT of ``examples/train_gpt.py`` (nanoGPT's architecture): one
+    step of forward, cross-entropy, backward, ``clip_grad_norm_`` and AdamW, eager or
+    compiled whole (``tiny``: the example's default, ``small``: 4 layers of width 128 over
+    64 tokens)."""
+
+    params = [["tiny", "small"], ["eager", "compiled"]]
+    param_names = ["config", "mode"]
+    quick_params = [["tiny"], ["eager", "compiled"]]
+
+    def setup(self, config, mode):
+        self.step = tw.gpt_step(jitgrad, config, mode)
+        for _ in range(3):  # compiled: trace, trace again with AdamW's state, run
+            self.step()
+
+    def time_step(self, config, mode):
+        self.step()
+
+    def peakmem_step(self, config, mode):
         self.step()
 
 

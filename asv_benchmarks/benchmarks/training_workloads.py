@@ -5,7 +5,10 @@
   SGD lr=0.01, the same batch every step, weights as ``shared/peers-bench/w3_mlp.py`` draws
   them (so the first-step losses of every implementation agree);
 * the small CNN of ``examples/train_digits.py`` (two 3x3 conv + ReLU + 2x2 max-pool blocks,
-  a linear head) on 1x8x8 images, SGD with momentum.
+  a linear head) on 1x8x8 images, SGD with momentum;
+* the character-level GPT of ``examples/train_gpt.py`` and its step (cross-entropy,
+  ``clip_grad_norm_``, AdamW with decay / no-decay groups), PyTorch running the same file
+  through ``train_gpt.pytorch_twin()`` on the same initial weights.
 
 Every ``*_step`` builder returns ``step() -> loss`` (a scalar of its library); the state of
 each implementation advances with every call, as in training. The jitgrad and PyTorch steps
@@ -237,3 +240,60 @@ def jitgrad_cnn_initial_state(jg) -> dict:
 
     jg.manual_seed(0)
     return {k: v.numpy().copy() for k, v in _cnn(nn).state_dict().items()}
+
+
+# ------------------------------------------------------------------------------------- GPT
+#: name -> (batch, block_size, n_layer, n_head, n_embd): the example's default ("tiny") and
+#: a model 8x its width x depth ("small")
+GPT_CONFIGS = {"tiny": (16, 32, 2, 4, 64), "small": (32, 64, 4, 4, 128)}
+GPT_VOCAB = 65
+GPT_LR, GPT_WEIGHT_DECAY, GPT_BETAS, GPT_CLIP = 1e-3, 0.1, (0.9, 0.99), 1.0
+
+
+def _gpt_module(torch):
+    """``examples/train_gpt.py`` over ``torch`` (jitgrad, or PyTorch through its twin)."""
+    import train_gpt
+
+    return train_gpt if torch.__name__ == "jitgrad" else train_gpt.pytorch_twin()
+
+
+def gpt_data(config: str):
+    """One batch of token ids and its targets, (batch, block_size) int64."""
+    batch, block, *_ = GPT_CONFIGS[config]
+    rng = np.random.default_rng(2)
+    ids = rng.integers(0, GPT_VOCAB, size=(batch, block + 1)).astype(np.int64)
+    return ids[:, :-1].copy(), ids[:, 1:].copy()
+
+
+def gpt_initial_state(config: str) -> dict:
+    """The jitgrad GPT's initial weights under ``manual_seed(0)`` as NumPy arrays (the tied
+    embedding under both its names, as ``state_dict`` gives it)."""
+    import jitgrad
+
+    jitgrad.manual_seed(0)
+    model = _gpt_model(jitgrad, config)
+    return {k: v.numpy().copy() for k, v in model.state_dict().items()}
+
+
+def _gpt_model(torch, config: str):
+    _, block, n_layer, n_head, n_embd = GPT_CONFIGS[config]
+    mod = _gpt_module(torch)
+    return mod.GPT(mod.GPTConfig(block_size=block, vocab_size=GPT_VOCAB, n_layer=n_layer,
+                                 n_head=n_head, n_embd=n_embd, dropout=0.0, bias=True))
+
+
+def gpt_step(torch, config: str, mode: str, state: dict | None = None):
+    """The example's training step (forward, cross-entropy, backward, ``clip_grad_norm_``,
+    AdamW with its two parameter groups) of ``torch`` (``jitgrad`` or ``torch``) on the
+    weights ``state`` (default: ``gpt_initial_state``); ``mode`` "eager" or "compiled"
+    (``torch.compile`` of the whole step). Returns ``step() -> loss``."""
+    state = gpt_initial_state(config) if state is None else state
+    model = _gpt_model(torch, config)
+    with torch.no_grad():
+        model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()})
+    opt = model.configure_optimizers(GPT_WEIGHT_DECAY, GPT_LR, GPT_BETAS, "cpu")
+    step = _gpt_module(torch).make_step(model, opt, GPT_CLIP)
+    if mode == "compiled":
+        step = torch.compile(step)
+    x, y = (torch.from_numpy(a) for a in gpt_data(config))
+    return lambda: step(x, y).detach()

@@ -211,9 +211,11 @@ def drop_copies(graph: Graph, keep=()) -> list:
         x = e.ins[0] if e.name == "clone" and e.ins else None
         p = producer.get(id(x)) if isinstance(x, Var) else None
         # a view of an internal value may stand for the copy where no caller gets it (the
-        # effects copy what they keep: apply_effects)
+        # effects copy what they keep: apply_effects) and no reader needs the copy's strides
+        # (``y.transpose(1, 2).contiguous().view(...)``)
         if (p is not None and not isinstance(p.op, str)
-                and (not p.op.view or (id(e.out) not in returned and _internal_view(p, producer)))
+                and (not p.op.view or (id(e.out) not in returned and _internal_view(p, producer)
+                                       and not any(map(_needs_strides, e.out.users))))
                 and uses.get(id(x)) == 1 and x.shape == e.out.shape
                 and np.dtype(x.dtype) == np.dtype(e.out.dtype)):
             return x
@@ -221,6 +223,12 @@ def drop_copies(graph: Graph, keep=()) -> list:
 
     replace = _substitute(graph, needless)
     return [replace.get(id(v), v) for v in keep]
+
+
+def _needs_strides(e: Eqn) -> bool:
+    """``e`` is a ``view()`` (a reshape that must not copy): it fails on a value whose strides
+    do not allow the new shape, where a contiguous copy would have been fine."""
+    return e.name == "reshape" and e.params.get("node") == "ViewBackward0"
 
 
 def _internal_view(e: Eqn, producer: dict) -> bool:

@@ -84,3 +84,18 @@ def test_check_names_what_is_wrong(break_it, rng):
         match = "neither a Var nor a Lit"
     with pytest.raises(IRError, match=match):
         g.check()
+
+
+def test_contiguous_before_view_is_kept():
+    """``y.transpose(1, 2).contiguous().view(...)`` of an internal value (attention's heads
+    side by side again): the clone cannot be dropped for the transposed view, which ``view``
+    cannot reshape."""
+    def f(q, v):
+        y = (q @ q.transpose(-2, -1)) @ v
+        b, h, t, d = y.shape
+        return y.transpose(1, 2).contiguous().view(b, t, h * d)
+
+    q, v = jg.randn(2, 3, 4, 5), jg.randn(2, 3, 4, 5)
+    cf = jg.compile(f)
+    for _ in range(2):
+        np.testing.assert_array_equal(cf(q, v).numpy(), f(q, v).numpy())
