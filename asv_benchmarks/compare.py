@@ -1076,7 +1076,7 @@ def main(argv=None) -> int:
         run("cnn_step", f"digits CNN b{32 if q else 128} f32 SGD-m", impls, checks)
         del impls, checks
     if "gpt" in todo:
-        for config in (("tiny",) if q else ("tiny", "small")):
+        for config in (("nano",) if q else ("tiny", "small")):
             impls, checks = gpt_impls(jg, config, with_torch_compile=not q)
             batch, block, n_layer, _, n_embd = workloads("training_workloads").GPT_CONFIGS[config]
             run("gpt_step", f"{config} {n_layer}x{n_embd} T{block} b{batch} f32 AdamW", impls,

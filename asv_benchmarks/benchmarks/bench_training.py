@@ -101,7 +101,7 @@ class GPTStep:
 
     params = [["tiny", "small"], ["eager", "compiled"]]
     param_names = ["config", "mode"]
-    quick_params = [["tiny"], ["eager", "compiled"]]
+    quick_params = [["nano"], ["eager", "compiled"]]
 
     def setup(self, config, mode):
         self.step = tw.gpt_step(jitgrad, config, mode)

@@ -243,9 +243,10 @@ def jitgrad_cnn_initial_state(jg) -> dict:
 
 
 # ------------------------------------------------------------------------------------- GPT
-#: name -> (batch, block_size, n_layer, n_head, n_embd): the example's default ("tiny") and
-#: a model 8x its width x depth ("small")
-GPT_CONFIGS = {"tiny": (16, 32, 2, 4, 64), "small": (32, 64, 4, 4, 128)}
+#: name -> (batch, block_size, n_layer, n_head, n_embd): one layer for smoke runs ("nano"),
+#: the example's default ("tiny") and a model 4x its width x depth, over twice the tokens
+GPT_CONFIGS = {"nano": (8, 16, 1, 2, 32), "tiny": (16, 32, 2, 4, 64),
+               "small": (32, 64, 4, 4, 128)}
 GPT_VOCAB = 65
 GPT_LR, GPT_WEIGHT_DECAY, GPT_BETAS, GPT_CLIP = 1e-3, 0.1, (0.9, 0.99), 1.0
 
