@@ -97,7 +97,9 @@ def test_train_gpt_text_without_python_license_and_its_main(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "eager vs compiled: losses" in out and "sample:\n" in out
     assert "compiled step     3: train loss" in out
-    sample = out.split("sample:\n", 1)[1].split("\nloss curve written", 1)[0]
+    sample = out.split("sample:\n", 1)[1]
+    for end in ("\nloss curve written", "\n(matplotlib not installed"):  # CI: no examples extra
+        sample = sample.split(end, 1)[0]
     assert len(sample) == 21 and set(sample) <= set(results["eager"]["data"].stoi)
     if importlib.util.find_spec("matplotlib"):
         assert png.read_bytes()[:4] == b"\x89PNG"
