@@ -22,7 +22,7 @@ def _cat_vjp(g, ins, out, p, n):
     start = 0
     for size, need in zip(p["sizes"], n):
         if size is None:  # a skipped 1-D empty input: an empty gradient
-            res.append(zeros(0, dtype=g.dtype) if need else None)
+            res.append(zeros(0, dtype=g.dtype, device=g.device) if need else None)
             continue
         res.append(narrow(g, d, start, size) if need else None)
         start += size

@@ -342,6 +342,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         raise RuntimeError(f"Input type ({_type_name(dt, True)}) and bias type "
                            f"({_type_name(bias._data.dtype, True)}) should be the same")
     _check_float(input, "conv2d")
+    _check_float(weight, "conv2d")
     p = {"stride": stride, "padding": pad4, "dilation": dilation, "groups": groups}
     if batched:
         return _conv_call(input, weight, bias, p)

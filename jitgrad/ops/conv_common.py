@@ -9,6 +9,7 @@ import operator
 
 import numpy as np
 
+from ..devices import is_cpu_array
 from ..kernels.parallel import parallel_ok
 from ..kernels.pool import run_parts
 from ..shapes import fmt_shape
@@ -77,6 +78,12 @@ def _ints(v, n, what):
 
 
 def _check_float(t: Tensor, fn: str) -> None:
+    """Convolution and (non-adaptive) pooling run float32/float64 tensors in host memory:
+    PyTorch's messages otherwise (their kernels are Numba CPU kernels, with no CUDA form yet).
+    """
+    if type(t._data) is not np.ndarray and not is_cpu_array(t._data):
+        raise NotImplementedError(f"{fn} is not supported on CUDA yet (jitgrad runs it with CPU "
+                                  f"kernels only): move the tensors with .cpu() first")
     if t._data.dtype not in _FLOATS:
         raise RuntimeError(f"{fn}: jitgrad implements float32 and float64 tensors, got "
                            f"{t.dtype.name} (input of size {fmt_shape(t._data.shape)})")

@@ -7,6 +7,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..devices import array_namespace, to_device
 from ..shapes import wrap_dim
 from ..tensor import Tensor, wrap
 from . import samples as S
@@ -57,7 +58,7 @@ def _extreme_ref(fn):
                 "max(): Expected reduction dim to be specified for input.numel() == 0. Specify "
                 "the reduction dim with the 'dim' argument."
             )
-        return np.asarray(fn(a, axis=dims, keepdims=keepdim))
+        return array_namespace(a).asarray(fn(a, axis=dims, keepdims=keepdim))
     return ref
 
 
@@ -76,12 +77,13 @@ AMIN = defop(name="amin", kind=REDUCE, inputs=("a",), params=("dims", "keepdim",
 # ----------------------------------------------------------------------- argmax / argmin
 def _arg_ref(fn):
     def ref(a, dim, keepdim):
+        xp = array_namespace(a)
         if a.ndim == 0:
-            return np.zeros((), np.int64)
+            return xp.zeros((), np.int64)
         if dim is None:
             r = fn(a)
-            return np.asarray(r, np.int64).reshape((1,) * a.ndim if keepdim else ())
-        return np.asarray(fn(a, axis=dim, keepdims=keepdim), dtype=np.int64)
+            return xp.asarray(r, np.int64).reshape((1,) * a.ndim if keepdim else ())
+        return xp.asarray(fn(a, axis=dim, keepdims=keepdim), dtype=np.int64)
     return ref
 
 
@@ -115,15 +117,15 @@ def _select_grad(g: Tensor, p) -> Tensor:
     if not shape:  # 0-d input: the value is the input
         return g
     idx = p["indices"]  # int64, keepdim=True layout
-    ar = const_tensor(np.arange(shape[dim]).reshape(
-        tuple(shape[dim] if i == dim else 1 for i in range(len(shape)))))
+    ar = const_tensor(to_device(np.arange(shape[dim]).reshape(
+        tuple(shape[dim] if i == dim else 1 for i in range(len(shape)))), g.device))
     gk = g if p["keepdim"] else g.unsqueeze(dim)
     return where(eq(ar, idx), gk.expand(shape), 0.0)
 
 
 def _dim_ref(fn):
     def ref(a, dim, keepdim, shape, indices=None):
-        return np.asarray(fn(a, axis=dim, keepdims=keepdim))
+        return array_namespace(a).asarray(fn(a, axis=dim, keepdims=keepdim))
     return ref
 
 
@@ -151,7 +153,7 @@ def _extreme(op_full, op_dim, argfn, input, dim, keepdim, name):
     if not keepdim and a.ndim:
         values = np.squeeze(values, axis=d)
     p = {"dim": d, "keepdim": bool(keepdim), "shape": a.shape, "indices": idx}
-    out = record(op_dim, wrap(np.array(values, order="C")), (input,), p)
+    out = record(op_dim, wrap(array_namespace(a).array(values, order="C")), (input,), p)
     if not keepdim and a.ndim:
         idx = idx.squeeze(d)
     return rtype(out, idx)

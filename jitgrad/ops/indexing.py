@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..devices import array_namespace, is_cpu_array, to_host
 from ..shapes import wrap_dim
 from ..tensor import Tensor, mark_view, wrap
 from .api import api
@@ -46,13 +47,15 @@ class _TwoStep(tuple):
 
 
 def _take(a, index):
-    if type(index) is _TwoStep:
-        return a[index[0]][index[1]]
-    return a[index]
+    """``a[index]`` as an array (an element read is a 0-d array on ``a``'s device)."""
+    res = a[index[0]][index[1]] if type(index) is _TwoStep else a[index]
+    if not isinstance(res, np.ndarray):
+        res = array_namespace(a).asarray(res)
+    return res
 
 
 def _getitem_bwd_ref(g, index, shape, advanced):
-    out = np.zeros(shape, dtype=g.dtype)
+    out = array_namespace(g).zeros(shape, dtype=g.dtype)
     if type(index) is _TwoStep:
         np.add.at(out[index[0]], index[1], g)
     elif advanced:
@@ -113,7 +116,7 @@ def _normalise_index(index, shape):
     advanced = False
     for it in items:
         if isinstance(it, Tensor):
-            it = it._data
+            it = to_host(it._data)  # checked on the host; moved to the data by index_on
             if it.ndim == 0 and it.dtype.kind in "iu":  # a 0-d integer tensor acts as an int
                 it = int(it)
         elif isinstance(it, (list,)) and not all(isinstance(x, slice) for x in it):
@@ -157,6 +160,24 @@ def _normalise_index(index, shape):
     return index, advanced
 
 
+def index_on(index, a):
+    """A normalised ``index`` whose arrays live on array ``a``'s device (``index`` itself
+    for host arrays): CUDA arrays are indexed, and their gradients scattered, with device
+    index arrays."""
+    if is_cpu_array(a):
+        return index
+    xp = array_namespace(a)
+
+    def move(it):
+        if isinstance(it, np.ndarray) and is_cpu_array(it):
+            return xp.asarray(it)
+        if type(it) is tuple or type(it) is _TwoStep:
+            return type(it)(move(x) for x in it)
+        return it
+
+    return move(index)
+
+
 @api(GETITEM, method="__getitem__")
 def getitem(input: Tensor, index, _node: str | None = None) -> Tensor:
     """``input[index]``: ints, slices, None, Ellipsis, integer and boolean tensors/arrays."""
@@ -166,12 +187,11 @@ def getitem(input: Tensor, index, _node: str | None = None) -> Tensor:
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                              "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
     index, advanced = _normalise_index(index, a.shape)
+    if advanced:
+        index = index_on(index, a)
     p = {"index": index, "shape": a.shape, "advanced": advanced,
          "node": _node or _index_kind(index)}
-    res = _take(a, index)
-    if not isinstance(res, np.ndarray):
-        res = np.asarray(res)
-    out = wrap(res)
+    out = wrap(_take(a, index))
     if not advanced:
         mark_view(out, input)
     return record(GETITEM, out, (input,), p)

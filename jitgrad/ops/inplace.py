@@ -13,6 +13,7 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..autograd.node import HookedSaved, save_input, save_output
+from ..devices import array_namespace
 from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
 from .api import api
@@ -143,7 +144,7 @@ def write_out(out, result: Tensor, name: str) -> Tensor:
                 f"release outputs will not be resized unless they have zero elements. You can "
                 f"explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
                 f"with t.resize_(0).", UserWarning, stacklevel=3)
-        out._data = np.empty(src.shape, out._data.dtype)
+        out._data = array_namespace(out._data).empty(src.shape, out._data.dtype)
     return apply_inplace(out, wrap(src))
 
 
@@ -174,7 +175,7 @@ def _snapshot_self(saved: tuple, self: Tensor, result: Tensor) -> tuple:
 
 # ---------------------------------------------------------------------- x[i] = v
 def _index_put_ref(a, v, index):
-    out = np.array(a, copy=True)
+    out = array_namespace(a).array(a, copy=True)
     out[index] = v.astype(a.dtype, copy=False) if isinstance(v, np.ndarray) else v
     return out
 
@@ -185,7 +186,7 @@ def _index_put_vjp(g, ins, out, p, n):
     if n[0]:
         from ..creation import const_tensor
 
-        mask = np.ones(g._data.shape, dtype=g._data.dtype)
+        mask = array_namespace(g._data).ones(g._data.shape, dtype=g._data.dtype)
         mask[index] = 0
         ga = g * const_tensor(mask)
     if n[1]:
@@ -207,9 +208,11 @@ INDEX_PUT = defop(name="index_put", kind=MOVEMENT, inputs=("a", "value"),
 @api(INDEX_PUT, method="__setitem__")
 def setitem(self: Tensor, index, value) -> None:
     """``self[index] = value`` (value: tensor or number); differentiable w.r.t. both."""
-    from .indexing import _normalise_index
+    from .indexing import _normalise_index, index_on
 
-    idx, _ = _normalise_index(index, self._data.shape)
+    idx, advanced = _normalise_index(index, self._data.shape)
+    if advanced:
+        idx = index_on(idx, self._data)
     v_is_t = isinstance(value, Tensor)
     v = value._data if v_is_t else value
     recording = _STATE.enabled and (self._requires_grad or (v_is_t and value._requires_grad))

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..devices import array_namespace
 from ..kernels.parallel import PARALLEL_MIN_SIZE, parallel_ok
 from ..kernels.pool import run_parts
 from ..shapes import fmt_shape
@@ -34,9 +35,9 @@ def _bce_logits_ref(x, y, weight=None, pos_weight=None, *, reduction="mean"):
     if weight is not None:
         loss = loss * weight
     if reduction == "mean":
-        return np.asarray(np.mean(loss), dtype=x.dtype)
+        return array_namespace(x).asarray(np.mean(loss), dtype=x.dtype)
     if reduction == "sum":
-        return np.asarray(np.sum(loss), dtype=x.dtype)
+        return array_namespace(x).asarray(np.sum(loss), dtype=x.dtype)
     return loss.astype(x.dtype, copy=False)
 
 
@@ -61,8 +62,10 @@ def _kernels():
 
 
 def _use_kernel(x, y) -> bool:
-    return x.dtype in (np.float32, np.float64) and x.dtype == y.dtype and x.size > 0 and \
-        use_kernels()
+    """Whether the fused CPU kernels take ``x`` and ``y`` (host float arrays; CUDA arrays
+    take the NumPy formulation)."""
+    return type(x) is np.ndarray and x.dtype in (np.float32, np.float64) and \
+        x.dtype == y.dtype and x.size > 0 and use_kernels()
 
 
 def _bce_logits_eager(x, y, w, pw, reduction, shape):
@@ -97,7 +100,7 @@ def _bce_grad_ref(g, x, y, w, pw, reduction, shape):
     d = d * g
     if w is not None:
         d = d * w
-    return np.asarray(d, dtype=x.dtype)
+    return array_namespace(x).asarray(d, dtype=x.dtype)
 
 
 def _bce_grad_eager(g, x, y, w, pw, reduction, shape):

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ..devices import array_namespace
 from ..tensor import Tensor
 from . import samples as S
 from .api import api
@@ -40,7 +41,7 @@ def _vector_norm_ref(a, dims, keepdim, shape, ord=2.0):
             r = np.sum(x != 0, axis=dims, keepdims=keepdim)
         else:
             r = np.sum(x ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
-    return np.asarray(r, dtype=a.dtype)
+    return array_namespace(a).asarray(r, dtype=a.dtype)
 
 
 def _vector_norm_vjp(g, ins, out, p, n):

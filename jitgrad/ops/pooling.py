@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from ..devices import array_namespace
 from ..shapes import fmt_shape
 from ..tensor import Tensor, wrap
 from . import samples as S
@@ -236,7 +237,7 @@ def _pool_bwd_vjp(adjoint):
         from ..creation import zeros
 
         return (adjoint(gg, ins, p) if n[0] else None,
-                zeros(p["input_shape"], dtype=gg.dtype) if n[1] else None) + (
+                zeros(p["input_shape"], dtype=gg.dtype, device=gg.device) if n[1] else None) + (
                     (None,) * (len(n) - 2))
     return vjp
 
@@ -447,14 +448,16 @@ def _adaptive_matrices(input_shape, output_size, dtype):
 
 def _adaptive_avg_pool_ref(x, input_shape, output_size):
     """Adaptive average pooling, separable: ``Ah @ x @ Aw.T`` over the last two dims."""
-    Ah, Aw = _adaptive_matrices(x.shape, output_size, x.dtype)
-    return np.ascontiguousarray(np.matmul(np.matmul(Ah, x), Aw.T))
+    xp = array_namespace(x)
+    Ah, Aw = (xp.asarray(A) for A in _adaptive_matrices(x.shape, output_size, x.dtype))
+    return xp.ascontiguousarray(np.matmul(np.matmul(Ah, x), Aw.T))
 
 
 def _adaptive_avg_pool_bwd_ref(g, x, input_shape, output_size):
     """Its adjoint: ``Ah.T @ g @ Aw``."""
-    Ah, Aw = _adaptive_matrices(input_shape, output_size, g.dtype)
-    return np.ascontiguousarray(np.matmul(np.matmul(Ah.T, g), Aw))
+    xp = array_namespace(g)
+    Ah, Aw = (xp.asarray(A) for A in _adaptive_matrices(input_shape, output_size, g.dtype))
+    return xp.ascontiguousarray(np.matmul(np.matmul(Ah.T, g), Aw))
 
 
 def adaptive_avg_pool2d_backward(grad: Tensor, input: Tensor, p: dict) -> Tensor:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..devices import array_namespace
 from ..shapes import wrap_dim
 from ..tensor import Tensor, wrap
 from . import samples as S
@@ -22,7 +23,7 @@ __all__ = ["logsumexp", "softmax", "log_softmax", "softmax_backward", "log_softm
 # ----------------------------------------------------------------------------- logsumexp
 def _lse_ref(a, dims, keepdim, shape, full=False):
     if a.size == 0:  # log(sum of nothing) = -inf, as PyTorch
-        return np.full(kept_shape(shape, dims) if keepdim else tuple(
+        return array_namespace(a).full(kept_shape(shape, dims) if keepdim else tuple(
             s for i, s in enumerate(shape) if i not in dims), -np.inf, dtype=a.dtype)
     m = np.max(a, axis=dims, keepdims=True)
     m = np.where(np.isfinite(m), m, 0)
@@ -30,7 +31,7 @@ def _lse_ref(a, dims, keepdim, shape, full=False):
         r = np.log(np.sum(np.exp(a - m), axis=dims, keepdims=True)) + m
     if not keepdim:
         r = np.squeeze(r, axis=dims)
-    return np.asarray(r.astype(a.dtype))
+    return array_namespace(a).asarray(r.astype(a.dtype))
 
 
 def _lse_vjp(g, ins, out, p, n):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..devices import array_namespace
 from ..shapes import fmt_shape, wrap_dim
 from ..tensor import Tensor
 from . import samples as S
@@ -48,14 +49,15 @@ def _stable_order(a: np.ndarray, dim: int, descending: bool) -> np.ndarray:
 
 
 def _sort_indices_ref(a, dim, descending, k=None, kth=None):
+    xp = array_namespace(a)
     if a.ndim == 0:
-        return np.zeros((), np.int64)
+        return xp.zeros((), np.int64)
     order = _stable_order(a, dim, descending).astype(np.int64, copy=False)
     if kth is not None:  # kthvalue: the k-th smallest, the dim kept
         order = np.take(order, [kth - 1], axis=dim)
     elif k is not None:
-        order = np.take(order, np.arange(k), axis=dim)
-    return np.ascontiguousarray(order)
+        order = np.take(order, xp.arange(k), axis=dim)
+    return xp.ascontiguousarray(order)
 
 
 SORT_INDICES = defop(name="sort_indices", kind=OPAQUE, node=None, inputs=("a",),
@@ -86,11 +88,14 @@ def _gather_vjp(g, ins, out, p, n):
 
 
 def _gather_backward_ref(g, index, dim, shape, unique=False):
-    out = np.zeros(shape, dtype=g.dtype)
+    xp = array_namespace(g)
+    out = xp.zeros(shape, dtype=g.dtype)
     if not shape:
         out[...] = g
         return out
-    idx = list(np.indices(index.shape, sparse=True))
+    nd = index.ndim  # np.indices(index.shape, sparse=True), on g's device
+    idx = [xp.arange(s).reshape((1,) * d + (s,) + (1,) * (nd - d - 1))
+           for d, s in enumerate(index.shape)]
     idx[dim] = index
     if unique:  # positions picked once (sort, topk, kthvalue): a plain scatter
         out[tuple(idx)] = g

@@ -6,6 +6,7 @@ import builtins as _b
 
 import numpy as np
 
+from ..devices import array_namespace
 from ..shapes import fmt_shape, wrap_dim
 from ..tensor import Tensor, wrap
 from . import samples as S
@@ -24,7 +25,7 @@ def _sum_ref(a, dims, keepdim, shape, dtype=None, full=False):
         r = np.sum(a, axis=dims, keepdims=keepdim, dtype=np.int64)
     else:
         r = np.add.reduce(a, axis=dims, keepdims=keepdim)
-    return np.asarray(r if dtype is None else r.astype(dtype))
+    return array_namespace(a).asarray(r if dtype is None else r.astype(dtype))
 
 
 def _sum_eager(a, dims, keepdim, shape, full=False):
@@ -45,7 +46,7 @@ SUM = defop(name="sum", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "
 
 
 def _mean_ref(a, dims, keepdim, shape, full=False):
-    return np.asarray(np.mean(a, axis=dims, keepdims=keepdim))
+    return array_namespace(a).asarray(np.mean(a, axis=dims, keepdims=keepdim))
 
 
 MEAN = defop(name="mean", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "shape"),
@@ -82,7 +83,7 @@ def _moments_ref(fn):
     def ref(a, dims, keepdim, shape, correction, full=False):
         with np.errstate(divide="ignore", invalid="ignore"):
             r = fn(a.astype(np.float64), axis=dims, ddof=correction, keepdims=keepdim)
-        return np.asarray(r, dtype=a.dtype)
+        return array_namespace(a).asarray(r, dtype=a.dtype)
     return ref
 
 
@@ -147,5 +148,5 @@ def prod(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
             f"{fmt_shape(input._data.shape)})"
         )
     a = input._data
-    return wrap(np.asarray(np.prod(a, axis=None if dim is None else wrap_dim(dim, a.ndim),
-                                   keepdims=keepdim)))
+    r = np.prod(a, axis=None if dim is None else wrap_dim(dim, a.ndim), keepdims=keepdim)
+    return wrap(array_namespace(a).asarray(r))

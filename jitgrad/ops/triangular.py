@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..devices import array_namespace
 from ..tensor import Tensor
 from . import samples as S
 from .api import api
@@ -24,7 +25,8 @@ def _triangle_op(name: str, ref) -> object:
 
     op = defop(name=name, kind=MOVEMENT, inputs=("a",), params=("diagonal",),
                node=f"{name.capitalize()}Backward0",
-               ref=lambda a, diagonal: np.ascontiguousarray(ref(a, diagonal)), vjp=vjp,
+               ref=lambda a, diagonal: array_namespace(a).ascontiguousarray(ref(a, diagonal)),
+               vjp=vjp,
                samples=S.triangle)
     return op
 

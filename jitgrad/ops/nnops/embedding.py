@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...devices import array_namespace
 from ...tensor import Tensor
 from .. import samples as S
 from ..api import api
@@ -20,7 +21,7 @@ def _embedding_ref(weight, indices, padding_idx=None):
 
 
 def _embedding_backward_ref(g, indices, num_weights, padding_idx=None):
-    out = np.zeros((num_weights,) + g.shape[indices.ndim:], dtype=g.dtype)
+    out = array_namespace(g).zeros((num_weights,) + g.shape[indices.ndim:], dtype=g.dtype)
     flat = indices.reshape(-1)
     rows = g.reshape((flat.size,) + out.shape[1:])
     keep = flat != padding_idx if padding_idx is not None else slice(None)
@@ -29,8 +30,8 @@ def _embedding_backward_ref(g, indices, num_weights, padding_idx=None):
 
 
 def _embedding_backward_eager(g, indices, num_weights, padding_idx=None):
-    if g.dtype not in (np.float32, np.float64) or g.ndim != indices.ndim + 1 or \
-            not use_kernels():
+    if type(g) is not np.ndarray or g.dtype not in (np.float32, np.float64) or \
+            g.ndim != indices.ndim + 1 or not use_kernels():  # CUDA arrays: NumPy's form
         return _embedding_backward_ref(g, indices, num_weights, padding_idx)
     from ...kernels import nn as K
 

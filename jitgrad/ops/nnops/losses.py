@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...devices import array_namespace
 from ...shapes import fmt_shape
 from ...tensor import Tensor
 from .. import samples as S
@@ -40,7 +41,7 @@ def _mse_ref(x, y, reduction):
 
 def _mse_grad_ref(g, x, y, reduction):
     scale = 2.0 / max(x.size, 1) if reduction == "mean" else 2.0
-    return np.asarray(scale * g * (x - y), dtype=x.dtype)
+    return array_namespace(x).asarray(scale * g * (x - y), dtype=x.dtype)
 
 
 def _mse_grad_vjp(v, ins, out, p, n):
@@ -142,7 +143,7 @@ def _bce_grad_ref(g, x, y, w, reduction):
         d = d * w
     if reduction == "mean":
         d = d / max(x.size, 1)
-    return np.asarray(d, dtype=x.dtype)
+    return array_namespace(x).asarray(d, dtype=x.dtype)
 
 
 def _bce_grad_vjp(v, ins, out, p, n):
@@ -249,7 +250,8 @@ def _robust_loss_ops(name: str, node: str, huber: bool, samples, backward_sample
     def grad_ref(g, x, y, reduction, beta):
         w, c = _robust_consts(huber, beta)
         scale = c / max(x.size, 1) if reduction == "mean" else c
-        return np.asarray(g * scale * np.clip(x.astype(np.float64) - y, -w, w), dtype=x.dtype)
+        d = g * scale * np.clip(x.astype(np.float64) - y, -w, w)
+        return array_namespace(x).asarray(d, dtype=x.dtype)
 
     def grad_vjp(v, ins, out, p, n):
         g, x, y = ins

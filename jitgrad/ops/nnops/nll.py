@@ -92,7 +92,7 @@ def _weight_grad(x: Tensor, t: Tensor, w, g: Tensor, loss: Tensor, red: str, ign
     ``g * -x[i, t_i]`` (minus the mean's share) summed into its class."""
     picked = _nll(x, t, None, "none", ign)  # -x[i, t_i], 0 where ignored
     if red == "mean":
-        minus_one = full(x._data.shape, -1.0, dtype=x.dtype)  # a factory: traced
+        minus_one = full(x._data.shape, -1.0, dtype=x.dtype, device=x.device)  # traced
         total = _nll(minus_one, t, w, "sum", ign)  # the summed weights of the targets
         h = g * (picked - loss) / total
     else:

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 
+from ...devices import array_namespace
 from ...tensor import Tensor
 
 __all__ = ["reduction_arg", "broadcast_pair", "reduce_loss", "grad_scale"]
@@ -49,14 +50,16 @@ def broadcast_pair(input: Tensor, target: Tensor) -> tuple:
 
 
 def reduce_loss(loss: np.ndarray, reduction: str, dtype) -> np.ndarray:
-    """NumPy: reduce element losses (accumulated in float64) to ``dtype``."""
+    """NumPy: reduce element losses (accumulated in float64) to ``dtype`` (on ``loss``'s
+    device)."""
+    xp = array_namespace(loss)
     if reduction == "none":
-        return np.asarray(loss, dtype=dtype)
+        return xp.asarray(loss, dtype=dtype)
     with np.errstate(invalid="ignore"):
         r = np.sum(loss, dtype=np.float64)
         if reduction == "mean":
             r = r / loss.size if loss.size else np.nan
-    return np.asarray(r, dtype=dtype)
+    return xp.asarray(r, dtype=dtype)
 
 
 def grad_scale(g: Tensor, reduction: str, shape) -> Tensor:
