@@ -117,7 +117,7 @@ def sum_float(a, dims: tuple, keepdim: bool, scale: float = 1.0):
     """``scale * a.sum(dims)`` of a float32/float64 device array: the CPU's order of the same
     kind of sum (blocks in ``a``'s dtype, float64 across blocks), on the device."""
     from ..compiler.describe import describe_sum
-    from ..ops.eager_kernels import sum_kind
+    from ..ops.eager_kernels import sum_kind, sum_layout
 
     dt = a.dtype
     out_shape = tuple(1 if i in dims else s for i, s in enumerate(a.shape)) if keepdim else \
@@ -130,18 +130,8 @@ def sum_float(a, dims: tuple, keepdim: bool, scale: float = 1.0):
         with np.errstate(invalid="ignore"):
             r = xp.sum(a, axis=dims, keepdims=keepdim, dtype=np.float64) * scale
         return r.astype(dt).reshape(out_shape)
-    if kind == "general":
-        rest = [i for i in range(a.ndim) if i not in dims]
-        a = xp.transpose(a, rest + sorted(dims))
-        kind, cut = "rows", len(rest)
-    elif kind != "all":
-        active = [d for d in range(a.ndim) if a.shape[d] != 1]
-        red = [d for d in active if d in dims]
-        cut = red[0] if kind == "rows" else red[-1] + 1
-    a = xp.ascontiguousarray(a)
+    a, kind, R, C = sum_layout(a, dims, kind, xp)
     n = a.size
-    R = math.prod(a.shape[:cut]) if kind != "all" else 1
-    C = n // R
     desc = describe_sum(dt, kind)
     size = (n + CHUNK - 1) // CHUNK if kind == "all" else (R if kind == "rows" else C)
     r = runtime.empty(size, np.float64)

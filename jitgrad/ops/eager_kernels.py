@@ -20,6 +20,7 @@ traced values only shape the graph, and the first call's results come from the p
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 
 import numpy as np
@@ -252,6 +253,23 @@ def _run_numpy(op: OpDef, operands, params, odt) -> np.ndarray:
     if r.dtype != odt:
         r = r.astype(odt)
     return r
+
+
+def sum_layout(a, dims: tuple, kind: str, xp=np) -> tuple:
+    """``(contiguous array, kind, R, C)`` a sum kernel of ``kind`` ("all", "rows", "cols" or
+    "general": the summed dims moved last, then "rows") runs over; ``xp`` makes the copy
+    (NumPy, or the CUDA array module)."""
+    if kind == "general":
+        rest = [i for i in range(a.ndim) if i not in dims]
+        a = xp.transpose(a, rest + sorted(dims))
+        kind, cut = "rows", len(rest)
+    elif kind != "all":
+        active = [d for d in range(a.ndim) if a.shape[d] != 1]
+        red = [d for d in active if d in dims]
+        cut = red[0] if kind == "rows" else red[-1] + 1
+    a = xp.ascontiguousarray(a)
+    R = math.prod(a.shape[:cut]) if kind != "all" else 1
+    return a, kind, R, a.size // R
 
 
 def sum_kind(shape: tuple, dims: tuple) -> str | None:

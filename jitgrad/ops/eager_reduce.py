@@ -4,12 +4,10 @@ sums run on NumPy in int64), and the row-wise softmax family's kernels."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..kernels.parallel import PARALLEL_MIN_SIZE, parallel_ok
-from .eager_kernels import on_device, sum_kind, use_kernels
+from .eager_kernels import on_device, sum_kind, sum_layout, use_kernels
 
 __all__ = ["sum_float"]
 
@@ -68,19 +66,8 @@ def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> 
         with np.errstate(invalid="ignore"):
             r = np.sum(a, axis=dims, keepdims=keepdim, dtype=np.float64) * scale
         return np.asarray(r, dtype=dt).reshape(out_shape)
-    if kind == "general":  # the summed dims moved last: a sum of rows
-        rest = [i for i in range(a.ndim) if i not in dims]
-        a = np.transpose(a, rest + sorted(dims))
-        kind = "rows"
-        cut = len(rest)
-    elif kind != "all":
-        active = [d for d in range(a.ndim) if a.shape[d] != 1]
-        red = [d for d in active if d in dims]
-        cut = red[0] if kind == "rows" else red[-1] + 1
-    a = np.ascontiguousarray(a)
+    a, kind, R, C = sum_layout(a, dims, kind)
     n = a.size
-    R = math.prod(a.shape[:cut]) if kind != "all" else 1
-    C = n // R
     fn = _sum_fn(dt, kind)
     big = n >= PARALLEL_MIN_SIZE and parallel_ok(n)  # same bits either way
     flat = a.reshape(-1)
