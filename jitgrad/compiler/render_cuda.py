@@ -39,8 +39,6 @@ from numba import cuda
 {imports}
 f32 = np.float32
 f64 = np.float64
-u64 = np.uint64
-i64 = np.int64
 
 """
 _POW_SCALAR = re.compile(r"\bpow_scalar\(")
