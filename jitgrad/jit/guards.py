@@ -19,10 +19,12 @@ from __future__ import annotations
 import hashlib
 import threading
 import types
+import weakref
 from itertools import islice
 
 import numpy as np
 
+from ..nn.mutation import EPOCH, TrackedDict, TrackedOrderedDict, TrackedSet
 from ..tensor import Tensor
 
 __all__ = ["ClosureGuard", "AccessGuard", "external_guards", "closure_names", "state_of",
@@ -167,7 +169,7 @@ def state_of(o):
             return ("m", id(o))
         busy.add(id(o))
         try:
-            return ("m", _module_state(o))
+            return ("m", _module_state_cached(o))
         finally:
             busy.discard(id(o))
     if _is_module(o):
@@ -198,14 +200,52 @@ _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
                "_backward_pre_hooks", "_forward_hooks_with_kwargs",
                "_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called",
                "_state_dict_hooks", "_load_state_dict_pre_hooks")
+#: member containers of a module whose changes bump the epoch when they are jitgrad's own
+_TRACKED_MEMBERS = ("_parameters", "_buffers", "_modules", "_non_persistent_buffers_set",
+                    *_HOOK_DICTS[:7])
 _TREE_DICTS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set",
                          "_compiled_call_impl", *_HOOK_DICTS})
 
 
-def _module_state(root) -> tuple:
+#: root module -> (epoch, its state) of trees whose every change bumps the epoch
+_TREE_STATES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _module_state_cached(root) -> tuple:
+    """:func:`_module_state` of ``root``, read again only when some module tree changed
+    since it was last read (``nn/mutation.py``), for trees whose changes all bump the epoch;
+    others are read at every call."""
+    epoch = EPOCH[0]  # before the walk: a change during it makes the next call re-read
+    try:
+        seen = _TREE_STATES.get(root)
+    except TypeError:  # an unhashable module (a subclass defining __eq__)
+        return _module_state(root)[0]
+    if seen is not None and seen[0] == epoch:
+        return seen[1]
+    state, tracked = _module_state(root)
+    if tracked:
+        _TREE_STATES[root] = (epoch, state)
+    return state
+
+
+def _frozen(v) -> bool:
+    """Whether guarding ``v`` (a module attribute) by its binding is enough: no change to
+    what a guard compares of it can happen without rebinding the attribute."""
+    t = type(v)
+    if t in _PLAIN or isinstance(v, Tensor) or is_stateful(v):
+        return True
+    if t is tuple or t is frozenset:
+        return all(_frozen(e) for e in v)
+    return isinstance(v, (types.FunctionType, types.BuiltinFunctionType, type,
+                          types.ModuleType)) and t is not types.MethodType
+
+
+def _module_state(root) -> tuple[tuple, bool]:
     """Identity, ``training`` flag and plain-number attributes of every submodule, identities
-    of their parameters and buffers: one walk over jitgrad's ``Module`` dicts (this runs at
-    every call)."""
+    of their parameters and buffers: one walk over jitgrad's ``Module`` dicts. Also whether
+    every change to what it read bumps the module epoch (``nn/mutation.py``): jitgrad's
+    tracked member dicts, and attributes whose state is their binding (``_frozen``)."""
+    tracked = True
     out: list = []
     seen: set = set()
     stack = [root]
@@ -217,16 +257,24 @@ def _module_state(root) -> tuple:
         out.append(id(mod))
         out.append(getattr(mod, "training", None))
         d = mod.__dict__
+        if tracked and not (all(isinstance(d.get(k), _TRACKED_TYPES) for k in _TRACKED_MEMBERS)
+                            and all(isinstance(d.get(k, _NO_HOOKS), _TRACKED_TYPES)
+                                    for k in _HOOK_DICTS[7:])):
+            tracked = False
         for k, v in d.items():
             # plain attributes a forward reads (Dropout.p, a mode string, a config dict, a
             # tensor that is not a parameter) are baked into a trace
             tv = type(v)
             if tv in _NUMBERS:
                 out.append((k, v))
+                if tracked and tv is tuple and not _frozen(v):
+                    tracked = False
             elif is_stateful(v):  # a module or optimizer kept outside _modules: by identity
                 out.append((k, id(v)))
             elif k not in _TREE_DICTS and tv is not types.MethodType:
                 out.append((k, value_state(v, 1)))
+                if tracked and not _frozen(v):
+                    tracked = False
         for name in _HOOK_DICTS:
             hooks = d.get(name)
             if hooks:
@@ -234,10 +282,12 @@ def _module_state(root) -> tuple:
         out.extend(id(p) for p in mod._parameters.values())
         out.extend(id(b) for b in getattr(mod, "_buffers", {}).values())
         stack.extend(c for c in reversed(mod._modules.values()) if c is not None)
-    return tuple(out)
+    return tuple(out), tracked
 
 
 _PLAIN = (int, float, bool, str, bytes, complex, type(None))
+_TRACKED_TYPES = (TrackedDict, TrackedOrderedDict, TrackedSet)
+_NO_HOOKS = TrackedDict()  # what an absent optional hook dict reads as
 #: entries of a container (or attributes of an object) a guard compares
 MAX_ENTRIES = 64
 

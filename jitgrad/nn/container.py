@@ -7,6 +7,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 
 from .module import Module, _addindent
+from .mutation import TrackedDict, bump
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict"]
 
@@ -51,8 +52,9 @@ class Sequential(Module):
         for k in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(self))]]):
             del self._modules[k]
         # keep the numbering contiguous, as PyTorch does
-        self.__dict__["_modules"] = OrderedDict(
+        self.__dict__["_modules"] = TrackedDict(
             (str(i), m) for i, m in enumerate(self._modules.values()))
+        bump()
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -91,7 +93,9 @@ class ModuleList(Module):
         keys = list(self._modules)
         for k in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(self))]]):
             del self._modules[k]
-        self.__dict__["_modules"] = {str(i): m for i, m in enumerate(self._modules.values())}
+        self.__dict__["_modules"] = TrackedDict(
+            (str(i), m) for i, m in enumerate(self._modules.values()))
+        bump()
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -117,7 +121,8 @@ class ModuleList(Module):
         """Insert ``module`` before ``index``."""
         mods = list(self._modules.values())
         mods.insert(index, module)
-        self.__dict__["_modules"] = {}
+        self.__dict__["_modules"] = TrackedDict()
+        bump()
         self.extend(mods)
 
     def __repr__(self) -> str:

@@ -14,11 +14,11 @@ from __future__ import annotations
 import itertools
 import warnings
 import weakref
-from collections import OrderedDict
 
 from ..autograd import grad_mode
 from ..autograd.function import Function
 from ..tensor import Tensor
+from .mutation import TrackedOrderedDict
 
 __all__ = ["RemovableHandle", "BackwardHook", "BackwardHookFunction", "HookDict",
            "register_module_forward_pre_hook", "register_module_forward_hook",
@@ -26,8 +26,9 @@ __all__ = ["RemovableHandle", "BackwardHook", "BackwardHookFunction", "HookDict"
            "call_with_hooks"]
 
 
-class HookDict(OrderedDict):
-    """An ordered hook dict that handles can reference weakly."""
+class HookDict(TrackedOrderedDict):
+    """An ordered hook dict that handles can reference weakly; adding or removing a hook
+    bumps the module-tree epoch (``mutation.py``)."""
 
 
 class RemovableHandle:

@@ -15,6 +15,7 @@ from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from . import hooks as H
 from . import state_dict as SD
+from .mutation import TrackedDict, TrackedSet, bump
 from .parameter import Parameter, zero_grads
 
 __all__ = ["Module"]
@@ -71,11 +72,12 @@ class Module:
         if args or kwargs:
             raise TypeError(f"{type(self).__name__}.__init__() takes no arguments")
         setattr_ = object.__setattr__
+        bump()
         setattr_(self, "training", True)
-        setattr_(self, "_parameters", {})
-        setattr_(self, "_buffers", {})
-        setattr_(self, "_non_persistent_buffers_set", set())
-        setattr_(self, "_modules", {})
+        setattr_(self, "_parameters", TrackedDict())
+        setattr_(self, "_buffers", TrackedDict())
+        setattr_(self, "_non_persistent_buffers_set", TrackedSet())
+        setattr_(self, "_modules", TrackedDict())
         for name in ("_forward_hooks", "_forward_hooks_with_kwargs",
                      "_forward_hooks_always_called", "_forward_pre_hooks",
                      "_forward_pre_hooks_with_kwargs", "_backward_hooks",
@@ -165,6 +167,7 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name: str, value) -> None:
+        bump()  # compiled calls' guards re-read this tree (nn/mutation.py)
         d = self.__dict__
         params = d.get("_parameters")
 
@@ -208,6 +211,7 @@ class Module:
                     object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
+        bump()
         for store in (self._parameters, self._buffers, self._modules):
             if name in store:
                 del store[name]
