@@ -15,11 +15,19 @@ import numpy as np
 from .. import config
 from .._malloc import tune_allocator
 from ..devices import CUDA0, is_cpu_array, to_device
-from ..trace.interpreter import apply_effects, graph_ends, interpret, last_uses, run_eqn
+from ..trace.interpreter import (
+    apply_effects,
+    check_writes,
+    graph_ends,
+    interpret,
+    last_uses,
+    run_eqn,
+)
 from ..trace.ir import Graph, Lit, Var
 from .describe import describe_group
 from .fusion import describe, partition
 from .group_runner import GroupRunner
+from .inplace_writes import plan_inplace_writes
 from .passes import optimize
 from .pysource import build_function
 
@@ -56,6 +64,7 @@ class Plan:
                           if v.source is not None and v.source.kind == "arg"]
         self.other_inputs = [v for v in ins if v.source is None or v.source.kind != "arg"]
         self.runners: list = []
+        self.inplace: dict = {}  # step index -> {id(value): destination Var}
         self.group_runners: list = []   # the fused kernels' runners (native or Numba)
         self.sources: list = []
         self.n_kernels = 0
@@ -80,13 +89,17 @@ class Plan:
         self.drops = last_uses([s.group.operands() if s.kind == "group" else s.eqn.ins
                                 for s in self.steps], ends)
         shared = _shared_kernels(self.steps)
-        for s in self.steps:
+        self.inplace = plan_inplace_writes(g, self.steps, self.keep)
+        for k, s in enumerate(self.steps):
             if s.eqn is not None and id(s.eqn) in shared:
                 self.runners.append(shared[id(s.eqn)])
             elif s.kind == "group":
                 desc, binding = describe_group(s.group, needed)
-                gr = (_cuda_runner() if self.cuda else GroupRunner)(s.group, desc, binding,
-                                                                    cache_dir)
+                if self.cuda:
+                    gr = _cuda_runner()(s.group, desc, binding, cache_dir)
+                else:
+                    gr = GroupRunner(s.group, desc, binding, cache_dir,
+                                     inplace=self.inplace.get(k))
                 self.sources.append(gr.source)
                 self.group_runners.append(gr)
                 self.runners.append(gr.run)
@@ -128,6 +141,12 @@ class Plan:
             for j, v in enumerate(self.other_inputs):
                 ns[f"SRC{j}"] = v.source
                 body.append(f"    env[{id(v)}] = SRC{j}.read(flat)")
+            dsts = {id(d) for m in self.inplace.values() for d in m.values()}
+            if dsts:  # kernels write these in place: read-only raises before any step
+                ns["CHECK_WRITES"] = check_writes
+                body.append("    if not (" + " and ".join(
+                    f"env[{k}].flags.writeable" for k in sorted(dsts)) + "):")
+                body.append("        CHECK_WRITES(G, flat)")
         else:
             body += [f"    env[{id(v)}] = flat[{i}]" for i, v in enumerate(self.graph.inputs)]
         steps = []

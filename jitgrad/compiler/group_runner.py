@@ -37,8 +37,10 @@ _EXPORT_LOCK = threading.Lock()
 class GroupRunner:
     """Runs one fused kernel over a plan's environment (``run(env)``)."""
 
-    def __init__(self, group, desc: KernelDesc, binding: GroupBinding, cache_dir) -> None:
+    def __init__(self, group, desc: KernelDesc, binding: GroupBinding, cache_dir,
+                 inplace: dict | None = None) -> None:
         self.group = group
+        self.inplace = inplace or {}  # id(output Var) -> destination Var (inplace_writes)
         self.desc = desc
         self.binding = binding
         self.baked: set = set()  # ids of constant operands passed as values (not from env)
@@ -132,11 +134,23 @@ class GroupRunner:
         for j, (value, dt) in enumerate(b.scalars):
             ns[f"S{j}"] = np.dtype(dt).type(value)
             args.append(f"S{j}")
+        externals = [f"a{k}" for k, (v, op) in enumerate(zip(b.operands, d.operands))
+                     if op.pattern != "scalar" and v.kind in ("in", "ext")]
         for j, v in enumerate(b.outputs):
             shape, dt = v.shape, v.dtype
             big = math.prod(shape) * np.dtype(dt).itemsize >= RECYCLE_MIN_BYTES
             ns[f"SH{j}"], ns[f"DT{j}"] = shape, dt
-            if big:  # too big for the heap: recycled across calls instead of fresh mmaps
+            dst = self.inplace.get(id(v))
+            if dst is not None:  # stored into the destination itself when it can take it
+                k = next(k for k, o in enumerate(b.operands) if o is dst)
+                others = [a for a in externals if a != f"a{k}"]
+                ns["SHARE"] = np.may_share_memory
+                body.append(f"o{j} = env[{id(dst)}]")
+                body.append(f"if not o{j}.flags.c_contiguous" + "".join(
+                    f" or SHARE(o{j}, {a})" for a in others) + ":")
+                body.append(f"    o{j} = empty(SH{j}, DT{j})")
+                body.append(f"env[{id(v)}] = o{j}")
+            elif big:  # too big for the heap: recycled across calls instead of fresh mmaps
                 ns[f"RC{j}"] = Recycler(shape, dt)
                 body.append(f"o{j} = env[{id(v)}] = RC{j}.get()")
             else:

@@ -107,6 +107,18 @@ def graph_ends(graph: Graph, keep=()) -> set:
     return ends
 
 
+def check_writes(graph: Graph, args: list) -> list:
+    """The arrays ``graph``'s write-backs go to; raises (PyTorch's error) if one is
+    read-only -- before anything is written, so a call leaves no half-done effects."""
+    dsts = [src.read(args) for src, _ in graph.writes]
+    for src, dst in zip(graph.writes, dsts):
+        if not dst.flags.writeable:
+            from ..ops.inplace import check_writeable
+
+            check_writeable(src[0].tensor(args))
+    return dsts
+
+
 def apply_effects(graph: Graph, env: dict, args: list, bump=None) -> None:
     """Write-backs into external arrays and the written tensors' version bumps, then
     ``.grad`` replacements. A new ``.grad`` that is an argument, a captured tensor or
@@ -118,14 +130,11 @@ def apply_effects(graph: Graph, env: dict, args: list, bump=None) -> None:
         return
     from ..tensor import wrap
 
-    dsts = [src.read(args) for src, _ in graph.writes]
-    for src, dst in zip(graph.writes, dsts):
-        if not dst.flags.writeable:  # before any write: the call leaves no half-done effects
-            from ..ops.inplace import check_writeable
-
-            check_writeable(src[0].tensor(args))
+    dsts = check_writes(graph, args)
     for (_, v), dst in zip(graph.writes, dsts):
-        np.copyto(dst, env[id(v)], casting="unsafe")
+        val = env[id(v)]
+        if val is not dst:  # (a plan's kernel may have stored it there: inplace_writes.py)
+            np.copyto(dst, val, casting="unsafe")
     if bump is not None:
         bump(args)
     else:

@@ -72,6 +72,8 @@ class Tracer:
         self.sources: dict[int, Source] = {}  # id(array) -> Source of an external
         self.keep: list = []                  # arrays kept alive: ids stay unique
         self.untraced: set[int] = set()       # arrays made during the trace outside ops
+        self.writes_to: dict[int, int] = {}   # id(array) -> in-place writes into it so far
+        self.view_of: dict[int, int] = {}     # id(view) -> writes into its base when made
         self.written: dict[int, Source] = {}  # externals written in place
         self.grad_sets: dict[int, tuple] = {}
         self.grad_guards: dict[int, tuple] = {}  # id(leaf) -> (leaf, grad shape|None)
@@ -97,6 +99,9 @@ class Tracer:
         self.n += 1
         self.vars[id(arr)] = v
         self.keep.append(arr)
+        base = getattr(arr, "base", None)
+        if base is not None and self.writes_to:  # a view: of its base's value as it is now
+            self.view_of[id(arr)] = self.writes_to.get(id(base), 0)
         return v
 
     def add_input(self, t, index: int) -> Var:
@@ -119,6 +124,12 @@ class Tracer:
         arr = t._data
         v = self.vars.get(id(arr))
         if v is not None:
+            if self.writes_to and arr.base is not None and \
+                    self.writes_to.get(id(arr.base), 0) != self.view_of.get(id(arr), 0):
+                # its Var is the view of the old value: the rest of the call runs eagerly
+                self.graph_break("a view is read after the tensor it views was written in "
+                                 "place (take the view after the write to compile it)")
+                return v
             return v
         if id(arr) in self.untraced:
             raise TraceError(
@@ -237,6 +248,7 @@ class Tracer:
         if id(arr) in self.sources and id(arr) not in self.saved_arrays:
             self.saved_arrays[id(arr)] = (arr, arr.copy())  # called before the write
         new = self.var(src)
+        self.writes_to[id(arr)] = self.writes_to.get(id(arr), 0) + 1
         if new.shape != old.shape or np.dtype(new.dtype) != np.dtype(old.dtype):
             new = self._cast_broadcast(new, old)
         self.vars[id(arr)] = new
@@ -367,7 +379,9 @@ class Tracer:
                 own[id(base)] += 1
         out, seen = [], set()
         for a in self.keep:
-            if type(a) is not np.ndarray or id(a) in seen:
+            # (an argument or captured array written in place existed before the call: its
+            # Var is the written value, but the array is not one the call created)
+            if type(a) is not np.ndarray or id(a) in seen or id(a) in self.sources:
                 continue
             seen.add(id(a))
             v = self.vars.get(id(a))
