@@ -274,9 +274,9 @@ def _inline_view(e) -> InlineStep | None:
     if isinstance(e.op, str) or not e.op.view or not isinstance(e.ins[0], Var):
         return None
     src, dst = id(e.ins[0]), id(e.out)
-    if e.op.name == "permute":
+    if e.op.permutes:
         return InlineStep(f"env[{dst}] = env[{src}].transpose(PARAM)", tuple(e.params["dims"]))
-    if e.op.name == "reshape" and not e.params.get("copy"):
+    if e.op.keeps_order and "node" in e.params and not e.params.get("copy"):  # reshape
         shape = tuple(e.params["shape"])
         if e.params.get("node") != "ViewBackward0":
             return InlineStep(f"env[{dst}] = env[{src}].reshape(PARAM)", shape)
@@ -308,6 +308,8 @@ def _shared_kernels(steps) -> dict:
     (partner op name, fn)``, e.g. max-pooling's indices with its values, over the same inputs
     and parameters): the first of the pair runs ``fn`` and sets both outputs, the second does
     nothing. Returns id(eqn) -> runner."""
+    from ..ops.registry import REGISTRY
+
     calls = [s.eqn for s in steps if s.kind != "group" and s.eqn is not None
              and not isinstance(s.eqn.op, str)]
     out: dict = {}
@@ -316,8 +318,9 @@ def _shared_kernels(steps) -> dict:
         if joint is None or id(e) in out:
             continue
         partner_name, fn = joint
+        partner = REGISTRY[partner_name]
         for f in calls:
-            if (f.op.name == partner_name and id(f) not in out and f.ins == e.ins
+            if (f.op is partner and id(f) not in out and f.ins == e.ins
                     and all(f.params.get(k, v) == v for k, v in e.params.items())):
                 break
         else:

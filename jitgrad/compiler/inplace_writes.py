@@ -78,10 +78,10 @@ def plan_inplace_writes(graph: Graph, steps: list, keep: list) -> dict:
 
 def _fresh(e) -> bool:
     """Whether ``e``'s result is always a new array (element-wise ops and reductions run as
-    calls, matmuls): never its input or a view of it."""
+    calls, matmuls, ops declaring ``extra["fresh_output"]``): never its input or a view."""
     op = e.op
     return not isinstance(op, str) and (op.kind in ("elementwise", "reduce") or op.matmul
-                                         or op.name == "addmm")
+                                         or op.extra.get("fresh_output", False))
 
 
 def _sharing_memory(d: Var, steps: list) -> set:
