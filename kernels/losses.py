@@ -22,7 +22,8 @@ from .access import ld
 from .cached import cached_njit
 from .vmath import KERNEL_FASTMATH, exp, log1p, sigmoid
 
-__all__ = ["bce_logits_sum", "bce_logits_none", "bce_logits_grad", "sum_chunks", "SUM_CHUNK"]
+__all__ = ["bce_logits_sum", "bce_logits_none", "bce_logits_grad", "sum_chunks", "SUM_CHUNK",
+           "nll_picked", "nll_grad_plain"]
 
 #: elements per partial sum of :func:`bce_logits_sum` (the parts it is split into)
 SUM_CHUNK = 16384
@@ -95,3 +96,31 @@ def bce_logits_grad(lo, hi, x, y, w, pw, g, out):
     per-element array)."""
     for i in range(U(lo), U(hi)):
         out[i] = _grad(x, y, w, pw, g, i)
+
+
+# ------------------------------------------------------------------------------------ NLL
+@cached_njit(nogil=True, error_model="numpy")
+def nll_picked(x, t, ignore_index, out):
+    """``out[r] = -x[r, t[r]]`` in float64 for a batch of class indices (``x`` (N, C));
+    False, with ``out`` partly written, if a target is ``ignore_index`` or out of range
+    (the caller then takes the general path, which reports it)."""
+    n = x.shape[1]
+    for r in range(t.shape[0]):
+        k = t[r]
+        if k == ignore_index or k < 0 or k >= n:
+            return False
+        out[r] = -np.float64(x[r, k])
+    return True
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def nll_grad_plain(t, scale, ignore_index, out):
+    """``out[r, t[r]] = scale`` on a zeroed (N, C) ``out``; False, with ``out`` partly
+    written, if a target is ``ignore_index`` or out of range (as :func:`nll_picked`)."""
+    n = out.shape[1]
+    for r in range(t.shape[0]):
+        k = t[r]
+        if k == ignore_index or k < 0 or k >= n:
+            return False
+        out[r, k] = scale
+    return True

@@ -43,6 +43,37 @@ def _plain(x_ndim: int, t, w, ignore_index) -> bool:
     return x_ndim == 2 and w is None and t.size > 0 and not (t == ignore_index).any()
 
 
+def _losses_kernels():
+    from ...kernels import losses
+
+    return losses
+
+
+def _nll_fwd(x, t, w, reduction, ignore_index, spatial=False):
+    """:func:`_nll_ref`'s plain case (a batch of valid class indices, no class weights) on
+    a kernel: the same float64 values summed by the same NumPy sum (the same bits), one
+    pass instead of a mask, an index array and a gather."""
+    if (type(x) is np.ndarray and x.ndim == 2 and w is None and reduction != "none"
+            and t.size > 0 and type(t) is np.ndarray and t.dtype == np.int64):
+        picked = np.empty(t.shape[0], np.float64)
+        if _losses_kernels().nll_picked(x, t, ignore_index, picked):
+            return np.asarray(picked.sum() / (t.shape[0] if reduction == "mean" else 1.0),
+                              dtype=x.dtype)
+    return _nll_ref(x, t, w, reduction, ignore_index, spatial)
+
+
+def _nll_grad_fwd(g, t, w, reduction, ignore_index, shape):
+    """:func:`_nll_grad_ref`'s plain case on a kernel (the same values)."""
+    if (type(g) is np.ndarray and len(shape) == 2 and w is None and reduction != "none"
+            and t.size > 0 and type(t) is np.ndarray and t.dtype == np.int64):
+        out = np.zeros(shape, dtype=g.dtype)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scale = -float(g) / (t.shape[0] if reduction == "mean" else 1.0)
+        if _losses_kernels().nll_grad_plain(t, out.dtype.type(scale), ignore_index, out):
+            return out
+    return _nll_grad_ref(g, t, w, reduction, ignore_index, shape)
+
+
 def _nll_ref(x, t, w, reduction, ignore_index, spatial=False):
     xp = array_namespace(x)
     if _plain(x.ndim, t, w, ignore_index):
@@ -117,7 +148,7 @@ NLL_LOSS_BACKWARD = defop(
     node=lambda p: "NllLoss2DBackwardBackward0" if len(p["shape"]) > 2
     else "NllLossBackwardBackward0",
     inputs=("grad", "target", "weight"), params=("reduction", "ignore_index", "shape"),
-    ref=_nll_grad_ref, vjp=_nll_grad_vjp, save=(0, 1, 2), cast_grads=True,
+    ref=_nll_grad_ref, fwd=_nll_grad_fwd, vjp=_nll_grad_vjp, save=(0, 1, 2), cast_grads=True,
     samples=S.nll_loss_backward)
 
 
@@ -142,7 +173,7 @@ NLL_LOSS = defop(
     name="nll_loss", kind=REDUCE,
     node=lambda p: "NllLoss2DBackward0" if p["spatial"] else "NllLossBackward0",
     inputs=("input", "target", "weight"), params=("reduction", "ignore_index", "spatial"),
-    ref=_nll_ref, vjp=_nll_vjp, save=(0, 1, 2), save_out=True, cast_grads=True,
+    ref=_nll_ref, fwd=_nll_fwd, vjp=_nll_vjp, save=(0, 1, 2), save_out=True, cast_grads=True,
     samples=S.nll_loss)
 
 
