@@ -212,20 +212,30 @@ _TREE_STATES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _module_state_cached(root) -> tuple:
-    """:func:`_module_state` of ``root``, read again only when some module tree changed
-    since it was last read (``nn/mutation.py``), for trees whose changes all bump the epoch;
-    others are read at every call."""
+    """:func:`_module_state` of ``root``, walked again only when some module tree changed
+    since it was last walked (``nn/mutation.py``); attributes whose contents can change
+    without a rebinding (a config object, a list) are compared again at every call. Trees
+    with member dicts that are not jitgrad's tracked ones are walked at every call."""
     epoch = EPOCH[0]  # before the walk: a change during it makes the next call re-read
     try:
         seen = _TREE_STATES.get(root)
     except TypeError:  # an unhashable module (a subclass defining __eq__)
         return _module_state(root)[0]
-    if seen is not None and seen[0] == epoch:
+    if seen is not None and seen[0] == epoch and all(
+            _attr_state(ref(), k) == vs for ref, k, vs in seen[2]):
         return seen[1]
-    state, tracked = _module_state(root)
-    if tracked:
-        _TREE_STATES[root] = (epoch, state)
+    state, volatile = _module_state(root)
+    if volatile is not None:
+        _TREE_STATES[root] = (epoch, state, volatile)
     return state
+
+
+_GONE = object()
+
+
+def _attr_state(mod, k: str):
+    """What ``_module_state`` compares of attribute ``k`` of ``mod`` (None: ``mod`` gone)."""
+    return None if mod is None else value_state(mod.__dict__.get(k, _GONE), 1)
 
 
 def _frozen(v) -> bool:
@@ -240,12 +250,14 @@ def _frozen(v) -> bool:
                           types.ModuleType)) and t is not types.MethodType
 
 
-def _module_state(root) -> tuple[tuple, bool]:
+def _module_state(root) -> tuple[tuple, list | None]:
     """Identity, ``training`` flag and plain-number attributes of every submodule, identities
-    of their parameters and buffers: one walk over jitgrad's ``Module`` dicts. Also whether
-    every change to what it read bumps the module epoch (``nn/mutation.py``): jitgrad's
-    tracked member dicts, and attributes whose state is their binding (``_frozen``)."""
+    of their parameters and buffers: one walk over jitgrad's ``Module`` dicts. Also the
+    attributes a change of which may not bump the module epoch (``nn/mutation.py``) --
+    ``(weakref to the module, name, state)`` of those not ``_frozen`` -- or None if some
+    member dict is not a tracked one (then nothing of the walk can be reused)."""
     tracked = True
+    volatile: list = []
     out: list = []
     seen: set = set()
     stack = [root]
@@ -267,14 +279,15 @@ def _module_state(root) -> tuple[tuple, bool]:
             tv = type(v)
             if tv in _NUMBERS:
                 out.append((k, v))
-                if tracked and tv is tuple and not _frozen(v):
-                    tracked = False
+                if tv is tuple and not _frozen(v):
+                    volatile.append((weakref.ref(mod), k, value_state(v, 1)))
             elif is_stateful(v):  # a module or optimizer kept outside _modules: by identity
                 out.append((k, id(v)))
             elif k not in _TREE_DICTS and tv is not types.MethodType:
-                out.append((k, value_state(v, 1)))
-                if tracked and not _frozen(v):
-                    tracked = False
+                vs = value_state(v, 1)
+                out.append((k, vs))
+                if not _frozen(v):
+                    volatile.append((weakref.ref(mod), k, vs))
         for name in _HOOK_DICTS:
             hooks = d.get(name)
             if hooks:
@@ -282,7 +295,7 @@ def _module_state(root) -> tuple[tuple, bool]:
         out.extend(id(p) for p in mod._parameters.values())
         out.extend(id(b) for b in getattr(mod, "_buffers", {}).values())
         stack.extend(c for c in reversed(mod._modules.values()) if c is not None)
-    return tuple(out), tracked
+    return tuple(out), (volatile if tracked else None)
 
 
 _PLAIN = (int, float, bool, str, bytes, complex, type(None))

@@ -101,7 +101,7 @@ def test_untracked_attribute_is_read_every_call():
             return self.lin(x) * self.scales[0]
 
     m = WithList()
-    assert guards._module_state(m)[1] is False
+    assert [k for _, k, _ in guards._module_state(m)[1]] == ["scales"]  # compared each call
     f = jg.compile(lambda x: m(x))
     x = jg.randn(4, 3)
     _check(m, f, x)
@@ -110,6 +110,34 @@ def test_untracked_attribute_is_read_every_call():
     m.scales[0] = 4.0          # no attribute set: the epoch does not move
     assert EPOCH[0] == epoch
     _check(m, f, x)            # still not stale
+    m.scales.append(1.0)
+    _check(m, f, x)
+
+
+def test_config_object_attribute_change_is_seen():
+    """nanoGPT keeps a mutable config object on the model: the tree is reused from the
+    epoch's cache, the config compared at every call."""
+    class Cfg:
+        def __init__(self):
+            self.scale = 2.0
+
+    class WithCfg(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 2)
+            self.cfg = Cfg()
+
+        def forward(self, x):
+            return self.lin(x) * self.cfg.scale
+
+    m = WithCfg()
+    f = jg.compile(lambda x: m(x))
+    x = jg.randn(4, 3)
+    _check(m, f, x)
+    _check(m, f, x)
+    assert guards._TREE_STATES.get(m) is not None
+    m.cfg.scale = 3.0
+    _check(m, f, x)
 
 
 def test_sequential_edits_bump(setup):
