@@ -14,7 +14,7 @@ from ..trace.interpreter import run_eqn
 from ..trace.ir import Eqn, Graph, Lit, Var, is_effect
 
 __all__ = ["optimize", "dce", "cse", "fold_views", "fold_constants", "transpose_matmuls",
-           "drop_copies"]
+           "drop_copies", "split_biased_matmuls"]
 
 #: constants up to this many elements are folded (bigger ones stay equations: a folded
 #: constant is an array the plan holds for its lifetime)
@@ -190,6 +190,41 @@ def transpose_matmuls(graph: Graph, keep=()) -> None:
     graph.eqns = out
 
 
+def split_biased_matmuls(graph: Graph) -> None:
+    """A biased matmul (an op declaring ``extra["epilogue"] = (matmul op, add op)``, i.e.
+    ``addmm``) whose result only fusable element-wise ops read becomes the matmul and an
+    element-wise add of the bias: fusion then adds the bias inside its readers' kernel (the
+    bias + ReLU epilogue of a linear layer), one pass over the product instead of an in-place
+    add and then the readers' pass. The add is the op's own float add: the same bits."""
+    from ..ops.registry import REGISTRY
+
+    readers: dict = {}
+    for e in graph.eqns:
+        for i in e.ins:
+            if isinstance(i, Var):
+                readers.setdefault(id(i), []).append(e)
+    n = max((v.n for v in graph.all_vars()), default=0) + 1
+    out = []
+    for e in graph.eqns:
+        split = None if isinstance(e.op, str) else e.op.extra.get("epilogue")
+        rs = readers.get(id(e.out), [])
+        if (split is None or not rs or not all(_fusable_reader(r) for r in rs)
+                or not all(isinstance(i, Var) for i in e.ins)
+                or np.dtype(e.ins[0].dtype) != np.dtype(e.out.dtype)):
+            out.append(e)
+            continue
+        bias, a, b = e.ins
+        product = Var(n, e.out.shape, e.out.dtype)
+        n += 1
+        out.append(Eqn(REGISTRY[split[0]], (a, b), product, {"ndims": (2, 2)}))
+        out.append(Eqn(REGISTRY[split[1]], (product, bias), e.out, {}, np.dtype(e.out.dtype)))
+    graph.eqns = out
+
+
+def _fusable_reader(e: Eqn) -> bool:
+    return _is_elementwise(e) and e.op.fusable and e.op.expr is not None
+
+
 def drop_copies(graph: Graph, keep=()) -> list:
     """A ``clone`` of a value that only it reads, made fresh by an op (not a view, an input,
     an external or a constant), copies for nothing: its readers read the value itself. (A
@@ -255,6 +290,8 @@ def optimize(graph: Graph, keep=()) -> list:
     check()
     rep = getattr(graph, "_cse_replace", {})
     keep = [rep.get(id(v), v) for v in keep]
+    split_biased_matmuls(graph)
+    check()
     transpose_matmuls(graph, keep)
     check()
     dce(graph, keep)
