@@ -28,6 +28,7 @@ from ..trace.pytree import unflatten
 from ..trace.state import STATE as _TRACE
 from .aliasing import alias_of, arg_aliasing, guard_residuals, link_view, root
 from .autograd_glue import attach_backward, mark_joint_output
+from .guards import fast_guard_lines
 from .speculation import attach_lines
 
 __all__ = ["MISS", "entry_run", "entry_fast"]
@@ -180,6 +181,7 @@ def entry_fast(entry, key: tuple, closure, stats: dict) -> Callable[[tuple], Any
         body.append("    return MISS")
     checks = closure.fast_checks(entry.closure_ids, ns)
     access = entry.access.fast_checks(ns) if entry.access else []
+    access_failed = access is None
     if access is None:  # chains from non-tensor arguments: the generic path checks them
         access = ["return MISS"]
     if checks or access:
@@ -187,7 +189,9 @@ def entry_fast(entry, key: tuple, closure, stats: dict) -> Callable[[tuple], Any
         body += ["    " + c for c in checks + access]
         body += ["except Exception:  # an emptied cell, a chain that no longer reads",
                  "    return MISS"]
-    if entry.guards:
-        body += ["if HOLD() is not None:", "    return MISS"]
+    if entry.guards:  # captured tensors' and .grads' states, inline; else through HOLD
+        inline = fast_guard_lines(entry.guards, ns)
+        body += inline if inline is not None and not access_failed else [
+            "if HOLD() is not None:", "    return MISS"]
     body += ['STATS["calls"] += 1', 'STATS["cache_hits"] += 1', "return RUN(args)"]
     return _exec("fast", body, ns)

@@ -27,7 +27,8 @@ import numpy as np
 from ..nn.mutation import EPOCH, TrackedDict, TrackedOrderedDict, TrackedSet
 from ..tensor import Tensor
 
-__all__ = ["ClosureGuard", "AccessGuard", "external_guards", "closure_names", "state_of",
+__all__ = ["ClosureGuard", "AccessGuard", "external_guards", "fast_guard_lines",
+           "closure_names", "state_of",
            "value_state", "guarded_state", "is_stateful", "closure_relevant"]
 
 
@@ -47,6 +48,7 @@ def external_guards(graph, tracer) -> list:
                 if t._requires_grad != req:
                     return f"captured tensor {name}: requires_grad changed"
                 return None
+            chk.spec = ("tensor", t, shape, np.dtype(dtype), req)  # for generated checks
             checks.append(chk)
     for leaf, state in tracer.grad_guards.values():
         if state == "any":
@@ -58,8 +60,37 @@ def external_guards(graph, tracer) -> list:
             if now != state:
                 return f".grad of a leaf went from {state} to {now}"
             return None
+        chk.spec = ("grad", leaf, state)
         checks.append(chk)
     return checks
+
+
+def fast_guard_lines(checks: list, ns: dict) -> list | None:
+    """:func:`external_guards`' checks as generated lines that ``return MISS`` when one
+    fails (a compiled entry's hit path: no call per captured tensor); None if some check has
+    no such form."""
+    lines = []
+    for j, chk in enumerate(checks):
+        spec = getattr(chk, "spec", None)
+        if spec is None:
+            return None
+        if spec[0] == "tensor":
+            _, t, shape, dtype, req = spec
+            ns[f"GT{j}"], ns[f"GS{j}"], ns[f"GD{j}"] = t, shape, dtype
+            lines += [f"d = GT{j}._data",
+                      f"if d.shape != GS{j} or d.dtype != GD{j} or "
+                      f"GT{j}._requires_grad != {bool(req)}:", "    return MISS"]
+        else:
+            _, leaf, state = spec
+            ns[f"GL{j}"] = leaf
+            if state is None:
+                lines += [f"if GL{j}._grad is not None:", "    return MISS"]
+            else:
+                ns[f"GS{j}"], ns[f"GD{j}"] = state
+                lines += [f"g = GL{j}._grad",
+                          f"if g is None or g._data.shape != GS{j} or g._data.dtype != GD{j}:",
+                          "    return MISS"]
+    return lines
 
 
 class ClosureGuard:
