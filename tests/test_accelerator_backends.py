@@ -189,3 +189,12 @@ def test_importing_jitgrad_does_not_import_cuda():
                          timeout=120)
     assert out.stdout.strip() == "False", out.stderr
 
+
+
+@pytest.mark.parametrize("module", ["jitgrad.accelerator", "jitgrad.backends",
+                                    "jitgrad.backends.cudnn", "jitgrad.devices"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    assert doctest.testmod(importlib.import_module(module)).failed == 0

@@ -13,7 +13,8 @@ its flags.
 >>> import jitgrad as torch
 >>> torch.backends.mps.is_available()
 False
->>> torch.backends.cudnn.benchmark = True  # accepted, stored; jitgrad has nothing to tune
+>>> torch.backends.cudnn.is_available(), torch.backends.cuda.matmul.allow_tf32
+(False, False)
 """
 
 from __future__ import annotations

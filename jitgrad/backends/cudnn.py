@@ -8,12 +8,11 @@ jitgrad's kernels are deterministic whatever ``deterministic`` says, there is no
 choice for ``benchmark`` to tune, and float32 never runs as TF32.
 
 >>> import jitgrad.backends.cudnn as cudnn
->>> cudnn.benchmark = True
->>> with cudnn.flags(enabled=False):
-...     cudnn.enabled
-False
+>>> with cudnn.flags(enabled=False, benchmark=True):
+...     cudnn.enabled, cudnn.benchmark
+(False, True)
 >>> cudnn.enabled, cudnn.benchmark
-(True, True)
+(True, False)
 """
 
 from __future__ import annotations
