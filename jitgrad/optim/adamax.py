@@ -39,7 +39,7 @@ class Adamax(Optimizer):
         (beta1, beta2), eps = group["betas"], group["eps"]
         capturable = is_capturable(group)
         for p in params_with_grad(group):
-            state = moment_state(self.state[p], p, "exp_avg", "exp_inf")
+            state = moment_state(self.state[p], p, group, "exp_avg", "exp_inf")
             exp_avg, exp_inf, step_t = state["exp_avg"], state["exp_inf"], state["step"]
             step_t += 1
             grad = decayed_gradient(p, group, lr)

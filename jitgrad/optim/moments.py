@@ -17,7 +17,7 @@ from ..creation import tensor, zeros_like
 from ..dtypes import get_default_dtype
 from ..tensor import Tensor
 from ..trace.state import STATE as TRACE
-from .optimizer import check_options, new_step, step_gradient
+from .optimizer import check_options, step_gradient
 
 __all__ = ["check_moment_options", "moment_state", "is_capturable", "decayed_gradient"]
 
@@ -34,14 +34,17 @@ def check_moment_options(name: str, lr: float, betas: tuple[float, float], eps: 
     check_options(name, differentiable, weight_decay=weight_decay, **more)
 
 
-def moment_state(state: dict, p: Tensor, *buffers: str, **scalars: float) -> dict:
+def moment_state(state: dict, p: Tensor, group: dict, *buffers: str, **scalars: float
+                 ) -> dict:
     """``state`` filled on a parameter's first step, in PyTorch's key order: ``step`` (a
     float tensor of the default dtype), then the 0-d ``scalars`` (of the same dtype), then a
-    zero buffer shaped as ``p`` for each name in ``buffers``."""
+    zero buffer shaped as ``p`` for each name in ``buffers``. As PyTorch's, the 0-d entries
+    live on the CPU, or on ``p``'s device when the group is ``capturable``."""
     if not state:
-        state["step"] = new_step()
+        on_p = p.device if group["capturable"] else None
+        state["step"] = tensor(0.0, dtype=get_default_dtype(), device=on_p or "cpu")
         for key, value in scalars.items():
-            state[key] = tensor(float(value), dtype=get_default_dtype())
+            state[key] = tensor(float(value), dtype=get_default_dtype(), device=on_p or "cpu")
         for key in buffers:
             state[key] = zeros_like(p)
     return state

@@ -43,7 +43,7 @@ class NAdam(Optimizer):
         momentum_decay = group["momentum_decay"]
         capturable = is_capturable(group)
         for p in params_with_grad(group):
-            state = moment_state(self.state[p], p, "exp_avg", "exp_avg_sq", mu_product=1.0)
+            state = moment_state(self.state[p], p, group, "exp_avg", "exp_avg_sq", mu_product=1.0)
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             mu_product, step_t = state["mu_product"], state["step"]
             step_t += 1

@@ -43,7 +43,7 @@ class RAdam(Optimizer):
         capturable = is_capturable(group)
         rho_inf = 2 / (1 - beta2) - 1  # the approximated SMA's maximum length
         for p in params_with_grad(group):
-            state = moment_state(self.state[p], p, "exp_avg", "exp_avg_sq")
+            state = moment_state(self.state[p], p, group, "exp_avg", "exp_avg_sq")
             exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
             step_t += 1
             step = step_t.double() if capturable else step_t.item()
@@ -55,8 +55,9 @@ class RAdam(Optimizer):
             bias_corrected_exp_avg = exp_avg / bias_correction1
             rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
             if capturable:
-                # rect is NaN while rho_t < 4: where() picks 1.0 there
-                update = where(rho_t > 5.0, _rect(rho_t, rho_inf) * _adaptive_lr(
+                # rect is NaN while rho_t < 4: where() picks 1.0 there (the condition moved
+                # to the parameter's device: the step lives on the CPU unless capturable)
+                update = where((rho_t > 5.0).to(p.device), _rect(rho_t, rho_inf) * _adaptive_lr(
                     exp_avg_sq, bias_correction2, eps), 1.0)
                 p.add_(bias_corrected_exp_avg * lr * update, alpha=-1.0)
             elif rho_t > 5.0:
