@@ -15,7 +15,9 @@ from __future__ import annotations
 import builtins as _builtins
 
 from . import (  # ops first: attaches Tensor methods
+    accelerator,
     autograd,
+    backends,
     cuda,
     distributed,
     linalg,
@@ -29,6 +31,7 @@ from ._tensor_str import get_printoptions, set_printoptions
 # no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled and
 # is_inference_mode_enabled: grad_mode's __all__ is the one list of them
 from .autograd.grad_mode import *  # noqa: F403
+from .backends import get_float32_matmul_precision, set_float32_matmul_precision
 from .creation import (
     arange,
     as_tensor,
@@ -57,12 +60,12 @@ from .creation import (
     zeros,
     zeros_like,
 )
-from .devices import device
+from .devices import device, get_default_device, set_default_device
 from .dtypes import (
     DType as dtype,
 )
-from .dtypes import bool_ as bool  # noqa: A001 - PyTorch's name
 from .dtypes import (
+    bfloat16,
     float16,
     float32,
     float64,
@@ -75,6 +78,7 @@ from .dtypes import (
     set_default_dtype,
     uint8,
 )
+from .dtypes import bool_ as bool  # noqa: A001 - PyTorch's name
 from .jit import compile, explain, grad, value_and_grad
 from .ops.api import export_table as _export_table
 from .ops.reduce import prod  # a NumPy reduction with no op: exported by hand
@@ -153,8 +157,9 @@ if _clash:
 globals().update(_OP_EXPORTS)
 
 __all__ = [
-    "Tensor", "Size", "dtype", "device", "cuda", "autograd", "distributed", "linalg", "nn",
-    "ops", "optim",
+    "Tensor", "Size", "dtype", "device", "get_default_device", "set_default_device",
+    "accelerator", "backends", "cuda", "autograd", "distributed", "linalg", "nn", "ops", "optim",
+    "get_float32_matmul_precision", "set_float32_matmul_precision", "bfloat16",
     "utils", "Generator", "default_generator",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
     "float", "double", "half", "int", "long", "short",

@@ -152,10 +152,11 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False,
     return _finish(_array_from_data(data, dtype), requires_grad, device=dev)
 
 
-def scalar_tensor(s, dtype=None, requires_grad: bool = False) -> Tensor:
+def scalar_tensor(s, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A 0-dim tensor (float32 unless ``dtype``)."""
+    dev = _device(device)
     d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    return _finish(np.array(s, dtype=d.np), requires_grad)
+    return _finish(np.array(s, dtype=d.np), requires_grad, device=dev)
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
@@ -210,10 +211,11 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
 
 
 def _device(device, like: Tensor | None = None):
-    """``device=``'s argument parsed (``like``'s device when None)."""
-    if device is None:
-        return None if like is None else like.device
-    return devices.parse(device)
+    """``device=``'s argument parsed; when None, ``like``'s device, or without ``like`` the
+    default device (``jitgrad.set_default_device``; None for the CPU)."""
+    if device is None and like is not None:
+        return like.device
+    return devices.factory_device(device)
 
 
 def _size(sizes: tuple, size, name: str) -> tuple:
@@ -312,10 +314,12 @@ def linspace(start, end, steps: int, *, dtype=None, device=None,
                    device=dev)
 
 
-def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None,
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
     """``base ** linspace(start, end, steps)``."""
-    return _finish(np.logspace(start, end, steps, base=base).astype(_dt(dtype)), requires_grad)
+    dev = _device(device)
+    return _finish(np.logspace(start, end, steps, base=base).astype(_dt(dtype)), requires_grad,
+                   device=dev)
 
 
 def rand(*sizes, size=None, generator=None, dtype=None, device=None,
@@ -346,14 +350,16 @@ def randn(*sizes, size=None, generator=None, dtype=None, device=None,
     return _finish(make(), requires_grad, make, "random", device=dev)
 
 
-def normal(mean: float, std: float, size, *, generator=None, dtype=None,
+def normal(mean: float, std: float, size, *, generator=None, dtype=None, device=None,
            requires_grad: bool = False) -> Tensor:
-    """Normal samples with the given ``mean`` and ``std``."""
+    """Normal samples with the given ``mean`` and ``std`` (on ``device``; like PyTorch's,
+    not on the default device when None)."""
     shape, d = as_shape((size,)), _dt(dtype)
+    dev = None if device is None else devices.parse(device)
 
     def make():
         return rng(generator).normal(mean, std, shape).astype(d)
-    return _finish(make(), requires_grad, make, "random")
+    return _finish(make(), requires_grad, make, "random", device=dev)
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
@@ -373,13 +379,15 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     return _finish(make(), requires_grad, make, "random", device=dev)
 
 
-def randperm(n: int, *, generator=None, dtype=None) -> Tensor:
+def randperm(n: int, *, generator=None, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
     """A random permutation of ``0..n-1``."""
+    dev = _device(device)
     d = _dt(dtype, dtypes.int64)
 
     def make():
         return rng(generator).permutation(n).astype(d)
-    return _finish(make(), False, make, "random")
+    return _finish(make(), requires_grad, make, "random", device=dev)
 
 
 def _like(t: Tensor, dtype):
@@ -416,26 +424,28 @@ def full_like(input: Tensor, fill_value, *, dtype=None, device=None,
                    lambda: np.full(shape, fill_value, d), device=dev)
 
 
-def rand_like(input: Tensor, *, dtype=None, generator=None, requires_grad: bool = False
-              ) -> Tensor:
-    """Uniform samples with ``input``'s shape and dtype."""
+def rand_like(input: Tensor, *, dtype=None, device=None, generator=None,
+              requires_grad: bool = False) -> Tensor:
+    """Uniform samples with ``input``'s shape, dtype and device."""
     shape, d = _like(input, dtype)
-    return rand(shape, dtype=dtypes.from_numpy_dtype(d), generator=generator,
-                requires_grad=requires_grad)
+    return rand(shape, dtype=dtypes.from_numpy_dtype(d), device=_device(device, input),
+                generator=generator, requires_grad=requires_grad)
 
 
-def randn_like(input: Tensor, *, dtype=None, generator=None, requires_grad: bool = False
-               ) -> Tensor:
-    """Normal samples with ``input``'s shape and dtype."""
+def randn_like(input: Tensor, *, dtype=None, device=None, generator=None,
+               requires_grad: bool = False) -> Tensor:
+    """Normal samples with ``input``'s shape, dtype and device."""
     shape, d = _like(input, dtype)
-    return randn(shape, dtype=dtypes.from_numpy_dtype(d), generator=generator,
-                 requires_grad=requires_grad)
+    return randn(shape, dtype=dtypes.from_numpy_dtype(d), device=_device(device, input),
+                 generator=generator, requires_grad=requires_grad)
 
 
-def randint_like(input: Tensor, low, high=None, *, dtype=None, generator=None) -> Tensor:
-    """Random integers with ``input``'s shape."""
+def randint_like(input: Tensor, low, high=None, *, dtype=None, device=None,
+                 generator=None) -> Tensor:
+    """Random integers with ``input``'s shape and device."""
     shape, d = _like(input, dtype)
-    return randint(low, high, shape, dtype=dtypes.from_numpy_dtype(d), generator=generator)
+    return randint(low, high, shape, dtype=dtypes.from_numpy_dtype(d),
+                   device=_device(device, input), generator=generator)
 
 
 def const_tensor(arr: np.ndarray) -> Tensor:

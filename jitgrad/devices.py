@@ -9,11 +9,13 @@ nothing CUDA is imported until a CUDA array exists.
 from __future__ import annotations
 
 import sys
+import threading
 
 import numpy as np
 
 __all__ = ["device", "CPU", "CUDA0", "device_of", "parse", "check_same_device",
-           "is_cpu_array", "to_host", "to_device", "array_namespace"]
+           "is_cpu_array", "to_host", "to_device", "array_namespace", "get_default_device",
+           "set_default_device", "factory_device"]
 
 _ndarray = np.ndarray
 _TYPES = ("cpu", "cuda", "meta", "mps", "xpu")
@@ -21,7 +23,11 @@ _TYPES = ("cpu", "cuda", "meta", "mps", "xpu")
 
 class device:  # noqa: N801 - PyTorch's name
     """A device: ``jitgrad.device("cuda")``, ``device("cuda:0")``, ``device("cuda", 0)``,
-    ``device("cpu")``, ``device(0)`` (CUDA device 0). Compares equal to its string form."""
+    ``device("cpu")``, ``device(0)`` (CUDA device 0). Compares equal to its string form.
+
+    As a context manager (``with jitgrad.device("cuda"): ...``) it is the default device of
+    the factories called inside the block, in this thread (see :func:`set_default_device`).
+    """
 
     __slots__ = ("type", "index")
 
@@ -78,6 +84,14 @@ class device:  # noqa: N801 - PyTorch's name
     def __reduce__(self):
         return (device, (self.type, self.index))
 
+    def __enter__(self) -> device:
+        dev = parse(self)  # a device jitgrad has no backend for fails here, not later
+        _DEFAULTS.blocks.append(dev)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        _DEFAULTS.blocks.pop()
+
 
 def _typename(x) -> str:
     return type(x).__name__
@@ -105,6 +119,49 @@ def parse(d) -> device | None:
     if dev.type == "cpu":
         return CPU
     raise RuntimeError(f"jitgrad has no {dev.type} backend: tensors live on 'cpu' or 'cuda'")
+
+
+class _Defaults(threading.local):
+    """This thread's default device: the innermost ``with device(...)`` block's, else the
+    one :func:`set_default_device` set (PyTorch keeps both per thread)."""
+
+    def __init__(self) -> None:
+        self.blocks: list[device] = []
+        self.default: device = CPU
+
+
+_DEFAULTS = _Defaults()
+
+
+def get_default_device() -> device:
+    """The device factories create tensors on when given no ``device=``: ``cpu``, or
+    ``cuda:0`` (with its index, as PyTorch returns it).
+
+    >>> import jitgrad
+    >>> jitgrad.get_default_device()
+    device(type='cpu')
+    """
+    d = _DEFAULTS
+    return d.blocks[-1] if d.blocks else d.default
+
+
+def set_default_device(device) -> None:  # noqa: A002 - PyTorch's name
+    """Make ``device`` (``"cuda"``, ``"cpu"``, a :class:`device`; None: the CPU again) the
+    default device of this thread's factories (``zeros``, ``randn``, ``tensor``...) and of
+    the parameters of ``nn`` layers. Calls with an explicit ``device=`` are unaffected, and
+    so are ``from_numpy`` and the ``*_like`` factories (which follow their input), as in
+    PyTorch. A ``with jitgrad.device(...)`` block overrides it inside the block."""
+    _DEFAULTS.default = CPU if device is None else parse(device)
+
+
+def factory_device(device_arg) -> device | None:
+    """A factory's ``device=`` parsed; when None, the default device (None when that is the
+    CPU, the factories' fast path)."""
+    if device_arg is not None:
+        return parse(device_arg)
+    d = _DEFAULTS
+    dev = d.blocks[-1] if d.blocks else d.default
+    return None if dev is CPU else dev
 
 
 def is_cpu_array(a) -> bool:

@@ -18,6 +18,8 @@ __all__ = [
     "int64",
     "bool_",
     "float16",
+    "bfloat16",
+    "UnsupportedDType",
     "int8",
     "int16",
     "uint8",
@@ -55,6 +57,37 @@ class DType:
         """The NumPy dtype backing this dtype."""
         return self.np
 
+
+class UnsupportedDType:
+    """A PyTorch dtype jitgrad has no storage for (``jitgrad.bfloat16``). Scripts may name it
+    (in a dtype table, a comparison); creating or converting a tensor to it raises a
+    ``TypeError`` saying what is missing. Not a :class:`DType`: nothing can hold it."""
+
+    __slots__ = ("name", "why", "is_floating_point", "is_signed", "itemsize")
+
+    def __init__(self, name: str, itemsize: int, why: str) -> None:
+        self.name = name
+        self.why = why
+        self.is_floating_point = True
+        self.is_signed = True
+        self.itemsize = itemsize
+
+    def __repr__(self) -> str:
+        return f"jitgrad.{self.name}"
+
+    def __reduce__(self):
+        return (to_dtype, (self.name,))  # unpickling raises, as using it does
+
+    def error(self) -> TypeError:
+        """The error raised where the dtype is used."""
+        return TypeError(f"jitgrad.{self.name} is not supported: {self.why}")
+
+
+bfloat16 = UnsupportedDType(
+    "bfloat16", 2,
+    "NumPy has no bfloat16 type, and jitgrad's kernels (Numba, CUDA) compute on NumPy "
+    "dtypes only (ml_dtypes' bfloat16 is not one Numba can compile for). Use jitgrad.float32, "
+    "or jitgrad.float16 for half-size storage")
 
 float16 = DType("float16", np.float16, 2, "HalfTensor")
 float32 = DType("float32", np.float32, 2, "FloatTensor")
@@ -109,6 +142,8 @@ def to_dtype(dtype) -> DType:
     """Normalise a ``dtype=`` argument (DType, NumPy dtype, Python type or name)."""
     if type(dtype) is DType:
         return dtype
+    if type(dtype) is UnsupportedDType:
+        raise dtype.error()
     if dtype is float:
         return _default_float
     if dtype is int:
@@ -119,6 +154,8 @@ def to_dtype(dtype) -> DType:
         name = dtype.removeprefix("jitgrad.").removeprefix("torch.")
         if name in _BY_NAME:
             return _BY_NAME[name]
+        if name == bfloat16.name:
+            raise bfloat16.error()
         if name in _BY_TENSOR_TYPE:  # "torch.FloatTensor", as Tensor.type() takes it
             return _BY_TENSOR_TYPE[name]
         raise TypeError(f"unknown dtype {dtype!r}")

@@ -32,7 +32,8 @@ class _LegacyType(type):
         from .creation import empty, tensor
 
         if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
-            return empty(*(args or (0,)), dtype=cls.dtype)  # LongTensor(2, 3); FloatTensor()
+            # LongTensor(2, 3); FloatTensor(): CPU types, whatever the default device
+            return empty(*(args or (0,)), dtype=cls.dtype, device="cpu")
         if len(args) != 1:
             raise TypeError(f"{cls.__name__}(): expected sizes (ints) or one sequence of data, "
                             f"got {len(args)} arguments")
@@ -42,7 +43,7 @@ class _LegacyType(type):
                 raise TypeError(f"expected TensorOptions(dtype={cls.dtype.name}) (got "
                                 f"TensorOptions(dtype={data.dtype.name}))")
             return data.detach()
-        return tensor(data, dtype=cls.dtype)
+        return tensor(data, dtype=cls.dtype, device="cpu")
 
     def __repr__(cls) -> str:
         return f"<class 'jitgrad.{cls.__name__}'>"

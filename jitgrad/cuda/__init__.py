@@ -14,7 +14,7 @@ from __future__ import annotations
 
 __all__ = ["is_available", "is_simulated", "device_count", "current_device", "set_device",
            "synchronize", "get_device_name", "get_device_capability", "manual_seed",
-           "manual_seed_all", "empty_cache", "is_initialized"]
+           "manual_seed_all", "empty_cache", "is_initialized", "is_bf16_supported"]
 
 
 def _rt():
@@ -84,6 +84,12 @@ def get_device_capability(device=None) -> tuple[int, int]:
     from numba import cuda
 
     return tuple(cuda.get_current_device().compute_capability)
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Whether bfloat16 tensors can be used on CUDA: never, jitgrad has no bfloat16 storage
+    (see ``jitgrad.bfloat16``), so scripts choosing a dtype with this pick another."""
+    return False
 
 
 def manual_seed(seed: int) -> None:

@@ -97,7 +97,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     scores = matmul(query, key.transpose(-2, -1)) * factor
     masked = attn_mask is not None
     if is_causal:
-        scores = masked_fill(scores, ones(L, S, dtype=bool).tril().logical_not(), -math.inf)
+        future = ones(L, S, dtype=bool, device=query.device).tril().logical_not()
+        scores = masked_fill(scores, future, -math.inf)
     if masked:
         if attn_mask._data.dtype == np.bool_:
             scores = masked_fill(scores, attn_mask.logical_not(), -math.inf)

@@ -90,11 +90,11 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
 
     shape, dt = input._data.shape, input.dtype
     if p == 1.0:
-        mask = zeros(*shape, dtype=dt)
+        mask = zeros(*shape, dtype=dt, device=input.device)
     else:
         # a random factory, so a compiled step draws a new mask each call; PyTorch's
         # bernoulli(1 - p) / (1 - p), divided in the input's dtype
-        mask = (rand(*shape, dtype=dt) >= p).to(dt) / (1.0 - p)
+        mask = (rand(*shape, dtype=dt, device=input.device) >= p).to(dt) / (1.0 - p)
     return input.mul_(mask) if inplace else input * mask
 
 

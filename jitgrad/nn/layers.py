@@ -19,7 +19,9 @@ __all__ = ["Identity", "Linear", "Flatten", "Embedding", "Conv2d", "MaxPool2d", 
 
 
 def _empty(*shape, dtype=None) -> Tensor:
-    return creation.empty(*shape, dtype=dtypes.to_dtype(dtype) if dtype is not None else None)
+    """A parameter's storage, on the CPU: initialised there, then placed (:func:`place`)."""
+    return creation.empty(*shape, dtype=dtypes.to_dtype(dtype) if dtype is not None else None,
+                          device="cpu")
 
 
 def _weight_and_bias(module: Module, shape: tuple, bias: bool, dtype) -> None:
@@ -34,10 +36,13 @@ def _weight_and_bias(module: Module, shape: tuple, bias: bool, dtype) -> None:
     module.reset_parameters()
 
 
-def _place(module: Module, device) -> None:
-    """A layer's ``device=``: its parameters moved there once initialised."""
-    if device is not None:
-        module.to(devices.parse(device))
+def place(module: Module, device) -> None:
+    """A layer's ``device=`` (None: the default device, ``jitgrad.set_default_device``): its
+    parameters and buffers, made and initialised on the CPU, moved there. The same seed
+    gives the same initial weights on every device."""
+    dev = devices.get_default_device() if device is None else devices.parse(device)
+    if dev.type != "cpu":
+        module.to(dev)
 
 
 class Identity(Module):
@@ -66,7 +71,7 @@ class Linear(Module):
         self.in_features = in_features
         self.out_features = out_features
         _weight_and_bias(self, (out_features, in_features), bias, dtype)
-        _place(self, device)
+        place(self, device)
 
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
@@ -133,7 +138,7 @@ class Embedding(Module):
                 raise AssertionError("Shape of weight does not match num_embeddings and "
                                      "embedding_dim")
             self.weight = Parameter(_weight, requires_grad=not _freeze)
-        _place(self, device)
+        place(self, device)
 
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
@@ -196,7 +201,7 @@ class Conv2d(Module):
         self.padding_mode = padding_mode
         _weight_and_bias(self, (out_channels, in_channels // groups, *self.kernel_size), bias,
                          dtype)
-        _place(self, device)
+        place(self, device)
 
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))

@@ -421,6 +421,11 @@ class Module:
         """Floating-point parameters and buffers to float16."""
         return self.to(dtypes.float16)
 
+    def bfloat16(self) -> Module:
+        """Floating-point parameters and buffers to bfloat16: raises, jitgrad has no
+        bfloat16 storage (see ``jitgrad.bfloat16``)."""
+        return self.to(dtypes.bfloat16)
+
     def type(self, dst_type) -> Module:
         """Cast every parameter and buffer to ``dst_type``."""
         dt = dtypes.to_dtype(dst_type)

@@ -7,6 +7,7 @@ from .. import creation, dtypes
 from ..tensor import Tensor
 from . import functional as F
 from . import init
+from .layers import place
 from .module import Module
 from .parameter import Parameter
 
@@ -30,14 +31,15 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(creation.ones(*ns, dtype=_dt(dtype)))
+            self.weight = Parameter(creation.ones(*ns, dtype=_dt(dtype), device="cpu"))
             if bias:
-                self.bias = Parameter(creation.zeros(*ns, dtype=_dt(dtype)))
+                self.bias = Parameter(creation.zeros(*ns, dtype=_dt(dtype), device="cpu"))
             else:
                 self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
+        place(self, device)
 
     def reset_parameters(self) -> None:
         if self.weight is not None:
@@ -78,22 +80,25 @@ class BatchNorm1d(Module):
         self.track_running_stats = track_running_stats
         dt = _dt(dtype)
         if affine:
-            self.weight = Parameter(creation.ones(num_features, dtype=dt))
+            self.weight = Parameter(creation.ones(num_features, dtype=dt, device="cpu"))
             if bias:
-                self.bias = Parameter(creation.zeros(num_features, dtype=dt))
+                self.bias = Parameter(creation.zeros(num_features, dtype=dt, device="cpu"))
             else:
                 self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", creation.zeros(num_features, dtype=dt))
-            self.register_buffer("running_var", creation.ones(num_features, dtype=dt))
-            self.register_buffer("num_batches_tracked", creation.tensor(0))
+            self.register_buffer("running_mean",
+                                 creation.zeros(num_features, dtype=dt, device="cpu"))
+            self.register_buffer("running_var",
+                                 creation.ones(num_features, dtype=dt, device="cpu"))
+            self.register_buffer("num_batches_tracked", creation.tensor(0, device="cpu"))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
+        place(self, device)
 
     def reset_running_stats(self) -> None:
         if self.track_running_stats:

@@ -50,7 +50,7 @@ def _lift(x, like):
         return x
     from ..creation import tensor
 
-    return tensor(x, dtype=dtypes.promote_scalar(like.dtype, x))
+    return tensor(x, dtype=dtypes.promote_scalar(like.dtype, x), device=like.device)
 
 
 def _and(self, other):
@@ -274,7 +274,8 @@ METHODS = {
     "prod": R.prod, "any": _reduce_bool(np.any), "all": _reduce_bool(np.all),
     # dtype / device
     "to": _to, "float": _conv(dtypes.float32), "double": _conv(dtypes.float64),
-    "half": _conv(dtypes.float16), "int": _conv(dtypes.int32), "long": _conv(dtypes.int64),
+    "half": _conv(dtypes.float16), "bfloat16": _conv(dtypes.bfloat16),
+    "int": _conv(dtypes.int32), "long": _conv(dtypes.int64),
     "bool": _conv(dtypes.bool_), "type": _type, "type_as": lambda self, o: M.to_dtype(
         self, o.dtype), "cpu": _cpu, "cuda": _cuda,
     # in-place writes

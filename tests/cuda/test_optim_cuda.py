@@ -27,6 +27,10 @@ OPTIMIZERS = {
     "rmsprop": lambda ps: optim.RMSprop(ps, lr=0.01),
     "rmsprop-centered-momentum": lambda ps: optim.RMSprop(ps, lr=0.01, momentum=0.5,
                                                           centered=True, weight_decay=0.01),
+    "adamax-wd": lambda ps: optim.Adamax(ps, lr=0.01, weight_decay=0.05),
+    "nadamw": lambda ps: optim.NAdam(ps, lr=0.01, weight_decay=0.05,
+                                     decoupled_weight_decay=True),
+    "radam-capturable": lambda ps: optim.RAdam(ps, lr=0.01, capturable=True),
 }
 
 
@@ -58,7 +62,9 @@ def _state_arrays(opt) -> list:
     for group in opt.param_groups:
         for p in group["params"]:
             for key, v in sorted(opt.state[p].items()):
-                if isinstance(v, torch.Tensor) and key != "step":
+                # 0-d "step" and NAdam's "mu_product" live on the CPU (unless capturable), as
+                # PyTorch keeps them
+                if isinstance(v, torch.Tensor) and key not in ("step", "mu_product"):
                     out.append((key, v))
     return out
 

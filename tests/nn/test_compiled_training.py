@@ -61,6 +61,11 @@ OPTIMIZERS = {
                                                                   momentum=0.9),
     "adagrad-lr_decay": lambda ps: jitgrad.optim.Adagrad(ps, lr=0.05, lr_decay=0.01),
     "adadelta": lambda ps: jitgrad.optim.Adadelta(ps, weight_decay=1e-3),
+    "adamax-wd": lambda ps: jitgrad.optim.Adamax(ps, lr=1e-2, weight_decay=1e-3),
+    "nadamw": lambda ps: jitgrad.optim.NAdam(ps, lr=1e-2, weight_decay=1e-2,
+                                             decoupled_weight_decay=True),
+    # rho_t passes 5 at the sixth step: the traced where() takes both branches
+    "radam": lambda ps: jitgrad.optim.RAdam(ps, lr=1e-2),
 }
 
 
