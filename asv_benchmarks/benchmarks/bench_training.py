@@ -54,6 +54,48 @@ class MLPStep:
     track_gflops.unit = "GFLOP/s"
 
 
+def _interleaved_ratio(a, b, rounds: int = 7, number: int = 20) -> float:
+    """min time of ``a`` / min time of ``b``, timed in alternating rounds in this process
+    (the machine's load then weighs on both alike)."""
+    import time
+
+    best_a = best_b = float("inf")
+    for _ in range(rounds):
+        for fn, which in ((a, 0), (b, 1)):
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            dt = (time.perf_counter() - t0) / number
+            if which == 0:
+                best_a = min(best_a, dt)
+            else:
+                best_b = min(best_b, dt)
+    return best_a / best_b
+
+
+class MLPStepVsNumPy:
+    """The compiled MLP step's time over the hand-written NumPy step's, side by side in one
+    process (issue target: <= 0.95 at batch 128, <= 1.0 at 1024)."""
+
+    params = [128, 1024]
+    param_names = ["batch"]
+    quick_params = [16]
+    number = 1
+    repeat = 1
+
+    def setup(self, batch):
+        self.step, _ = tw.jitgrad_mlp_step(jitgrad, batch, compiled=True)
+        self.numpy_step = tw.numpy_mlp_step(batch)
+        for _ in range(3):
+            self.step()
+            self.numpy_step()
+
+    def track_ratio_to_numpy(self, batch):
+        return _interleaved_ratio(self.step, self.numpy_step)
+
+    track_ratio_to_numpy.unit = "ratio"
+
+
 class MLPStepPlan:
     """What the compiled MLP step's plan holds."""
 
