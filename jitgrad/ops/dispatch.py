@@ -244,7 +244,11 @@ def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
         out = _empty(ad.shape, ks[2])
         n = out.size
         if ad.ndim == 1 and n < _PAR_MIN and not params:  # the common case, unrolled
-            ks[0](0, (n + _PART) >> _SHIFT, n, ad, out)
+            if ad.base is None or ad.flags.carray:  # the kernel's entry point (flat_entry)
+                (ks[3] or eager_kernels.load_entry(op, dt, ks, 3))(
+                    0, (n + _PART) >> _SHIFT, n, ad, out)
+            else:
+                ks[0](0, (n + _PART) >> _SHIFT, n, ad, out)
         else:
             _launch(ks[0], out, ad, _NO_ARG, params, op, dt)
         return _finish(op, out, params, a, _NO_ARG, True, dt)
@@ -276,15 +280,29 @@ def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
             ks = op.fast_kernels.get(dt, _MISSING) if _TRACE.tracer is None else None
             if ks is _MISSING:
                 ks = eager_kernels.fast_kernels(op, dt)
-            if ks is not None:
+            n = ad.size
+            if ks is not None and (n < _BY_VALUE_MIN or not _broadcast_value(ad, second, k)):
                 out = _empty(ad.shape, ks[2])
-                n = out.size
                 if ad.ndim == 1 and n < _PAR_MIN and not params:  # the common case
-                    ks[k](0, (n + _PART) >> _SHIFT, n, ad, second, out)
+                    if (ad.base is None or ad.flags.carray) and (k == 1 or (
+                            second.base is None or second.flags.carray)):
+                        (ks[k + 3] or eager_kernels.load_entry(op, dt, ks, k + 3))(
+                            0, (n + _PART) >> _SHIFT, n, ad, second, out)
+                    else:
+                        ks[k](0, (n + _PART) >> _SHIFT, n, ad, second, out)
                 else:
                     _launch(ks[k], out, ad, second, params, op, dt)
                 return _finish(op, out, params, a, b, True, dt)
     return _binary_general(op, a, b, params)
+
+
+_BY_VALUE_MIN = 1 << 12  # from this size, a broadcast number goes to the kernel by value
+
+
+def _broadcast_value(ad, second, k: int) -> bool:
+    """Whether an operand of a large op is one number broadcast (every stride 0, as the
+    gradient of a full sum): the general path passes it to the kernel by value."""
+    return not any(ad.strides) or (k == 0 and not any(second.strides))
 
 
 def binary_into(op: OpDef, a: Tensor, b, params: dict | None = None) -> bool:
