@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-from .._thread_modes import CountedLocal
+from .._thread_modes import GRAD_OFF, CountedLocal
 
 __all__ = [
     "is_grad_enabled",
@@ -22,7 +22,7 @@ __all__ = [
 
 
 class _State(CountedLocal):
-    DEFAULTS = {"enabled": True}  # grad mode off on a thread counts in NONDEFAULT
+    COUNTED = {"enabled": (True, GRAD_OFF)}  # grad mode off on a thread: an item in GRAD_OFF
 
     def __init__(self) -> None:
         self.enabled = True

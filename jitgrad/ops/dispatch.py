@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from .._thread_modes import GRAD_OFF, TRACING
 from ..autograd import grad_mode
 from ..autograd.node import edge, make_node, save_input, save_output
 from ..devices import check_same_device, is_cpu_array
@@ -30,10 +31,10 @@ _SCALARS = (int, float, bool)
 def record(op: OpDef, out: Tensor, inputs: tuple, params: dict | None, cdt=None) -> Tensor:
     """Attach a backward node for ``op`` to ``out`` if grad mode is on and an input needs it
     (and tell the tracer, when ``jitgrad.compile`` is tracing, that ``op`` ran)."""
-    tr = _TRACE.tracer
+    tr = _TRACE.tracer if TRACING else None
     if tr is not None:
         tr.on_op(op, out, inputs, params, cdt)
-    if not _STATE.enabled or op.vjp is None:
+    if (GRAD_OFF and not _STATE.enabled) or op.vjp is None:
         return out
     edges = tuple(edge(t) if type(t) is Tensor else None for t in inputs)
     for e in edges:
@@ -177,10 +178,10 @@ def _finish(op: OpDef, res, params, a, b, same_meta: bool, cdt) -> Tensor:
     out._grad_fn = None
     out._grad = None
     out._vc = [0]
-    tr = _TRACE.tracer
+    tr = _TRACE.tracer if TRACING else None  # (the lists of _thread_modes: one global read)
     if tr is not None:
         tr.on_op(op, out, (a,) if b is _NO_ARG else (a, b), params, cdt)
-    if not _STATE.enabled or op.vjp is None:
+    if (GRAD_OFF and not _STATE.enabled) or op.vjp is None:
         return out
     ta = type(a) is Tensor
     ea = edge(a) if ta else None
@@ -236,7 +237,7 @@ def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
     """Eager element-wise op with one tensor input."""
     ad = a._data
     dt = ad.dtype
-    ks = op.fast_kernels.get(dt, _MISSING) if _TRACE.tracer is None and \
+    ks = op.fast_kernels.get(dt, _MISSING) if (not TRACING or _TRACE.tracer is None) and \
         type(ad) is _ndarray else None
     if ks is _MISSING:
         ks = eager_kernels.fast_kernels(op, dt)
@@ -277,7 +278,8 @@ def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
             second = dt.type(b) if same else None
             k = 1
         if same and type(ad) is _ndarray and (k == 1 or type(second) is _ndarray):
-            ks = op.fast_kernels.get(dt, _MISSING) if _TRACE.tracer is None else None
+            ks = op.fast_kernels.get(dt, _MISSING) if (
+                not TRACING or _TRACE.tracer is None) else None
             if ks is _MISSING:
                 ks = eager_kernels.fast_kernels(op, dt)
             n = ad.size

@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._thread_modes import NONDEFAULT as _NONDEFAULT
+from .._thread_modes import GRAD_OFF, TRACING
 from ..autograd import grad_mode
 from ..autograd.node import _HOOKS_OPEN, next_seq, save_input
 from ..tensor import Tensor
@@ -106,8 +106,7 @@ def binary_operator(op: OpDef, name: str, doc: str) -> Callable[[Tensor, object]
             i += 1
         else:
             return binary(op, self, other)
-        quiet = not _NONDEFAULT  # no thread traces or has grad mode off
-        if not quiet and _TRACE.tracer is not None:
+        if TRACING and _TRACE.tracer is not None:  # (TRACING empty: no thread traces)
             return binary(op, self, other)
         n = s[0]
         res = _empty(s, dt)
@@ -117,7 +116,7 @@ def binary_operator(op: OpDef, name: str, doc: str) -> Callable[[Tensor, object]
         out._grad = None
         out._vc = [0]
         ra = self._requires_grad
-        if (ra or rb) and (quiet or _STATE.enabled):
+        if (ra or rb) and (not GRAD_OFF or _STATE.enabled):
             node = _new(cls)
             if ra:
                 f = self._grad_fn

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from .._thread_modes import CountedLocal
+from .._thread_modes import TRACING, CountedLocal
 
 __all__ = ["STATE"]
 
 
 class _TraceState(CountedLocal):
-    DEFAULTS = {"tracer": None}  # a thread tracing counts in NONDEFAULT
+    COUNTED = {"tracer": (None, TRACING)}  # a thread tracing: an item in TRACING
 
     def __init__(self) -> None:
         self.tracer = None  # the active Tracer of this thread, or None

@@ -1,7 +1,7 @@
 """The specialised operators (``ops/eager_fast.py``: ``x * y``, ``x + 1.5``) build exactly
 what the general path (``dispatch.binary``) builds for the cases they take -- the same bits,
 node class, edges, saved entries, versions -- and hand every other case to it; grad mode,
-tracing and saved-tensor hooks are honoured (``_thread_modes.NONDEFAULT``); a large op whose
+tracing and saved-tensor hooks are honoured (``_thread_modes``); a large op whose
 operand is one number broadcast (the gradient of a full sum) passes it by value."""
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
-from jitgrad._thread_modes import NONDEFAULT
+from jitgrad._thread_modes import GRAD_OFF, TRACING
 from jitgrad.autograd.graph import saved_tensors_hooks
 from jitgrad.ops.arithmetic import ADD, DIV, MUL, RSUB, SUB
 from jitgrad.ops.dispatch import binary
 from jitgrad.ops.eager_fast import takes_fast_path
 from jitgrad.ops.eager_kernels import PARALLEL_MIN_SIZE
+from jitgrad.trace.state import STATE
 
 OPERATORS = [(ADD, lambda a, b: a + b), (ADD, lambda a, b: b + a if not isinstance(b, jg.Tensor)
                                          else a.__radd__(b)),
@@ -105,20 +106,22 @@ def test_cases_off_the_fast_path_take_the_general_path():
 
 def test_grad_mode_off_records_nothing_on_any_thread():
     a = jg.ones(4, requires_grad=True)
-    before = len(NONDEFAULT)  # 0 unless a thread ended inside no_grad (it stays counted)
+    before = len(GRAD_OFF)  # 0 unless a thread ended inside no_grad (it stays counted)
     with jg.no_grad():
-        assert len(NONDEFAULT) == before + 1
+        assert len(GRAD_OFF) == before + 1
         assert (a * a).grad_fn is None and not (a * 2.0).requires_grad
-    assert len(NONDEFAULT) == before
+        with jg.enable_grad():
+            assert len(GRAD_OFF) == before and (a * a).grad_fn is not None
+    assert len(GRAD_OFF) == before
     seen = []
 
     def worker():
         with jg.no_grad():
-            seen.append(len(NONDEFAULT))
+            seen.append(len(GRAD_OFF))
     t = threading.Thread(target=worker)
     t.start()
     t.join()
-    assert seen == [before + 1] and len(NONDEFAULT) == before
+    assert seen == [before + 1] and len(GRAD_OFF) == before
     assert (a * a).grad_fn.name() == "MulBackward0"  # this thread's grad mode is on
 
 
@@ -148,9 +151,15 @@ def test_tracing_takes_the_general_path():
     f = jg.compile(lambda x, y: x * y + x)
     x, y = jg.arange(5.0), jg.full((5,), 3.0)
     np.testing.assert_array_equal(f(x, y).numpy(), (x * y + x).numpy())
-    before = len(NONDEFAULT)
-    np.testing.assert_array_equal(f(x, y).numpy(), (x * y + x).numpy())
-    assert len(NONDEFAULT) == before
+    before = len(TRACING)
+    STATE.tracer = object()  # what jit/function.py does around a trace
+    try:
+        assert len(TRACING) == before + 1
+        STATE.tracer = object()
+        assert len(TRACING) == before + 1
+    finally:
+        STATE.tracer = None
+    assert len(TRACING) == before
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
