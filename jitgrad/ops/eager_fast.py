@@ -4,9 +4,12 @@
 other arithmetic operators) *is*. It handles the common case inline and hands everything
 else to the general path (:func:`jitgrad.ops.dispatch.binary`):
 
-* the case: a CPU tensor of float32 or float64, one dimension, C-contiguous, aligned and
-  writeable, fewer than ``PARALLEL_MIN_SIZE`` elements, with a tensor of the same shape and
-  dtype (the same checks) or a Python ``float``/``int``; no tracer active;
+* the case: a CPU tensor of float32 or float64, one dimension, C-contiguous and aligned
+  (an array owning its memory -- ``base`` None: NumPy allocates those contiguous and
+  aligned -- or one whose flags say ``carray``), fewer than ``PARALLEL_MIN_SIZE`` elements,
+  with a tensor of the same shape and dtype (the same checks) or a Python ``float``/``int``;
+  no tracer on this thread (:data:`jitgrad._thread_modes.TRACING` empty, or else the
+  thread-local read); grad mode read the same way (``GRAD_OFF``);
 * the op's own flat kernel, called through its compiled entry point
   (:func:`jitgrad.ops.eager_kernels.flat_entry`): the same machine code as the general
   path, without the Numba dispatcher's per-call type resolution -- so the same bits;
@@ -54,14 +57,19 @@ def takes_fast_path(a, b) -> bool:
     if type(a) is not Tensor or _TRACE.tracer is not None:
         return False
     ad = a._data
-    if type(ad) is not _ndarray or ad.ndim != 1 or not ad.flags.carray or \
-            ad.size >= _PAR_MIN or not (ad.dtype is _F32 or ad.dtype is _F64):
+    if type(ad) is not _ndarray or ad.ndim != 1 or not _flat(ad) or ad.size >= _PAR_MIN or \
+            not (ad.dtype is _F32 or ad.dtype is _F64):
         return False
     if type(b) is Tensor:
         bd = b._data
         return type(bd) is _ndarray and bd.dtype is ad.dtype and bd.shape == ad.shape and \
-            bd.flags.carray
+            _flat(bd)
     return type(b) is float or type(b) is int
+
+
+def _flat(x: np.ndarray) -> bool:
+    """Whether a 1-D array may go to a kernel entry of C-contiguous aligned arrays."""
+    return x.base is None or x.flags.carray
 
 
 def binary_operator(op: OpDef, name: str, doc: str) -> Callable[[Tensor, object], Tensor]:
