@@ -2,6 +2,9 @@
 
 * :class:`PerOpOverhead`   W4: ``c = a * b + a`` on 16 float32 elements; one call = one line =
   2 ops, so per-op overhead = time / 2 (``compare.py`` prints it per op).
+* :class:`OperatorPath`    one ``a * b`` through each layer of the eager path (the specialised
+  operator, the general dispatch, the kernel's entry point vs its Numba dispatcher).
+* :class:`BroadcastGradient` ``g * w`` with ``g`` a broadcast number (a sum's gradient), 1e6.
 * :class:`SeedGraph`       W1: ``z = log(x**3) + sqrt(x**2)`` forward + backward + read grad.
 * :class:`ElementwiseChain` W2: ``sum(tanh(x*w + b)**2 * sigmoid(x))`` forward + backward.
 * :class:`MatmulChain`     ``((x @ w1).tanh() @ w2).sum()`` forward + backward, 128x784x256x10.
@@ -73,6 +76,61 @@ class PerOpOverhead:
         return n
 
     track_nodes_per_line.unit = "nodes"
+
+
+class OperatorPath:
+    """One ``a * b`` (16 float32 elements, ``a`` requires grad) through each layer of the
+    eager path: ``operator`` (``Tensor.__mul__``, the specialised function of
+    ``ops/eager_fast.py``), ``general`` (``dispatch.binary``: the generic hot path with the
+    Numba dispatcher), ``number`` (``a * 1.5`` through the operator), and the kernel alone:
+    ``entry`` (its compiled entry point, as the operator calls it) vs ``dispatcher``."""
+
+    params = [["operator", "general", "number", "entry", "dispatcher"]]
+    param_names = ["path"]
+    quick_params = params
+
+    def setup(self, path):
+        from jitgrad.ops import eager_kernels
+        from jitgrad.ops.arithmetic import MUL
+        from jitgrad.ops.dispatch import binary
+
+        a = _leaf(np.linspace(-1, 1, 16, dtype=np.float32))
+        b = _leaf(np.linspace(0.5, 2, 16, dtype=np.float32), requires_grad=False)
+        ad, bd = a.detach().numpy(), b.numpy()
+        out = np.empty_like(ad)
+        f32 = np.dtype(np.float32)
+        entry = eager_kernels.flat_entry(MUL, f32)
+        dispatcher = eager_kernels.fast_kernels(MUL, f32)[0]
+        self.run = {
+            "operator": lambda: a * b,
+            "general": lambda: binary(MUL, a, b),
+            "number": lambda: a * 1.5,
+            "entry": lambda: entry(0, 1, 16, ad, bd, out),
+            "dispatcher": lambda: dispatcher(0, 1, 16, ad, bd, out),
+        }[path]
+        self.run()
+
+    def time_mul(self, path):
+        self.run()
+
+
+class BroadcastGradient:
+    """``g * w`` at 1e6 float32 where ``g`` is one number broadcast (every stride 0: the
+    gradient of a full sum, as W2's backward multiplies it): ``broadcast`` passes it to the
+    kernel by value, ``full`` is the same values as a contiguous array (same bits)."""
+
+    params = [["broadcast", "full"], [1_000_000]]
+    param_names = ["g", "n"]
+    quick_params = [["broadcast", "full"], [10_000]]
+
+    def setup(self, g, n):
+        self.w = _leaf(np.random.default_rng(0).standard_normal(n, dtype=np.float32), False)
+        self.g = jitgrad.tensor(0.25).expand(n) if g == "broadcast" else \
+            jitgrad.full((n,), 0.25)
+        self.time_mul(g, n)
+
+    def time_mul(self, g, n):
+        return self.g * self.w
 
 
 # --------------------------------------------------------------------------- W1

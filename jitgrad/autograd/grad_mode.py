@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-import threading
+
+from .._thread_modes import GRAD_OFF, CountedLocal
 
 __all__ = [
     "is_grad_enabled",
@@ -20,7 +21,9 @@ __all__ = [
 ]
 
 
-class _State(threading.local):
+class _State(CountedLocal):
+    COUNTED = {"enabled": (True, GRAD_OFF)}  # grad mode off on a thread: an item in GRAD_OFF
+
     def __init__(self) -> None:
         self.enabled = True
         self.inference = False

@@ -9,6 +9,7 @@ from ..tensor import Tensor, wrap
 from . import samples as S
 from .api import api
 from .dispatch import binary, unary
+from .eager_fast import binary_operator
 from .elementwise_base import as_tensor, default_float, ew, is_tensor
 from .fused_backward import pow_backward
 from .inplace import write_out
@@ -195,36 +196,17 @@ def square(input: Tensor) -> Tensor:
 
 
 # ----------------------------------------------------------------------------- operators
-# the operators' short paths (a tensor on the left, no ``alpha``): ``x + y`` is the hottest
-# call of eager code, and going through ``add`` would cost a call and two checks more
-@api(ADD, method=("__add__", "__radd__"), inplace="__iadd__")
-def _add_op(self, other):
-    """``self + other`` (and ``other + self``)."""
-    return binary(ADD, self, other)
-
-
-@api(SUB, method="__sub__", inplace="__isub__")
-def _sub_op(self, other):
-    """``self - other``."""
-    return binary(SUB, self, other)
-
-
-@api(RSUB, method="__rsub__")
-def _rsub_op(self, other):
-    """``other - self``."""
-    return binary(RSUB, self, other)
-
-
-@api(MUL, method=("__mul__", "__rmul__"), inplace="__imul__")
-def _mul_op(self, other):
-    """``self * other`` (and ``other * self``)."""
-    return binary(MUL, self, other)
-
-
-@api(DIV, method="__truediv__", inplace="__itruediv__")
-def _truediv_op(self, other):
-    """``self / other``."""
-    return binary(DIV, self, other)
+# the operators (a tensor on the left, no ``alpha``): ``x + y`` is the hottest call of eager
+# code; each is one function specialised for its op (ops/eager_fast.py)
+_add_op = api(ADD, method=("__add__", "__radd__"), inplace="__iadd__")(binary_operator(
+    ADD, "_add_op", "``self + other`` (and ``other + self``)."))
+_sub_op = api(SUB, method="__sub__", inplace="__isub__")(binary_operator(
+    SUB, "_sub_op", "``self - other``."))
+_rsub_op = api(RSUB, method="__rsub__")(binary_operator(RSUB, "_rsub_op", "``other - self``."))
+_mul_op = api(MUL, method=("__mul__", "__rmul__"), inplace="__imul__")(binary_operator(
+    MUL, "_mul_op", "``self * other`` (and ``other * self``)."))
+_truediv_op = api(DIV, method="__truediv__", inplace="__itruediv__")(binary_operator(
+    DIV, "_truediv_op", "``self / other``."))
 
 
 @api(RECIPROCAL, MUL, method="__rtruediv__")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from .._thread_modes import GRAD_OFF, TRACING
 from ..autograd import grad_mode
 from ..autograd.node import edge, make_node, save_input, save_output
 from ..devices import check_same_device, is_cpu_array
@@ -30,10 +31,10 @@ _SCALARS = (int, float, bool)
 def record(op: OpDef, out: Tensor, inputs: tuple, params: dict | None, cdt=None) -> Tensor:
     """Attach a backward node for ``op`` to ``out`` if grad mode is on and an input needs it
     (and tell the tracer, when ``jitgrad.compile`` is tracing, that ``op`` ran)."""
-    tr = _TRACE.tracer
+    tr = _TRACE.tracer if TRACING else None
     if tr is not None:
         tr.on_op(op, out, inputs, params, cdt)
-    if not _STATE.enabled or op.vjp is None:
+    if (GRAD_OFF and not _STATE.enabled) or op.vjp is None:
         return out
     edges = tuple(edge(t) if type(t) is Tensor else None for t in inputs)
     for e in edges:
@@ -177,10 +178,10 @@ def _finish(op: OpDef, res, params, a, b, same_meta: bool, cdt) -> Tensor:
     out._grad_fn = None
     out._grad = None
     out._vc = [0]
-    tr = _TRACE.tracer
+    tr = _TRACE.tracer if TRACING else None  # (the lists of _thread_modes: one global read)
     if tr is not None:
         tr.on_op(op, out, (a,) if b is _NO_ARG else (a, b), params, cdt)
-    if not _STATE.enabled or op.vjp is None:
+    if (GRAD_OFF and not _STATE.enabled) or op.vjp is None:
         return out
     ta = type(a) is Tensor
     ea = edge(a) if ta else None
@@ -236,7 +237,7 @@ def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
     """Eager element-wise op with one tensor input."""
     ad = a._data
     dt = ad.dtype
-    ks = op.fast_kernels.get(dt, _MISSING) if _TRACE.tracer is None and \
+    ks = op.fast_kernels.get(dt, _MISSING) if (not TRACING or _TRACE.tracer is None) and \
         type(ad) is _ndarray else None
     if ks is _MISSING:
         ks = eager_kernels.fast_kernels(op, dt)
@@ -244,7 +245,11 @@ def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
         out = _empty(ad.shape, ks[2])
         n = out.size
         if ad.ndim == 1 and n < _PAR_MIN and not params:  # the common case, unrolled
-            ks[0](0, (n + _PART) >> _SHIFT, n, ad, out)
+            if ad.base is None or ad.flags.carray:  # the kernel's entry point (flat_entry)
+                (ks[3] or eager_kernels.load_entry(op, dt, ks, 3))(
+                    0, (n + _PART) >> _SHIFT, n, ad, out)
+            else:
+                ks[0](0, (n + _PART) >> _SHIFT, n, ad, out)
         else:
             _launch(ks[0], out, ad, _NO_ARG, params, op, dt)
         return _finish(op, out, params, a, _NO_ARG, True, dt)
@@ -273,18 +278,33 @@ def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
             second = dt.type(b) if same else None
             k = 1
         if same and type(ad) is _ndarray and (k == 1 or type(second) is _ndarray):
-            ks = op.fast_kernels.get(dt, _MISSING) if _TRACE.tracer is None else None
+            ks = op.fast_kernels.get(dt, _MISSING) if (
+                not TRACING or _TRACE.tracer is None) else None
             if ks is _MISSING:
                 ks = eager_kernels.fast_kernels(op, dt)
-            if ks is not None:
+            n = ad.size
+            if ks is not None and (n < _BY_VALUE_MIN or not _broadcast_value(ad, second, k)):
                 out = _empty(ad.shape, ks[2])
-                n = out.size
                 if ad.ndim == 1 and n < _PAR_MIN and not params:  # the common case
-                    ks[k](0, (n + _PART) >> _SHIFT, n, ad, second, out)
+                    if (ad.base is None or ad.flags.carray) and (k == 1 or (
+                            second.base is None or second.flags.carray)):
+                        (ks[k + 3] or eager_kernels.load_entry(op, dt, ks, k + 3))(
+                            0, (n + _PART) >> _SHIFT, n, ad, second, out)
+                    else:
+                        ks[k](0, (n + _PART) >> _SHIFT, n, ad, second, out)
                 else:
                     _launch(ks[k], out, ad, second, params, op, dt)
                 return _finish(op, out, params, a, b, True, dt)
     return _binary_general(op, a, b, params)
+
+
+_BY_VALUE_MIN = 1 << 12  # from this size, a broadcast number goes to the kernel by value
+
+
+def _broadcast_value(ad, second, k: int) -> bool:
+    """Whether an operand of a large op is one number broadcast (every stride 0, as the
+    gradient of a full sum): the general path passes it to the kernel by value."""
+    return not any(ad.strides) or (k == 0 and not any(second.strides))
 
 
 def binary_into(op: OpDef, a: Tensor, b, params: dict | None = None) -> bool:

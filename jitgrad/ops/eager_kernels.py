@@ -85,18 +85,49 @@ def _prepare() -> None:
 
 
 def fast_kernels(op: OpDef, dt):
-    """``(kernel of full operands, kernel of a tensor and a Python number, out dtype)`` for
-    ``op`` on dtype ``dt`` (the dispatch fast paths), or None when the op has no kernel for
-    it; cached on the op."""
+    """``[kernel of full operands, kernel of a tensor and a Python number, out dtype, entry
+    of the first, entry of the second]`` for ``op`` on dtype ``dt`` (the dispatch fast
+    paths; the entries, see :func:`flat_entry`, are loaded by :func:`load_entry` on first
+    use), or None when the op has no kernel for it; cached on the op."""
     ks = None
     if op.expr is not None and (dt == _F32 or dt == _F64):
         dt = _F32 if dt == _F32 else _F64
         odt = np.dtype(np.bool_) if op.dtype_rule == "bool" else dt
         full = kernel_fn(op, dt, ("full",) * op.nin, "flat", odt)
         scalar = kernel_fn(op, dt, ("full", "arg"), "flat", odt) if op.nin == 2 else None
-        ks = (full, scalar, odt)
+        ks = [full, scalar, odt, None, None]
     op.fast_kernels[dt] = ks
     return ks
+
+
+def load_entry(op: OpDef, dt, ks: list, i: int):
+    """``ks[i]`` of :func:`fast_kernels` for ``op`` on ``dt`` (3: the entry of full operands,
+    4: of a tensor and a number), loaded."""
+    e = ks[i] = flat_entry(op, dt, "full" if i == 3 else "arg")
+    return e
+
+
+def flat_entry(op: OpDef, dt, second: str = "full"):
+    """The compiled entry point of ``op``'s flat kernel on float ``dt`` for one-dimensional
+    C-contiguous aligned arrays (a two-input op's second input such an array, or a number of
+    ``dt`` when ``second`` is "arg"), then the op's params as numbers of ``dt``, then the
+    output array: ``entry(lo, hi, n, *inputs, *params, out)``.
+
+    The entry is the machine code the kernel's Numba dispatcher runs for such arguments,
+    without the dispatcher's type resolution (~0.2 us of a 16-element op): the same bits. It
+    does not check its arguments: a caller passes exactly those types (an array of another
+    ndim or dtype would be read out of bounds)."""
+    from numba.core import types as nt
+
+    dt = _F32 if dt == _F32 else _F64
+    pats = ("full",) if op.nin == 1 else ("full", second)
+    odt = np.dtype(np.bool_) if op.dtype_rule == "bool" else dt
+    fn = kernel_fn(op, dt, pats, "flat", odt)
+    item = nt.float32 if dt is _F32 else nt.float64
+    arr = nt.Array(item, 1, "C")
+    args = [arr if p == "full" else item for p in pats] + [item] * len(op.params)
+    out = nt.Array(nt.boolean if odt == np.bool_ else item, 1, "C")
+    return fn.compile((nt.int64, nt.int64, nt.int64, *args, out))
 
 
 def run_kernel(fn, n: int, args: tuple) -> None:
@@ -141,27 +172,39 @@ def run(op: OpDef, operands: tuple, params, cdt, odt) -> np.ndarray:
     if op.expr is None or (cdt != _F32 and cdt != _F64) or not use_kernels():
         return _run_numpy(op, operands, params, odt)
     cdt = _F32 if cdt == _F32 else _F64
-    shapes = [x.shape for x in operands if type(x) is _ndarray and x.size != 1]
-    ones = [x.shape for x in operands if type(x) is _ndarray and x.size == 1]
-    out_shape = np.broadcast_shapes(*shapes, *ones) if (shapes or ones) else ()
+    arrays = [x for x in operands if type(x) is _ndarray]
+    out_shape = np.broadcast_shapes(*[x.shape for x in arrays]) if arrays else ()
     out = _empty(out_shape, odt)
     if out.size == 0:
         return out
     pargs = _param_args(op, params, cdt)
-    if all(s == out_shape for s in shapes) and all(
-            x.flags.c_contiguous for x in operands if type(x) is _ndarray and x.size != 1):
-        pats, arrays, numbers = [], [], []
+    if all(by_value(x) or (x.shape == out_shape and x.flags.c_contiguous) for x in arrays):
+        pats, full, numbers = [], [], []
         for x in operands:
-            if type(x) is _ndarray and x.size != 1:
+            if type(x) is _ndarray and not by_value(x):
                 pats.append("full")
-                arrays.append(x.reshape(-1))
-            else:  # a number, or a one-element array: by value
+                full.append(x.reshape(-1))
+            else:  # a number, a one-element array or a broadcast one: by value
                 pats.append("arg")
-                numbers.append(x.reshape(-1)[0] if type(x) is _ndarray else x)
+                numbers.append(_value(x))
         fn = kernel_fn(op, cdt, tuple(pats), "flat", odt)
-        run_kernel(fn, out.size, (*arrays, *numbers, *pargs, out.reshape(-1)))
+        run_kernel(fn, out.size, (*full, *numbers, *pargs, out.reshape(-1)))
         return out
     return _run_broadcast(op, operands, pargs, cdt, odt, out)
+
+
+def by_value(x) -> bool:
+    """Whether the array operand ``x`` is passed to a kernel as a number: it has one element,
+    or one element broadcast to its shape (every stride 0: the gradient of a full sum, an
+    ``expand`` of a number) -- the same value in every position, so the same bits, and the
+    kernel reads no array (a stride-0 array would run a kernel of any layout, unvectorised).
+    """
+    return x.size == 1 or not any(x.strides)
+
+
+def _value(x):
+    """The number a by-value operand passes (a NumPy scalar of its dtype)."""
+    return x.flat[0] if type(x) is _ndarray else x
 
 
 def _run_broadcast(op, operands, pargs, cdt, odt, out):
@@ -170,19 +213,19 @@ def _run_broadcast(op, operands, pargs, cdt, odt, out):
     from ..compiler.fusion import operand_fits, pattern
 
     shape = out.shape
-    arrays = [(k, x) for k, x in enumerate(operands) if type(x) is _ndarray and x.size != 1]
+    arrays = [(k, x) for k, x in enumerate(operands) if type(x) is _ndarray and not by_value(x)]
     for p in range(len(shape) - 1, 0, -1):
         if all(operand_fits(x.shape, shape, p) and x.flags.c_contiguous for _, x in arrays):
             R = int(np.prod(shape[:p]))
             C = int(np.prod(shape[p:]))
             pats, args, numbers = [], [], []
             for x in operands:
-                if type(x) is _ndarray and x.size != 1:
+                if type(x) is _ndarray and not by_value(x):
                     pats.append(pattern(x.shape, shape, p))
                     args.append(x.reshape(-1))
                 else:
                     pats.append("arg")
-                    numbers.append(x.reshape(-1)[0] if type(x) is _ndarray else x)
+                    numbers.append(_value(x))
             fn = kernel_fn(op, cdt, tuple(pats), "rows", odt)
             _run_rows(fn, R, C, (*args, *numbers, *pargs, out.reshape(-1)))
             return out
@@ -203,12 +246,12 @@ def _run_strided(op, operands, pargs, cdt, odt, out):
     shape = out.shape
     views, numbers, pats = [], [], []
     for x in operands:
-        if type(x) is _ndarray and x.size != 1:
+        if type(x) is _ndarray and not by_value(x):
             pats.append("strided")
             views.append(np.broadcast_to(x, shape))
         else:
             pats.append("arg")
-            numbers.append(x.reshape(-1)[0] if type(x) is _ndarray else x)
+            numbers.append(_value(x))
     fn = kernel_fn(op, cdt, tuple(pats), "strided", odt)
     shape2, strides = _collapse(shape, [out.strides] + [v.strides for v in views])
     if len(shape2) <= 2:

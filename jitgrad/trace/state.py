@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import threading
+from .._thread_modes import TRACING, CountedLocal
 
 __all__ = ["STATE"]
 
 
-class _TraceState(threading.local):
+class _TraceState(CountedLocal):
+    COUNTED = {"tracer": (None, TRACING)}  # a thread tracing: an item in TRACING
+
     def __init__(self) -> None:
         self.tracer = None  # the active Tracer of this thread, or None
 
