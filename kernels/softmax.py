@@ -19,7 +19,8 @@ from numba import njit
 from .cached import cached_njit
 from .vmath import KERNEL_FASTMATH, exp, log
 
-__all__ = ["softmax", "log_softmax", "logsumexp", "softmax_backward", "log_softmax_backward"]
+__all__ = ["softmax", "log_softmax", "logsumexp", "softmax_backward", "log_softmax_backward",
+           "cross_entropy"]
 
 
 #: unsigned indices: Numba then skips the negative-index wraparound (see kernels/conv.py)
@@ -160,3 +161,29 @@ def log_softmax_backward(lo, hi, g, y, out):
     g, y, out = g[lo:hi], y[lo:hi], out[lo:hi]
     for r in range(g.shape[0]):
         _log_softmax_bwd_row(g, y, out, r)
+
+
+@cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
+def cross_entropy(x, t, ignore_index, scale, y, gy, gx, picked):
+    """Cross-entropy of a batch of class indices, forward and backward in one pass over the
+    rows: ``log_softmax`` into ``y``, the NLL's picks ``-y[r, t[r]]`` (float64) into
+    ``picked``, the NLL's gradient into ``gy`` (zeroed by the caller: ``scale`` at the
+    targets) and its gradient through ``log_softmax`` into ``gx``. Each row is computed by
+    the code of :func:`log_softmax` and :func:`log_softmax_backward` (the same inlined row
+    functions): the bits of the four ops run one after the other. False, with nothing
+    written, if a target is ``ignore_index`` or out of range."""
+    n = x.shape[1]
+    for r in range(x.shape[0]):
+        k = t[r]
+        if k == ignore_index or k < 0 or k >= n:
+            return False
+    for r in range(x.shape[0]):
+        m, s = _lse_row(x, r)
+        shift = m + log(x.dtype.type(s))
+        for c in range(n):
+            y[r, c] = x[r, c] - shift
+        k = t[r]
+        picked[r] = -np.float64(y[r, k])
+        gy[r, k] = scale
+        _log_softmax_bwd_row(gy, y, gx, r)
+    return True

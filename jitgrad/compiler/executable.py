@@ -24,6 +24,7 @@ from ..trace.interpreter import (
     run_eqn,
 )
 from ..trace.ir import Graph, Lit, Var
+from .chains import fused_chains
 from .describe import describe_group
 from .fusion import describe, partition
 from .group_runner import GroupRunner
@@ -86,9 +87,11 @@ class Plan:
                 needed |= {id(i) for i in e.ins if isinstance(i, Var)}
         ends = graph_ends(g, self.keep)
         needed |= ends
-        self.drops = last_uses([s.group.operands() if s.kind == "group" else s.eqn.ins
-                                for s in self.steps], ends)
+        chains, chain_reads = fused_chains(self.steps, ends)
+        self.drops = last_uses([s.group.operands() if s.kind == "group" else
+                                chain_reads.get(id(s.eqn), s.eqn.ins) for s in self.steps], ends)
         shared = _shared_kernels(self.steps)
+        shared.update(chains)
         self.inplace = plan_inplace_writes(g, self.steps, self.keep)
         for k, s in enumerate(self.steps):
             if s.eqn is not None and id(s.eqn) in shared:

@@ -22,6 +22,7 @@ from ..dispatch import as_tensor_arg
 from ..losses import _call_optional
 from ..reduce import LOG_SOFTMAX, log_softmax
 from ..registry import REDUCE, defop
+from ..softmax_ops import LOG_SOFTMAX_BACKWARD
 from .reduction import reduction_arg
 
 __all__ = ["nll_loss", "cross_entropy", "nll_loss_backward"]
@@ -72,6 +73,41 @@ def _nll_grad_fwd(g, t, w, reduction, ignore_index, shape):
         if _losses_kernels().nll_grad_plain(t, out.dtype.type(scale), ignore_index, out):
             return out
     return _nll_grad_ref(g, t, w, reduction, ignore_index, shape)
+
+
+def _cross_entropy_chain(x, t, g, reduction: str, ignore_index: int) -> tuple:
+    """``log_softmax(x, 1)`` -> ``nll_loss`` -> ``nll_loss_backward(g)`` ->
+    ``log_softmax_backward``, as a plan runs the four (their eager functions), returning
+    ``(loss, gradient of x)``: for a plain batch (class indices, no weights) in one kernel
+    pass over the rows (``kernels/softmax.cross_entropy``: the same row code, so the same
+    bits), else the four functions one after the other. A plan runs it where a compiled
+    step's graph holds that chain (``compiler/chains.py``)."""
+    from ...kernels.parallel import PARALLEL_MIN_SIZE
+    from ..eager_kernels import use_kernels
+    from ..softmax_ops import _log_softmax_bwd_eager, _log_softmax_eager
+
+    n = x.shape[0] if x.ndim == 2 else 0
+    if (type(x) is np.ndarray and x.ndim == 2 and x.dtype in (_F32, _F64)
+            and 0 < x.size < PARALLEL_MIN_SIZE and use_kernels() and reduction != "none"
+            and type(t) is np.ndarray and t.dtype == np.int64 and t.shape == (n,)
+            and type(g) is np.ndarray and g.dtype == x.dtype and g.ndim == 0):
+        from ...kernels import softmax
+
+        xc = x if x.flags.c_contiguous else np.ascontiguousarray(x)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scale = -float(g) / (n if reduction == "mean" else 1.0)
+        y, gy, gx = np.empty_like(xc), np.zeros_like(xc), np.empty_like(xc)
+        picked = np.empty(n, np.float64)
+        if softmax.cross_entropy(xc, t, ignore_index, xc.dtype.type(scale), y, gy, gx, picked):
+            return np.asarray(picked.sum() / (n if reduction == "mean" else 1.0),
+                              dtype=x.dtype), gx
+    y = _log_softmax_eager(x, 1)
+    loss = _nll_fwd(y, t, None, reduction, ignore_index)
+    gy = _nll_grad_fwd(g, t, None, reduction, ignore_index, x.shape)
+    return loss, _log_softmax_bwd_eager(gy, y, 1)
+
+
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 
 def _nll_ref(x, t, w, reduction, ignore_index, spatial=False):
@@ -174,6 +210,10 @@ NLL_LOSS = defop(
     node=lambda p: "NllLoss2DBackward0" if p["spatial"] else "NllLossBackward0",
     inputs=("input", "target", "weight"), params=("reduction", "ignore_index", "spatial"),
     ref=_nll_ref, fwd=_nll_fwd, vjp=_nll_vjp, save=(0, 1, 2), save_out=True, cast_grads=True,
+    # a plan runs log_softmax -> this -> its backward -> log_softmax's backward as one call
+    extra={"chain": {"input": LOG_SOFTMAX, "grad": NLL_LOSS_BACKWARD,
+                     "input_grad": LOG_SOFTMAX_BACKWARD, "run": _cross_entropy_chain,
+                     "params": ("reduction", "ignore_index")}},
     samples=S.nll_loss)
 
 
