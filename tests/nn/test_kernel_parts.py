@@ -29,7 +29,7 @@ F32, F64 = np.float32, np.float64
 #: modules that choose between the pool and the calling thread, with their size thresholds
 _CALLERS = [(rowwise, ("PARALLEL_MIN_SIZE",)), (norm, ("PARALLEL_MIN_SIZE",)),
             (losses, ("PARALLEL_MIN_SIZE",)),
-            (conv_common, ("PARALLEL_MIN_MACS", "PARALLEL_MIN_WORK"))]
+            (conv_common, ("PARALLEL_MIN_WORK",))]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -282,7 +282,7 @@ from jitgrad.ops import dispatch, eager_kernels, eager_reduce
 
 for mod, names in [(rowwise, ["PARALLEL_MIN_SIZE"]), (norm, ["PARALLEL_MIN_SIZE"]),
                    (losses, ["PARALLEL_MIN_SIZE"]),
-                   (conv_common, ["PARALLEL_MIN_MACS", "PARALLEL_MIN_WORK"]),
+                   (conv_common, ["PARALLEL_MIN_WORK"]),
                    (eager_kernels, ["PARALLEL_MIN_SIZE"]), (dispatch, ["_PAR_MIN"]),
                    (eager_reduce, ["PARALLEL_MIN_SIZE"]),
                    (group_runner, ["PARALLEL_MIN_WORK"])]:

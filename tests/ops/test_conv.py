@@ -232,30 +232,20 @@ def test_part_kernels_do_not_depend_on_the_split():
 
     rng = np.random.default_rng(4)
     for dt in (F32, F64):
-        for xs, ws, s, d, grp in [((8, 16, 9, 10), (32, 16, 3, 3), 1, 1, 1),
-                                  ((6, 8, 11, 9), (12, 4, 3, 2), 2, (1, 2), 2),
-                                  ((32, 1, 8, 8), (16, 1, 3, 3), 1, 1, 1)]:
-            x, w = _rand(rng, xs, dt), _rand(rng, ws, dt)
+        for xs, ws, s, d in [((8, 16, 9, 10), (32, 16, 3, 3), 1, 1),
+                             ((6, 8, 11, 9), (12, 4, 3, 2), 2, (1, 2)),
+                             ((32, 1, 8, 8), (16, 1, 3, 3), 1, 1)]:
+            x = _rand(rng, xs, dt)
             b = _rand(rng, (ws[0],), dt)
             ohw = C._out_hw(xs[2:], ws[2:], _pair(s), (1, 1, 1, 1), _pair(d))
             g = _rand(rng, (xs[0], ws[0]) + ohw, dt)
-            xp = C._padded(x, (1, 1, 1, 1))
-            geo = (*_pair(s), *_pair(d), ws[2], ws[3], grp)
-            w2 = w.reshape(ws[0], -1)
-            n_rows = xs[0] * ohw[0]
-            rows = k.row_blocks(n_rows, ohw[1], k.BLOCK_COLS)
-            _split_runs(k.conv2d_forward, k.n_blocks(n_rows, rows), (xp, w2, b, rows, *geo),
-                        [((xs[0], ws[0]) + ohw, dt)])
-            wt = np.ascontiguousarray(w.reshape(grp, ws[0] // grp, -1).transpose(0, 2, 1))
-            wt = wt.reshape(-1, ws[0] // grp)
-            nb = k.sample_blocks(xs[0], ohw[0] * ohw[1], k.BLOCK_COLS)
-            _split_runs(k.conv2d_backward_input, k.n_blocks(xs[0], nb),
-                        (g, wt, nb, *_pair(s), 1, 1, *_pair(d), ws[2], ws[3], grp),
-                        [(xs, dt)])
-            rows = k.row_blocks(n_rows, ohw[1], k.WGRAD_BLOCK_COLS)
-            parts = k.n_blocks(n_rows, rows)
-            _split_runs(k.conv2d_backward_weight, parts, (g, xp, rows, *geo),
-                        [((parts, ws[0], w2.shape[1]), dt)])
+            geo = C._geometry(xs[2:], _pair(s), (1, 1, 1, 1), _pair(d), ws[2:], ohw)
+            K, m = xs[1] * ws[2] * ws[3], xs[0] * ohw[0] * ohw[1]
+            _split_runs(k.lower, xs[1], (x, 0, *geo), [((K, m), dt)])
+            _split_runs(k.unlower, xs[1], (_rand(rng, (K, m), dt), 0, *geo), [(xs, dt)])
+            y = _rand(rng, (ws[0], m), dt)
+            _split_runs(k.cn_to_nc, ws[0], (y, b, 0), [((xs[0], ws[0], m // xs[0]), dt)])
+            _split_runs(k.nc_to_cn, ws[0], (g.reshape(xs[0], ws[0], -1), 0), [(y.shape, dt)])
         x = _rand(rng, (40, 30, 30), dt)
         _split_runs(kp.max_pool, 40, (x, 3, 3, 2, 2, 1, 1, 1, 1),
                     [((40, 15, 15), dt), ((40, 15, 15), np.int64)])
@@ -527,5 +517,5 @@ def test_kernels_are_not_compiled_at_import():
     code = ("import sys, jitgrad; assert 'jitgrad.kernels.conv' not in sys.modules; "
             "assert 'jitgrad.kernels.pooling' not in sys.modules; "
             "from jitgrad.kernels import conv, pooling; "
-            "assert not conv.conv2d_forward.signatures and not pooling.max_pool.signatures")
+            "assert not conv.lower.signatures and not pooling.max_pool.signatures")
     subprocess.run([sys.executable, "-c", code], check=True)
