@@ -29,7 +29,7 @@ from numba import njit
 
 from .cached import cached_njit
 
-__all__ = ["lower", "unlower", "cn_to_nc", "nc_to_cn"]
+__all__ = ["lower", "unlower", "cn_to_nc", "nc_to_cn", "bias_grad"]
 
 #: unsigned indices: Numba then skips the negative-index wraparound, which otherwise blocks
 #: vectorisation of the inner loops (4x slower lowering)
@@ -149,3 +149,23 @@ def nc_to_cn(lo, hi, g, n0, gc):
             src = g[U(n0 + n), U(o)]
             for p in range(P):
                 dst[U(p * nb + n)] = src[U(p)]
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def bias_grad(lo, hi, g, out):
+    """``out[o] = sum(g[:, o, :])`` for the channels ``lo <= o < hi`` of ``g`` (N, O, P): the
+    bias gradient. Position ``p`` of every sample is added into lane ``p`` in float64 (the
+    lanes are independent, so the loop vectorises without reassociation), then the lanes in
+    order; one rounding to ``out``'s dtype."""
+    P = g.shape[2]
+    lanes = np.empty(P, np.float64)
+    for o in range(max(lo, 0), hi):
+        lanes[:] = 0
+        for n in range(g.shape[0]):
+            src = g[U(n), U(o)]
+            for p in range(P):
+                lanes[U(p)] += src[U(p)]
+        s = 0.0
+        for p in range(P):
+            s += lanes[U(p)]
+        out[o] = s
