@@ -2,12 +2,18 @@
 ("col2im") and the layout moves between NCHW and the GEMMs' layout.
 
 A 2-D convolution is a matrix product on a *patch matrix* ``cols``: row ``r = (c, i, j)`` (a
-tap of the kernel), column ``s = (oh*OW + ow)*nb + n`` (an output pixel of sample ``n`` of a
+tap of the kernel), column ``s`` (output pixel ``p = oh*OW + ow`` of sample ``n`` of a
 chunk of ``nb`` samples) holds ``xp[n, c, oh*sh + i*dh, ow*sw + j*dw]`` of the zero-padded
-input ``xp``. The sample is the fastest-moving index of a column, so every kernel here moves
-runs of ``nb`` (or ``OW*nb``) contiguous values: a CNN's small images (4x4, 8x8) made the
-NCHW-ordered lowering a loop of 4-element copies, 3-4x slower. With the weight as a matrix
-``w2`` (O, C/groups*kh*kw), per group:
+input ``xp``. Columns are in one of two orders (the caller picks, argument ``bl``):
+
+- *batch-last* ``s = p*nb + n``: the lowering moves runs of ``nb`` (or ``OW*nb``)
+  contiguous values, and the GEMM results are transposed to NCHW. For small images (4x4:
+  the digits CNN's second layer) the NCHW-ordered lowering was a loop of 4-element copies,
+  3x slower;
+- *sample-major* ``s = n*P + p``: runs of ``OW`` values, and the moves to and from NCHW are
+  block copies of ``P`` values (an 8x8 image: 4x less time than transposing them).
+
+With the weight as a matrix ``w2`` (O, C/groups*kh*kw), per group:
 
 - forward: ``y = w2 @ cols`` (O, P*nb), then :func:`cn_to_nc` writes ``y`` (+ bias) in NCHW;
 - weight gradient: ``dw2 = gc @ cols.T`` with ``gc`` the output gradient in the GEMM's
@@ -54,12 +60,57 @@ def _plane_in(x, n0, c, pt, pl, xs):
                     dst[U(n)] = x[U(n0 + n), U(c), U(ih), U(iw)]
 
 
+@njit(inline="always")
+def _valid(n_out, start, step, size):
+    """``[lo, hi)``: the outputs ``o`` whose input position ``start + o*step`` is in
+    ``[0, size)``."""
+    lo = 0
+    if start < 0:
+        lo = (-start + step - 1) // step
+    last = size - 1 - start  # o*step <= last
+    hi = 0 if last < 0 else min(n_out, last // step + 1)
+    return lo, max(lo, hi)
+
+
+@njit(inline="always")
+def _lower_rows_nmajor(x, n0, c, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, cols):
+    """:func:`lower`'s rows of channel ``c`` with sample-major columns ``n*P + p``: runs of
+    up to ``OW`` values read straight from ``x``, zeros in the padding."""
+    H, W = x.shape[2], x.shape[3]
+    nb = cols.shape[1] // max(OH * OW, 1)
+    for i in range(kh):
+        for j in range(kw):
+            row = cols[U((c * kh + i) * kw + j)]
+            w0 = j * dw - pl
+            ow_lo, ow_hi = _valid(OW, w0, sw, W)
+            for n in range(nb):
+                for oh in range(OH):
+                    base = (n * OH + oh) * OW
+                    ih = oh * sh + i * dh - pt
+                    if ih < 0 or ih >= H:
+                        for ow in range(OW):
+                            row[U(base + ow)] = 0
+                        continue
+                    src = x[U(n0 + n), U(c), U(ih)]
+                    for ow in range(ow_lo):
+                        row[U(base + ow)] = 0
+                    for ow in range(ow_lo, ow_hi):
+                        row[U(base + ow)] = src[U(w0 + ow * sw)]
+                    for ow in range(ow_hi, OW):
+                        row[U(base + ow)] = 0
+
+
 @cached_njit(nogil=True, error_model="numpy")
-def lower(lo, hi, x, n0, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, Hp, Wp, cols):
+def lower(lo, hi, x, n0, bl, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, Hp, Wp, cols):
     """The rows of input channels ``lo <= c < hi`` of the patch matrix ``cols``
     (C*kh*kw, OH*OW*nb) of the samples ``n0 <= n < n0 + nb`` of ``x`` (N, C, H, W) padded to
-    ``Hp x Wp`` (``pt`` rows on top, ``pl`` columns on the left)."""
+    ``Hp x Wp`` (``pt`` rows on top, ``pl`` columns on the left); columns batch-last
+    (``bl``: ``p*nb + n``) or sample-major (``n*P + p``)."""
     nb = cols.shape[1] // max(OH * OW, 1)
+    if not bl:
+        for c in range(max(lo, 0), hi):
+            _lower_rows_nmajor(x, n0, c, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, cols)
+        return
     xs = np.empty((Hp, Wp, nb), x.dtype)
     run = OW * nb
     for c in range(max(lo, 0), hi):
@@ -83,13 +134,41 @@ def lower(lo, hi, x, n0, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, Hp, Wp, cols):
                                 row[U(d0 + n)] = src[U(s0 + n)]
 
 
+@njit(inline="always")
+def _unlower_nmajor(dcols, n0, c, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, out):
+    """:func:`unlower` of channel ``c`` from sample-major columns."""
+    H, W = out.shape[2], out.shape[3]
+    nb = dcols.shape[1] // max(OH * OW, 1)
+    for n in range(nb):
+        plane = out[U(n0 + n), U(c)]
+        for ih in range(H):
+            for iw in range(W):
+                plane[U(ih), U(iw)] = 0
+        for i in range(kh):
+            h0 = i * dh - pt
+            oh_lo, oh_hi = _valid(OH, h0, sh, H)
+            for j in range(kw):
+                w0 = j * dw - pl
+                ow_lo, ow_hi = _valid(OW, w0, sw, W)
+                row = dcols[U((c * kh + i) * kw + j)]
+                for oh in range(oh_lo, oh_hi):
+                    dst = plane[U(h0 + oh * sh)]
+                    base = (n * OH + oh) * OW
+                    for ow in range(ow_lo, ow_hi):
+                        dst[U(w0 + ow * sw)] += row[U(base + ow)]
+
+
 @cached_njit(nogil=True, error_model="numpy")
-def unlower(lo, hi, dcols, n0, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, Hp, Wp, out):
+def unlower(lo, hi, dcols, n0, bl, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, Hp, Wp, out):
     """Adjoint of :func:`lower`: channels ``lo <= c < hi`` of the samples ``n0 <= n < n0 +
     nb`` of ``out`` (N, C, H, W) set to the sum of the patch entries of ``dcols`` taken from
     them (taps in ``(i, j)`` order, then output pixels in order; a channel owns its pixels)."""
     H, W = out.shape[2], out.shape[3]
     nb = dcols.shape[1] // max(OH * OW, 1)
+    if not bl:
+        for c in range(max(lo, 0), hi):
+            _unlower_nmajor(dcols, n0, c, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, out)
+        return
     acc = np.empty((Hp, Wp * nb), dcols.dtype)
     run = OW * nb
     for c in range(max(lo, 0), hi):
@@ -119,36 +198,40 @@ def unlower(lo, hi, dcols, n0, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, Hp, Wp, o
 
 
 @cached_njit(nogil=True, error_model="numpy")
-def cn_to_nc(lo, hi, y, b, n0, out):
-    """``out[n0 + n, o, p] = y[o, p*nb + n] (+ b[o])`` for the output channels ``lo <= o <
-    hi``: a GEMM result (O, P*nb) in NCHW (``out`` (N, O, P)); ``b`` (O,) or None."""
+def cn_to_nc(lo, hi, y, b, n0, bl, out):
+    """``out[n0 + n, o, p] = y[o, s(n, p)] (+ b[o])`` for the output channels ``lo <= o <
+    hi``: a GEMM result (O, P*nb) in NCHW (``out`` (N, O, P)); ``b`` (O,) or None; ``s``
+    batch-last (``bl``: ``p*nb + n``) or sample-major (``n*P + p``)."""
     P = out.shape[2]
     nb = y.shape[1] // max(P, 1)
+    sn, sp = (1, nb) if bl else (P, 1)
     for o in range(max(lo, 0), hi):
         src = y[U(o)]
         for n in range(nb):
             dst = out[U(n0 + n), U(o)]
             if b is None:
                 for p in range(P):
-                    dst[U(p)] = src[U(p * nb + n)]
+                    dst[U(p)] = src[U(n * sn + p * sp)]
             else:
                 bo = b[o]
                 for p in range(P):
-                    dst[U(p)] = src[U(p * nb + n)] + bo
+                    dst[U(p)] = src[U(n * sn + p * sp)] + bo
 
 
 @cached_njit(nogil=True, error_model="numpy")
-def nc_to_cn(lo, hi, g, n0, gc):
-    """``gc[o, p*nb + n] = g[n0 + n, o, p]`` for the output channels ``lo <= o < hi``: the
-    NCHW gradient ``g`` (N, O, P) in the GEMMs' layout ``gc`` (O, P*nb)."""
+def nc_to_cn(lo, hi, g, n0, bl, gc):
+    """``gc[o, s(n, p)] = g[n0 + n, o, p]`` for the output channels ``lo <= o < hi``: the
+    NCHW gradient ``g`` (N, O, P) in the GEMMs' layout ``gc`` (O, P*nb) (``s`` as in
+    :func:`cn_to_nc`)."""
     P = g.shape[2]
     nb = gc.shape[1] // max(P, 1)
+    sn, sp = (1, nb) if bl else (P, 1)
     for o in range(max(lo, 0), hi):
         dst = gc[U(o)]
         for n in range(nb):
             src = g[U(n0 + n), U(o)]
             for p in range(P):
-                dst[U(p * nb + n)] = src[U(p)]
+                dst[U(n * sn + p * sp)] = src[U(p)]
 
 
 @cached_njit(nogil=True, error_model="numpy")

@@ -85,10 +85,11 @@ def _lowered(x, n0, n1, geo, kernel):
     return cols
 
 
-def _as_cn(g3, n0, n1):
-    """Samples ``[n0, n1)`` of the NCHW gradient ``g3`` (N, O, P) as ``(O, P*(n1 - n0))``."""
+def _as_cn(g3, n0, n1, bl):
+    """Samples ``[n0, n1)`` of the NCHW gradient ``g3`` (N, O, P) as ``(O, P*(n1 - n0))``
+    (columns batch-last with ``bl``)."""
     gc = np.empty((g3.shape[1], (n1 - n0) * g3.shape[2]), g3.dtype)
-    _launch(_k().nc_to_cn, g3.shape[1], (g3, n0, gc), _big(gc.size))
+    _launch(_k().nc_to_cn, g3.shape[1], (g3, n0, bl, gc), _big(gc.size))
     return gc
 
 
@@ -102,11 +103,15 @@ def _gemm(a, b, out, groups, b_t=False):
     note_blas(out.size * a.shape[1])
 
 
+#: output rows shorter than this use batch-last patch columns (see jitgrad.kernels.conv)
+BATCH_LAST_BELOW_OW = 8
+
+
 def _geometry(hw, stride, padding, dilation, kernel, ohw):
-    """The lowering kernels' geometry arguments: top and left padding, stride, dilation,
-    kernel, output size and padded input size."""
-    return (padding[0], padding[2], *stride, *dilation, *kernel, *ohw,
-            hw[0] + padding[0] + padding[1], hw[1] + padding[2] + padding[3])
+    """The lowering kernels' geometry arguments: the column order (batch-last or not), top
+    and left padding, stride, dilation, kernel, output size and padded input size."""
+    return (ohw[1] < BATCH_LAST_BELOW_OW, padding[0], padding[2], *stride, *dilation, *kernel,
+            *ohw, hw[0] + padding[0] + padding[1], hw[1] + padding[2] + padding[3])
 
 
 def _conv_fwd(x, w, b, stride, padding, dilation, groups):
@@ -125,7 +130,7 @@ def _conv_fwd(x, w, b, stride, padding, dilation, groups):
         cols = _lowered(x, n0, n1, geo, (kh, kw))
         y = np.empty((Co, cols.shape[1]), x.dtype)
         _gemm(w2, cols, y, groups)
-        _launch(_k().cn_to_nc, Co, (y, b, n0, out.reshape(N, Co, P)), _big(y.size))
+        _launch(_k().cn_to_nc, Co, (y, b, n0, geo[0], out.reshape(N, Co, P)), _big(y.size))
     return out
 
 
@@ -141,7 +146,7 @@ def _conv_bwd_input(g, w, input_size, stride, padding, dilation, groups):
     g3 = np.ascontiguousarray(g).reshape(N, Co, OH * OW)
     geo = _geometry(input_size, stride, padding, dilation, (kh, kw), (OH, OW))
     for n0, n1 in _chunks(N, C * kh * kw * OH * OW):
-        gc = _as_cn(g3, n0, n1)
+        gc = _as_cn(g3, n0, n1, geo[0])
         dcols = np.empty((C * kh * kw, gc.shape[1]), g.dtype)
         _gemm(w2t, gc, dcols, groups)
         _launch(_k().unlower, C, (dcols, n0, *geo, out), _big(dcols.size))
@@ -160,7 +165,7 @@ def _conv_bwd_weight(g, x, kernel_size, stride, padding, dilation, groups):
     part = np.empty_like(dw)
     for k, (n0, n1) in enumerate(_chunks(N, x.shape[1] * kh * kw * OH * OW)):
         cols = _lowered(x, n0, n1, geo, kernel_size)
-        _gemm(_as_cn(g3, n0, n1), cols, dw if k == 0 else part, groups, b_t=True)
+        _gemm(_as_cn(g3, n0, n1, geo[0]), cols, dw if k == 0 else part, groups, b_t=True)
         if k:
             dw += part
     return dw.reshape(Co, Cg, kh, kw)
