@@ -12,6 +12,7 @@ import numpy as np
 from ..config import check_ir
 from ..trace.interpreter import run_eqn
 from ..trace.ir import Eqn, Graph, Lit, Var, is_effect
+from .pool_relu import pool_before_relu
 
 __all__ = ["optimize", "dce", "cse", "fold_views", "fold_constants", "transpose_matmuls",
            "drop_copies"]
@@ -256,6 +257,8 @@ def optimize(graph: Graph, keep=()) -> list:
     rep = getattr(graph, "_cse_replace", {})
     keep = [rep.get(id(v), v) for v in keep]
     transpose_matmuls(graph, keep)
+    check()
+    pool_before_relu(graph, keep)
     check()
     dce(graph, keep)
     check()
