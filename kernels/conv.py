@@ -101,6 +101,35 @@ def _lower_rows_nmajor(x, n0, c, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, cols):
                         row[U(base + ow)] = 0
 
 
+@njit(inline="always")
+def _tap_runs(row, plane, i, j, sh, sw, dh, dw, OH, OW, nb, adjoint):
+    """Batch-last patch row ``row`` of tap ``(i, j)`` and the padded plane ``plane``
+    (Hp, Wp*nb): ``row`` gets the plane's values, or (``adjoint``) is added to them. Stride 1
+    moves one run of ``OW*nb`` values per output row, else runs of ``nb``."""
+    run = OW * nb
+    for oh in range(OH):
+        prow = plane[U(oh * sh + i * dh)]
+        base = oh * run
+        if sw == 1:
+            p0 = j * dw * nb
+            if adjoint:
+                for q in range(run):
+                    prow[U(p0 + q)] += row[U(base + q)]
+            else:
+                for q in range(run):
+                    row[U(base + q)] = prow[U(p0 + q)]
+        else:
+            for ow in range(OW):
+                p0 = (ow * sw + j * dw) * nb
+                r0 = base + ow * nb
+                if adjoint:
+                    for n in range(nb):
+                        prow[U(p0 + n)] += row[U(r0 + n)]
+                else:
+                    for n in range(nb):
+                        row[U(r0 + n)] = prow[U(p0 + n)]
+
+
 @cached_njit(nogil=True, error_model="numpy")
 def lower(lo, hi, x, n0, bl, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, Hp, Wp, cols):
     """The rows of input channels ``lo <= c < hi`` of the patch matrix ``cols``
@@ -113,26 +142,13 @@ def lower(lo, hi, x, n0, bl, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, Hp, Wp, col
             _lower_rows_nmajor(x, n0, c, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, cols)
         return
     xs = np.empty((Hp, Wp, nb), x.dtype)
-    run = OW * nb
     for c in range(max(lo, 0), hi):
         _plane_in(x, n0, c, pt, pl, xs)
         flat = xs.reshape(Hp, Wp * nb)
         for i in range(kh):
             for j in range(kw):
-                row = cols[U((c * kh + i) * kw + j)]
-                for oh in range(OH):
-                    src = flat[U(oh * sh + i * dh)]
-                    base = oh * run
-                    if sw == 1:
-                        s0 = j * dw * nb
-                        for q in range(run):
-                            row[U(base + q)] = src[U(s0 + q)]
-                    else:
-                        for ow in range(OW):
-                            s0 = (ow * sw + j * dw) * nb
-                            d0 = base + ow * nb
-                            for n in range(nb):
-                                row[U(d0 + n)] = src[U(s0 + n)]
+                _tap_runs(cols[U((c * kh + i) * kw + j)], flat, i, j, sh, sw, dh, dw, OH, OW,
+                          nb, False)
 
 
 @njit(inline="always")
@@ -171,25 +187,12 @@ def unlower(lo, hi, dcols, n0, bl, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, Hp, W
             _unlower_nmajor(dcols, n0, c, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, out)
         return
     acc = np.empty((Hp, Wp * nb), dcols.dtype)
-    run = OW * nb
     for c in range(max(lo, 0), hi):
         acc[:] = 0
         for i in range(kh):
             for j in range(kw):
-                row = dcols[U((c * kh + i) * kw + j)]
-                for oh in range(OH):
-                    dst = acc[U(oh * sh + i * dh)]
-                    base = oh * run
-                    if sw == 1:
-                        d0 = j * dw * nb
-                        for q in range(run):
-                            dst[U(d0 + q)] += row[U(base + q)]
-                    else:
-                        for ow in range(OW):
-                            d0 = (ow * sw + j * dw) * nb
-                            s0 = base + ow * nb
-                            for n in range(nb):
-                                dst[U(d0 + n)] += row[U(s0 + n)]
+                _tap_runs(dcols[U((c * kh + i) * kw + j)], acc, i, j, sh, sw, dh, dw, OH, OW,
+                          nb, True)
         for n in range(nb):
             for h in range(H):
                 src = acc[U(h + pt)]
@@ -198,14 +201,21 @@ def unlower(lo, hi, dcols, n0, bl, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, Hp, W
                     dst[U(w)] = src[U((w + pl) * nb + n)]
 
 
+@njit(inline="always")
+def _columns(bl, nb, P):
+    """Steps of a patch column ``s(n, p) = n*sn + p*sp`` per sample and per pixel:
+    batch-last (``bl``: ``p*nb + n``) or sample-major (``n*P + p``)."""
+    return (1, nb) if bl else (P, 1)
+
+
 @cached_njit(nogil=True, error_model="numpy")
 def cn_to_nc(lo, hi, y, b, n0, bl, out):
     """``out[n0 + n, o, p] = y[o, s(n, p)] (+ b[o])`` for the output channels ``lo <= o <
-    hi``: a GEMM result (O, P*nb) in NCHW (``out`` (N, O, P)); ``b`` (O,) or None; ``s``
-    batch-last (``bl``: ``p*nb + n``) or sample-major (``n*P + p``)."""
+    hi``: a GEMM result (O, P*nb) in NCHW (``out`` (N, O, P)); ``b`` (O,) or None; columns
+    as :func:`_columns` says."""
     P = out.shape[2]
     nb = y.shape[1] // max(P, 1)
-    sn, sp = (1, nb) if bl else (P, 1)
+    sn, sp = _columns(bl, nb, P)
     for o in range(max(lo, 0), hi):
         src = y[U(o)]
         for n in range(nb):
@@ -221,12 +231,11 @@ def cn_to_nc(lo, hi, y, b, n0, bl, out):
 
 @cached_njit(nogil=True, error_model="numpy")
 def nc_to_cn(lo, hi, g, n0, bl, gc):
-    """``gc[o, s(n, p)] = g[n0 + n, o, p]`` for the output channels ``lo <= o < hi``: the
-    NCHW gradient ``g`` (N, O, P) in the GEMMs' layout ``gc`` (O, P*nb) (``s`` as in
-    :func:`cn_to_nc`)."""
+    """The adjoint move: ``gc[o, s(n, p)] = g[n0 + n, o, p]`` for the output channels
+    ``lo <= o < hi`` of the NCHW gradient ``g`` (N, O, P)."""
     P = g.shape[2]
     nb = gc.shape[1] // max(P, 1)
-    sn, sp = (1, nb) if bl else (P, 1)
+    sn, sp = _columns(bl, nb, P)
     for o in range(max(lo, 0), hi):
         dst = gc[U(o)]
         for n in range(nb):
