@@ -12,6 +12,7 @@ import numpy as np
 from ..config import check_ir
 from ..trace.interpreter import run_eqn
 from ..trace.ir import Eqn, Graph, Lit, Var, is_effect
+from .pool_relu import pool_before_relu
 
 __all__ = ["optimize", "dce", "cse", "fold_views", "fold_constants", "transpose_matmuls",
            "drop_copies", "split_biased_matmuls"]
@@ -293,6 +294,8 @@ def optimize(graph: Graph, keep=()) -> list:
     split_biased_matmuls(graph)
     check()
     transpose_matmuls(graph, keep)
+    check()
+    pool_before_relu(graph, keep)
     check()
     dce(graph, keep)
     check()

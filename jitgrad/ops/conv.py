@@ -5,14 +5,18 @@ and tracing work): ``conv2d(x, w, b)`` -> ``ConvolutionBackward0``; its gradient
 ``conv2d_backward_input(g, w)`` (a transposed convolution, linear in ``g`` and in ``w``) and
 ``conv2d_backward_weight(g, x)`` (linear in ``g`` and in ``x``), both
 ``ConvolutionBackwardBackward0`` as in PyTorch; the VJPs of these two are again convolutions
-of the three kinds. The bias gradient is ``g.sum((0, 2, 3))``.
+of the three kinds. The bias gradient is the op ``conv2d_backward_bias(g)`` (``g`` summed
+over N, H and W by one kernel; the generic sum moved the channels first, 2x slower).
 
-Kernels: :mod:`jitgrad.kernels.conv` (blocked patch lowering fused with a Numba GEMM); from
-:data:`~.conv_common.PARALLEL_MIN_MACS` multiply-adds the blocks are split over the threads of
-:mod:`jitgrad.kernels.pool`. With stride 1 the input gradient runs as a forward convolution of
-``g`` with the flipped kernel. Padding is a 4-tuple ``(top, bottom, left, right)`` in the op
-params because ``padding="same"`` with an even dilated kernel pads one more pixel at the
-bottom/right. Only float32/float64 are implemented (PyTorch also convolves integer tensors).
+Kernels: a patch matrix ("im2col", :mod:`jitgrad.kernels.conv`) per chunk of samples and
+one NumPy (OpenBLAS) GEMM per group, with the result in its final layout: the forward's GEMM
+``w2 @ cols`` (O, N*OH*OW) written in NCHW with the bias added by one pass; the weight
+gradient ``g @ cols^T``; the input gradient ``w2^T @ g`` in patch form added back to the
+pixels ("col2im"). Eager and compiled mode call these same functions (a plan's conv is a
+call step), so they give the same bits. Padding is a 4-tuple ``(top, bottom, left, right)``
+in the op params because ``padding="same"`` with an even dilated kernel pads one more pixel
+at the bottom/right. Only float32/float64 are implemented (PyTorch also convolves integer
+tensors).
 
 Pooling lives in :mod:`jitgrad.ops.pooling`; its public names are re-exported here.
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels.parallel import note_blas
 from ..shapes import fmt_shape
 from ..tensor import Tensor
 from . import samples as S
@@ -32,7 +37,6 @@ from .conv_common import (
     _kernel_module,
     _launch,
     _pad,
-    _par,
     _run,
     _windows,
 )
@@ -49,88 +53,149 @@ from .registry import OPAQUE, defop
 
 __all__ = ["conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "conv2d_backward_input",
            "conv2d_backward_weight", "max_pool2d_backward", "avg_pool2d_backward",
-           "adaptive_avg_pool2d_backward"]
+           "adaptive_avg_pool2d_backward", "conv2d_backward_bias"]
 
 _k = _kernel_module("conv")
 
 
 # ------------------------------------------------------------------- array implementations
+#: patch-matrix elements lowered at a time (a chunk of samples; 16 MiB of float32): bounds
+#: the scratch memory of a convolution of a large batch
+COLS_CHUNK = 1 << 22
+
+
 def _out_hw(hw, k, stride, padding, dilation):
     """Convolution output size per spatial dim (padding: top, bottom, left, right)."""
     return tuple((hw[i] + padding[2 * i] + padding[2 * i + 1] - dilation[i] * (k[i] - 1) - 1)
                  // stride[i] + 1 for i in range(2))
 
 
-def _padded(x, padding):
-    """``x`` (N, C, H, W) contiguous with ``padding`` (top, bottom, left, right) zeros."""
-    x = np.ascontiguousarray(x)
-    if not any(padding):
-        return x
-    t, b, lft, r = padding
-    N, C, H, W = x.shape
-    out = np.empty((N, C, H + t + b, W + lft + r), x.dtype)
-    _launch(_k().pad, N * C, (x, t, lft, out), _big(out.size))  # parts: planes
-    return out
+def _chunks(n: int, per_sample: int):
+    """Sample ranges ``[n0, n1)`` whose patch matrices hold about ``COLS_CHUNK`` elements."""
+    step = max(1, min(n, COLS_CHUNK // max(per_sample, 1)))
+    return [(n0, min(n0 + step, n)) for n0 in range(0, n, step)]
 
 
-def _forward(x, w, b, stride, padding, dilation, groups, out):
-    """``out`` = conv of ``x`` with ``w`` (+ ``b``) on the fused lowering + GEMM kernel."""
-    Co, Cg, kh, kw = w.shape
-    k = _k()
-    n_rows = out.shape[0] * out.shape[2]
-    rows = k.row_blocks(n_rows, out.shape[3], k.BLOCK_COLS)
-    _launch(k.conv2d_forward, k.n_blocks(n_rows, rows),
-            (_padded(x, padding), np.ascontiguousarray(w).reshape(Co, Cg * kh * kw),
-             None if b is None else np.ascontiguousarray(b), rows, stride[0], stride[1],
-             dilation[0], dilation[1], kh, kw, groups, out),
-            _par(out.size * Cg * kh * kw))
-    return out
+def _lowered(x, n0, n1, geo, kernel):
+    """The patch matrix ``(C*kh*kw, OH*OW*(n1 - n0))`` of samples ``[n0, n1)`` of ``x``."""
+    C = x.shape[1]
+    OH, OW = geo[-4:-2]
+    cols = np.empty((C * kernel[0] * kernel[1], OH * OW * (n1 - n0)), x.dtype)
+    _launch(_k().lower, C, (x, n0, *geo, cols), _big(cols.size))
+    return cols
+
+
+def _as_cn(g3, n0, n1, bl):
+    """Samples ``[n0, n1)`` of the NCHW gradient ``g3`` (N, O, P) as ``(O, P*(n1 - n0))``
+    (columns batch-last with ``bl``)."""
+    gc = np.empty((g3.shape[1], (n1 - n0) * g3.shape[2]), g3.dtype)
+    _launch(_k().nc_to_cn, g3.shape[1], (g3, n0, bl, gc), _big(gc.size))
+    return gc
+
+
+def _gemm(a, b, out, groups, b_t=False):
+    """``out[g] = a[g] @ b[g]`` per group ``g``, each operand's ``g``-th block of rows
+    (``b[g].T`` with ``b_t``), through NumPy's BLAS, noted for the thread rules."""
+    ma, mb, mo = a.shape[0] // groups, b.shape[0] // groups, out.shape[0] // groups
+    for g in range(groups):
+        bg = b[g * mb:(g + 1) * mb]
+        np.matmul(a[g * ma:(g + 1) * ma], bg.T if b_t else bg, out=out[g * mo:(g + 1) * mo])
+    note_blas(out.size * a.shape[1])
+
+
+#: output rows shorter than this use batch-last patch columns (see jitgrad.kernels.conv)
+BATCH_LAST_BELOW_OW = 8
+#: patches shorter than this (C/groups*kh*kw) are multiplied by Numba kernels straight into
+#: NCHW (sample-major columns only); BLAS from there. Digits CNN's first layer (9 taps),
+#: batch 128: forward 237 -> ~100 us, weight gradient 271 -> ~110 us (1 thread)
+SMALL_K = 32
+
+
+def _small_k(geo, kg: int) -> bool:
+    """Whether a convolution with patches of ``kg`` taps runs the small-patch kernels."""
+    return kg < SMALL_K and not geo[0]
+
+
+def _geometry(hw, stride, padding, dilation, kernel, ohw):
+    """The lowering kernels' geometry arguments: the column order (batch-last or not), top
+    and left padding, stride, dilation, kernel, output size and padded input size."""
+    return (ohw[1] < BATCH_LAST_BELOW_OW, padding[0], padding[2], *stride, *dilation, *kernel,
+            *ohw, hw[0] + padding[0] + padding[1], hw[1] + padding[2] + padding[3])
 
 
 def _conv_fwd(x, w, b, stride, padding, dilation, groups):
+    """``conv(x, w) (+ b)``: per chunk of samples, the patch matrix, one GEMM per group and
+    the result written in NCHW with the bias added."""
+    x = np.ascontiguousarray(x)
     N = x.shape[0]
-    Co, _, kh, kw = w.shape
+    Co, Cg, kh, kw = w.shape
     ohw = _out_hw(x.shape[2:], (kh, kw), stride, padding, dilation)
-    return _forward(x, w, b, stride, padding, dilation, groups, np.empty((N, Co) + ohw, x.dtype))
+    P = ohw[0] * ohw[1]
+    w2 = np.ascontiguousarray(w).reshape(Co, Cg * kh * kw)
+    b = None if b is None else np.ascontiguousarray(b)
+    out = np.empty((N, Co) + ohw, x.dtype)
+    geo = _geometry(x.shape[2:], stride, padding, dilation, (kh, kw), ohw)
+    small = _small_k(geo, Cg * kh * kw)
+    for n0, n1 in _chunks(N, x.shape[1] * kh * kw * P):
+        cols = _lowered(x, n0, n1, geo, (kh, kw))
+        if small:
+            _launch(_k().small_k_forward, n1 - n0,
+                    (cols, w2, b, n0, groups, out.reshape(N, Co, P)), _big(out.size * 4))
+            continue
+        y = np.empty((Co, cols.shape[1]), x.dtype)
+        _gemm(w2, cols, y, groups)
+        _launch(_k().cn_to_nc, Co, (y, b, n0, geo[0], out.reshape(N, Co, P)), _big(y.size))
+    return out
 
 
 def _conv_bwd_input(g, w, input_size, stride, padding, dilation, groups):
-    N, Co = g.shape[:2]
+    """Gradient of the input: per chunk, ``w2^T @ g`` in patch form added back to the
+    pixels (:func:`~jitgrad.kernels.conv.unlower`)."""
+    N, Co, OH, OW = g.shape
     _, Cg, kh, kw = w.shape
-    G = groups
-    out = np.empty((N, Cg * G) + tuple(input_size), g.dtype)
-    # with stride 1 the input gradient is a convolution of g with the flipped, transposed
-    # kernel and the complementary padding (when that is not negative); it pays off from a
-    # few input channels per group (fewer: the GEMM cannot amortise the patch lowering)
-    tpad = tuple(dilation[i // 2] * ((kh, kw)[i // 2] - 1) - padding[i] for i in range(4))
-    if stride == (1, 1) and min(tpad) >= 0 and Cg >= 4:
-        wf = w[:, :, ::-1, ::-1].reshape(G, Co // G, Cg, kh, kw).transpose(0, 2, 1, 3, 4)
-        return _forward(g, wf.reshape(G * Cg, Co // G, kh, kw), None, stride, tpad, dilation,
-                        G, out)
-    wt = np.ascontiguousarray(w.reshape(G, Co // G, Cg * kh * kw).transpose(0, 2, 1))
-    k = _k()
-    nb = k.sample_blocks(N, g.shape[2] * g.shape[3], k.BLOCK_COLS)
-    _launch(k.conv2d_backward_input, k.n_blocks(N, nb),
-            (np.ascontiguousarray(g), wt.reshape(G * Cg * kh * kw, Co // G), nb, stride[0],
-             stride[1], padding[0], padding[2], dilation[0], dilation[1], kh, kw, G, out),
-            _par(g.size * Cg * kh * kw))
+    C = Cg * groups
+    out = np.empty((N, C) + tuple(input_size), g.dtype)
+    w2t = np.ascontiguousarray(w).reshape(groups, Co // groups, Cg * kh * kw).transpose(0, 2, 1)
+    w2t = np.ascontiguousarray(w2t).reshape(C * kh * kw, Co // groups)
+    g3 = np.ascontiguousarray(g).reshape(N, Co, OH * OW)
+    geo = _geometry(input_size, stride, padding, dilation, (kh, kw), (OH, OW))
+    for n0, n1 in _chunks(N, C * kh * kw * OH * OW):
+        gc = _as_cn(g3, n0, n1, geo[0])
+        dcols = np.empty((C * kh * kw, gc.shape[1]), g.dtype)
+        _gemm(w2t, gc, dcols, groups)
+        _launch(_k().unlower, C, (dcols, n0, *geo, out), _big(dcols.size))
     return out
 
 
 def _conv_bwd_weight(g, x, kernel_size, stride, padding, dilation, groups):
+    """Gradient of the weight: ``g @ cols^T`` per group, chunks added in order."""
     N, Co, OH, OW = g.shape
     Cg = x.shape[1] // groups
     kh, kw = kernel_size
-    k = _k()
-    rows = k.row_blocks(N * OH, OW, k.WGRAD_BLOCK_COLS)
-    parts = k.n_blocks(N * OH, rows)
-    partial = np.empty((parts, Co, Cg * kh * kw), g.dtype)
-    _launch(k.conv2d_backward_weight, parts,
-            (np.ascontiguousarray(g), _padded(x, padding), rows, stride[0], stride[1],
-             dilation[0], dilation[1], kh, kw, groups, partial),
-            _par(g.size * Cg * kh * kw))
-    # block partial sums added in block order (in float64): independent of the thread count
-    return partial.sum(axis=0, dtype=np.float64).astype(g.dtype).reshape(Co, Cg, kh, kw)
+    x = np.ascontiguousarray(x)
+    g3 = np.ascontiguousarray(g).reshape(N, Co, OH * OW)
+    geo = _geometry(x.shape[2:], stride, padding, dilation, kernel_size, (OH, OW))
+    dw = np.zeros((Co, Cg * kh * kw), g.dtype)
+    part = np.empty_like(dw)
+    small = _small_k(geo, Cg * kh * kw)
+    for k, (n0, n1) in enumerate(_chunks(N, x.shape[1] * kh * kw * OH * OW)):
+        cols = _lowered(x, n0, n1, geo, kernel_size)
+        if small:
+            _launch(_k().small_k_weight_grad, Co, (g3, cols, n0, groups, dw if k == 0 else part),
+                    _big(cols.size * 4))
+        else:
+            _gemm(_as_cn(g3, n0, n1, geo[0]), cols, dw if k == 0 else part, groups, b_t=True)
+        if k:
+            dw += part
+    return dw.reshape(Co, Cg, kh, kw)
+
+
+def _conv_bwd_bias(g, grad_shape=None):
+    """Gradient of the bias: ``g`` summed over samples and pixels, per channel."""
+    g3 = np.ascontiguousarray(g).reshape(g.shape[0], g.shape[1], g.shape[2] * g.shape[3])
+    out = np.empty(g.shape[1], g.dtype)
+    _launch(_k().bias_grad, g.shape[1], (g3, out), _big(g.size))
+    return out
 
 
 # ------------------------------------------------------------------------ NumPy references
@@ -175,6 +240,10 @@ def _conv_bwd_weight_ref(g, x, kernel_size, stride, padding, dilation, groups):
     return gw.reshape(Co, C // groups, *kernel_size).astype(g.dtype)
 
 
+def _conv_bwd_bias_ref(g, grad_shape=None):
+    return g.astype(np.float64).sum(axis=(0, 2, 3)).astype(g.dtype)
+
+
 # ---------------------------------------------------------------------------- conv ops
 def _conv_call(x, w, b, p):
     q = {k: p[k] for k in CONV2D.params}
@@ -196,11 +265,21 @@ def conv2d_backward_weight(grad: Tensor, input: Tensor, p: dict) -> Tensor:
                 _conv_bwd_weight(grad._data, input._data, **q))
 
 
+def conv2d_backward_bias(grad: Tensor) -> Tensor:
+    """Gradient of conv2d w.r.t. its bias: ``grad`` (N, O, H, W) summed over N, H and W."""
+    return _run(CONV2D_BACKWARD_BIAS, (grad,), {"grad_shape": tuple(grad._data.shape)},
+                _conv_bwd_bias(grad._data))
+
+
+def _bwd_bias_vjp(gg, ins, out, p, n):
+    return (gg.reshape(1, -1, 1, 1).expand(*p["grad_shape"]),)
+
+
 def _conv_vjp(g, ins, out, p, n):
     x, w, _ = ins
     gx = conv2d_backward_input(g, w, {**p, "input_size": x._data.shape[2:]}) if n[0] else None
     gw = conv2d_backward_weight(g, x, {**p, "kernel_size": w._data.shape[2:]}) if n[1] else None
-    gb = g.sum(dim=(0, 2, 3)) if n[2] else None
+    gb = conv2d_backward_bias(g) if n[2] else None
     return gx, gw, gb
 
 
@@ -233,10 +312,15 @@ CONV2D_BACKWARD_WEIGHT = defop(
     params=("kernel_size",) + _CONV_P, node="ConvolutionBackwardBackward0",
     ref=_conv_bwd_weight_ref, fwd=_conv_bwd_weight, vjp=_bwd_weight_vjp, save=(0, 1),
     samples=S.conv2d_backward_weight)
+CONV2D_BACKWARD_BIAS = defop(
+    name="conv2d_backward_bias", kind=OPAQUE, inputs=("grad",), params=("grad_shape",),
+    node="ConvolutionBackwardBackward0", ref=_conv_bwd_bias_ref, fwd=_conv_bwd_bias,
+    vjp=_bwd_bias_vjp, save=(), samples=S.conv2d_backward_bias)
 
 # the gradient functions come before their ops (the ops' VJP rules call them)
 api(CONV2D_BACKWARD_INPUT)(conv2d_backward_input)
 api(CONV2D_BACKWARD_WEIGHT)(conv2d_backward_weight)
+api(CONV2D_BACKWARD_BIAS)(conv2d_backward_bias)
 
 
 # --------------------------------------------------------------------- argument parsing

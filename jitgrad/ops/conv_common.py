@@ -16,10 +16,8 @@ from ..shapes import fmt_shape
 from ..tensor import Tensor, wrap
 from .dispatch import record
 
-#: multiply-adds from which the conv kernels run in parallel
-PARALLEL_MIN_MACS = 1 << 18
-#: window taps (pooling) or padded elements from which the pooling and padding kernels run in
-#: parallel
+#: window taps (pooling) or elements moved (the convolutions' lowering and layout kernels)
+#: from which those kernels run in parallel
 PARALLEL_MIN_WORK = 1 << 15
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -37,10 +35,6 @@ def _kernel_module(name: str):
             mod.append(importlib.import_module(f"jitgrad.kernels.{name}"))
         return mod[0]
     return load
-
-
-def _par(macs: int) -> bool:
-    return macs >= PARALLEL_MIN_MACS and parallel_ok(macs)
 
 
 def _big(work: int) -> bool:

@@ -393,6 +393,12 @@ def conv2d_backward_weight(rng, dtype):
             for xs, ws, _, kw, cid in _CONV_CASES if kw.get("padding") != "same"]
 
 
+def conv2d_backward_bias(rng, dtype):
+    """(grad,) of every conv case's output shape."""
+    return [((_r(rng, (xs[0], ws[0]) + _conv_hw(xs, ws, kw), dtype),), {"_id": cid})
+            for xs, ws, _, kw, cid in _CONV_CASES if kw.get("padding") != "same"]
+
+
 def _distinct_values(rng, shape, dtype):
     """Distinct values (a unique maximum in every pooling window, also after gradcheck's
     perturbations)."""

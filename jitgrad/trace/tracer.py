@@ -377,6 +377,18 @@ class Tracer:
             base = getattr(a, "base", None)
             if base is not None:
                 own[id(base)] += 1
+        # tensors in the graph's own params (max pooling's argmax positions, which its VJP
+        # reads) hold their array once; a tensor someone else holds as well still counts
+        in_params = Counter()
+        for e in self.graph.eqns:
+            for t in e.params.values():
+                if hasattr(t, "_data") and type(t._data) is np.ndarray:
+                    in_params[id(t)] += 1
+        for e in self.graph.eqns:
+            for t in e.params.values():
+                if in_params.get(id(t)) and sys.getrefcount(t) <= in_params[id(t)] + 2:
+                    own[id(t._data)] += 1
+                    in_params[id(t)] = 0  # counted once
         out, seen = [], set()
         for a in self.keep:
             # (an argument or captured array written in place existed before the call: its

@@ -47,7 +47,8 @@ _NO_CUDA_KERNEL = ("Numba CPU kernels only (the NumPy references are host-only: 
 #: NotImplementedError ("... is not supported on CUDA yet"), nothing else
 UNSUPPORTED: dict[str, str] = {
     name: _NO_CUDA_KERNEL for name in (
-        "conv2d", "conv2d_backward_input", "conv2d_backward_weight", "max_pool2d",
+        "conv2d", "conv2d_backward_input", "conv2d_backward_weight", "conv2d_backward_bias",
+        "max_pool2d",
         "max_pool2d_backward", "max_pool2d_indices", "pool_gather", "avg_pool2d",
         "avg_pool2d_backward")}
 

@@ -850,6 +850,15 @@ def _cv_conv_backward_weight(M, ts, p):
     return _cv_grad(M, lambda t: _cv_fn(M, "conv2d")(x, t, **_cv_kw(p, _CV_CONV)), w, g)
 
 
+def _cv_conv_backward_bias(M, ts, p):
+    """The bias gradient of a 1x1 convolution whose output has ``g``'s shape."""
+    g = ts[0]
+    n, o, h, w = g.shape
+    x, k = M.zeros(n, 1, h, w, dtype=g.dtype), M.zeros(o, 1, 1, 1, dtype=g.dtype)
+    b = M.zeros(o, dtype=g.dtype, requires_grad=True)
+    return _cv_grad(M, lambda t: _cv_fn(M, "conv2d")(x, k, t), b, g)
+
+
 def _cv_max_pool_backward(M, ts, p):
     return _cv_grad(M, lambda t: _cv_fn(M, "max_pool2d")(t, **_cv_kw(p, _CV_MAX)), ts[1], ts[0])
 
@@ -870,6 +879,7 @@ ADAPTERS.update({
     "conv2d": _cv_conv,
     "conv2d_backward_input": _cv_conv_backward_input,
     "conv2d_backward_weight": _cv_conv_backward_weight,
+    "conv2d_backward_bias": _cv_conv_backward_bias,
     "max_pool2d": lambda M, ts, p: _cv_fn(M, "max_pool2d")(ts[0], **_cv_kw(p, _CV_MAX)),
     "max_pool2d_backward": _cv_max_pool_backward,
     "avg_pool2d": lambda M, ts, p: _cv_fn(M, "avg_pool2d")(ts[0], **_cv_kw(p, _CV_AVG)),

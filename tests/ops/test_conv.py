@@ -143,6 +143,30 @@ def test_conv2d_matches_naive_reference(case, dtype):
                                atol=tol * max(1, np.abs(ref).max(initial=0)))
 
 
+@pytest.mark.parametrize("batch_last", [False, True], ids=["sample-major", "batch-last"])
+@pytest.mark.parametrize("case", CONV_CASES, ids=CONV_IDS)
+def test_both_patch_column_orders_match_the_references(case, batch_last, monkeypatch):
+    """Forward, input and weight gradients with every case forced onto one column order of
+    the patch matrix (the threshold picks by output width otherwise)."""
+    monkeypatch.setattr(C, "BATCH_LAST_BELOW_OW", 1 << 30 if batch_last else 0)
+    x, w, b, kw = _conv_args(np.random.default_rng(1), case, F64)
+    jx, jw = jitgrad.tensor(x, requires_grad=True), jitgrad.tensor(w, requires_grad=True)
+    out = C.conv2d(jx, jw, None if b is None else jitgrad.tensor(b), **kw)
+    g = np.random.default_rng(2).standard_normal(out.shape)
+    out.backward(jitgrad.tensor(g))
+    node = out.grad_fn if x.ndim == 4 else out.grad_fn.next_functions[0][0]
+    p = {k: node.params[k] for k in ("stride", "padding", "dilation", "groups")}
+    x4, g4 = (x, g) if x.ndim == 4 else (x[None], g[None])
+    np.testing.assert_allclose(out.detach().numpy(), naive_conv2d(x, w, b, **kw), rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_allclose(jx.grad.numpy().reshape(x4.shape),
+                               C._conv_bwd_input_ref(g4, w, x4.shape[2:], **p), rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_allclose(jw.grad.numpy(),
+                               C._conv_bwd_weight_ref(g4, x4, w.shape[2:], **p), rtol=1e-12,
+                               atol=1e-12)
+
+
 POOL_CASES = [
     ((2, 3, 6, 6), {"kernel_size": 2}),
     ((2, 2, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1}),
@@ -232,30 +256,30 @@ def test_part_kernels_do_not_depend_on_the_split():
 
     rng = np.random.default_rng(4)
     for dt in (F32, F64):
-        for xs, ws, s, d, grp in [((8, 16, 9, 10), (32, 16, 3, 3), 1, 1, 1),
-                                  ((6, 8, 11, 9), (12, 4, 3, 2), 2, (1, 2), 2),
-                                  ((32, 1, 8, 8), (16, 1, 3, 3), 1, 1, 1)]:
-            x, w = _rand(rng, xs, dt), _rand(rng, ws, dt)
+        for xs, ws, s, d in [((8, 16, 9, 10), (32, 16, 3, 3), 1, 1),
+                             ((6, 8, 11, 9), (12, 4, 3, 2), 2, (1, 2)),
+                             ((32, 1, 8, 8), (16, 1, 3, 3), 1, 1)]:
+            x = _rand(rng, xs, dt)
             b = _rand(rng, (ws[0],), dt)
             ohw = C._out_hw(xs[2:], ws[2:], _pair(s), (1, 1, 1, 1), _pair(d))
             g = _rand(rng, (xs[0], ws[0]) + ohw, dt)
-            xp = C._padded(x, (1, 1, 1, 1))
-            geo = (*_pair(s), *_pair(d), ws[2], ws[3], grp)
-            w2 = w.reshape(ws[0], -1)
-            n_rows = xs[0] * ohw[0]
-            rows = k.row_blocks(n_rows, ohw[1], k.BLOCK_COLS)
-            _split_runs(k.conv2d_forward, k.n_blocks(n_rows, rows), (xp, w2, b, rows, *geo),
-                        [((xs[0], ws[0]) + ohw, dt)])
-            wt = np.ascontiguousarray(w.reshape(grp, ws[0] // grp, -1).transpose(0, 2, 1))
-            wt = wt.reshape(-1, ws[0] // grp)
-            nb = k.sample_blocks(xs[0], ohw[0] * ohw[1], k.BLOCK_COLS)
-            _split_runs(k.conv2d_backward_input, k.n_blocks(xs[0], nb),
-                        (g, wt, nb, *_pair(s), 1, 1, *_pair(d), ws[2], ws[3], grp),
-                        [(xs, dt)])
-            rows = k.row_blocks(n_rows, ohw[1], k.WGRAD_BLOCK_COLS)
-            parts = k.n_blocks(n_rows, rows)
-            _split_runs(k.conv2d_backward_weight, parts, (g, xp, rows, *geo),
-                        [((parts, ws[0], w2.shape[1]), dt)])
+            geo = C._geometry(xs[2:], _pair(s), (1, 1, 1, 1), _pair(d), ws[2:], ohw)
+            K, m = xs[1] * ws[2] * ws[3], xs[0] * ohw[0] * ohw[1]
+            y = _rand(rng, (ws[0], m), dt)
+            for bl in (True, False):  # both column orders
+                geo = (bl,) + geo[1:]
+                _split_runs(k.lower, xs[1], (x, 0, *geo), [((K, m), dt)])
+                _split_runs(k.unlower, xs[1], (_rand(rng, (K, m), dt), 0, *geo), [(xs, dt)])
+                _split_runs(k.cn_to_nc, ws[0], (y, b, 0, bl), [((xs[0], ws[0], m // xs[0]), dt)])
+                _split_runs(k.nc_to_cn, ws[0], (g.reshape(xs[0], ws[0], -1), 0, bl),
+                            [(y.shape, dt)])
+            cols = np.empty((K, m), dt)
+            k.lower(0, xs[1], x, 0, *geo, cols)  # sample-major (the last order above)
+            w2 = _rand(rng, (ws[0], K), dt)
+            _split_runs(k.small_k_forward, xs[0], (cols, w2, b, 0, 1),
+                        [((xs[0], ws[0], m // xs[0]), dt)])
+            _split_runs(k.small_k_weight_grad, ws[0], (g.reshape(xs[0], ws[0], -1), cols, 0, 1),
+                        [(w2.shape, dt)])
         x = _rand(rng, (40, 30, 30), dt)
         _split_runs(kp.max_pool, 40, (x, 3, 3, 2, 2, 1, 1, 1, 1),
                     [((40, 15, 15), dt), ((40, 15, 15), np.int64)])
@@ -527,5 +551,5 @@ def test_kernels_are_not_compiled_at_import():
     code = ("import sys, jitgrad; assert 'jitgrad.kernels.conv' not in sys.modules; "
             "assert 'jitgrad.kernels.pooling' not in sys.modules; "
             "from jitgrad.kernels import conv, pooling; "
-            "assert not conv.conv2d_forward.signatures and not pooling.max_pool.signatures")
+            "assert not conv.lower.signatures and not pooling.max_pool.signatures")
     subprocess.run([sys.executable, "-c", code], check=True)
