@@ -22,6 +22,7 @@ frame entered while tracing, nothing at all on compiled calls.
 from __future__ import annotations
 
 import builtins
+import gc
 import os
 import random
 import sys
@@ -178,6 +179,7 @@ class Observer:
         self.self_guarded = target is not None
         self.reads: list = []
         self._seen: set = set()
+        self._funcs: dict = {}  # code -> the functions with that code (inner frames' cells)
         self._top_done = False
         self._old = None
 
@@ -248,7 +250,13 @@ class Observer:
             holder = ("global", g, ch.name) if ch.name in g else ("builtin", frame.f_builtins,
                                                                   ch.name)
         elif not top:
-            return  # closures and arguments of inner frames: covered through their callers
+            if ch.kind != "deref":
+                return  # arguments of inner frames: covered through their callers
+            # a closure cell of a function the compiled one calls (``lambda x: train(x)``
+            # reads ``train``, whose cells hold the model and optimizer): guarded by its cell
+            for cell in self._inner_cells(frame, ch.name):
+                self._add(("cell", cell), ch, steps)
+            return
         elif ch.kind == "deref":
             func = self.top_func
             try:
@@ -270,6 +278,33 @@ class Observer:
                 holder = ("arg", pos, ch.name)
         if holder[0] == "const" and not steps and self.self_guarded:
             return  # the compiled module itself: guarded as a whole (guards.ClosureGuard)
+        self._add(holder, ch, steps)
+
+    def _inner_cells(self, frame, name: str) -> list:
+        """The cells behind free variable ``name`` of an inner frame: those of every function
+        with the frame's code whose cell holds the value the frame sees (frames do not name
+        their function; all candidates are guarded, so none can go stale)."""
+        code = frame.f_code
+        try:
+            idx = code.co_freevars.index(name)
+        except ValueError:
+            return []  # a cell variable of the frame itself: computed by the call
+        funcs = self._funcs.get(code)
+        if funcs is None:
+            funcs = self._funcs[code] = [f for f in gc.get_referrers(code) if isinstance(
+                f, types.FunctionType) and f.__code__ is code and f.__closure__]
+        value = frame.f_locals.get(name, _MISSING)
+        cells = []
+        for f in funcs:
+            cell = f.__closure__[idx]
+            try:
+                if cell.cell_contents is value:
+                    cells.append(cell)
+            except ValueError:  # an empty cell
+                continue
+        return cells
+
+    def _add(self, holder, ch, steps: tuple) -> None:
         key = (holder[0], id(holder[1]), holder[2] if len(holder) > 2 else None, steps)
         if key in self._seen:
             return
