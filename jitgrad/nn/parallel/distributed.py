@@ -22,7 +22,10 @@ their own (``MPI_Comm_dup``), so one a rank skips never pairs with another colle
 Inside ``jitgrad.compile`` (a training step: forward, backward, optimizer step) the same
 hooks record the collectives as effect ops of the plan (``distributed.plan_ops``):
 ``allreduce_start`` where a bucket's last gradient is computed, ``allreduce_wait`` at the
-end of the backward, before the optimizer reads the gradients.
+end of the backward, before the optimizer reads the gradients. There too nothing is copied:
+the plan computes each gradient straight into its bucket view (the BLAS call or fused
+kernel that produces it writes there: ``compiler/placement.py``), the allreduce and the
+average run on the buffer in place, and each ``.grad`` is the bucket's view tensor again.
 """
 
 from __future__ import annotations
@@ -97,7 +100,7 @@ class _Bucket:
         grads = f"{len(params)} gradient{'s' if len(params) > 1 else ''}"
         self.what = (f"DistributedDataParallel bucket {index} of {count} ({grads}, "
                      f"{self.numel} elements, {dtype})")
-        self.site = PendingAllreduce(group, self.what, average=True)
+        self.site = PendingAllreduce(group, self.what, True, self.flat, self.views)
         self.ready = 0
         self.work: dist.Work | None = None  # eager: the allreduce in flight
         self.traced: Tensor | None = None   # traced: allreduce_start's buffer
@@ -277,21 +280,21 @@ class DistributedDataParallel(Module):
                         g._vc[0] += 1
 
     def _finish_traced(self, b: _Bucket) -> None:
-        """The traced end of a bucket: the wait, then each gradient written from the
-        averaged buffer (a graph break since the start: the wait runs now, eagerly)."""
+        """The traced end of a bucket: the wait (the average, in the bucket's buffer), then
+        each ``.grad`` the bucket's view tensor again, as in eager mode. The traced write of
+        the view is no copy: the averaged slice is the view's own memory (the plan's
+        write-back finds it there)."""
         flat, b.traced = b.traced, None
-        if _TRACE.tracer is None:
-            avg = b.site.wait(flat._data)
-            start = 0
-            for p in b.params:
-                n = p._data.size
-                p._grad._data[...] = avg[start:start + n].reshape(p._data.shape)
-                p._grad._vc[0] += 1
-                start += n
+        if _TRACE.tracer is None:  # a graph break since the start: the wait runs now
+            b.site.wait(flat._data)
+            for p, g in zip(b.params, b.grads):
+                p._grad = g
+                g._vc[0] += 1
             return
         avg = allreduce_wait(b.site, flat)
         start = 0
-        for p in b.params:
+        for p, g in zip(b.params, b.grads):
             n = p._data.size
-            p._grad.copy_(avg[start:start + n].view(p.shape))
+            g.copy_(avg[start:start + n].view(p.shape))
+            p.grad = g
             start += n
