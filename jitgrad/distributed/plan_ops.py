@@ -70,11 +70,13 @@ class PendingAllreduce:
         return flat
 
 
-def allreduce_start(site: PendingAllreduce, tensors: Sequence[Tensor]) -> Tensor:
+def allreduce_start(site: PendingAllreduce, tensors: Sequence[Tensor],
+                    place: bool = True) -> Tensor:
     """Start the allreduce of ``tensors`` in ``site``'s flat buffer (each in its view, where
-    a compiled plan computes it: no copy); returns the buffer, which only
+    a compiled plan computes it when ``place``: no copy); returns the buffer, which only
     :func:`allreduce_wait` may read."""
-    return run_effect("allreduce_start", site.start, tensors, site.what, places=site.views)
+    return run_effect("allreduce_start", site.start, tensors, site.what,
+                      places=site.views if place else None)
 
 
 def allreduce_wait(site: PendingAllreduce, flat: Tensor) -> Tensor:

@@ -271,7 +271,8 @@ def check_ddp_compiled(rank: int, size: int) -> None:
         np.testing.assert_allclose(flat_grads(wrapped.module), flat_grads(reference),
                                    rtol=1e-10, atol=1e-14)
     assert compiled.forward.stats["traces"] == 1, compiled.forward.stats
-    check_ddp_compiled_one_bucket(rank, size, x, y)
+    for as_view in (True, False):
+        check_ddp_compiled_one_bucket(rank, size, x, y, as_view)
 
 
 def sgd_step(model, opt, xs, ys):
@@ -283,12 +284,15 @@ def sgd_step(model, opt, xs, ys):
     return loss.detach()
 
 
-def check_ddp_compiled_one_bucket(rank: int, size: int, x, y) -> None:
+def check_ddp_compiled_one_bucket(rank: int, size: int, x, y, as_view: bool) -> None:
     """The default bucket size: every gradient in one bucket, each computed into its view of
-    the one flat buffer (matmuls, fused sums); compiled == eager DDP == one process."""
+    the one flat buffer (matmuls, fused sums); compiled == eager DDP == one process. With
+    ``gradient_as_bucket_view=False`` gradients are tensors of their own, copied in and out
+    (compiled and eager), with the same results."""
     from jitgrad.nn.parallel import DistributedDataParallel as DDP
 
-    model, eager, reference = DDP(mlp(rank)), DDP(mlp(rank)), mlp(0)
+    model, eager = (DDP(mlp(rank), gradient_as_bucket_view=as_view) for _ in range(2))
+    reference = mlp(0)
     opts = [jitgrad.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
             for m in (model, eager, reference)]
     assert len(model._buckets) == 1
@@ -307,11 +311,17 @@ def check_ddp_compiled_one_bucket(rank: int, size: int, x, y) -> None:
         got = flat_params(model.module)
         np.testing.assert_allclose(got, flat_params(reference), rtol=1e-10)
         np.testing.assert_allclose(got, flat_params(eager.module), rtol=1e-10)
+        np.testing.assert_allclose(flat_grads(model.module), flat_grads(reference),
+                                   rtol=1e-10, atol=1e-14)
         assert same_on_every_rank(got, size)
     assert step.stats["traces"] == 2, step.stats
     bucket = model._buckets[0]
-    assert bucket.site.copied == 0
-    assert all(p.grad is g for p, g in zip(bucket.params, bucket.grads))
+    assert bucket.site.copied == (0 if as_view else len(bucket.params))
+    for m in (model, eager):
+        grads = [p.grad for p in m._buckets[0].params]
+        assert all((g is view) == as_view for g, view in zip(grads, m._buckets[0].grads))
+        assert all(np.shares_memory(g._data, m._buckets[0].flat) == as_view
+                   for g in grads)
 
 
 def check_ddp_compiled_buffers(rank: int, size: int) -> None:
