@@ -15,10 +15,16 @@ here) run one thread per rank: oversubscribed ranks made steps 10-40x slower in 
    allreduce (the same gradient buffer reduced alone, blocking: the communication's cost),
    wait (what the backward actually waited for at its end: the allreduce left exposed) and
    the optimizer step; medians over the timed steps.
-2. ``MPI_Allreduce`` of float32 buffers of 4 B - 16 MB (medians), least-squares fit of
+2. Compiled training steps (``jitgrad.compile`` of zero_grad, forward, backward, step) of
+   the same MLP, DistributedDataParallel with ``gradient_as_bucket_view=True`` (the plan
+   computes each gradient in its bucket view: no copy in or out) and ``False`` (gradients of
+   their own, copied into the bucket before the allreduce and out after it), the two models'
+   steps interleaved, medians and mins; plus what the copies cost alone (NumPy copies of the
+   gradients' bytes in and out).
+3. ``MPI_Allreduce`` of float32 buffers of 4 B - 16 MB (medians), least-squares fit of
    ``t(n) = a + b n``. With the ring algorithm's cost ``2 (p-1) alpha + 2 (p-1)/p n / B``,
    p = 2 gives ``alpha = a / 2`` and ``B = 1 / b``.
-3. The model: a step on p ranks costs ``C + A_p(n)``, with C the measured compute
+4. The model: a step on p ranks costs ``C + A_p(n)``, with C the measured compute
    (forward+backward+optimizer) of one rank's batch and A_p the ring allreduce of the
    gradients (n bytes) over a network of bandwidth B (10 or 100 Gbit/s) and latency alpha
    (the fitted local one, and an assumed 20 us for MPI over TCP); with one bucket the
@@ -118,6 +124,64 @@ def step_split(batch: int) -> dict:
             "buckets": len(model._buckets)}
 
 
+def compiled_copy_vs_views(batch: int) -> dict:
+    """Compiled DDP steps with gradients as bucket views and copied, interleaved (ms)."""
+    import jitgrad
+    import jitgrad.distributed as dist
+    from jitgrad.nn.parallel import DistributedDataParallel as DDP
+
+    nn = jitgrad.nn
+    rank = dist.get_rank()
+    rng = np.random.default_rng(rank)
+    x = jitgrad.tensor(rng.standard_normal((batch, 784)).astype(np.float32))
+    y = jitgrad.tensor(rng.integers(0, 10, batch))
+    steps = {}
+    for as_view in (True, False):
+        jitgrad.manual_seed(0)
+        model = DDP(nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256),
+                                  nn.ReLU(), nn.Linear(256, 10)),
+                    gradient_as_bucket_view=as_view)
+        steps[as_view] = (model, _compiled_step(model, jitgrad.optim.SGD(
+            model.parameters(), lr=0.01, momentum=0.9)))
+    times: dict = {True: [], False: []}
+    for k in range(WARMUP + STEPS):
+        for as_view, (_, step) in steps.items():
+            dist.barrier()
+            t = time.perf_counter()
+            step(x, y)
+            if k >= WARMUP:
+                times[as_view].append(time.perf_counter() - t)
+    flat = steps[True][0]._buckets[0].flat
+    grads = [p.grad.numpy() for p in steps[False][0].module.parameters()]
+    copies = []
+    for _ in range(STEPS):  # the copying path's copies alone: each gradient in, then out
+        t = time.perf_counter()
+        start = 0
+        for g in grads:
+            np.copyto(flat[start:start + g.size], g.reshape(-1))
+            start += g.size
+        start = 0
+        for g in grads:
+            _ = flat[start:start + g.size].reshape(g.shape).copy()
+            start += g.size
+        copies.append(time.perf_counter() - t)
+    return {"batch": batch, "views": times[True], "copied": times[False],
+            "copies": median_ms(copies)}
+
+
+def _compiled_step(model, opt):
+    import jitgrad
+
+    @jitgrad.compile(fullgraph=True)
+    def step(x, y):
+        opt.zero_grad()
+        loss = jitgrad.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return step
+
+
 def allreduce_fit() -> tuple[list, float, float]:
     from mpi4py import MPI
 
@@ -166,9 +230,20 @@ def main() -> None:
         say(f"{s['batch']:>10} {s['fwd_bwd']:>9.3f} {s['allreduce']:>10.3f} {s['wait']:>8.3f}"
             f" {s['optimizer']:>10.3f} {total:>8.3f}")
 
+    say("\n2. compiled DDP steps on 2 ranks: gradients computed in the bucket views vs "
+        "copied in and out (ms; the two interleaved)")
+    say(f"{'batch/rank':>10} {'views med':>10} {'copied med':>11} {'saved med':>10} "
+        f"{'views min':>10} {'copied min':>11} {'copies alone':>13}")
+    for batch in BATCHES:
+        c = compiled_copy_vs_views(batch)
+        v, cp = median_ms(c["views"]), median_ms(c["copied"])
+        vmin, cmin = min(c["views"]) * 1e3, min(c["copied"]) * 1e3
+        say(f"{batch:>10} {v:>10.3f} {cp:>11.3f} {cp - v:>10.3f} {vmin:>10.3f} {cmin:>11.3f}"
+            f" {c['copies']:>13.3f}")
+
     rows, a, b = allreduce_fit()
     alpha, bandwidth = a / 2, 1 / b
-    say("\n2. MPI_Allreduce on 2 ranks here (shared memory), median of repeats")
+    say("\n3. MPI_Allreduce on 2 ranks here (shared memory), median of repeats")
     say(f"{'bytes':>10} {'us':>10} {'fit us':>10}")
     for nbytes, t in rows:
         say(f"{nbytes:>10} {t * 1e6:>10.2f} {(a + b * nbytes) * 1e6:>10.2f}")
@@ -177,7 +252,7 @@ def main() -> None:
     say(f"check: the fitted model gives {ring_s(2, splits[0]['bytes'], alpha, bandwidth) * 1e3:.3f}"
         f" ms for the MLP's gradients; measured {splits[0]['allreduce']:.3f} ms")
 
-    say("\n3. MODEL (not measured): weak-scaling efficiency C / (C + A_p), C = measured "
+    say("\n4. MODEL (not measured): weak-scaling efficiency C / (C + A_p), C = measured "
         "compute per rank (fwd+bwd+optimizer), A_p = ring allreduce of the gradients; "
         "no overlap (one bucket)")
     say(f"{'batch/rank':>10} {'C ms':>7} {'network':>11} {'alpha':>14} "

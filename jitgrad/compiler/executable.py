@@ -30,6 +30,7 @@ from .fusion import describe, partition
 from .group_runner import GroupRunner
 from .inplace_writes import plan_inplace_writes
 from .passes import optimize
+from .placement import plan_placements
 from .pysource import build_function
 
 __all__ = ["Plan", "build_plan"]
@@ -66,6 +67,7 @@ class Plan:
         self.other_inputs = [v for v in ins if v.source is None or v.source.kind != "arg"]
         self.runners: list = []
         self.inplace: dict = {}  # step index -> {id(value): destination Var}
+        self.placed: dict = {}   # step index -> {id(value): array an effect asked for}
         self.group_runners: list = []   # the fused kernels' runners (native or Numba)
         self.sources: list = []
         self.n_kernels = 0
@@ -93,6 +95,7 @@ class Plan:
         shared = _shared_kernels(self.steps)
         shared.update(chains)
         self.inplace = plan_inplace_writes(g, self.steps, self.keep)
+        self.placed = plan_placements(g, self.steps, self.keep)
         for k, s in enumerate(self.steps):
             if s.eqn is not None and id(s.eqn) in shared:
                 self.runners.append(shared[id(s.eqn)])
@@ -102,13 +105,14 @@ class Plan:
                     gr = _cuda_runner()(s.group, desc, binding, cache_dir)
                 else:
                     gr = GroupRunner(s.group, desc, binding, cache_dir,
-                                     inplace=self.inplace.get(k))
+                                     inplace=self.inplace.get(k), placed=self.placed.get(k))
                 self.sources.append(gr.source)
                 self.group_runners.append(gr)
                 self.runners.append(gr.run)
                 self.n_kernels += 1
             else:
-                self.runners.append(_inline_view(s.eqn) or _call_runner(s.eqn))
+                self.runners.append(_inline_view(s.eqn)
+                                    or _call_runner(s.eqn, self.placed.get(k)))
         self._drop_baked_consts(ends)
         self.run = self._straight_line("run")
         self.run_arrays = self._straight_line("run_arrays")
@@ -289,14 +293,22 @@ def _inline_view(e) -> InlineStep | None:
     return None
 
 
-def _call_runner(e):
+def _call_runner(e, placed: dict | None = None):
     """A runner for one non-fused equation (BLAS, reductions, opaque kernels): the function
-    and the argument slots are resolved once, not at every call."""
+    and the argument slots are resolved once, not at every call. ``placed``: the array its
+    value goes into (``placement.py``; its op's ``extra["into"]`` writes it there)."""
     if isinstance(e.op, str) or e.op.kind == "elementwise":
         return lambda env: env.__setitem__(id(e.out), run_eqn(e, env, reference=False))
     fn = e.op.ref if e.op.fwd is None else e.op.fwd
     slots = _slots(e)
     params, key, dtype = e.params, id(e.out), np.dtype(e.out.dtype)
+    place = (placed or {}).get(key)
+    if place is not None:
+        into = e.op.extra["into"]
+
+        def run_into(env):
+            env[key] = into(*_args(slots, env), out=place, **params)
+        return run_into
 
     def run(env):
         out = fn(*_args(slots, env), **params)

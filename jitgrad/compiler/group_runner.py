@@ -38,9 +38,10 @@ class GroupRunner:
     """Runs one fused kernel over a plan's environment (``run(env)``)."""
 
     def __init__(self, group, desc: KernelDesc, binding: GroupBinding, cache_dir,
-                 inplace: dict | None = None) -> None:
+                 inplace: dict | None = None, placed: dict | None = None) -> None:
         self.group = group
         self.inplace = inplace or {}  # id(output Var) -> destination Var (inplace_writes)
+        self.placed = placed or {}    # id(output or sum Var) -> array (placement.py)
         self.desc = desc
         self.binding = binding
         self.baked: set = set()  # ids of constant operands passed as values (not from env)
@@ -136,15 +137,26 @@ class GroupRunner:
             args.append(f"S{j}")
         externals = [f"a{k}" for k, (v, op) in enumerate(zip(b.operands, d.operands))
                      if op.pattern != "scalar" and v.kind in ("in", "ext")]
+        arguments = [f"a{k}" for k, (v, op) in enumerate(zip(b.operands, d.operands))
+                     if op.pattern != "scalar" and v.kind == "in"]
+        ns["SHARE"] = np.may_share_memory
         for j, v in enumerate(b.outputs):
             shape, dt = v.shape, v.dtype
             big = math.prod(shape) * np.dtype(dt).itemsize >= RECYCLE_MIN_BYTES
             ns[f"SH{j}"], ns[f"DT{j}"] = shape, dt
             dst = self.inplace.get(id(v))
-            if dst is not None:  # stored into the destination itself when it can take it
+            place = self.placed.get(id(v))
+            if place is not None:  # where an effect asked for it, unless an argument shares it
+                ns[f"PL{j}"] = place
+                body.append(f"o{j} = PL{j}")
+                if arguments:
+                    body.append("if " + " or ".join(f"SHARE(o{j}, {a})" for a in arguments)
+                                + ":")
+                    body.append(f"    o{j} = empty(SH{j}, DT{j})")
+                body.append(f"env[{id(v)}] = o{j}")
+            elif dst is not None:  # stored into the destination itself when it can take it
                 k = next(k for k, o in enumerate(b.operands) if o is dst)
                 others = [a for a in externals if a != f"a{k}"]
-                ns["SHARE"] = np.may_share_memory
                 body.append(f"o{j} = env[{id(dst)}]")
                 body.append(f"if not o{j}.flags.c_contiguous" + "".join(
                     f" or SHARE(o{j}, {a})" for a in others) + ":")
@@ -162,10 +174,21 @@ class GroupRunner:
             size = d.partials(kind, self.n, self.R, self.C)
             ns[f"RSH{j}"], ns[f"RDT{j}"] = e.out.shape, np.dtype(e.out.dtype)
             ns[f"KIND{j}"], ns[f"SC{j}"] = kind, scale
-            # no parts (an empty input): one zero partial
-            body.append(f"r{j} = {'zeros' if self.parts == 0 else 'empty'}({size})")
+            value = f"FINISH(r{j}, KIND{j}, SC{j}, RDT{j}, RSH{j})"
+            place = self.placed.get(id(e.out))
+            if place is not None and kind != "all" and scale == 1.0 and self.parts and \
+                    place.dtype == np.float64 and place.size == size:
+                # the float64 totals are the value: the kernel writes them there
+                ns[f"PR{j}"] = place.reshape(-1)
+                body.append(f"r{j} = PR{j}")
+            else:
+                # no parts (an empty input): one zero partial
+                body.append(f"r{j} = {'zeros' if self.parts == 0 else 'empty'}({size})")
+                if place is not None:  # rounded (or scaled) into the place
+                    ns[f"PR{j}"], ns["INTO"] = place, _into
+                    value = f"INTO(PR{j}, {value})"
             args.append(f"r{j}")
-            finish.append(f"env[{id(e.out)}] = FINISH(r{j}, KIND{j}, SC{j}, RDT{j}, RSH{j})")
+            finish.append(f"env[{id(e.out)}] = {value}")
         call = ", ".join(args)
         if self.big:
             body += ["if parallel_ok(N):", f"    run_parts(K, P, ({call},))", "else:",
@@ -173,3 +196,9 @@ class GroupRunner:
         else:
             body.append(f"K(0, P, {call})")
         return build_function("group", ["env"], body + finish, ns)
+
+
+def _into(place: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """A finished sum stored into the array a plan placed it in (``placement.py``)."""
+    np.copyto(place, value)
+    return place

@@ -5,9 +5,10 @@ again: it is recorded as an *effect equation* (``trace.ir.is_effect``) whose fun
 plan calls at every call, in its place among the other steps. Passes never drop, merge or
 fold an effect equation and fusion never puts one in a loop, so every rank issues its
 collectives in the traced order. An allreduce is two equations: ``allreduce_start`` (the
-operands copied into one buffer, the non-blocking allreduce started) and
-``allreduce_wait`` (waited, averaged): the work the plan runs between them overlaps the
-communication, and whatever reads the result (an optimizer) comes after the wait.
+non-blocking allreduce of a flat buffer started, its operands in views of that buffer: the
+plan computes them there, ``compiler/placement.py``, else they are copied in) and
+``allreduce_wait`` (waited, averaged in place): the work the plan runs between them overlaps
+the communication, and whatever reads the result (an optimizer) comes after the wait.
 
 Outside a trace these functions run the collective on the spot, so the same code serves the
 eager and the traced call.
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..tensor import Tensor
-from ..trace.effects import run_effect
+from ..trace.effects import in_place, run_effect
 from ..trace.state import STATE as _TRACE
 from .c10d import ReduceOp, Work, _Group, all_reduce_array, broadcast_array
 
@@ -28,23 +29,34 @@ __all__ = ["PendingAllreduce", "allreduce_start", "allreduce_wait", "broadcast_i
 
 
 class PendingAllreduce:
-    """One allreduce site (a DistributedDataParallel bucket): what its timeout names, the
-    group, and the :class:`~jitgrad.distributed.Work` in flight between its start and wait."""
+    """One allreduce site (a DistributedDataParallel bucket): its flat buffer and the views
+    of it its operands go into, what its timeout names, the group, and the
+    :class:`~jitgrad.distributed.Work` in flight between its start and wait."""
 
     _jitgrad_guard_by_identity = True  # compiled functions guard it by identity
 
-    def __init__(self, group: _Group, what: str, average: bool) -> None:
+    def __init__(self, group: _Group, what: str, average: bool, flat: np.ndarray,
+                 views: Sequence[np.ndarray]) -> None:
         self.group = group
         self.what = what
         self.average = average
+        self.flat = flat
+        self.views = list(views)
         self.work: Work | None = None
+        self.copied = 0  # operands the last start had to copy into their views
 
     def start(self, *arrays: np.ndarray) -> np.ndarray:
-        """Copy ``arrays`` into one new flat buffer and start its allreduce (summing)."""
-        flat = np.concatenate([np.ravel(a) for a in arrays]) if len(arrays) > 1 \
-            else np.array(arrays[0], order="C").reshape(-1)
-        self.work = all_reduce_array(flat, ReduceOp.SUM, group=self.group, what=self.what)
-        return flat
+        """Put ``arrays`` into their views of the flat buffer (nothing to do for those a plan
+        computed there: ``placement.py``) and start its allreduce (summing); returns the
+        buffer."""
+        copied = 0
+        for a, view in zip(arrays, self.views):
+            if not in_place(a, view):
+                np.copyto(view, a)
+                copied += 1
+        self.copied = copied
+        self.work = all_reduce_array(self.flat, ReduceOp.SUM, group=self.group, what=self.what)
+        return self.flat
 
     def wait(self, flat: np.ndarray) -> np.ndarray:
         """Wait for the allreduce started on ``flat`` (a timeout raises, naming ``what``);
@@ -58,14 +70,17 @@ class PendingAllreduce:
         return flat
 
 
-def allreduce_start(site: PendingAllreduce, tensors: Sequence[Tensor]) -> Tensor:
-    """Start the allreduce of ``tensors`` concatenated (flattened, in order) into one new
-    buffer; returns the buffer, which only :func:`allreduce_wait` may read."""
-    return run_effect("allreduce_start", site.start, tensors, site.what)
+def allreduce_start(site: PendingAllreduce, tensors: Sequence[Tensor],
+                    place: bool = True) -> Tensor:
+    """Start the allreduce of ``tensors`` in ``site``'s flat buffer (each in its view, where
+    a compiled plan computes it when ``place``: no copy); returns the buffer, which only
+    :func:`allreduce_wait` may read."""
+    return run_effect("allreduce_start", site.start, tensors, site.what,
+                      places=site.views if place else None)
 
 
 def allreduce_wait(site: PendingAllreduce, flat: Tensor) -> Tensor:
-    """Wait for ``site``'s allreduce of ``flat``: the summed (or averaged) buffer."""
+    """Wait for ``site``'s allreduce of ``flat``: the summed (or averaged) buffer, in place."""
     return run_effect("allreduce_wait", site.wait, [flat], site.what)
 
 

@@ -41,6 +41,14 @@ def _blas_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def _blas_matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, **params) -> np.ndarray:
+    """``a @ b`` written into ``out`` (C-contiguous, the product's shape and dtype): the same
+    BLAS call as :func:`_blas_matmul`, storing where a plan placed the value."""
+    np.matmul(a, b, out=out)
+    note_blas(out.size * (a.shape[-1] if a.ndim else 1))
+    return out
+
+
 def _matmul_vjp(g, ins, out, p, n):
     a, b = ins
     na, nb = p["ndims"]
@@ -80,7 +88,8 @@ def _reduce_to(g: Tensor, shape) -> Tensor:
 
 MATMUL = defop(name="matmul", kind=OPAQUE, inputs=("a", "b"), params=("ndims",),
                node=_node_name, ref=lambda a, b, ndims, bmm=False: _blas_matmul(a, b),
-               vjp=_matmul_vjp, save=(0, 1), cast_grads=True, matmul=True)
+               vjp=_matmul_vjp, save=(0, 1), cast_grads=True, matmul=True,
+               extra={"into": _blas_matmul_into})
 
 
 def _check_shapes(sa, sb) -> None:

@@ -11,15 +11,22 @@ import numpy as np
 from ..tensor import Tensor, alias
 from .state import STATE
 
-__all__ = ["run_effect"]
+__all__ = ["in_place", "run_effect"]
 
 
 def run_effect(name: str, impl: Callable[..., np.ndarray], inputs: Sequence[Tensor],
-               what: str) -> Tensor:
+               what: str, places: Sequence[np.ndarray | None] | None = None) -> Tensor:
     """``impl(*arrays of inputs)`` now, as a tensor without history; under a tracer also an
     effect equation ``name`` over the inputs' values (``what``: its description). ``impl``
     runs on arrays, untraced and unobserved (its side effects are the point); it must return
-    a new array or one of its arguments, and do the same at every call."""
+    a new array, one of its arguments or an array of its own that lives across calls (a
+    DistributedDataParallel bucket), and do the same at every call.
+
+    ``places``: per input, an array (C-contiguous, of the input's shape and dtype, living
+    across calls) where a compiled plan should compute that input's value, or None. The plan
+    computes it there when it can (``compiler/placement.py``: the value's producer can write
+    into it and nothing else reads the value); ``impl`` must work either way (checking
+    whether its argument already is the place, e.g. with :func:`in_place`)."""
     tr = STATE.tracer
     arrays = [t._data for t in inputs]
     if tr is None:
@@ -29,5 +36,16 @@ def run_effect(name: str, impl: Callable[..., np.ndarray], inputs: Sequence[Tens
         out = alias(impl(*arrays))
     finally:
         STATE.tracer = tr
-    tr.on_effect(name, out, inputs, impl, what)
+    tr.on_effect(name, out, inputs, impl, what, places)
     return out
+
+
+def in_place(a: np.ndarray, place: np.ndarray) -> bool:
+    """Whether ``a`` is the memory of ``place`` itself: same start, shape, strides and dtype
+    (a plan computed an effect's input where ``run_effect``'s ``places`` asked)."""
+    if a is place:
+        return True
+    if type(a) is not np.ndarray or type(place) is not np.ndarray:  # (CUDA: never placed)
+        return False
+    return (a.shape == place.shape and a.strides == place.strides and a.dtype == place.dtype
+            and a.__array_interface__["data"][0] == place.__array_interface__["data"][0])

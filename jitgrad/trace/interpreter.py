@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .effects import in_place
 from .ir import Graph, Lit, Var
 
 __all__ = ["interpret", "last_uses", "graph_ends", "run_eqn", "apply_effects"]
@@ -133,7 +134,9 @@ def apply_effects(graph: Graph, env: dict, args: list, bump=None) -> None:
     dsts = check_writes(graph, args)
     for (_, v), dst in zip(graph.writes, dsts):
         val = env[id(v)]
-        if val is not dst:  # (a plan's kernel may have stored it there: inplace_writes.py)
+        # (a plan's kernel may have stored it there, inplace_writes.py; or it is a view of
+        # the destination's own memory, a DistributedDataParallel bucket's average)
+        if val is not dst and not in_place(val, dst):
             np.copyto(dst, val, casting="unsafe")
     if bump is not None:
         bump(args)

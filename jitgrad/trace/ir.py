@@ -156,7 +156,7 @@ def _fmt_params(params: dict) -> str:
         return ""
     parts = []
     for k, v in params.items():
-        if k in ("shape", "in_shape", "node", "full") or v is None:
+        if k in ("shape", "in_shape", "node", "full", "places") or v is None:
             continue
         if isinstance(v, np.ndarray):
             v = f"array{list(v.shape)}"

@@ -215,13 +215,17 @@ class Tracer:
         v = self._new_var(arr, "op")
         self.graph.eqns.append(Eqn(name, (), v, {}, None, regen))
 
-    def on_effect(self, name: str, out, inputs, impl, what: str) -> None:
+    def on_effect(self, name: str, out, inputs, impl, what: str, places=None) -> None:
         """``out = impl(*inputs' arrays)`` ran and acted on the outside world (a collective):
         an effect equation (``ir.is_effect``) that the plan runs again, in this place, at
-        every call. ``what`` describes it (kept in its params: ``effect``)."""
+        every call. ``what`` describes it (kept in its params: ``effect``); ``places``:
+        where the plan should compute its inputs (``run_effect``), kept as ``places``."""
         ins = tuple(self.var(x) for x in inputs)
         v = self._new_var(out._data, "op")
-        self.graph.eqns.append(Eqn(name, ins, v, {"effect": what}, None, impl))
+        params = {"effect": what}
+        if places is not None:
+            params["places"] = tuple(places)
+        self.graph.eqns.append(Eqn(name, ins, v, params, None, impl))
 
     def on_created(self, arr) -> None:
         """An array wrapped outside any op (checked if the function later uses it)."""
@@ -411,8 +415,15 @@ class Tracer:
         g.outputs = [self.var(t) for t in outputs]
         for k, src in self.written.items():
             g.writes.append((src, self.vars[k]))
+        own = {id(v.source): v for v in list(g.inputs) + list(g.externals)}
         for leaf, v, t in self.grad_sets.values():
-            g.grad_sets.append((leaf, v if t is None else self.vars[id(t._data)]))
+            if t is not None:
+                src = self.sources.get(id(t._data))
+                # an argument or captured tensor, even written in place: that tensor (its
+                # write-back comes first), as eager's ``p.grad = t``; else its current value
+                v = own[id(src)] if src is not None and src.kind != "scalar" \
+                    else self.vars[id(t._data)]
+            g.grad_sets.append((leaf, v))
         self.grad_sets.clear()  # the tensors: escaped_values() must not count them
         if check_ir():
             g.check()

@@ -243,6 +243,12 @@ def check_ddp_compiled(rank: int, size: int) -> None:
         reference_step_and_compare(model, reference, ref_opt, xs, ys, size)
     # the first step traces, the second (momentum buffers now exist) too; then plans only
     assert step.stats["traces"] == 2 and step.stats["cache_hits"] == 3, step.stats
+    # no copy in or out: the plan computed every gradient in its bucket view (the bucket's
+    # allreduce found them there) and .grad is the bucket's view tensor, as in eager mode
+    for b in model._buckets:
+        assert b.site.copied == 0, b.what
+        for p, g, view in zip(b.params, b.grads, b.views):
+            assert p.grad is g and g._data is view and np.shares_memory(view, b.flat)
     graph = step.lower(xs[shard].contiguous(), ys[shard].contiguous()).graph
     lines = graph.splitlines()
     starts = [i for i, ln in enumerate(lines) if "allreduce_start" in ln]
@@ -265,6 +271,102 @@ def check_ddp_compiled(rank: int, size: int) -> None:
         np.testing.assert_allclose(flat_grads(wrapped.module), flat_grads(reference),
                                    rtol=1e-10, atol=1e-14)
     assert compiled.forward.stats["traces"] == 1, compiled.forward.stats
+    for as_view in (True, False):
+        check_ddp_compiled_one_bucket(rank, size, x, y, as_view)
+
+
+def sgd_step(model, opt, xs, ys):
+    """One training step: forward, cross-entropy, backward, optimizer step."""
+    opt.zero_grad()
+    loss = jitgrad.nn.functional.cross_entropy(model(xs), ys)
+    loss.backward()
+    opt.step()
+    return loss.detach()
+
+
+def check_ddp_compiled_one_bucket(rank: int, size: int, x, y, as_view: bool) -> None:
+    """The default bucket size: every gradient in one bucket, each computed into its view of
+    the one flat buffer (matmuls, fused sums); compiled == eager DDP == one process. With
+    ``gradient_as_bucket_view=False`` gradients are tensors of their own, copied in and out
+    (compiled and eager), with the same results."""
+    from jitgrad.nn.parallel import DistributedDataParallel as DDP
+
+    model, eager = (DDP(mlp(rank), gradient_as_bucket_view=as_view) for _ in range(2))
+    reference = mlp(0)
+    opts = [jitgrad.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+            for m in (model, eager, reference)]
+    assert len(model._buckets) == 1
+    opt = opts[0]
+
+    @jitgrad.compile(fullgraph=True)
+    def step(xs, ys):
+        return sgd_step(model, opt, xs, ys)
+
+    shard = slice(rank * 8 // size, (rank + 1) * 8 // size)
+    for k in range(4):
+        xs, ys = x[8 * k % (8 * size):][:8], y[8 * k % (8 * size):][:8]
+        step(xs[shard].contiguous(), ys[shard].contiguous())
+        sgd_step(eager, opts[1], xs[shard], ys[shard])
+        sgd_step(reference, opts[2], xs, ys)
+        got = flat_params(model.module)
+        np.testing.assert_allclose(got, flat_params(reference), rtol=1e-10)
+        np.testing.assert_allclose(got, flat_params(eager.module), rtol=1e-10)
+        np.testing.assert_allclose(flat_grads(model.module), flat_grads(reference),
+                                   rtol=1e-10, atol=1e-14)
+        assert same_on_every_rank(got, size)
+    assert step.stats["traces"] == 2, step.stats
+    bucket = model._buckets[0]
+    assert bucket.site.copied == (0 if as_view else len(bucket.params))
+    for m in (model, eager):
+        grads = [p.grad for p in m._buckets[0].params]
+        assert all((g is view) == as_view for g, view in zip(grads, m._buckets[0].grads))
+        assert all(np.shares_memory(g._data, m._buckets[0].flat) == as_view
+                   for g in grads)
+
+
+def check_ddp_compiled_buffers(rank: int, size: int) -> None:
+    """broadcast_buffers=True inside a compiled step: rank 0's buffers (BatchNorm's running
+    statistics) are broadcast at the start of every forward, as in eager mode (PyTorch
+    broadcasts them before each forward). The ranks set different running statistics before
+    each step and train on the same batch, so their buffers after the step are the same bits
+    only if the forward used rank 0's; compiled == eager."""
+    from jitgrad.nn.parallel import DistributedDataParallel as DDP
+
+    nn = jitgrad.nn
+
+    def net() -> nn.Module:
+        jitgrad.manual_seed(3)
+        return nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Tanh(),
+                             nn.Linear(6, 3)).double()
+
+    data = np.random.default_rng(2)
+    x = jitgrad.tensor(data.standard_normal((8, 4)))
+    y = jitgrad.tensor(data.integers(0, 3, 8))
+    model, eager = DDP(net()), DDP(net())
+    assert model.broadcast_buffers and eager.broadcast_buffers
+    opt, eager_opt = (jitgrad.optim.SGD(m.parameters(), lr=0.1) for m in (model, eager))
+
+    @jitgrad.compile(fullgraph=True)
+    def step():
+        return sgd_step(model, opt, x, y)
+
+    for k in range(4):
+        for m in (model, eager):
+            norm = m.module[1]
+            with jitgrad.no_grad():
+                norm.running_mean.fill_(10.0 * rank + k)
+                norm.running_var.fill_(1.0 + rank + k)
+                norm.num_batches_tracked.fill_(100 * rank + k)
+        step()
+        sgd_step(eager, eager_opt, x, y)
+        state = [np.concatenate([b.detach().numpy().reshape(-1).astype(np.float64)
+                                 for b in m.module.buffers()]) for m in (model, eager)]
+        np.testing.assert_allclose(state[0], state[1], rtol=1e-12)
+        assert same_on_every_rank(state[0], size), state
+        assert model.module[1].num_batches_tracked.item() == k + 1
+        np.testing.assert_allclose(flat_params(model.module), flat_params(eager.module),
+                                   rtol=1e-10)
+    assert step.stats["traces"] == 1, step.stats
 
 
 def check_ddp_timeout(rank: int, size: int) -> None:
@@ -300,6 +402,7 @@ def check_abort(rank: int, size: int) -> None:
 
 CHECKS = {"collectives": check_collectives, "sampler": check_sampler, "ddp": check_ddp,
           "ddp_views": check_ddp_views_and_overlap, "ddp_compiled": check_ddp_compiled,
+          "ddp_compiled_buffers": check_ddp_compiled_buffers,
           "ddp_timeout": check_ddp_timeout, "abort": check_abort}
 
 if __name__ == "__main__":

@@ -95,3 +95,17 @@ def test_no_sync_and_eval_forwards(group):
     model.module.used(jitgrad.ones(1, 3)).sum().backward()  # not through the wrapper
     assert model.module.used.bias.grad.tolist() == [2.0, 2.0]
     model(jitgrad.ones(1, 3))  # no reduction was started: no error
+
+
+@pytest.mark.parametrize("as_view", [True, False])
+def test_gradient_as_bucket_view(group, as_view):
+    """True (jitgrad's default): each .grad is a view of its bucket's buffer; False
+    (PyTorch's default): gradients are tensors of their own."""
+    model = DDP(nn.Linear(3, 2), gradient_as_bucket_view=as_view)
+    assert model.gradient_as_bucket_view is as_view
+    model(jitgrad.ones(4, 3)).sum().backward()
+    bucket = model._buckets[0]
+    for p, g in zip(bucket.params, bucket.grads):
+        assert (p.grad is g) is as_view
+        assert np.shares_memory(p.grad._data, bucket.flat) is as_view
+    assert model.module.bias.grad.tolist() == [4.0, 4.0]

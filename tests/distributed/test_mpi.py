@@ -70,6 +70,10 @@ def test_compiled_ddp_step_two_ranks_equal_one_process_on_the_whole_batch():
     run_ranks("ddp_compiled")
 
 
+def test_compiled_ddp_step_broadcasts_rank_0s_buffers_before_each_forward():
+    run_ranks("ddp_compiled_buffers")
+
+
 def test_a_skipped_collective_times_out_on_every_rank_naming_it():
     start = time.monotonic()
     out = run_ranks("ddp_timeout")

@@ -9,6 +9,8 @@ each one flat buffer. Gradients are views into their bucket's buffer
 allreduce runs on it in place and the average is left there, so nothing is copied in or out
 (a ``.grad`` that is not the view yet -- the first backward after ``zero_grad()`` set it to
 None -- is copied into the view once and replaced by it, as PyTorch does).
+``gradient_as_bucket_view=False`` (PyTorch's default; jitgrad's is True) keeps gradients
+tensors of their own: copied into the bucket before the allreduce and back after it.
 
 Overlap: each parameter has a post-accumulate-grad hook, which the engine runs during the
 pass as soon as that gradient is complete. When a bucket's last gradient is in, its
@@ -22,7 +24,10 @@ their own (``MPI_Comm_dup``), so one a rank skips never pairs with another colle
 Inside ``jitgrad.compile`` (a training step: forward, backward, optimizer step) the same
 hooks record the collectives as effect ops of the plan (``distributed.plan_ops``):
 ``allreduce_start`` where a bucket's last gradient is computed, ``allreduce_wait`` at the
-end of the backward, before the optimizer reads the gradients.
+end of the backward, before the optimizer reads the gradients. There too nothing is copied:
+the plan computes each gradient straight into its bucket view (the BLAS call or fused
+kernel that produces it writes there: ``compiler/placement.py``), the allreduce and the
+average run on the buffer in place, and each ``.grad`` is the bucket's view tensor again.
 """
 
 from __future__ import annotations
@@ -97,7 +102,7 @@ class _Bucket:
         grads = f"{len(params)} gradient{'s' if len(params) > 1 else ''}"
         self.what = (f"DistributedDataParallel bucket {index} of {count} ({grads}, "
                      f"{self.numel} elements, {dtype})")
-        self.site = PendingAllreduce(group, self.what, average=True)
+        self.site = PendingAllreduce(group, self.what, True, self.flat, self.views)
         self.ready = 0
         self.work: dist.Work | None = None  # eager: the allreduce in flight
         self.traced: Tensor | None = None   # traced: allreduce_start's buffer
@@ -126,7 +131,7 @@ class DistributedDataParallel(Module):
     def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None,
                  dim: int = 0, broadcast_buffers: bool = True, process_group: Any = None,
                  bucket_cap_mb: float | None = None, find_unused_parameters: bool = False,
-                 **kwargs: Any) -> None:
+                 gradient_as_bucket_view: bool = True, **kwargs: Any) -> None:
         super().__init__()
         if process_group is not None:
             raise ValueError("DistributedDataParallel: jitgrad.distributed has one process "
@@ -146,7 +151,7 @@ class DistributedDataParallel(Module):
         self.bucket_cap_mb = 25.0 if bucket_cap_mb is None else float(bucket_cap_mb)
         self.world_size = dist.get_world_size()
         self.require_backward_grad_sync = True
-        self.gradient_as_bucket_view = True
+        self.gradient_as_bucket_view = bool(gradient_as_bucket_view)
         self._group = default_group().dup()
         self._params = [p for p in module.parameters() if p.requires_grad]
         self._buckets = self._make_buckets()
@@ -155,8 +160,8 @@ class DistributedDataParallel(Module):
         with grad_mode.no_grad():
             for t in self._state_tensors():
                 broadcast_into(t, 0, self._group, "DistributedDataParallel's initial state")
-        for b in self._buckets:  # existing gradients move into the buckets
-            for p, view, g in zip(b.params, b.views, b.grads):
+        for b in self._buckets if self.gradient_as_bucket_view else ():
+            for p, view, g in zip(b.params, b.views, b.grads):  # existing gradients move in
                 if p._grad is not None:
                     np.copyto(view, p._grad._data)
                     p._grad = g
@@ -239,13 +244,17 @@ class DistributedDataParallel(Module):
             queue_callback(self._finish_pass)
         state.fired.add(id(param))
         traced = _TRACE.tracer is not None
-        if not traced and param._grad is not bucket.grads[k]:
-            np.copyto(bucket.views[k], param._grad._data)  # after zero_grad(): once
-            param._grad = bucket.grads[k]
+        as_view = self.gradient_as_bucket_view
+        if not traced and param._grad is not bucket.grads[k] and (
+                as_view or self.world_size > 1):
+            np.copyto(bucket.views[k], param._grad._data)  # as a view: after zero_grad()
+            if as_view:
+                param._grad = bucket.grads[k]
         bucket.ready += 1
         if bucket.ready == len(bucket.params) and self.world_size > 1:
             if traced:
-                bucket.traced = allreduce_start(bucket.site, [p._grad for p in bucket.params])
+                bucket.traced = allreduce_start(bucket.site, [p._grad for p in bucket.params],
+                                                place=as_view)
             else:
                 bucket.work = all_reduce_array(bucket.flat, group=self._group,
                                                what=bucket.what)
@@ -273,25 +282,36 @@ class DistributedDataParallel(Module):
                     work, b.work = b.work, None
                     work.wait()
                     np.divide(b.flat, self.world_size, out=b.flat)
-                    for g in b.grads:
-                        g._vc[0] += 1
+                    self._copy_out(b)
+
+    def _copy_out(self, b: _Bucket) -> None:
+        """A bucket's averages, eagerly: in its views, the gradients (``.grad`` is the view,
+        or gets the average copied into it)."""
+        for p, g, view in zip(b.params, b.grads, b.views):
+            if p._grad is not g:
+                np.copyto(p._grad._data, view)
+            p._grad._vc[0] += 1
 
     def _finish_traced(self, b: _Bucket) -> None:
-        """The traced end of a bucket: the wait, then each gradient written from the
-        averaged buffer (a graph break since the start: the wait runs now, eagerly)."""
+        """The traced end of a bucket: the wait (the average, in the bucket's buffer), then
+        each ``.grad`` the bucket's view tensor again, as in eager mode. The traced write of
+        the view is no copy: the averaged slice is the view's own memory (the plan's
+        write-back finds it there)."""
         flat, b.traced = b.traced, None
-        if _TRACE.tracer is None:
-            avg = b.site.wait(flat._data)
-            start = 0
-            for p in b.params:
-                n = p._data.size
-                p._grad._data[...] = avg[start:start + n].reshape(p._data.shape)
-                p._grad._vc[0] += 1
-                start += n
+        if _TRACE.tracer is None:  # a graph break since the start: the wait runs now
+            b.site.wait(flat._data)
+            if self.gradient_as_bucket_view:
+                for p, g in zip(b.params, b.grads):
+                    p._grad = g
+            self._copy_out(b)
             return
         avg = allreduce_wait(b.site, flat)
         start = 0
-        for p in b.params:
+        for p, g in zip(b.params, b.grads):
             n = p._data.size
-            p._grad.copy_(avg[start:start + n].view(p.shape))
+            if self.gradient_as_bucket_view:
+                g.copy_(avg[start:start + n].view(p.shape))
+                p.grad = g
+            else:  # copied out
+                p._grad.copy_(avg[start:start + n].view(p.shape))
             start += n
