@@ -98,3 +98,25 @@ def cube_function():
             return 3 * x * x * g
 
     return Cube
+
+
+def cross_entropy_step(model, opt, **ce):
+    """A training step (zero_grad, cross-entropy of ``model(x)``, backward, ``opt.step()``)
+    returning the loss; ``ce``: keyword arguments of ``F.cross_entropy``."""
+    import jitgrad.nn.functional as F
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y, **ce)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def newest_plan(step):
+    """The plan of the most recently used entry of compiled ``step``."""
+    from jitgrad.jit.function import compiled_function_of
+
+    _key, entry = next(reversed(compiled_function_of(step)._lru.values()))
+    return entry.plan

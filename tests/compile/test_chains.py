@@ -4,11 +4,11 @@ log_softmax_backward as one call (``compiler/chains.py``; the kernel
 
 import numpy as np
 import pytest
+from helpers import cross_entropy_step, newest_plan
 
 import jitgrad as jg
 import jitgrad.nn.functional as F
 from jitgrad.compiler.chains import _nothing
-from jitgrad.jit.function import compiled_function_of
 from jitgrad.ops.nnops import nll
 from jitgrad.ops.softmax_ops import _log_softmax_bwd_eager, _log_softmax_eager
 
@@ -46,20 +46,6 @@ def test_extreme_logits_and_ignored_targets():
         assert la.tobytes() == lb.tobytes() and ga.tobytes() == gb.tobytes()
 
 
-def _step(model, opt, **ce):
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y, **ce)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
-
-
-def _runners(step):
-    cf = compiled_function_of(step)
-    _key, entry = next(reversed(cf._lru.values()))
-    return entry.plan.runners
 
 
 @pytest.mark.parametrize("ce", [{}, {"reduction": "sum"}, {"ignore_index": 2}],
@@ -69,13 +55,14 @@ def test_compiled_step_runs_the_chain_with_eager_bits(ce):
     x, y = jg.randn(6, 5), jg.tensor([0, 1, 2, 1, 0, 2])
     models = [jg.nn.Linear(5, 3) for _ in range(2)]
     models[1].load_state_dict(models[0].state_dict())
-    eager = _step(models[0], jg.optim.SGD(models[0].parameters(), lr=0.1), **ce)
-    compiled = jg.compile(_step(models[1], jg.optim.SGD(models[1].parameters(), lr=0.1), **ce))
+    eager, compiled = (cross_entropy_step(m, jg.optim.SGD(m.parameters(), lr=0.1), **ce)
+                       for m in models)
+    compiled = jg.compile(compiled)
     for _ in range(3):
         assert eager(x, y).item() == compiled(x, y).item()
         for a, b in zip(models[0].parameters(), models[1].parameters()):
             np.testing.assert_array_equal(a._data, b._data)
-    assert sum(r is _nothing for r in _runners(compiled)) == 3  # four calls, one runs
+    assert sum(r is _nothing for r in newest_plan(compiled).runners) == 3  # four calls, one runs
 
 
 def test_log_probabilities_read_elsewhere_keep_the_four_calls():
@@ -94,4 +81,4 @@ def test_log_probabilities_read_elsewhere_keep_the_four_calls():
         want = F.log_softmax(lin(x), 1).numpy() * 2
     loss, lp = f(x, y)
     np.testing.assert_array_equal(lp.numpy(), want)
-    assert not any(r is _nothing for r in _runners(f))
+    assert not any(r is _nothing for r in newest_plan(f).runners)

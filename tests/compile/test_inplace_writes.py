@@ -5,11 +5,10 @@ wherever writing in place could change a result."""
 
 import numpy as np
 import pytest
+from helpers import cross_entropy_step, newest_plan
 
 import jitgrad as jg
 import jitgrad.nn as nn
-import jitgrad.nn.functional as F
-from jitgrad.jit.function import compiled_function_of
 
 
 def _model(seed=0):
@@ -17,20 +16,6 @@ def _model(seed=0):
     return nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
 
 
-def _step(model, opt):
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
-
-
-def _plan(step):
-    cf = compiled_function_of(step)
-    _key, entry = next(reversed(cf._lru.values()))  # the most recently used entry
-    return entry.plan
 
 
 @pytest.mark.parametrize("make_opt", [
@@ -48,8 +33,8 @@ def test_training_step_updates_in_place_with_eager_bits(make_opt):
     x = jg.randn(5, 6)
     y = jg.tensor([0, 1, 2, 1, 0])
     eager_model, model = _model(), _model()
-    eager = _step(eager_model, make_opt(eager_model.parameters()))
-    compiled = jg.compile(_step(model, make_opt(model.parameters())))
+    eager = cross_entropy_step(eager_model, make_opt(eager_model.parameters()))
+    compiled = jg.compile(cross_entropy_step(model, make_opt(model.parameters())))
     arrays = [p._data for p in model.parameters()]
     for _ in range(4):
         le, lc = eager(x, y), compiled(x, y)
@@ -58,7 +43,7 @@ def test_training_step_updates_in_place_with_eager_bits(make_opt):
             check(pe._data, pc._data)
     # the parameters' own arrays were updated (no new arrays), by the kernels themselves
     assert all(p._data is a for p, a in zip(model.parameters(), arrays))
-    plan = _plan(compiled)
+    plan = newest_plan(compiled)
     n_params = len(list(model.parameters()))
     assert sum(len(m) for m in plan.inplace.values()) >= n_params
 
@@ -66,7 +51,7 @@ def test_training_step_updates_in_place_with_eager_bits(make_opt):
 def test_read_only_parameter_raises_before_any_write():
     model = _model()
     opt = jg.optim.SGD(model.parameters(), lr=0.1)
-    step = jg.compile(_step(model, opt))
+    step = jg.compile(cross_entropy_step(model, opt))
     x, y = jg.randn(5, 6), jg.tensor([0, 1, 2, 1, 0])
     step(x, y)
     step(x, y)
