@@ -179,7 +179,7 @@ class Observer:
         self.self_guarded = target is not None
         self.reads: list = []
         self._seen: set = set()
-        self._funcs: dict = {}  # code -> the functions with that code (inner frames' cells)
+        self._funcs: dict = {}  # code -> functions with that code (inner frames' cells)
         self._top_done = False
         self._old = None
 
@@ -217,6 +217,10 @@ class Observer:
             if root is _MISSING:
                 continue
             value, cut = _walk(root, ch.steps)
+            if type(value) is types.FunctionType and value.__closure__:
+                known = self._funcs.setdefault(value.__code__, [])  # a function this code
+                if not any(f is value for f in known):              # may call: its cells
+                    known.append(value)
             if ch.write is not None:
                 if code.co_name in _CONSTRUCTORS and ch.kind == "fast" and code.co_argcount \
                         and ch.name == code.co_varnames[0]:
@@ -281,16 +285,17 @@ class Observer:
         self._add(holder, ch, steps)
 
     def _inner_cells(self, frame, name: str) -> list:
-        """The cells behind free variable ``name`` of an inner frame: those of every function
+        """The cells behind free variable ``name`` of an inner frame: those of the functions
         with the frame's code whose cell holds the value the frame sees (frames do not name
-        their function; all candidates are guarded, so none can go stale)."""
+        their function: the candidates are the functions the callers' chains read, else
+        every function with that code; all are guarded, so none can go stale)."""
         code = frame.f_code
         try:
             idx = code.co_freevars.index(name)
         except ValueError:
             return []  # a cell variable of the frame itself: computed by the call
-        funcs = self._funcs.get(code)
-        if funcs is None:
+        funcs = self._funcs.get(code)  # the functions the callers' chains reached
+        if funcs is None:  # called some other way: every function with this code (slow)
             funcs = self._funcs[code] = [f for f in gc.get_referrers(code) if isinstance(
                 f, types.FunctionType) and f.__code__ is code and f.__closure__]
         value = frame.f_locals.get(name, _MISSING)
