@@ -16,7 +16,7 @@ import numpy as np
 
 from ..trace.ir import Lit, Var
 
-__all__ = ["fused_chains"]
+__all__ = ["fused_chains", "nothing"]
 
 
 def _is_none(x) -> bool:
@@ -47,7 +47,7 @@ def fused_chains(steps: list, ends: set) -> tuple[dict, dict]:
         chain = mid.op.extra.get("chain")
         if chain is None or id(mid) in runners:
             continue
-        found = _match(chain, mid, k_mid, calls, readers, position, ends, steps)
+        found = _match(chain, mid, k_mid, calls, readers, position, ends)
         if found is None:
             continue
         (k_in, e_in), e_g, e_ig = found
@@ -57,12 +57,12 @@ def fused_chains(steps: list, ends: set) -> tuple[dict, dict]:
                                           id(e_ig.out))
         reads[id(e_in)] = (x, t, g)
         for e in (mid, e_g, e_ig):
-            runners[id(e)] = _nothing
+            runners[id(e)] = nothing
             reads[id(e)] = ()
     return runners, reads
 
 
-def _match(chain, mid, k_mid, calls, readers, position, ends, steps):
+def _match(chain, mid, k_mid, calls, readers, position, ends):
     """The chain's other three calls around ``mid``, or None where it does not hold."""
     y, t, w = mid.ins
     if not isinstance(y, Var) or not isinstance(t, Var) or not _is_none(w):
@@ -109,5 +109,6 @@ def _chain_runner(run, ins: tuple, params: dict, out_a: int, out_b: int):
     return both
 
 
-def _nothing(env) -> None:
-    """A call of a chain whose value the chain's first step set."""
+def nothing(env) -> None:
+    """The runner of a call whose value another step set (a chain's later calls, the
+    second call of a shared-kernel pair)."""

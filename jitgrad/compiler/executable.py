@@ -24,7 +24,7 @@ from ..trace.interpreter import (
     run_eqn,
 )
 from ..trace.ir import Graph, Lit, Var
-from .chains import fused_chains
+from .chains import fused_chains, nothing
 from .describe import describe_group
 from .fusion import describe, partition
 from .group_runner import GroupRunner
@@ -343,7 +343,7 @@ def _shared_kernels(steps) -> dict:
 
         first, second = (e, f) if calls.index(e) < calls.index(f) else (f, e)
         out[id(first)] = _joint_runner(e, f, fn)
-        out[id(second)] = _nothing
+        out[id(second)] = nothing
     return out
 
 
@@ -354,10 +354,6 @@ def _joint_runner(e, partner, fn):
     def both(env):
         env[other], env[own] = fn(*_args(slots, env), **params)
     return both
-
-
-def _nothing(env) -> None:
-    """The second call of a shared-kernel pair: its output was set by the first."""
 
 
 def build_plan(graph: Graph, keep=(), cache_dir=None, fresh_from: int | None = None) -> Plan:

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..trace.ir import Graph, Var
 
-__all__ = ["plan_inplace_writes"]
+__all__ = ["plan_inplace_writes", "sharing_memory", "step_reads"]
 
 
 def _source_key(src) -> tuple:
@@ -65,10 +65,10 @@ def plan_inplace_writes(graph: Graph, steps: list, keep: list) -> dict:
         operands = group.operands()
         if not any(o is d for o in operands):
             continue
-        tainted = _sharing_memory(d, steps)
+        tainted = sharing_memory(d, steps)
         if id(d) in ends or any(id(o) in tainted for o in operands if o is not d):
             continue
-        if any(_reads(s, tainted) for s in steps[k + 1:]):
+        if any(step_reads(s, tainted) for s in steps[k + 1:]):
             continue
         if any(id(w) in tainted for w in written if w is not v):
             continue
@@ -84,7 +84,7 @@ def _fresh(e) -> bool:
                                          or op.extra.get("fresh_output", False))
 
 
-def _sharing_memory(d: Var, steps: list) -> set:
+def sharing_memory(d: Var, steps: list) -> set:
     """Ids of ``d`` and of every value a non-fused step made from it that may share its
     memory: views, and calls not known to return new arrays."""
     tainted = {id(d)}
@@ -95,7 +95,7 @@ def _sharing_memory(d: Var, steps: list) -> set:
     return tainted
 
 
-def _reads(step, ids: set) -> bool:
+def step_reads(step, ids: set) -> bool:
     ins = step.group.operands() if step.kind == "group" else (
         step.eqn.ins if step.eqn is not None else ())
     return any(isinstance(i, Var) and id(i) in ids for i in ins)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.ir import Graph, Var, is_effect
-from .inplace_writes import _reads, _sharing_memory
+from .inplace_writes import sharing_memory, step_reads
 
 __all__ = ["plan_placements"]
 
@@ -53,9 +53,9 @@ def plan_placements(graph: Graph, steps: list, keep: list) -> dict:
             k, u = found
             if any(id(u) in m for m in out.values()):  # (an input given twice)
                 continue
-            tainted = set().union(*[_sharing_memory(x, steps) for x in outside
+            tainted = set().union(*[sharing_memory(x, steps) for x in outside
                                     if _may_share(x, place)])
-            if any(_reads(s, tainted) for s in steps[k:]):
+            if any(step_reads(s, tainted) for s in steps[k:]):
                 continue
             out.setdefault(k, {})[id(u)] = place.reshape(u.shape)
     return out

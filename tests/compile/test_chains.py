@@ -8,7 +8,7 @@ from helpers import cross_entropy_step, newest_plan
 
 import jitgrad as jg
 import jitgrad.nn.functional as F
-from jitgrad.compiler.chains import _nothing
+from jitgrad.compiler.chains import nothing
 from jitgrad.ops.nnops import nll
 from jitgrad.ops.softmax_ops import _log_softmax_bwd_eager, _log_softmax_eager
 
@@ -62,7 +62,7 @@ def test_compiled_step_runs_the_chain_with_eager_bits(ce):
         assert eager(x, y).item() == compiled(x, y).item()
         for a, b in zip(models[0].parameters(), models[1].parameters()):
             np.testing.assert_array_equal(a._data, b._data)
-    assert sum(r is _nothing for r in newest_plan(compiled).runners) == 3  # four calls, one runs
+    assert sum(r is nothing for r in newest_plan(compiled).runners) == 3  # four calls, one runs
 
 
 def test_log_probabilities_read_elsewhere_keep_the_four_calls():
@@ -81,4 +81,4 @@ def test_log_probabilities_read_elsewhere_keep_the_four_calls():
         want = F.log_softmax(lin(x), 1).numpy() * 2
     loss, lp = f(x, y)
     np.testing.assert_array_equal(lp.numpy(), want)
-    assert not any(r is _nothing for r in newest_plan(f).runners)
+    assert not any(r is nothing for r in newest_plan(f).runners)
