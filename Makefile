@@ -7,7 +7,7 @@ EXAMPLES_STAMP := $(VENV)/.installed-examples
 
 .PHONY: demo quickstart test test-all lint bench kernels clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py jitgrad/_fastops.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev]"
 	touch $(STAMP)

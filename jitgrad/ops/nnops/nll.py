@@ -19,10 +19,11 @@ from ...tensor import Tensor
 from .. import samples as S
 from ..api import api
 from ..dispatch import as_tensor_arg
+from ..eager_kernels import PARALLEL_MIN_SIZE, use_kernels
 from ..losses import _call_optional
 from ..reduce import LOG_SOFTMAX, log_softmax
 from ..registry import REDUCE, defop
-from ..softmax_ops import LOG_SOFTMAX_BACKWARD
+from ..softmax_ops import LOG_SOFTMAX_BACKWARD, _log_softmax_bwd_eager, _log_softmax_eager
 from .reduction import reduction_arg
 
 __all__ = ["nll_loss", "cross_entropy", "nll_loss_backward"]
@@ -48,6 +49,12 @@ def _losses_kernels():
     from ...kernels import losses
 
     return losses
+
+
+def _softmax_kernels():
+    from ...kernels import softmax
+
+    return softmax
 
 
 def _nll_fwd(x, t, w, reduction, ignore_index, spatial=False):
@@ -82,23 +89,18 @@ def _cross_entropy_chain(x, t, g, reduction: str, ignore_index: int) -> tuple:
     pass over the rows (``kernels/softmax.cross_entropy``: the same row code, so the same
     bits), else the four functions one after the other. A plan runs it where a compiled
     step's graph holds that chain (``compiler/chains.py``)."""
-    from ...kernels.parallel import PARALLEL_MIN_SIZE
-    from ..eager_kernels import use_kernels
-    from ..softmax_ops import _log_softmax_bwd_eager, _log_softmax_eager
-
     n = x.shape[0] if x.ndim == 2 else 0
     if (type(x) is np.ndarray and x.ndim == 2 and x.dtype in (_F32, _F64)
             and 0 < x.size < PARALLEL_MIN_SIZE and use_kernels() and reduction != "none"
             and type(t) is np.ndarray and t.dtype == np.int64 and t.shape == (n,)
             and type(g) is np.ndarray and g.dtype == x.dtype and g.ndim == 0):
-        from ...kernels import softmax
-
         xc = x if x.flags.c_contiguous else np.ascontiguousarray(x)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            scale = -float(g) / (n if reduction == "mean" else 1.0)
+        # (Python floats: no NumPy error state to silence; n > 0)
+        scale = -float(g) / (n if reduction == "mean" else 1.0)
         y, gy, gx = np.empty_like(xc), np.zeros_like(xc), np.empty_like(xc)
         picked = np.empty(n, np.float64)
-        if softmax.cross_entropy(xc, t, ignore_index, xc.dtype.type(scale), y, gy, gx, picked):
+        if _softmax_kernels().cross_entropy(xc, t, ignore_index, xc.dtype.type(scale), y, gy,
+                                            gx, picked):
             return np.asarray(picked.sum() / (n if reduction == "mean" else 1.0),
                               dtype=x.dtype), gx
     y = _log_softmax_eager(x, 1)

@@ -1,0 +1,531 @@
+/* jitgrad._fastops: the eager arithmetic operators' common case in C.
+ *
+ * ``x + y``, ``x - y``, ``x * y``, ``x / y`` (and ``other - x``) on a CPU tensor of float32 or
+ * float64, one dimension, C-contiguous and aligned, fewer than PARALLEL_MIN_SIZE elements,
+ * with a tensor of the same shape and dtype or a Python float/int: exactly the case that
+ * jitgrad/ops/eager_fast.py's Python operator computes inline, building the same output
+ * tensor and backward node (the same slots, edges, saved entries and versions, the next
+ * sequence number). Anything else -- and every case this file is unsure of -- goes to that
+ * Python operator, which is the reference (``fallback``).
+ *
+ * The arithmetic: each of these ops is one IEEE-754 operation per element, correctly rounded,
+ * so this loop gives the bits of the op's generated Numba kernel (tested bit for bit).
+ * Numbers are converted as the Python path converts them: a float to float32 by rounding
+ * (values beyond float32's range, which C leaves undefined, go to the fallback), an int only
+ * where the float type holds it exactly (|v| <= 2^24 / 2^53), else the fallback.
+ *
+ * Objects are made as ``object.__new__`` makes them (the type's tp_alloc) and their
+ * ``__slots__`` set through the slot offsets read from the classes' member descriptors.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <float.h>
+#include <math.h>
+#include <stddef.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_20_API_VERSION
+#include <numpy/arrayobject.h>
+
+/* ------------------------------------------------------------------ module state */
+static PyTypeObject *tensor_type;                      /* jitgrad.Tensor */
+static Py_ssize_t off_data, off_rg, off_gfn, off_grad, off_vc;
+static PyObject *grad_off, *tracing, *hooks_open;      /* _thread_modes lists, node._HOOKS_OPEN */
+static PyObject *grad_state, *next_seq;                /* grad_mode.STATE, node.next_seq */
+static PyObject *str_enabled, *str_output_nr;
+static PyArray_Descr *descr_f32, *descr_f64;
+static npy_intp par_min = -1;                          /* -1: setup() not called */
+
+#define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
+
+enum { K_ADD, K_SUB, K_RSUB, K_MUL, K_DIV, K_COUNT };
+
+static int
+slot_offset(PyObject *cls, const char *name, Py_ssize_t *off)
+{
+    PyObject *d = PyObject_GetAttrString(cls, name);
+    if (d == NULL)
+        return -1;
+    if (Py_TYPE(d) != &PyMemberDescr_Type) {
+        PyErr_Format(PyExc_TypeError, "_fastops: %R.%s is not a slot", cls, name);
+        Py_DECREF(d);
+        return -1;
+    }
+    PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+    if (m->type != T_OBJECT_EX) {
+        PyErr_Format(PyExc_TypeError, "_fastops: %R.%s is not an object slot", cls, name);
+        Py_DECREF(d);
+        return -1;
+    }
+    *off = m->offset;
+    Py_DECREF(d);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the operator type */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    int kind, save_a, save_b;
+    PyTypeObject *node_type;
+    Py_ssize_t off_edges, off_saved, off_seq, off_meta, off_op, off_params;
+    PyObject *op;          /* the OpDef the node records */
+    PyObject *fallback;    /* the Python operator(self, other) */
+    PyObject *dict;        /* __name__, __doc__... */
+} FastOp;
+
+/* 1 true, 0 false, -1 unknown (unset slot or an error): the caller falls back */
+static inline int
+truth(PyObject *o)
+{
+    if (o == Py_True)
+        return 1;
+    if (o == Py_False)
+        return 0;
+    if (o == NULL)
+        return -1;
+    int r = PyObject_IsTrue(o);
+    if (r < 0)
+        PyErr_Clear();
+    return r;
+}
+
+static inline int
+plain_vector(PyObject *d, PyArray_Descr *want, npy_intp n)
+{
+    if (!PyArray_CheckExact(d))
+        return 0;
+    PyArrayObject *a = (PyArrayObject *)d;
+    return PyArray_DESCR(a) == want && PyArray_NDIM(a) == 1 && PyArray_DIM(a, 0) == n &&
+           (PyArray_FLAGS(a) & (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED)) ==
+               (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+}
+
+#define LOOP(T, EXPR)                                                                   \
+    do {                                                                                \
+        const T *restrict x = (const T *)pa;                                            \
+        T *restrict o = (T *)po;                                                        \
+        if (pb != NULL) {                                                               \
+            const T *restrict y = (const T *)pb;                                        \
+            for (npy_intp i = 0; i < n; i++) { T a_ = x[i], b_ = y[i]; o[i] = EXPR; }   \
+        } else {                                                                        \
+            const T b_ = (T)s;                                                          \
+            for (npy_intp i = 0; i < n; i++) { T a_ = x[i]; o[i] = EXPR; }              \
+        }                                                                               \
+    } while (0)
+
+#define KINDS(T)                                       \
+    switch (kind) {                                    \
+    case K_ADD:  LOOP(T, a_ + b_); break;              \
+    case K_SUB:  LOOP(T, a_ - b_); break;              \
+    case K_RSUB: LOOP(T, b_ - a_); break;              \
+    case K_MUL:  LOOP(T, a_ * b_); break;              \
+    default:     LOOP(T, a_ / b_); break;              \
+    }
+
+static void
+compute(int kind, int f32, npy_intp n, const char *pa, const char *pb, double s, char *po)
+{
+    if (f32) {
+        KINDS(float)
+    } else {
+        KINDS(double)
+    }
+}
+
+/* the edge to input t: t itself (a leaf) or (grad_fn, output_nr); NULL on error */
+static PyObject *
+edge_of(PyObject *t)
+{
+    PyObject *fn = SLOT(t, off_gfn);
+    if (fn == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "_grad_fn");
+        return NULL;
+    }
+    if (fn == Py_None) {
+        Py_INCREF(t);
+        return t;
+    }
+    PyObject *nr = PyObject_GetAttr(t, str_output_nr);
+    if (nr == NULL)
+        return NULL;
+    PyObject *e = PyTuple_Pack(2, fn, nr);
+    Py_DECREF(nr);
+    return e;
+}
+
+/* (tensor, its version now); NULL on error */
+static PyObject *
+saved_entry(PyObject *t)
+{
+    PyObject *vc = SLOT(t, off_vc);
+    if (vc == NULL || !PyList_CheckExact(vc) || PyList_GET_SIZE(vc) < 1) {
+        PyErr_SetString(PyExc_RuntimeError, "_fastops: a tensor without a version counter");
+        return NULL;
+    }
+    return PyTuple_Pack(2, t, PyList_GET_ITEM(vc, 0));
+}
+
+/* The node of out = op(self, other); 0 on success (slots of out set), -1 on error. */
+static int
+record(FastOp *f, PyObject *out, PyObject *self, PyObject *other, int ra, int rb, int b_tensor)
+{
+    PyObject *node = NULL, *ea = NULL, *eb = NULL, *edges = NULL, *saved = NULL, *seq = NULL;
+    PyObject *sa = NULL, *sb = NULL;
+
+    if (ra) {
+        if ((ea = edge_of(self)) == NULL)
+            goto fail;
+    } else {
+        ea = Py_NewRef(Py_None);
+    }
+    if (rb) {
+        if ((eb = edge_of(other)) == NULL)
+            goto fail;
+    } else {
+        eb = Py_NewRef(Py_None);
+    }
+    if ((edges = PyTuple_Pack(2, ea, eb)) == NULL)
+        goto fail;
+    if (!(f->save_a || f->save_b)) {
+        saved = Py_NewRef(Py_None);
+    } else {
+        if (f->save_a) {
+            if ((sa = saved_entry(self)) == NULL)
+                goto fail;
+        } else {
+            sa = Py_NewRef(Py_None);
+        }
+        if (f->save_b) {
+            if (b_tensor) {
+                if ((sb = saved_entry(other)) == NULL)
+                    goto fail;
+            } else {
+                sb = Py_NewRef(other);
+            }
+        } else {
+            sb = Py_NewRef(Py_None);
+        }
+        if ((saved = PyTuple_Pack(2, sa, sb)) == NULL)
+            goto fail;
+    }
+    if ((seq = PyObject_CallNoArgs(next_seq)) == NULL)
+        goto fail;
+    if ((node = f->node_type->tp_alloc(f->node_type, 0)) == NULL)
+        goto fail;
+    SLOT(node, f->off_edges) = edges;
+    SLOT(node, f->off_saved) = saved;
+    SLOT(node, f->off_meta) = Py_NewRef(Py_None);
+    SLOT(node, f->off_seq) = seq;
+    SLOT(node, f->off_op) = Py_NewRef(f->op);
+    SLOT(node, f->off_params) = Py_NewRef(Py_None);
+    SLOT(out, off_rg) = Py_NewRef(Py_True);
+    SLOT(out, off_gfn) = node;
+    Py_DECREF(ea);
+    Py_DECREF(eb);
+    Py_XDECREF(sa);
+    Py_XDECREF(sb);
+    return 0;
+fail:
+    Py_XDECREF(ea);
+    Py_XDECREF(eb);
+    Py_XDECREF(sa);
+    Py_XDECREF(sb);
+    Py_XDECREF(edges);
+    Py_XDECREF(saved);
+    Py_XDECREF(seq);
+    return -1;
+}
+
+/* 1: *res is the result (or NULL with an error set); 0: not this case, nothing done */
+static int
+fast(FastOp *f, PyObject *self, PyObject *other, PyObject **res)
+{
+    if (Py_TYPE(self) != tensor_type || PyList_GET_SIZE(tracing) != 0)
+        return 0;
+    PyObject *ad = SLOT(self, off_data);
+    if (ad == NULL || !PyArray_CheckExact(ad))
+        return 0;
+    PyArray_Descr *dt = PyArray_DESCR((PyArrayObject *)ad);
+    int f32;
+    if (dt == descr_f32)
+        f32 = 1;
+    else if (dt == descr_f64)
+        f32 = 0;
+    else
+        return 0;
+    if (PyArray_NDIM((PyArrayObject *)ad) != 1)
+        return 0;
+    npy_intp n = PyArray_DIM((PyArrayObject *)ad, 0);
+    if (n >= par_min || !plain_vector(ad, dt, n))
+        return 0;
+
+    const char *pb = NULL;
+    double s = 0.0;
+    int rb = 0, b_tensor = 0;
+    if (Py_TYPE(other) == tensor_type) {
+        PyObject *bd = SLOT(other, off_data);
+        if (bd == NULL || !plain_vector(bd, dt, n))
+            return 0;
+        if ((rb = truth(SLOT(other, off_rg))) < 0)
+            return 0;
+        pb = PyArray_BYTES((PyArrayObject *)bd);
+        b_tensor = 1;
+    } else if (PyFloat_CheckExact(other)) {
+        s = PyFloat_AS_DOUBLE(other);
+        if (f32 && isfinite(s) && fabs(s) > FLT_MAX)
+            return 0;
+    } else if (PyLong_CheckExact(other)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(other, &overflow);
+        if (v == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        long long lim = f32 ? (1LL << 24) : (1LL << 53);
+        if (overflow || v > lim || v < -lim)
+            return 0;
+        s = (double)v;
+    } else {
+        return 0;
+    }
+    int ra = truth(SLOT(self, off_rg));
+    if (ra < 0)
+        return 0;
+    int grad = 0;
+    if (ra || rb) {
+        if (PyList_GET_SIZE(grad_off) == 0) {
+            grad = 1;
+        } else {
+            PyObject *en = PyObject_GetAttr(grad_state, str_enabled);
+            if (en == NULL) {
+                PyErr_Clear();
+                return 0;
+            }
+            grad = truth(en);
+            Py_DECREF(en);
+            if (grad < 0)
+                return 0;
+        }
+    }
+    if (grad && (f->save_a || f->save_b)) {
+        /* saved-tensor hooks open somewhere: the Python path packs through them */
+        int open = truth(PyList_GET_ITEM(hooks_open, 0));
+        if (open != 0)
+            return 0;
+    }
+
+    PyObject *arr = PyArray_SimpleNew(1, &n, f32 ? NPY_FLOAT : NPY_DOUBLE);
+    if (arr == NULL) {
+        *res = NULL;
+        return 1;
+    }
+    compute(f->kind, f32, n, PyArray_BYTES((PyArrayObject *)ad), pb, s,
+            PyArray_BYTES((PyArrayObject *)arr));
+    PyObject *vc = PyList_New(1);
+    PyObject *out = vc == NULL ? NULL : tensor_type->tp_alloc(tensor_type, 0);
+    if (out == NULL) {
+        Py_XDECREF(vc);
+        Py_DECREF(arr);
+        *res = NULL;
+        return 1;
+    }
+    PyList_SET_ITEM(vc, 0, PyLong_FromLong(0));
+    SLOT(out, off_data) = arr;
+    SLOT(out, off_grad) = Py_NewRef(Py_None);
+    SLOT(out, off_vc) = vc;
+    if (grad) {
+        if (record(f, out, self, other, ra, rb, b_tensor) < 0) {
+            Py_DECREF(out);
+            *res = NULL;
+            return 1;
+        }
+    } else {
+        SLOT(out, off_rg) = Py_NewRef(Py_False);
+        SLOT(out, off_gfn) = Py_NewRef(Py_None);
+    }
+    *res = out;
+    return 1;
+}
+
+static PyObject *
+fastop_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    FastOp *f = (FastOp *)callable;
+    if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL) {
+        PyObject *res;
+        if (fast(f, args[0], args[1], &res))
+            return res;
+    }
+    return PyObject_Vectorcall(f->fallback, args, nargsf, kwnames);
+}
+
+static PyObject *
+fastop_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    if (obj == NULL || obj == Py_None)
+        return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static int
+fastop_traverse(FastOp *f, visitproc visit, void *arg)
+{
+    Py_VISIT(f->node_type);
+    Py_VISIT(f->op);
+    Py_VISIT(f->fallback);
+    Py_VISIT(f->dict);
+    return 0;
+}
+
+static int
+fastop_clear(FastOp *f)
+{
+    Py_CLEAR(f->node_type);
+    Py_CLEAR(f->op);
+    Py_CLEAR(f->fallback);
+    Py_CLEAR(f->dict);
+    return 0;
+}
+
+static void
+fastop_dealloc(FastOp *f)
+{
+    PyObject_GC_UnTrack(f);
+    fastop_clear(f);
+    Py_TYPE(f)->tp_free((PyObject *)f);
+}
+
+static PyObject *
+fastop_repr(FastOp *f)
+{
+    return PyUnicode_FromFormat("<jitgrad operator %R (C fast path)>", f->fallback);
+}
+
+static PyTypeObject FastOpType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "jitgrad._fastops.operator",
+    .tp_doc = "An eager arithmetic operator: the common case in C, the rest in Python.",
+    .tp_basicsize = sizeof(FastOp),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_vectorcall_offset = offsetof(FastOp, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = fastop_get,
+    .tp_dictoffset = offsetof(FastOp, dict),
+    .tp_traverse = (traverseproc)fastop_traverse,
+    .tp_clear = (inquiry)fastop_clear,
+    .tp_dealloc = (destructor)fastop_dealloc,
+    .tp_repr = (reprfunc)fastop_repr,
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+};
+
+/* ------------------------------------------------------------------ module functions */
+static PyObject *
+setup(PyObject *mod, PyObject *args)
+{
+    PyObject *tensor, *g_off, *trc, *hooks, *state, *seq;
+    Py_ssize_t pmin;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OOn:setup", &PyType_Type, &tensor, &PyList_Type,
+                          &g_off, &PyList_Type, &trc, &PyList_Type, &hooks, &state, &seq,
+                          &pmin))
+        return NULL;
+    if (PyList_GET_SIZE(hooks) < 1) {
+        PyErr_SetString(PyExc_ValueError, "_fastops.setup: hooks_open must hold one item");
+        return NULL;
+    }
+    if (slot_offset(tensor, "_data", &off_data) < 0 ||
+        slot_offset(tensor, "_requires_grad", &off_rg) < 0 ||
+        slot_offset(tensor, "_grad_fn", &off_gfn) < 0 ||
+        slot_offset(tensor, "_grad", &off_grad) < 0 ||
+        slot_offset(tensor, "_vc", &off_vc) < 0)
+        return NULL;
+    Py_XSETREF(tensor_type, (PyTypeObject *)Py_NewRef(tensor));
+    Py_XSETREF(grad_off, Py_NewRef(g_off));
+    Py_XSETREF(tracing, Py_NewRef(trc));
+    Py_XSETREF(hooks_open, Py_NewRef(hooks));
+    Py_XSETREF(grad_state, Py_NewRef(state));
+    Py_XSETREF(next_seq, Py_NewRef(seq));
+    par_min = pmin;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+make_operator(PyObject *mod, PyObject *args)
+{
+    const char *kind_name;
+    PyObject *op, *node_type, *fallback;
+    int save_a, save_b;
+    if (!PyArg_ParseTuple(args, "sOO!ppO:operator", &kind_name, &op, &PyType_Type, &node_type,
+                          &save_a, &save_b, &fallback))
+        return NULL;
+    if (par_min < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "_fastops.operator: call setup() first");
+        return NULL;
+    }
+    static const char *names[K_COUNT] = {"add", "sub", "rsub", "mul", "div"};
+    int kind = -1;
+    for (int k = 0; k < K_COUNT; k++)
+        if (strcmp(kind_name, names[k]) == 0)
+            kind = k;
+    if (kind < 0) {
+        PyErr_Format(PyExc_ValueError, "_fastops.operator: no C loop for %s", kind_name);
+        return NULL;
+    }
+    if (!PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "_fastops.operator: fallback must be callable");
+        return NULL;
+    }
+    FastOp *f = PyObject_GC_New(FastOp, &FastOpType);
+    if (f == NULL)
+        return NULL;
+    f->vectorcall = fastop_vectorcall;
+    f->kind = kind;
+    f->save_a = save_a;
+    f->save_b = save_b;
+    f->node_type = (PyTypeObject *)Py_NewRef(node_type);
+    f->op = Py_NewRef(op);
+    f->fallback = Py_NewRef(fallback);
+    f->dict = NULL;
+    PyObject_GC_Track(f);
+    if (slot_offset(node_type, "next_edges", &f->off_edges) < 0 ||
+        slot_offset(node_type, "saved", &f->off_saved) < 0 ||
+        slot_offset(node_type, "seq", &f->off_seq) < 0 ||
+        slot_offset(node_type, "in_meta", &f->off_meta) < 0 ||
+        slot_offset(node_type, "op", &f->off_op) < 0 ||
+        slot_offset(node_type, "params", &f->off_params) < 0) {
+        Py_DECREF(f);
+        return NULL;
+    }
+    return (PyObject *)f;
+}
+
+static PyMethodDef methods[] = {
+    {"setup", setup, METH_VARARGS,
+     "setup(Tensor, GRAD_OFF, TRACING, HOOKS_OPEN, grad_state, next_seq, parallel_min)"},
+    {"operator", make_operator, METH_VARARGS,
+     "operator(kind, op, node_class, save_a, save_b, fallback) -> the C operator"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_fastops",
+    "The eager arithmetic operators' common case in C (see jitgrad/ops/eager_fast.py).", -1,
+    methods,
+};
+
+PyMODINIT_FUNC
+PyInit__fastops(void)
+{
+    import_array();
+    if (PyType_Ready(&FastOpType) < 0)
+        return NULL;
+    str_enabled = PyUnicode_InternFromString("enabled");
+    str_output_nr = PyUnicode_InternFromString("_output_nr");
+    descr_f32 = PyArray_DescrFromType(NPY_FLOAT);
+    descr_f64 = PyArray_DescrFromType(NPY_DOUBLE);
+    if (str_enabled == NULL || str_output_nr == NULL || descr_f32 == NULL || descr_f64 == NULL)
+        return NULL;
+    return PyModule_Create(&module);
+}

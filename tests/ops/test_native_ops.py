@@ -1,0 +1,118 @@
+"""The C form of the arithmetic operators (``jitgrad/_fastops.c``): built where a C compiler
+is (CI has one), the same bits as the Numba kernels for every special value, the same
+tensors and graphs as the Python operator it stands in for (``tests/ops/test_eager_fast.py``
+runs its cases through it), no reference leaked, and every other call handed to the Python
+operator."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from jitgrad.ops.eager_fast import native_ops_loaded
+
+if not native_ops_loaded():
+    if os.environ.get("CI") == "true":
+        pytest.fail("jitgrad._fastops was not built (CI has a C compiler)", pytrace=False)
+    pytest.skip("jitgrad._fastops is not built here", allow_module_level=True)
+
+NAMES = ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__"]
+
+
+def _special(dtype) -> np.ndarray:
+    f = np.finfo(dtype)
+    vals = [0.0, -0.0, 1.0, -1.0, 0.1, 3.0, np.inf, -np.inf, np.nan, f.max, -f.max, f.tiny,
+            f.smallest_subnormal, -f.smallest_subnormal, f.eps, 1.0 + f.eps, 1e-30, 7.5e10]
+    return np.array(vals, dtype=dtype)
+
+
+def _bits(x) -> np.ndarray:
+    d = x.detach().numpy() if isinstance(x, jg.Tensor) else x
+    return d.view(np.uint32 if d.dtype == np.float32 else np.uint64)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", NAMES)
+def test_every_pair_of_special_values_has_the_kernels_bits(name, dtype):
+    s = _special(dtype)
+    a = jg.from_numpy(np.repeat(s, len(s)))
+    b = jg.from_numpy(np.tile(s, len(s)))
+    fast = getattr(jg.Tensor, name)
+    assert type(fast).__name__ == "operator"
+    python = fast.__wrapped__  # the Python operator: the Numba kernel's entry point
+    np.testing.assert_array_equal(_bits(fast(a, b)), _bits(python(a, b)))
+    for number in [0.1, -0.0, 1e-45, 3.4e38, 1e300, np.inf, -np.inf, np.nan, 7, -(2 ** 24),
+                   2 ** 24 + 1, 2 ** 53 + 1, -(2 ** 70)]:
+        np.testing.assert_array_equal(_bits(fast(a, number)), _bits(python(a, number)),
+                                      err_msg=f"{name} {number!r}")
+
+
+def test_calls_of_every_form_and_the_method_binding():
+    a = jg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = jg.tensor([4.0, 5.0, 6.0])
+    assert jg.Tensor.__mul__.__name__ == "_mul_op"
+    assert "self * other" in jg.Tensor.__mul__.__doc__
+    bound = a.__mul__
+    assert bound.__self__ is a and bound(b).tolist() == [4.0, 10.0, 18.0]
+    assert jg.Tensor.__mul__(a, b).tolist() == [4.0, 10.0, 18.0]
+    assert a.__mul__(other=b).tolist() == [4.0, 10.0, 18.0]  # keywords: the Python operator
+    assert (2 * a).tolist() == (a * 2).tolist() == [2.0, 4.0, 6.0]
+    assert (1 - a).tolist() == [0.0, -1.0, -2.0] and (a - 1).tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(TypeError):
+        jg.Tensor.__mul__(a)
+    c = a.detach().clone()
+    c += b
+    c *= 2
+    assert c.tolist() == [10.0, 14.0, 18.0] and c._version == 2
+
+
+def test_subclasses_and_other_types_take_the_python_operator():
+    class Sub(jg.Tensor):
+        pass
+
+    s = Sub([1.0, 2.0])
+    r = s * jg.tensor([3.0, 4.0])
+    assert r.tolist() == [3.0, 8.0]
+    t = jg.tensor([1.0, 2.0], requires_grad=True)
+    assert (t * np.float32(2.0)).grad_fn.name() == "MulBackward0"
+    with pytest.raises(TypeError):
+        t * "x"
+
+
+def test_no_reference_is_leaked():
+    a = jg.tensor(np.linspace(0.0, 1.0, 33, dtype=np.float32), requires_grad=True)
+    b = jg.tensor(np.linspace(1.0, 2.0, 33, dtype=np.float32))
+    n = 2.5
+    for _ in range(100):
+        (a * b + a - 1.5 / a.detach() * n).sum()
+    gc.collect()
+    refs = [sys.getrefcount(x) for x in (a, b, a._data, b._data, a._vc, n)]
+    objects = len(gc.get_objects())
+    for _ in range(20_000):
+        c = a * b + a
+        c = c - 1.5
+        c = 2.0 * c / b
+        with jg.no_grad():
+            a * b
+    c.sum().backward()
+    del c
+    gc.collect()
+    assert [sys.getrefcount(x) for x in (a, b, a._data, b._data, a._vc, n)] == refs
+    assert len(gc.get_objects()) - objects < 50
+    assert a.grad is not None and np.isfinite(a.grad.numpy()).all()
+
+
+def test_JITGRAD_NATIVE_OPS_0_runs_the_python_operators():
+    code = ("import jitgrad as jg; from jitgrad.ops.eager_fast import native_ops_loaded;"
+            "print(native_ops_loaded(), type(jg.Tensor.__mul__).__name__,"
+            " (jg.ones(3) * 2).tolist())")
+    env = dict(os.environ, JITGRAD_NATIVE_OPS="0")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "function", "[2.0,", "2.0,", "2.0]"]
