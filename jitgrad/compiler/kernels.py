@@ -67,7 +67,12 @@ def finish_sum(partials: np.ndarray, kind: str, scale: float, dtype, shape) -> n
     """A sum's value from its kernel's float64 partials: ``all`` adds the parts' partials
     in order (NumPy's pairwise sum of a fixed-length array), ``rows``/``cols`` are the
     totals; then ``* scale`` (a mean) in float64, rounded once to ``dtype``."""
-    val = np.add.reduce(partials) if kind == "all" else partials
+    if kind != "all":
+        val = partials
+    elif partials.size == 1:  # its partial is the sum (np.add.reduce: the same, ~0.8 us)
+        val = partials[0]
+    else:
+        val = np.add.reduce(partials)
     if scale != 1.0:
         val = val * scale
     return np.asarray(val, dtype).reshape(shape)

@@ -9,7 +9,7 @@ import numpy as np
 from ..kernels.parallel import PARALLEL_MIN_SIZE, parallel_ok
 from .eager_kernels import on_device, sum_kind, sum_layout, use_kernels
 
-__all__ = ["sum_float"]
+__all__ = ["sum_float", "sum_all_small"]
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -46,6 +46,49 @@ def _sum_fn(dtype, kind: str):
 
         fn = _sum_fns[key] = kernels.load(describe_sum(dtype, kind)).fn
     return fn
+
+
+_all_entries: dict = {}
+_CHUNK: list = []
+
+
+def _all_entry(dt):
+    """The compiled entry point of the ``all`` sum kernel for 1-D C-contiguous aligned
+    arrays of float ``dt``: ``entry(lo, hi, n, a, partials)`` (see
+    :func:`jitgrad.ops.eager_kernels.flat_entry`: the dispatcher's machine code without its
+    per-call type resolution)."""
+    from numba.core import types as nt
+
+    from ..compiler.kernel_desc import CHUNK
+
+    item = nt.float32 if dt == _F32 else nt.float64
+    fn = _sum_fn(dt, "all")
+    e = _all_entries[dt] = fn.compile((nt.int64, nt.int64, nt.int64, nt.Array(item, 1, "C"),
+                                       nt.Array(nt.float64, 1, "C")))
+    if not _CHUNK:
+        _CHUNK.append(CHUNK)
+    return e
+
+
+def sum_all_small(a: np.ndarray) -> np.ndarray | None:
+    """The sum of every element of ``a`` as :func:`sum_float` computes it (the same kernel
+    and order: the same bits), without its general bookkeeping -- the hot call of eager code
+    (a loss): a 0-dim array, or None where this is not the case (CUDA, another dtype, empty,
+    not C-contiguous and aligned, ``PARALLEL_MIN_SIZE`` elements or more, tracing)."""
+    dt = a.dtype
+    if type(a) is not np.ndarray or not (dt is _F32 or dt is _F64):
+        return None
+    n = a.size
+    if n == 0 or n >= PARALLEL_MIN_SIZE or not (a.flags.c_contiguous and a.flags.aligned) \
+            or not use_kernels():
+        return None
+    entry = _all_entries.get(dt) or _all_entry(dt)
+    chunk = _CHUNK[0]
+    parts = (n + chunk - 1) // chunk
+    r = np.empty(parts)
+    entry(0, parts, n, a.reshape(-1), r)
+    # one part: its partial is the sum (np.add.reduce of one element returns it, in ~0.8 us)
+    return np.asarray(r[0] if parts == 1 else np.add.reduce(r), dt)
 
 
 def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> np.ndarray:

@@ -6,13 +6,16 @@ import builtins as _b
 
 import numpy as np
 
+from .._thread_modes import GRAD_OFF
+from ..autograd import grad_mode
+from ..autograd.node import make_node
 from ..devices import array_namespace
 from ..shapes import fmt_shape, wrap_dim
 from ..tensor import Tensor, wrap
 from . import samples as S
 from .api import api
 from .dispatch import record
-from .eager_reduce import sum_float
+from .eager_reduce import sum_all_small, sum_float
 from .reduce_base import ALL, call_reduce, count, expand_back, kept_shape, reduce_params
 from .registry import REDUCE, defop
 
@@ -57,9 +60,35 @@ MEAN = defop(name="mean", kind=REDUCE, inputs=("a",), params=("dims", "keepdim",
              samples=S.reduce)
 
 
+def _full_sum_result(a: Tensor, res: np.ndarray) -> Tensor:
+    """The tensor (and node) ``record(SUM, wrap(res), (a,), params)`` makes for a full sum
+    computed by :func:`sum_all_small` (which is never used while tracing), built inline."""
+    out = wrap(res)
+    if a._requires_grad and (not GRAD_OFF or _STATE.enabled):
+        d = a._data
+        shape = d.shape
+        fn = a._grad_fn
+        node = make_node(_SUM_FULL_NODE, (a if fn is None else (fn, a._output_nr),), None,
+                         ((shape, d.dtype),))
+        node.op = SUM
+        node.params = {"dims": tuple(range(len(shape))), "keepdim": False, "shape": shape,
+                       "full": True}
+        out._requires_grad = True
+        out._grad_fn = node
+    return out
+
+
+_SUM_FULL_NODE = SUM.node_class_for({"full": True})
+_STATE = grad_mode.STATE
+
+
 @api(SUM, method="sum", export="sum")
 def sum(input: Tensor, dim=ALL, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
     """Sum over all elements, or over ``dim`` (int or tuple)."""
+    if dim is ALL and dtype is None and type(input) is Tensor:  # a loss: the hot case
+        res = sum_all_small(input._data)
+        if res is not None:
+            return _full_sum_result(input, res)
     if dtype is not None:
         input = input.to(dtype)
     return call_reduce(SUM, input, reduce_params(input, dim, keepdim, "sum"))

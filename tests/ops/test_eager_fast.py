@@ -178,3 +178,37 @@ def test_a_broadcast_number_goes_by_value_with_the_same_bits(dtype):
     x = jg.from_numpy(rng.standard_normal(n).astype(dtype)).requires_grad_()
     (x * x).sum().backward()
     np.testing.assert_array_equal(_bits(x.grad), _bits(x.detach() + x.detach()))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (3, 5), (2, 3, 4), (16385,), (40000, 2)])
+def test_a_full_sum_takes_the_short_path_with_the_general_paths_result(shape, dtype):
+    from jitgrad.ops.eager_reduce import sum_all_small, sum_float
+    from jitgrad.ops.reduce_base import ALL, call_reduce, reduce_params
+    from jitgrad.ops.sums import SUM
+
+    rng = np.random.default_rng(len(shape))
+    a = jg.from_numpy(np.asarray(rng.standard_normal(shape) * 100, dtype)).requires_grad_()
+    assert sum_all_small(a._data) is not None
+    fast = a.sum()
+    general = call_reduce(SUM, a, reduce_params(a, ALL, False, "sum"))
+    np.testing.assert_array_equal(_bits(fast), _bits(general))
+    np.testing.assert_array_equal(
+        fast.detach().numpy(), sum_float(a._data, tuple(range(a.dim())), False))
+    assert fast.shape == () and fast.dtype == a.dtype
+    assert fast.grad_fn.name() == general.grad_fn.name() == "SumBackward0"
+    assert fast.grad_fn.params == general.grad_fn.params
+    fast.backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.ones(shape, dtype))
+
+
+def test_a_full_sum_off_the_short_path():
+    from jitgrad.ops.eager_reduce import sum_all_small
+
+    x = jg.arange(24.0).reshape(4, 6)
+    for a in (x.t(), x[:, ::2], jg.arange(5), jg.zeros(0), jg.zeros(PARALLEL_MIN_SIZE)):
+        assert sum_all_small(a._data) is None
+        np.testing.assert_array_equal(a.sum().numpy(), a.numpy().sum())
+    assert x.sum(dtype=jg.float64).dtype == jg.float64
+    with jg.no_grad():
+        assert x.requires_grad_().sum().grad_fn is None
