@@ -1,11 +1,12 @@
 /* jitgrad._fastops: the eager arithmetic operators' common case in C.
  *
  * ``x + y``, ``x - y``, ``x * y``, ``x / y`` (and ``other - x``) on a CPU tensor of float32 or
- * float64, one dimension, C-contiguous and aligned, fewer than PARALLEL_MIN_SIZE elements,
- * with a tensor of the same shape and dtype or a Python float/int: exactly the case that
- * jitgrad/ops/eager_fast.py's Python operator computes inline, building the same output
- * tensor and backward node (the same slots, edges, saved entries and versions, the next
- * sequence number). Anything else -- and every case this file is unsure of -- goes to that
+ * float64, C-contiguous and aligned, fewer than PARALLEL_MIN_SIZE elements, with a tensor of
+ * the same shape and dtype or a Python float/int: the case that jitgrad/ops/eager_fast.py's
+ * Python operator computes inline (there for one dimension; the general path computes any
+ * other shape with the same flat kernel and records the same node), building the same
+ * output tensor and backward node (the same slots, edges, saved entries and versions, the
+ * next sequence number). Anything else -- and every case this file is unsure of -- goes to that
  * Python operator, which is the reference (``fallback``).
  *
  * The arithmetic: each of these ops is one IEEE-754 operation per element, correctly rounded,
@@ -90,15 +91,22 @@ truth(PyObject *o)
     return r;
 }
 
+/* an ndarray (exactly) of dtype ``want``, C-contiguous and aligned, of shape (nd, dims) */
 static inline int
-plain_vector(PyObject *d, PyArray_Descr *want, npy_intp n)
+plain_array(PyObject *d, PyArray_Descr *want, int nd, const npy_intp *dims)
 {
     if (!PyArray_CheckExact(d))
         return 0;
     PyArrayObject *a = (PyArrayObject *)d;
-    return PyArray_DESCR(a) == want && PyArray_NDIM(a) == 1 && PyArray_DIM(a, 0) == n &&
-           (PyArray_FLAGS(a) & (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED)) ==
-               (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    if (PyArray_DESCR(a) != want || PyArray_NDIM(a) != nd ||
+        (PyArray_FLAGS(a) & (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED)) !=
+            (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED))
+        return 0;
+    const npy_intp *ad = PyArray_DIMS(a);
+    for (int i = 0; i < nd; i++)
+        if (ad[i] != dims[i])
+            return 0;
+    return 1;
 }
 
 #define LOOP(T, EXPR)                                                                   \
@@ -254,10 +262,10 @@ fast(FastOp *f, PyObject *self, PyObject *other, PyObject **res)
         f32 = 0;
     else
         return 0;
-    if (PyArray_NDIM((PyArrayObject *)ad) != 1)
-        return 0;
-    npy_intp n = PyArray_DIM((PyArrayObject *)ad, 0);
-    if (n >= par_min || !plain_vector(ad, dt, n))
+    int nd = PyArray_NDIM((PyArrayObject *)ad);
+    const npy_intp *dims = PyArray_DIMS((PyArrayObject *)ad);
+    npy_intp n = PyArray_SIZE((PyArrayObject *)ad);
+    if (n >= par_min || !plain_array(ad, dt, nd, dims))
         return 0;
 
     const char *pb = NULL;
@@ -265,7 +273,7 @@ fast(FastOp *f, PyObject *self, PyObject *other, PyObject **res)
     int rb = 0, b_tensor = 0;
     if (Py_TYPE(other) == tensor_type) {
         PyObject *bd = SLOT(other, off_data);
-        if (bd == NULL || !plain_vector(bd, dt, n))
+        if (bd == NULL || !plain_array(bd, dt, nd, dims))
             return 0;
         if ((rb = truth(SLOT(other, off_rg))) < 0)
             return 0;
@@ -315,7 +323,7 @@ fast(FastOp *f, PyObject *self, PyObject *other, PyObject **res)
             return 0;
     }
 
-    PyObject *arr = PyArray_SimpleNew(1, &n, f32 ? NPY_FLOAT : NPY_DOUBLE);
+    PyObject *arr = PyArray_SimpleNew(nd, (npy_intp *)dims, f32 ? NPY_FLOAT : NPY_DOUBLE);
     if (arr == NULL) {
         *res = NULL;
         return 1;

@@ -116,3 +116,50 @@ def test_JITGRAD_NATIVE_OPS_0_runs_the_python_operators():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["False", "function", "[2.0,", "2.0,", "2.0]"]
+
+
+def _graph(t) -> list:
+    fn = t.grad_fn
+    if fn is None:
+        return [None, t.requires_grad]
+    edges = [e if e is None or type(e) is not tuple else (type(e[0]), e[1])
+             for e in fn.next_edges]
+    saved = None if fn.saved is None else [
+        (id(s[0]), s[1]) if type(s) is tuple else s for s in fn.saved]
+    return [type(fn), edges, saved, fn.in_meta, fn.params, fn.op]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(), (1,), (3, 4), (2, 3, 5), (1, 1, 7), (0,), (4, 0)])
+@pytest.mark.parametrize("name", NAMES)
+def test_any_contiguous_shape_builds_what_the_general_path_builds(name, shape, dtype):
+    from jitgrad.ops.arithmetic import ADD, DIV, MUL, RSUB, SUB
+    from jitgrad.ops.dispatch import binary
+
+    op = {"__add__": ADD, "__radd__": ADD, "__sub__": SUB, "__rsub__": RSUB, "__mul__": MUL,
+          "__rmul__": MUL, "__truediv__": DIV}[name]
+    rng = np.random.default_rng(len(shape))
+    a = jg.from_numpy(np.asarray(rng.uniform(0.5, 2.0, shape), dtype)).requires_grad_()
+    a2 = a * 1.0  # a non-leaf operand: its edge is (node, output_nr)
+    for b in (jg.from_numpy(np.asarray(rng.uniform(0.5, 2.0, shape), dtype)),
+              jg.from_numpy(np.asarray(rng.uniform(0.5, 2.0, shape), dtype)).requires_grad_(),
+              2.5, 3):
+        for x in (a, a2):
+            fast = getattr(jg.Tensor, name)(x, b)
+            general = binary(op, x, b)
+            np.testing.assert_array_equal(_bits(fast), _bits(general))
+            assert fast.shape == general.shape and fast.dtype == general.dtype
+            assert fast._data.flags.c_contiguous and fast._data.base is None
+            assert _graph(fast) == _graph(general)
+            assert fast.grad_fn.seq + 1 == general.grad_fn.seq
+    with jg.no_grad():
+        assert _graph(getattr(jg.Tensor, name)(a, 2.0)) == [None, False]
+
+
+def test_non_contiguous_or_broadcast_operands_take_the_python_operator():
+    x = jg.arange(12.0).reshape(3, 4).requires_grad_()
+    for a, b in ((x.t(), x.t()), (x, x[0]), (x[:, ::2], 2.0), (x, x.double())):
+        r = a * b
+        ref = a.detach().numpy() * (b.detach().numpy() if isinstance(b, jg.Tensor) else b)
+        np.testing.assert_array_equal(r.detach().numpy(), ref)
+        assert r.grad_fn.name() == "MulBackward0"
