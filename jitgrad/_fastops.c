@@ -39,6 +39,11 @@ static npy_intp par_min = -1;                          /* -1: setup() not called
 
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
 
+/* unary ops: op -> (node class, save input, save output, has vjp), registered from Python */
+static PyObject *unary_info, *unary_fallback, *str_fast_kernels;
+static PyTypeObject *opnode_type;                      /* every op's node class derives it */
+static Py_ssize_t noff_edges, noff_saved, noff_seq, noff_meta, noff_op, noff_params;
+
 enum { K_ADD, K_SUB, K_RSUB, K_MUL, K_DIV, K_COUNT };
 
 static int
@@ -429,6 +434,253 @@ static PyTypeObject FastOpType = {
     .tp_setattro = PyObject_GenericSetAttr,
 };
 
+/* ------------------------------------------------------------------ unary ops */
+/* 1: *res is the result (or NULL with an error set); 0: not this case, nothing done.
+ * The case of dispatch.unary's fast path without params: the op's flat kernel through its
+ * compiled entry point (op.fast_kernels[dtype][3], loaded by the Python path's first call)
+ * over a flat view, then dispatch._finish's tensor and node. */
+static int
+unary_fast(PyObject *op, PyObject *a, PyObject **res)
+{
+    if (Py_TYPE(a) != tensor_type || PyList_GET_SIZE(tracing) != 0)
+        return 0;
+    PyObject *info = PyDict_GetItemWithError(unary_info, op);  /* borrowed */
+    if (info == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *ad = SLOT(a, off_data);
+    if (ad == NULL || !PyArray_CheckExact(ad))
+        return 0;
+    PyArrayObject *arr_a = (PyArrayObject *)ad;
+    PyArray_Descr *dt = PyArray_DESCR(arr_a);
+    if (dt != descr_f32 && dt != descr_f64)
+        return 0;
+    int nd = PyArray_NDIM(arr_a);
+    npy_intp n = PyArray_SIZE(arr_a);
+    if (n >= par_min || !plain_array(ad, dt, nd, PyArray_DIMS(arr_a)))
+        return 0;
+    PyTypeObject *node_type = (PyTypeObject *)PyTuple_GET_ITEM(info, 0);
+    int save_in = PyTuple_GET_ITEM(info, 1) == Py_True;
+    int save_out = PyTuple_GET_ITEM(info, 2) == Py_True;
+    int has_vjp = PyTuple_GET_ITEM(info, 3) == Py_True;
+
+    int ra = truth(SLOT(a, off_rg));
+    if (ra < 0)
+        return 0;
+    int grad = 0;
+    if (ra && has_vjp) {
+        if (PyList_GET_SIZE(grad_off) == 0) {
+            grad = 1;
+        } else {
+            PyObject *en = PyObject_GetAttr(grad_state, str_enabled);
+            if (en == NULL) {
+                PyErr_Clear();
+                return 0;
+            }
+            grad = truth(en);
+            Py_DECREF(en);
+            if (grad < 0)
+                return 0;
+        }
+    }
+    if (grad && (save_in || save_out) && truth(PyList_GET_ITEM(hooks_open, 0)) != 0)
+        return 0;  /* saved-tensor hooks open: the Python path packs through them */
+
+    PyObject *entry;
+    {
+        PyObject *fk = PyObject_GetAttr(op, str_fast_kernels);
+        if (fk == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        PyObject *ks = PyDict_Check(fk) ? PyDict_GetItemWithError(fk, (PyObject *)dt) : NULL;
+        if (ks == NULL || !PyList_CheckExact(ks) || PyList_GET_SIZE(ks) < 4 ||
+            PyList_GET_ITEM(ks, 2) != (PyObject *)dt || PyList_GET_ITEM(ks, 3) == Py_None) {
+            PyErr_Clear();
+            Py_DECREF(fk);
+            return 0;
+        }
+        entry = Py_NewRef(PyList_GET_ITEM(ks, 3));
+        Py_DECREF(fk);
+    }
+
+    PyObject *arr = PyArray_SimpleNew(nd, PyArray_DIMS(arr_a), dt == descr_f32 ? NPY_FLOAT
+                                                                              : NPY_DOUBLE);
+    PyObject *fa = NULL, *fo = NULL, *lo = NULL, *parts = NULL, *nn = NULL, *r = NULL;
+    PyObject *out = NULL, *vc = NULL;
+    if (arr == NULL)
+        goto fail;
+    if (nd == 1) {
+        fa = Py_NewRef(ad);
+        fo = Py_NewRef(arr);
+    } else {
+        fa = PyArray_Ravel(arr_a, NPY_CORDER);
+        fo = fa == NULL ? NULL : PyArray_Ravel((PyArrayObject *)arr, NPY_CORDER);
+        if (fo == NULL)
+            goto fail;
+    }
+    lo = PyLong_FromLong(0);
+    parts = PyLong_FromSsize_t((n + 16383) >> 14);
+    nn = PyLong_FromSsize_t(n);
+    if (lo == NULL || parts == NULL || nn == NULL)
+        goto fail;
+    {
+        PyObject *argv[5] = {lo, parts, nn, fa, fo};
+        r = PyObject_Vectorcall(entry, argv, 5, NULL);
+    }
+    if (r == NULL)
+        goto fail;
+    Py_CLEAR(r);
+    vc = PyList_New(1);
+    if (vc == NULL || (out = tensor_type->tp_alloc(tensor_type, 0)) == NULL)
+        goto fail;
+    PyList_SET_ITEM(vc, 0, PyLong_FromLong(0));
+    SLOT(out, off_data) = Py_NewRef(arr);
+    SLOT(out, off_grad) = Py_NewRef(Py_None);
+    SLOT(out, off_vc) = vc;
+    vc = NULL;
+    if (!grad) {
+        SLOT(out, off_rg) = Py_NewRef(Py_False);
+        SLOT(out, off_gfn) = Py_NewRef(Py_None);
+    } else {
+        PyObject *ea = edge_of(a), *edges = NULL, *saved = NULL, *seq = NULL, *node = NULL;
+        if (ea == NULL)
+            goto fail;
+        edges = PyTuple_Pack(1, ea);
+        Py_DECREF(ea);
+        if (edges == NULL)
+            goto fail;
+        if (!(save_in || save_out)) {
+            saved = Py_NewRef(Py_None);
+        } else {
+            saved = PyTuple_New(1 + save_out);
+            if (saved != NULL) {
+                PyObject *s0 = save_in ? saved_entry(a) : Py_NewRef(Py_None);
+                PyTuple_SET_ITEM(saved, 0, s0);  /* (NULL on error: the tuple is dropped) */
+                if (s0 == NULL) {
+                    Py_CLEAR(saved);
+                } else if (save_out) {
+                    /* node.save_output: (None, array, version counter, version, output_nr,
+                     * requires_grad), the output marked as requiring grad first */
+                    PyObject *ovc = SLOT(out, off_vc);
+                    PyObject *so = PyTuple_Pack(6, Py_None, arr, ovc,
+                                                PyList_GET_ITEM(ovc, 0), PyList_GET_ITEM(ovc, 0),
+                                                Py_True);
+                    PyTuple_SET_ITEM(saved, 1, so);
+                    if (so == NULL)
+                        Py_CLEAR(saved);
+                }
+            }
+        }
+        if (saved == NULL || (seq = PyObject_CallNoArgs(next_seq)) == NULL ||
+            (node = node_type->tp_alloc(node_type, 0)) == NULL) {
+            Py_DECREF(edges);
+            Py_XDECREF(saved);
+            Py_XDECREF(seq);
+            goto fail;
+        }
+        SLOT(node, noff_edges) = edges;
+        SLOT(node, noff_saved) = saved;
+        SLOT(node, noff_meta) = Py_NewRef(Py_None);
+        SLOT(node, noff_seq) = seq;
+        SLOT(node, noff_op) = Py_NewRef(op);
+        SLOT(node, noff_params) = Py_NewRef(Py_None);
+        SLOT(out, off_rg) = Py_NewRef(Py_True);
+        SLOT(out, off_gfn) = node;
+    }
+    Py_DECREF(entry);
+    Py_DECREF(arr);
+    Py_DECREF(fa);
+    Py_DECREF(fo);
+    Py_DECREF(lo);
+    Py_DECREF(parts);
+    Py_DECREF(nn);
+    *res = out;
+    return 1;
+fail:
+    Py_DECREF(entry);
+    Py_XDECREF(arr);
+    Py_XDECREF(fa);
+    Py_XDECREF(fo);
+    Py_XDECREF(lo);
+    Py_XDECREF(parts);
+    Py_XDECREF(nn);
+    Py_XDECREF(vc);
+    Py_XDECREF(out);
+    *res = NULL;
+    return 1;
+}
+
+static PyObject *
+unary(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (unary_fallback == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_fastops.unary: call setup_unary() first");
+        return NULL;
+    }
+    if (nargs == 2 || (nargs == 3 && args[2] == Py_None)) {
+        PyObject *res;
+        if (unary_fast(args[0], args[1], &res))
+            return res;
+    }
+    return PyObject_Vectorcall(unary_fallback, args, nargs, NULL);
+}
+
+static PyObject *
+setup_unary(PyObject *mod, PyObject *args)
+{
+    PyObject *base, *info, *fallback;
+    if (!PyArg_ParseTuple(args, "O!O!O:setup_unary", &PyType_Type, &base, &PyDict_Type, &info,
+                          &fallback))
+        return NULL;
+    if (par_min < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "_fastops.setup_unary: call setup() first");
+        return NULL;
+    }
+    if (slot_offset(base, "next_edges", &noff_edges) < 0 ||
+        slot_offset(base, "saved", &noff_saved) < 0 ||
+        slot_offset(base, "seq", &noff_seq) < 0 ||
+        slot_offset(base, "in_meta", &noff_meta) < 0 ||
+        slot_offset(base, "op", &noff_op) < 0 ||
+        slot_offset(base, "params", &noff_params) < 0)
+        return NULL;
+    Py_XSETREF(opnode_type, (PyTypeObject *)Py_NewRef(base));
+    Py_XSETREF(unary_info, Py_NewRef(info));
+    Py_XSETREF(unary_fallback, Py_NewRef(fallback));
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+register_unary(PyObject *mod, PyObject *args)
+{
+    PyObject *op, *node_type;
+    int save_in, save_out, has_vjp;
+    if (!PyArg_ParseTuple(args, "OO!ppp:register_unary", &op, &PyType_Type, &node_type,
+                          &save_in, &save_out, &has_vjp))
+        return NULL;
+    if (unary_info == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_fastops.register_unary: call setup_unary() first");
+        return NULL;
+    }
+    /* the slots are set by the base's offsets: only its subclasses without other layout */
+    if (!PyType_IsSubtype((PyTypeObject *)node_type, opnode_type) ||
+        ((PyTypeObject *)node_type)->tp_basicsize != opnode_type->tp_basicsize) {
+        PyErr_Format(PyExc_TypeError, "_fastops.register_unary: %R does not share %R's layout",
+                     node_type, opnode_type);
+        return NULL;
+    }
+    PyObject *info = Py_BuildValue("(OOOO)", node_type, save_in ? Py_True : Py_False,
+                                   save_out ? Py_True : Py_False, has_vjp ? Py_True : Py_False);
+    if (info == NULL)
+        return NULL;
+    int rc = PyDict_SetItem(unary_info, op, info);
+    Py_DECREF(info);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ module functions */
 static PyObject *
 setup(PyObject *mod, PyObject *args)
@@ -514,6 +766,13 @@ static PyMethodDef methods[] = {
      "setup(Tensor, GRAD_OFF, TRACING, HOOKS_OPEN, grad_state, next_seq, parallel_min)"},
     {"operator", make_operator, METH_VARARGS,
      "operator(kind, op, node_class, save_a, save_b, fallback) -> the C operator"},
+    {"setup_unary", setup_unary, METH_VARARGS,
+     "setup_unary(OpNode, info_dict, fallback): unary(op, a[, params]) falls back to "
+     "fallback(op, a[, params])"},
+    {"register_unary", register_unary, METH_VARARGS,
+     "register_unary(op, node_class, save_input, save_output, has_vjp)"},
+    {"unary", (PyCFunction)(void (*)(void))unary, METH_FASTCALL,
+     "unary(op, a, params=None): dispatch.unary's common case in C"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -531,9 +790,11 @@ PyInit__fastops(void)
         return NULL;
     str_enabled = PyUnicode_InternFromString("enabled");
     str_output_nr = PyUnicode_InternFromString("_output_nr");
+    str_fast_kernels = PyUnicode_InternFromString("fast_kernels");
     descr_f32 = PyArray_DescrFromType(NPY_FLOAT);
     descr_f64 = PyArray_DescrFromType(NPY_DOUBLE);
-    if (str_enabled == NULL || str_output_nr == NULL || descr_f32 == NULL || descr_f64 == NULL)
+    if (str_enabled == NULL || str_output_nr == NULL || str_fast_kernels == NULL ||
+        descr_f32 == NULL || descr_f64 == NULL)
         return NULL;
     return PyModule_Create(&module);
 }

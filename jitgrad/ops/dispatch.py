@@ -17,7 +17,7 @@ from ..devices import check_same_device, is_cpu_array
 from ..shapes import broadcast_many, broadcast_shapes
 from ..tensor import Tensor, mark_view, wrap
 from ..trace.state import STATE as _TRACE
-from . import eager_kernels
+from . import eager_kernels, native
 from .registry import BOOL, FLOAT, OpDef
 
 __all__ = ["call", "unary", "binary", "elementwise", "record", "as_tensor_arg"]
@@ -234,7 +234,11 @@ def _launch(k, out, first, second, params, op, dt) -> None:
 
 
 def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
-    """Eager element-wise op with one tensor input."""
+    """Eager element-wise op with one tensor input (in C where ``jitgrad._fastops`` is
+    built: its common case, see :mod:`jitgrad.ops.native`)."""
+    if op not in _unary_seen:
+        _unary_seen.add(op)
+        native.register_unary(op)
     ad = a._data
     dt = ad.dtype
     ks = op.fast_kernels.get(dt, _MISSING) if (not TRACING or _TRACE.tracer is None) and \
@@ -261,6 +265,11 @@ def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
         arr = ad
     res = eager_kernels.run(op, (arr,), params, cdt, np.bool_ if op.dtype_rule == BOOL else cdt)
     return _finish(op, res, params, a, _NO_ARG, res.dtype == dt, cdt)
+
+
+_unary_seen: set = set()
+_unary_py = unary
+unary = native.unary_function(_unary_py)  # noqa: F811 - the C form, where built
 
 
 def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:

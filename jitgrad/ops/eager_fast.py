@@ -25,7 +25,6 @@ checks that both paths build the same tensors and graphs.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 import numpy as np
@@ -37,6 +36,7 @@ from ..tensor import Tensor
 from ..trace.state import STATE as _TRACE
 from . import eager_kernels
 from .dispatch import binary
+from .native import fastops, native_ops_loaded
 from .registry import OpDef
 
 __all__ = ["binary_operator", "takes_fast_path", "native_ops_loaded"]
@@ -168,7 +168,7 @@ def _native_operator(op: OpDef, cls: type, save_a: bool, save_b: bool, operator:
     """The C form of ``operator`` (``jitgrad._fastops``: the same case in C, everything else
     handed to ``operator``), or None where the extension is not built, the op has no C loop,
     or ``JITGRAD_NATIVE_OPS=0``."""
-    mod = _fastops()
+    mod = fastops()
     if mod is None or op.name not in NATIVE_KINDS:
         return None
     fast = mod.operator(op.name, op, cls, save_a, save_b, operator)
@@ -182,24 +182,3 @@ def _native_operator(op: OpDef, cls: type, save_a: bool, save_b: bool, operator:
 
 #: the ops jitgrad._fastops has loops for: one correctly rounded IEEE operation per element
 NATIVE_KINDS = ("add", "sub", "rsub", "mul", "div")
-_native: list = []
-
-
-def _fastops():
-    """The set-up ``jitgrad._fastops`` module, or None (not built, or disabled)."""
-    if not _native:
-        mod = None
-        if os.environ.get("JITGRAD_NATIVE_OPS", "1") != "0":
-            try:
-                from .. import _fastops as mod
-            except ImportError:
-                mod = None
-        if mod is not None:
-            mod.setup(Tensor, GRAD_OFF, TRACING, _HOOKS_OPEN, _STATE, next_seq, _PAR_MIN)
-        _native.append(mod)
-    return _native[0]
-
-
-def native_ops_loaded() -> bool:
-    """Whether the operators run their common case in C (``jitgrad._fastops``)."""
-    return _fastops() is not None
