@@ -29,7 +29,8 @@ from ..tensor import Tensor
 
 __all__ = ["ClosureGuard", "AccessGuard", "external_guards", "fast_guard_lines",
            "closure_names", "state_of",
-           "value_state", "guarded_state", "is_stateful", "closure_relevant"]
+           "value_state", "guarded_state", "is_stateful", "closure_relevant", "default_value",
+           "RAISES"]
 
 
 def external_guards(graph, tracer) -> list:
@@ -389,7 +390,28 @@ def value_state(v, depth: int = 2):
     return ("X", t, id(v))
 
 
-_RAISES = ("raises",)
+RAISES = ("raises",)
+_RAISES = RAISES
+_NO_DEFAULT = object()
+
+
+def default_value(fn, name: str, missing=_NO_DEFAULT):
+    """The current default of ``fn``'s argument ``name`` (``__defaults__`` or
+    ``__kwdefaults__``); ``missing`` if it has none (KeyError if ``missing`` is not given)."""
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        names = code.co_varnames[:code.co_argcount]
+        if name in names:
+            d = fn.__defaults__ or ()
+            i = names.index(name) - (len(names) - len(d))
+            if i >= 0:
+                return d[i]
+        kw = fn.__kwdefaults__ or {}
+        if name in kw:
+            return kw[name]
+    if missing is _NO_DEFAULT:
+        raise KeyError(name)
+    return missing
 
 
 def _read_root(holder, args: tuple, kwargs: dict):
@@ -398,9 +420,15 @@ def _read_root(holder, args: tuple, kwargs: dict):
         return holder[1][holder[2]]
     if kind == "cell":
         return holder[1].cell_contents
-    if kind == "arg":
+    if kind == "arg":  # ("arg", position or -1, name, function): passed, else its default
         pos, name = holder[1], holder[2]
-        return args[pos] if pos < len(args) else kwargs[name]
+        if 0 <= pos < len(args):
+            return args[pos]
+        if name in kwargs:
+            return kwargs[name]
+        return default_value(holder[3], name)
+    if kind == "default":  # ("default", function, name): an inner function's default
+        return default_value(holder[1], holder[2])
     return holder[1]  # "const"
 
 
@@ -450,6 +478,9 @@ class AccessGuard:
                 lines.append(f"o = AH{j}[{holder[2]!r}]")
             elif kind == "cell":
                 lines.append(f"o = AH{j}.cell_contents")
+            elif kind == "default":
+                ns["DEFAULT_VALUE"] = default_value
+                lines.append(f"o = DEFAULT_VALUE(AH{j}, {holder[2]!r})")
             else:
                 lines.append(f"o = AH{j}")
             for k, (sk, sv) in enumerate(steps):

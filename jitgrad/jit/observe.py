@@ -34,7 +34,7 @@ import numpy as np
 from ..tensor import Tensor
 from ..trace.state import STATE as _TRACE
 from .access import Chain, analyze
-from .guards import closure_relevant, guarded_state, is_stateful
+from .guards import RAISES, closure_relevant, default_value, is_stateful, value_state
 
 __all__ = ["Observer", "untraceable_reason"]
 
@@ -217,10 +217,12 @@ class Observer:
             if root is _MISSING:
                 continue
             value, cut = _walk(root, ch.steps)
-            if type(value) is types.FunctionType and value.__closure__:
-                known = self._funcs.setdefault(value.__code__, [])  # a function this code
-                if not any(f is value for f in known):              # may call: its cells
-                    known.append(value)
+            func = value.__func__ if type(value) is types.MethodType else value
+            if type(func) is types.FunctionType and (
+                    func.__closure__ or func.__defaults__ or func.__kwdefaults__):
+                known = self._funcs.setdefault(func.__code__, [])  # a function this code
+                if not any(f is func for f in known):  # may call: its cells and defaults
+                    known.append(func)
             if ch.write is not None:
                 if code.co_name in _CONSTRUCTORS and ch.kind == "fast" and code.co_argcount \
                         and ch.name == code.co_varnames[0]:
@@ -240,10 +242,19 @@ class Observer:
                 continue  # np.float32, jitgrad.log...: code, not state (never rebound)
             if top and ch.kind == "fast" and not ch.steps and (
                     root is None or isinstance(root, (int, float, bool, str, bytes))):
-                continue  # a plain argument: the key holds its value
+                # a plain argument: the key holds a passed value; a default one (not in the
+                # key) is guarded as the function's default (rebinding it retraces)
+                if default_value(self.top_func, ch.name, _MISSING) is not _MISSING:
+                    self._add(("default", self.top_func, ch.name), ch, (), root)
+                continue
             if cut == 0 and (isinstance(root, Tensor) or (
                     top and ch.kind == "fast" and type(root) is np.ndarray)):
-                continue  # tensor and NumPy arguments, captured tensors: key / tracer guards
+                # tensor and NumPy arguments, captured tensors: key / tracer guards; a
+                # default one is guarded as the function's default (rebinding it retraces)
+                if top and ch.kind == "fast" and default_value(
+                        self.top_func, ch.name, _MISSING) is not _MISSING:
+                    self._add(("default", self.top_func, ch.name), ch, (), root)
+                continue
             self._record(frame, ch, top, ch.steps[:cut], value)
 
     def _record(self, frame, ch, top: bool, steps: tuple, value) -> None:
@@ -254,12 +265,19 @@ class Observer:
             holder = ("global", g, ch.name) if ch.name in g else ("builtin", frame.f_builtins,
                                                                   ch.name)
         elif not top:
+            if ch.kind == "fast":
+                # an argument of an inner frame: what its caller passed is covered through
+                # the caller; a default value (``def train(x, model=model)``) is guarded as
+                # the called function's default
+                for func in self._inner_defaults(frame, ch.name):
+                    self._add(("default", func, ch.name), ch, steps, value)
+                return
             if ch.kind != "deref":
-                return  # arguments of inner frames: covered through their callers
+                return
             # a closure cell of a function the compiled one calls (``lambda x: train(x)``
             # reads ``train``, whose cells hold the model and optimizer): guarded by its cell
             for cell in self._inner_cells(frame, ch.name):
-                self._add(("cell", cell), ch, steps)
+                self._add(("cell", cell), ch, steps, value)
             return
         elif ch.kind == "deref":
             func = self.top_func
@@ -269,20 +287,27 @@ class Observer:
             except (ValueError, AttributeError, TypeError, IndexError):
                 return  # a cell variable of the frame itself: computed by the call
         else:  # an argument of the compiled function (self of a compiled module: fixed)
-            names = frame.f_code.co_varnames[:frame.f_code.co_argcount]
-            if ch.name not in names:
+            code = frame.f_code
+            names = code.co_varnames[:code.co_argcount]
+            kwonly = code.co_varnames[code.co_argcount:code.co_argcount +
+                                      code.co_kwonlyargcount]
+            if ch.name in names:
+                pos = names.index(ch.name)
+            elif ch.name in kwonly:
+                pos = -1  # keyword-only: read by name
+            else:
                 return
-            pos = names.index(ch.name)
+            # read at each call from the call's arguments, else the function's default
             if self.module_self is not None:
                 if pos == 0:
                     holder = ("const", self.module_self)
                 else:
-                    holder = ("arg", pos - 1, ch.name)
+                    holder = ("arg", pos - 1 if pos > 0 else -1, ch.name, self.top_func)
             else:
-                holder = ("arg", pos, ch.name)
+                holder = ("arg", pos, ch.name, self.top_func)
         if holder[0] == "const" and not steps and self.self_guarded:
             return  # the compiled module itself: guarded as a whole (guards.ClosureGuard)
-        self._add(holder, ch, steps)
+        self._add(holder, ch, steps, value)
 
     def _inner_cells(self, frame, name: str) -> list:
         """The cells behind free variable ``name`` of an inner frame: those of the functions
@@ -309,13 +334,28 @@ class Observer:
                 continue
         return cells
 
-    def _add(self, holder, ch, steps: tuple) -> None:
+    def _inner_defaults(self, frame, name: str) -> list:
+        """The functions running an inner frame's code whose default for argument ``name`` is
+        the value the frame sees (the candidates: the functions the callers' chains read)."""
+        code = frame.f_code
+        value = frame.f_locals.get(name, _MISSING)
+        funcs = self._funcs.get(code)
+        if funcs is None:  # called some other way: every function with this code (slow)
+            funcs = self._funcs[code] = [f for f in gc.get_referrers(code) if isinstance(
+                f, types.FunctionType) and f.__code__ is code and (
+                    f.__closure__ or f.__defaults__ or f.__kwdefaults__)]
+        return [f for f in funcs if default_value(f, name, _MISSING) is value]
+
+    def _add(self, holder, ch, steps: tuple, value) -> None:
         key = (holder[0], id(holder[1]), holder[2] if len(holder) > 2 else None, steps)
         if key in self._seen:
             return
         self._seen.add(key)
         text = Chain(ch.kind, ch.name, steps, ch.line).text()
-        self.reads.append((holder, steps, text, guarded_state(holder, steps, (), {})))
+        # the state of the value this call read (an argument's is the caller's value, not
+        # readable from the holder without the call's arguments)
+        expected = RAISES if value is _MISSING else value_state(value)
+        self.reads.append((holder, steps, text, expected))
 
     def _break(self, where: str, what: str) -> None:
         self.tracer.graph_break(what, where)
