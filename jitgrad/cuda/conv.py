@@ -21,10 +21,9 @@ terms (checked in tests/cuda/test_conv_pool_cuda.py).
 
 from __future__ import annotations
 
-# loaded by jitgrad.ops.conv / .pooling for their first CUDA array (after they are imported)
-
 import numpy as np
 
+# (loaded by jitgrad.ops.conv / .pooling for their first CUDA array: after they are imported)
 from ..ops.conv import _chunks, _out_hw
 from . import conv_kernels as K
 from . import runtime
@@ -124,7 +123,7 @@ def conv_bwd_bias(g):
     then each channel's lanes added in order."""
     xp = runtime.xp()
     N, Co = g.shape[:2]
-    g3 = xp.ascontiguousarray(g).reshape(N, Co, -1)
+    g3 = xp.ascontiguousarray(g).reshape(N, Co, g.shape[2] * g.shape[3])
     lanes = runtime.empty((Co, g3.shape[2]), np.float64)
     out = runtime.empty(Co, g.dtype)
     _run(K.bias_lanes, lanes.size, (g3,), (np.float64(0),), (lanes,))

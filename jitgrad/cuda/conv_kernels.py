@@ -81,8 +81,8 @@ def unlower(dcols, n0, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, zero, out):
 def bias_lanes(g, zero64, lanes):
     """``lanes[o, p]``: ``g[:, o, p]`` (N, O, P) added over the samples in order, in
     float64 (the CPU's ``bias_grad`` lanes)."""
-    O, P = lanes.shape
-    for e in range(cuda.grid(1), O * P, cuda.gridsize(1)):
+    Co, P = lanes.shape
+    for e in range(cuda.grid(1), Co * P, cuda.gridsize(1)):
         o = e // P
         p = e - o * P
         s = zero64
