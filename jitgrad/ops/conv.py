@@ -18,6 +18,9 @@ in the op params because ``padding="same"`` with an even dilated kernel pads one
 at the bottom/right. Only float32/float64 are implemented (PyTorch also convolves integer
 tensors).
 
+On CUDA arrays the same array functions run :mod:`jitgrad.cuda.conv` (the same
+formulation: CUDA kernels for the lowering and its adjoint, cuBLAS GEMMs).
+
 Pooling lives in :mod:`jitgrad.ops.pooling`; its public names are re-exported here.
 """
 

@@ -17,8 +17,10 @@ zero), so ``create_graph`` records the same nodes as PyTorch even for a constant
 
 Kernels: :mod:`jitgrad.kernels.pooling`, over ``(P, H, W)`` planes; from
 :data:`~.conv_common.PARALLEL_MIN_WORK` window taps the planes are split over the threads of
-:mod:`jitgrad.kernels.pool`. Only float32/float64 are implemented (PyTorch also pools integer
-tensors). The public names are importable from :mod:`jitgrad.ops.conv` too.
+:mod:`jitgrad.kernels.pool`; on CUDA arrays the array functions run the CUDA kernels of
+:mod:`jitgrad.cuda.conv` (the same windows, order and types). Only float32/float64 are
+implemented (PyTorch also pools integer tensors). The public names are importable from
+:mod:`jitgrad.ops.conv` too.
 """
 
 from __future__ import annotations
