@@ -16,8 +16,24 @@ from __future__ import annotations
 
 from numba import cuda, float64
 
+from ..kernels.pooling import avg_window, window_max
+
 __all__ = ["lower", "unlower", "bias_lanes", "add_lanes", "max_pool", "max_pool_backward",
            "avg_pool", "avg_pool_backward"]
+
+
+#: the CPU kernels' window rules (max pooling's first maximum; average pooling's bounds and
+#: divisor), compiled for CUDA. Numba's cache of the kernels here is keyed on this file:
+#: after editing them in kernels/pooling.py, clear it (or touch this file)
+_window_max = cuda.jit(device=True)(window_max)
+_avg_window = cuda.jit(device=True)(avg_window)
+
+
+@cuda.jit(device=True)
+def _plane_pos(e, H, W):
+    """Flat index ``e`` of a ``(P, H, W)`` array as ``(p, h, w)``."""
+    t = e // W
+    return t // H, t % H, e % W
 
 
 @cuda.jit(cache=True)
@@ -58,12 +74,8 @@ def unlower(dcols, n0, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, zero, out):
     P = OH * OW
     nb = dcols.shape[1] // P
     for e in range(cuda.grid(1), nb * C * H * W, cuda.gridsize(1)):
-        iw = e % W
-        t = e // W
-        ih = t % H
-        t = t // H
-        c = t % C
-        n = t // C
+        t, ih, iw = _plane_pos(e, H, W)
+        n, c = t // C, t % C
         acc = zero
         for i in range(kh):
             th = ih + pt - i * dh
@@ -110,26 +122,16 @@ def max_pool(x, kh, kw, sh, sw, ph, pw, dh, dw, ninf, out, idx):
     H, W = x.shape[1], x.shape[2]
     OH, OW = out.shape[1], out.shape[2]
     for e in range(cuda.grid(1), out.shape[0] * OH * OW, cuda.gridsize(1)):
-        ow = e % OW
-        t = e // OW
-        oh = t % OH
-        p = t // OH
+        p, oh, ow = _plane_pos(e, OH, OW)
         hs = oh * sh - ph
         he = min(hs + (kh - 1) * dh + 1, H)
-        while hs < 0:
+        while hs < 0:  # the taps before the first in the plane lie in the padding
             hs += dh
         ws = ow * sw - pw
         we = min(ws + (kw - 1) * dw + 1, W)
         while ws < 0:
             ws += dw
-        best = ninf
-        bi = hs * W + ws
-        for ih in range(hs, he, dh):
-            for iw in range(ws, we, dw):
-                v = x[p, ih, iw]
-                if v > best or v != v:
-                    best = v
-                    bi = ih * W + iw
+        best, bi = _window_max(x, p, hs, he, ws, we, dh, dw, ninf)
         out[p, oh, ow] = best
         idx[p, oh, ow] = bi
 
@@ -142,10 +144,7 @@ def max_pool_backward(g, idx, kh, kw, sh, sw, ph, pw, dh, dw, zero, out):
     OH, OW = g.shape[1], g.shape[2]
     H, W = out.shape[1], out.shape[2]
     for e in range(cuda.grid(1), out.shape[0] * H * W, cuda.gridsize(1)):
-        iw = e % W
-        t = e // W
-        ih = t % H
-        p = t // H
+        p, ih, iw = _plane_pos(e, H, W)
         q = ih * W + iw
         acc = zero
         for a in range(kh):
@@ -163,27 +162,6 @@ def max_pool_backward(g, idx, kh, kw, sh, sw, ph, pw, dh, dw, zero, out):
         out[p, ih, iw] = acc
 
 
-@cuda.jit(device=True)
-def _avg_window(oh, ow, kh, kw, sh, sw, ph, pw, H, W, count_pad, divisor):
-    """PyTorch's window bounds and divisor of output ``(oh, ow)`` (as the CPU kernel's)."""
-    hs = oh * sh - ph
-    ws = ow * sw - pw
-    he = min(hs + kh, H + ph)
-    we = min(ws + kw, W + pw)
-    size = (he - hs) * (we - ws)
-    hs = max(hs, 0)
-    ws = max(ws, 0)
-    he = min(he, H)
-    we = min(we, W)
-    if divisor != 0:
-        d = divisor
-    elif count_pad:
-        d = size
-    else:
-        d = (he - hs) * (we - ws)
-    return hs, he, ws, we, d
-
-
 @cuda.jit(cache=True)
 def avg_pool(x, kh, kw, sh, sw, ph, pw, count_pad, divisor, zero, out):
     """Average pooling of ``x`` (P, H, W) into ``out`` (P, OH, OW): the window's sum in
@@ -191,10 +169,7 @@ def avg_pool(x, kh, kw, sh, sw, ph, pw, count_pad, divisor, zero, out):
     H, W = x.shape[1], x.shape[2]
     OH, OW = out.shape[1], out.shape[2]
     for e in range(cuda.grid(1), out.shape[0] * OH * OW, cuda.gridsize(1)):
-        ow = e % OW
-        t = e // OW
-        oh = t % OH
-        p = t // OH
+        p, oh, ow = _plane_pos(e, OH, OW)
         hs, he, ws, we, d = _avg_window(oh, ow, kh, kw, sh, sw, ph, pw, H, W, count_pad,
                                         divisor)
         s = zero
@@ -215,10 +190,7 @@ def avg_pool_backward(g, kh, kw, sh, sw, ph, pw, count_pad, divisor, zero, out):
     OH, OW = g.shape[1], g.shape[2]
     H, W = out.shape[1], out.shape[2]
     for e in range(cuda.grid(1), out.shape[0] * H * W, cuda.gridsize(1)):
-        iw = e % W
-        t = e // W
-        ih = t % H
-        p = t // H
+        p, ih, iw = _plane_pos(e, H, W)
         out[p, ih, iw] = zero
         oh0 = max(0, (ih + ph - kh + sh) // sh)
         ow0 = max(0, (iw + pw - kw + sw) // sw)
