@@ -11,6 +11,8 @@ Workloads:
   against the device-to-device copy bandwidth measured here with CuPy;
 * the MLP training step (784-256-256-10, SGD, float32) at batch 128 and 4096: jitgrad eager
   and compiled, PyTorch eager and torch.compile, on the same weights;
+* the digits CNN training step (conv 3x3 -> ReLU -> max pool, twice, -> linear; SGD,
+  float32, 1x8x8 images) at batch 128 and 4096: the same four;
 * eager per-op latency ``c = a * b + a`` on 16 elements: jitgrad vs PyTorch.
 
 Every timing synchronises the device before reading the clock; each figure is the median
@@ -122,44 +124,60 @@ def _mlp_lib(lib, device):
                          nn.Linear(256, 10)).to(device)
 
 
+def _cnn_lib(lib, device):
+    """The digits CNN of the CPU benchmarks (asv_benchmarks/benchmarks/training_workloads.py,
+    examples/train_digits.py) on 8x8 images: conv 3x3 (32) -> ReLU -> max pool 2 -> conv
+    3x3 (64) -> ReLU -> max pool 2 -> linear."""
+    lib.manual_seed(0)
+    nn = lib.nn
+    return nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(256, 10)).to(device)
+
+
 def bench_mlp(batches, repeat, torch_mod, smoke: bool) -> list:
-    return [_mlp_row(batch, repeat, torch_mod, smoke) for batch in batches]
+    return [_step_row(_mlp_lib, (784,), batch, repeat, torch_mod, smoke) for batch in batches]
 
 
-def _mlp_row(batch, repeat, torch_mod, smoke: bool) -> dict:
-    rng = np.random.default_rng(1)
-    X = rng.standard_normal((batch, 784)).astype(np.float32)
-    Y = rng.integers(0, 10, batch)
-    row = {"batch": batch}
-    m = _mlp_lib(jitgrad, "cuda")
-    opt = jitgrad.optim.SGD(m.parameters(), lr=0.01)
-    x = jitgrad.tensor(X, device="cuda")
-    y = jitgrad.tensor(Y, device="cuda")
+def bench_cnn(batches, repeat, torch_mod, smoke: bool) -> list:
+    """The CNN training step (convolutions and pooling on the GPU)."""
+    return [_step_row(_cnn_lib, (1, 8, 8), batch, repeat, torch_mod, smoke) for batch in batches]
 
-    def step(x, y, m=m, opt=opt):
+
+def _training_step(lib, m, opt):
+    def step(x, y):
         opt.zero_grad()
-        loss = jitgrad.nn.functional.cross_entropy(m(x), y)
+        loss = lib.nn.functional.cross_entropy(m(x), y)
         loss.backward()
         opt.step()
         return loss
+    return step
+
+
+def _step_row(make_model, sample_shape, batch, repeat, torch_mod, smoke: bool) -> dict:
+    """One training step (SGD, float32) of ``make_model(lib, "cuda")`` at ``batch``: jitgrad
+    eager and compiled, PyTorch eager and torch.compile, on the same weights and data."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((batch, *sample_shape)).astype(np.float32)
+    Y = rng.integers(0, 10, batch)
+    row = {"batch": batch}
+    m = make_model(jitgrad, "cuda")
+    opt = jitgrad.optim.SGD(m.parameters(), lr=0.01)
+    x = jitgrad.tensor(X, device="cuda")
+    y = jitgrad.tensor(Y, device="cuda")
+    step = _training_step(jitgrad, m, opt)
     cstep = jitgrad.compile(step)
     row["jitgrad_eager_s"] = timeit(lambda: step(x, y), repeat, 1 if smoke else 5)
     row["jitgrad_compiled_s"] = timeit(lambda: cstep(x, y), repeat, 1 if smoke else 5)
     if torch_mod is not None:
         T = torch_mod
-        tm = _mlp_lib(T, "cuda")
+        tm = make_model(T, "cuda")
         with T.no_grad():  # the same weights
             for p, q in zip(tm.parameters(), m.parameters()):
                 p.copy_(T.from_numpy(q.detach().cpu().numpy()))
         topt = T.optim.SGD(tm.parameters(), lr=0.01)
         tx, ty = T.tensor(X, device="cuda"), T.tensor(Y, device="cuda")
-
-        def tstep(x, y):
-            topt.zero_grad()
-            loss = T.nn.functional.cross_entropy(tm(x), y)
-            loss.backward()
-            topt.step()
-            return loss
+        tstep = _training_step(T, tm, topt)
         ctstep = T.compile(tstep)
         row["torch_eager_s"] = timeit(lambda: tstep(tx, ty), repeat, 5, T)
         row["torch_compile_s"] = timeit(lambda: ctstep(tx, ty), repeat, 5, T)
@@ -195,6 +213,7 @@ def main() -> None:
                         copy_bandwidth(100_000_000, repeat)) / 1e9
     res["w2"] = bench_w2([64] if smoke else [10**6, 10**7, 10**8], repeat, torch_mod)
     res["mlp"] = bench_mlp([4] if smoke else [128, 4096], repeat, torch_mod, smoke)
+    res["cnn"] = bench_cnn([2] if smoke else [128, 4096], repeat, torch_mod, smoke)
     res["per_op"] = bench_per_op(repeat, torch_mod)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "cuda_bench.json"), "w") as fh:
@@ -208,8 +227,8 @@ def main() -> None:
                      + (f"; torch eager {r['torch_eager_s'] * 1e6:.1f} us, torch.compile "
                         f"{r['torch_compile_s'] * 1e6:.1f} us, jitgrad/torch.compile "
                         f"{r['vs_torch_compile']:.2f}" if "torch_eager_s" in r else ""))
-    for r in res["mlp"]:
-        lines.append(f"MLP step b={r['batch']}: jitgrad eager {r['jitgrad_eager_s'] * 1e3:.3f}"
+    for name, r in [("MLP", r) for r in res["mlp"]] + [("CNN", r) for r in res["cnn"]]:
+        lines.append(f"{name} step b={r['batch']}: jitgrad eager {r['jitgrad_eager_s'] * 1e3:.3f}"
                      f" ms, compiled {r['jitgrad_compiled_s'] * 1e3:.3f} ms"
                      + (f"; torch eager {r['torch_eager_s'] * 1e3:.3f} ms, torch.compile "
                         f"{r['torch_compile_s'] * 1e3:.3f} ms, jitgrad/torch.compile "

@@ -21,7 +21,8 @@ from numba import njit
 
 from .cached import cached_njit
 
-__all__ = ["max_pool", "max_pool_backward", "avg_pool", "avg_pool_backward"]
+__all__ = ["max_pool", "max_pool_backward", "avg_pool", "avg_pool_backward", "avg_window",
+           "window_max"]
 
 # reassoc/contract only: NaN and inf propagate as in PyTorch (no nnan/ninf)
 _FM = {"contract", "reassoc"}
@@ -36,11 +37,30 @@ def _first(start, step):
     return start
 
 
+def window_max(x, p, hs, he, ws, we, dh, dw, best):
+    """The first maximum of the taps ``[hs, he) x [ws, we)`` (steps ``dh``, ``dw``) of plane
+    ``p`` of ``x`` (NaN counts as the largest value) and its flat ``ih*W + iw`` index;
+    ``best``: -inf of ``x``'s dtype. Plain Python, compiled for the CPU here and for CUDA by
+    :mod:`jitgrad.cuda.conv_kernels` (one rule for both)."""
+    W = x.shape[2]
+    bi = hs * W + ws
+    for ih in range(hs, he, dh):
+        for iw in range(ws, we, dw):
+            v = x[p, ih, iw]
+            if v > best or v != v:
+                best = v
+                bi = ih * W + iw
+    return best, bi
+
+
+_window_max = njit(inline="always")(window_max)
+
+
 @njit(inline="always")
 def _max_pool_plane(x, p, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
     H, W = x.shape[1], x.shape[2]
     OH, OW = out.shape[1], out.shape[2]
-    ninf = -np.inf
+    ninf = x.dtype.type(-np.inf)
     for oh in range(OH):
         hs = oh * sh - ph
         he = min(hs + (kh - 1) * dh + 1, H)
@@ -49,14 +69,7 @@ def _max_pool_plane(x, p, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
             ws = ow * sw - pw
             we = min(ws + (kw - 1) * dw + 1, W)
             ws = _first(ws, dw)
-            best = x.dtype.type(ninf)
-            bi = hs * W + ws
-            for ih in range(hs, he, dh):
-                for iw in range(ws, we, dw):
-                    v = x[p, ih, iw]
-                    if v > best or v != v:
-                        best = v
-                        bi = ih * W + iw
+            best, bi = _window_max(x, p, hs, he, ws, we, dh, dw, ninf)
             out[p, oh, ow] = best
             idx[p, oh, ow] = bi
 
@@ -155,9 +168,9 @@ def max_pool_backward(lo, hi, g, idx, out):
 
 
 # ----------------------------------------------------------------------------- avg pool
-@njit(inline="always")
-def _avg_window(oh, ow, kh, kw, sh, sw, ph, pw, H, W, count_pad, divisor):
-    """PyTorch's window bounds and divisor of output ``(oh, ow)``."""
+def avg_window(oh, ow, kh, kw, sh, sw, ph, pw, H, W, count_pad, divisor):
+    """PyTorch's window bounds and divisor of output ``(oh, ow)``: plain Python, compiled
+    for the CPU here and for CUDA by :mod:`jitgrad.cuda.conv_kernels` (one rule for both)."""
     hs = oh * sh - ph
     ws = ow * sw - pw
     he = min(hs + kh, H + ph)
@@ -174,6 +187,9 @@ def _avg_window(oh, ow, kh, kw, sh, sw, ph, pw, H, W, count_pad, divisor):
     else:
         d = (he - hs) * (we - ws)
     return hs, he, ws, we, d
+
+
+_avg_window = njit(inline="always")(avg_window)
 
 
 @njit(inline="always")

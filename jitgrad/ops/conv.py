@@ -18,6 +18,9 @@ in the op params because ``padding="same"`` with an even dilated kernel pads one
 at the bottom/right. Only float32/float64 are implemented (PyTorch also convolves integer
 tensors).
 
+On CUDA arrays the same array functions run :mod:`jitgrad.cuda.conv` (the same
+formulation: CUDA kernels for the lowering and its adjoint, cuBLAS GEMMs).
+
 Pooling lives in :mod:`jitgrad.ops.pooling`; its public names are re-exported here.
 """
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..devices import check_same_device
 from ..kernels.parallel import note_blas
 from ..shapes import fmt_shape
 from ..tensor import Tensor
@@ -34,8 +38,10 @@ from .conv_common import (
     _big,
     _check_float,
     _ints,
+    _is_cuda,
     _kernel_module,
     _launch,
+    _on_cuda,
     _pad,
     _run,
     _windows,
@@ -126,6 +132,8 @@ def _geometry(hw, stride, padding, dilation, kernel, ohw):
 def _conv_fwd(x, w, b, stride, padding, dilation, groups):
     """``conv(x, w) (+ b)``: per chunk of samples, the patch matrix, one GEMM per group and
     the result written in NCHW with the bias added."""
+    if _is_cuda(x):
+        return _on_cuda().conv_fwd(x, w, b, stride, padding, dilation, groups)
     x = np.ascontiguousarray(x)
     N = x.shape[0]
     Co, Cg, kh, kw = w.shape
@@ -151,6 +159,8 @@ def _conv_fwd(x, w, b, stride, padding, dilation, groups):
 def _conv_bwd_input(g, w, input_size, stride, padding, dilation, groups):
     """Gradient of the input: per chunk, ``w2^T @ g`` in patch form added back to the
     pixels (:func:`~jitgrad.kernels.conv.unlower`)."""
+    if _is_cuda(g):
+        return _on_cuda().conv_bwd_input(g, w, input_size, stride, padding, dilation, groups)
     N, Co, OH, OW = g.shape
     _, Cg, kh, kw = w.shape
     C = Cg * groups
@@ -169,6 +179,8 @@ def _conv_bwd_input(g, w, input_size, stride, padding, dilation, groups):
 
 def _conv_bwd_weight(g, x, kernel_size, stride, padding, dilation, groups):
     """Gradient of the weight: ``g @ cols^T`` per group, chunks added in order."""
+    if _is_cuda(g):
+        return _on_cuda().conv_bwd_weight(g, x, kernel_size, stride, padding, dilation, groups)
     N, Co, OH, OW = g.shape
     Cg = x.shape[1] // groups
     kh, kw = kernel_size
@@ -192,6 +204,8 @@ def _conv_bwd_weight(g, x, kernel_size, stride, padding, dilation, groups):
 
 def _conv_bwd_bias(g, grad_shape=None):
     """Gradient of the bias: ``g`` summed over samples and pixels, per channel."""
+    if _is_cuda(g):
+        return _on_cuda().conv_bwd_bias(g)
     g3 = np.ascontiguousarray(g).reshape(g.shape[0], g.shape[1], g.shape[2] * g.shape[3])
     out = np.empty(g.shape[1], g.dtype)
     _launch(_k().bias_grad, g.shape[1], (g3, out), _big(g.size))
@@ -425,6 +439,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     if bias is not None and bias._data.dtype != dt:
         raise RuntimeError(f"Input type ({_type_name(dt, True)}) and bias type "
                            f"({_type_name(bias._data.dtype, True)}) should be the same")
+    check_same_device([t._data for t in (input, weight, bias) if t is not None])
     _check_float(input, "conv2d")
     _check_float(weight, "conv2d")
     p = {"stride": stride, "padding": pad4, "dilation": dilation, "groups": groups}

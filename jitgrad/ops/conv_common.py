@@ -23,8 +23,8 @@ PARALLEL_MIN_WORK = 1 << 15
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _kernel_module(name: str):
-    """A loader of ``jitgrad.kernels.<name>`` on first use (importing it imports Numba, which
+def _lazy_module(name: str):
+    """A loader of module ``name`` on first use (the kernel modules import Numba, which
     ``import jitgrad`` must not)."""
     mod: list = []
 
@@ -32,9 +32,23 @@ def _kernel_module(name: str):
         if not mod:
             import importlib
 
-            mod.append(importlib.import_module(f"jitgrad.kernels.{name}"))
+            mod.append(importlib.import_module(name))
         return mod[0]
     return load
+
+
+def _kernel_module(name: str):
+    """A loader of the CPU kernels ``jitgrad.kernels.<name>``."""
+    return _lazy_module(f"jitgrad.kernels.{name}")
+
+
+#: the CUDA implementations of the convolution and pooling array functions
+_on_cuda = _lazy_module("jitgrad.cuda.conv")
+
+
+def _is_cuda(a) -> bool:
+    """Whether array ``a`` is CUDA memory (its op then runs :mod:`jitgrad.cuda.conv`)."""
+    return type(a) is not np.ndarray and not is_cpu_array(a)
 
 
 def _big(work: int) -> bool:
@@ -72,12 +86,8 @@ def _ints(v, n, what):
 
 
 def _check_float(t: Tensor, fn: str) -> None:
-    """Convolution and (non-adaptive) pooling run float32/float64 tensors in host memory:
-    PyTorch's messages otherwise (their kernels are Numba CPU kernels, with no CUDA form yet).
-    """
-    if type(t._data) is not np.ndarray and not is_cpu_array(t._data):
-        raise NotImplementedError(f"{fn} is not supported on CUDA yet (jitgrad runs it with CPU "
-                                  f"kernels only): move the tensors with .cpu() first")
+    """Convolution and (non-adaptive) pooling run float32/float64 tensors (on either device):
+    PyTorch's message otherwise."""
     if t._data.dtype not in _FLOATS:
         raise RuntimeError(f"{fn}: jitgrad implements float32 and float64 tensors, got "
                            f"{t.dtype.name} (input of size {fmt_shape(t._data.shape)})")

@@ -17,8 +17,10 @@ zero), so ``create_graph`` records the same nodes as PyTorch even for a constant
 
 Kernels: :mod:`jitgrad.kernels.pooling`, over ``(P, H, W)`` planes; from
 :data:`~.conv_common.PARALLEL_MIN_WORK` window taps the planes are split over the threads of
-:mod:`jitgrad.kernels.pool`. Only float32/float64 are implemented (PyTorch also pools integer
-tensors). The public names are importable from :mod:`jitgrad.ops.conv` too.
+:mod:`jitgrad.kernels.pool`; on CUDA arrays the array functions run the CUDA kernels of
+:mod:`jitgrad.cuda.conv` (the same windows, order and types). Only float32/float64 are
+implemented (PyTorch also pools integer tensors). The public names are importable from
+:mod:`jitgrad.ops.conv` too.
 """
 
 from __future__ import annotations
@@ -32,7 +34,18 @@ from ..shapes import fmt_shape
 from ..tensor import Tensor, wrap
 from . import samples as S
 from .api import api
-from .conv_common import _big, _check_float, _ints, _kernel_module, _launch, _pad, _run, _windows
+from .conv_common import (
+    _big,
+    _check_float,
+    _ints,
+    _is_cuda,
+    _kernel_module,
+    _launch,
+    _on_cuda,
+    _pad,
+    _run,
+    _windows,
+)
 from .dispatch import as_tensor_arg, record
 from .registry import REDUCE, defop
 
@@ -113,6 +126,8 @@ def _planes(a):
 
 
 def _max_pool_fwd(x, kernel_size, stride, padding, dilation, ohw):
+    if _is_cuda(x):
+        return _on_cuda().max_pool(x, kernel_size, stride, padding, dilation, ohw)
     xp = _planes(x)
     out = np.empty((xp.shape[0],) + ohw, x.dtype)
     idx = np.empty(out.shape, np.int64)
@@ -138,7 +153,13 @@ def _max_pool_ref(x, kernel_size, stride, padding, dilation, ceil_mode, indices=
     return win.max(axis=(2, 3)).reshape(lead + ohw).astype(x.dtype)
 
 
-def _max_pool_bwd(g, x, indices, input_shape, **geometry):
+def _max_pool_bwd(g, x, indices, input_shape, kernel_size, stride, padding, dilation,
+                  ceil_mode=False):
+    """``g`` summed into the argmax positions ``indices`` of the pooling of that geometry
+    (``x``, the pooled input, is not read)."""
+    if _is_cuda(g):
+        return _on_cuda().max_pool_bwd(g, indices, input_shape, kernel_size, stride, padding,
+                                       dilation)
     gp = _planes(g)
     ip = np.ascontiguousarray(indices).reshape(gp.shape)
     out = np.empty((gp.shape[0],) + tuple(input_shape[-2:]), g.dtype)
@@ -213,10 +234,11 @@ def _pool_gather_ref(src, indices, input_shape, geometry=None):
     (given the pooled input instead of the indices, the indices are computed from it)."""
     if indices.dtype.kind == "f":
         indices = _pool_indices_ref(indices, **geometry)
+    xp = array_namespace(src)  # (np.ascontiguousarray would make a device array a host one)
     P = int(np.prod(input_shape[:-2], dtype=np.int64))
-    sp = np.ascontiguousarray(src).reshape(P, -1)
-    ip = np.ascontiguousarray(indices).reshape(P, -1)
-    return np.take_along_axis(sp, ip, axis=1).reshape(indices.shape)
+    sp = xp.ascontiguousarray(src).reshape(P, -1)
+    ip = xp.ascontiguousarray(indices).reshape(P, -1)
+    return xp.take_along_axis(sp, ip, axis=1).reshape(indices.shape)
 
 
 _GEOMETRY = ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
@@ -246,8 +268,8 @@ def _gather_vjp(g, ins, out, p, n):
     src, idx = ins
     return (_run(MAX_POOL2D_BACKWARD, (g, None, idx), {**p["geometry"],
                                                       "input_shape": p["input_shape"]},
-                 _max_pool_bwd(g._data, None, idx._data, p["input_shape"])) if n[0] else None,
-            None)
+                 _max_pool_bwd(g._data, None, idx._data, p["input_shape"], **p["geometry"]))
+            if n[0] else None, None)
 
 
 POOL_GATHER = defop(
@@ -268,7 +290,7 @@ MAX_POOL2D_BACKWARD = defop(
     name="max_pool2d_backward", kind=REDUCE, inputs=("grad", "input", "indices"),
     params=("input_shape",) + _GEOMETRY, node="MaxPool2DWithIndicesBackwardBackward0",
     ref=_max_pool_bwd_ref,
-    fwd=lambda g, x, idx, input_shape, **geo: _max_pool_bwd(g, x, idx, input_shape),
+    fwd=_max_pool_bwd,
     vjp=_pool_bwd_vjp(lambda gg, ins, p: _gather(gg, ins[2], p)), save=(2,),
     samples=S.max_pool2d_backward)
 
@@ -334,6 +356,9 @@ def _avg_out_hw(shape, kernel_size, stride, padding, ceil_mode):
 def _avg_pool_fwd(x, input_shape, kernel_size, stride, padding, ceil_mode, count_include_pad,
                   divisor_override):
     ohw = _avg_out_hw(x.shape, kernel_size, stride, padding, ceil_mode)
+    if _is_cuda(x):
+        return _on_cuda().avg_pool(x, ohw, _avg_args(kernel_size, stride, padding,
+                                                     count_include_pad, divisor_override))
     xp = _planes(x)
     out = np.empty((xp.shape[0],) + ohw, x.dtype)
     _launch(_k().avg_pool, xp.shape[0],
@@ -344,6 +369,9 @@ def _avg_pool_fwd(x, input_shape, kernel_size, stride, padding, ceil_mode, count
 
 def _avg_pool_bwd(g, x, input_shape, kernel_size, stride, padding, ceil_mode, count_include_pad,
                   divisor_override):
+    if _is_cuda(g):
+        return _on_cuda().avg_pool_bwd(g, input_shape, _avg_args(
+            kernel_size, stride, padding, count_include_pad, divisor_override))
     gp = _planes(g)
     out = np.empty((gp.shape[0],) + tuple(input_shape[-2:]), g.dtype)
     _launch(_k().avg_pool_backward, gp.shape[0],

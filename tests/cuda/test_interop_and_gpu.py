@@ -51,7 +51,9 @@ def test_the_cuda_benchmark_runs_its_code_path(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     res = json.loads((tmp_path / "cuda_bench.json").read_text())
     assert res["simulated"] and res["w2"][0]["n"] == 64 and res["mlp"][0]["batch"] == 4
-    assert "W2" in (tmp_path / "cuda_bench.txt").read_text()
+    assert res["cnn"][0]["batch"] == 2 and res["cnn"][0]["jitgrad_compiled_s"] > 0
+    text = (tmp_path / "cuda_bench.txt").read_text()
+    assert "W2" in text and "CNN step b=2" in text
 
 
 # ------------------------------------------------------------------- real GPU only

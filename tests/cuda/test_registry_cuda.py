@@ -37,21 +37,12 @@ EXACT = {
     "permute", "reciprocal", "relu", "reshape", "rsub", "sign", "stack", "sub", "sum",
     "threshold_backward", "to_device", "to_dtype", "tril", "triu", "where", "huber_loss",
     "huber_loss_backward", "smooth_l1_loss", "smooth_l1_loss_backward",
+    # pooling and the conv bias gradient: the CPU kernels' order and types, as gathers
+    "max_pool2d", "max_pool2d_indices", "max_pool2d_backward", "pool_gather", "avg_pool2d",
+    "avg_pool2d_backward", "conv2d_backward_bias",
 }
 #: relative / absolute tolerance of the other ops (a few ulp, grown by the op's arithmetic)
 TOL = {F32: (2e-6, 1e-6), F64: (1e-13, 1e-14)}
-
-_NO_CUDA_KERNEL = ("Numba CPU kernels only (the NumPy references are host-only: strided "
-                   "window views, dense pooling matrices); raises NotImplementedError")
-#: ops that do not run on CUDA yet: every sample is a strict xfail that must raise
-#: NotImplementedError ("... is not supported on CUDA yet"), nothing else
-UNSUPPORTED: dict[str, str] = {
-    name: _NO_CUDA_KERNEL for name in (
-        "conv2d", "conv2d_backward_input", "conv2d_backward_weight", "conv2d_backward_bias",
-        "max_pool2d",
-        "max_pool2d_backward", "max_pool2d_indices", "pool_gather", "avg_pool2d",
-        "avg_pool2d_backward")}
-
 
 class _OnCuda:
     """``jitgrad`` whose factories (``tensor``, ``zeros``, ``ones``, ``full``, ``empty``)
@@ -131,27 +122,8 @@ def _compare(name: str, what: str, cpu, cuda, dtype) -> None:
 
 
 def _cases(dtype):
-    """Every sample of every op; the samples of :data:`UNSUPPORTED` ops are strict xfails
-    that only the clear error satisfies."""
-    out = []
-    for c in H.case_params(sorted(REGISTRY), dtype):
-        name = c.values[0]
-        if name in UNSUPPORTED:
-            c = pytest.param(*c.values, id=c.id, marks=pytest.mark.xfail(
-                raises=NotImplementedError, strict=True, reason=UNSUPPORTED[name]))
-        out.append(c)
-    return out
-
-
-@pytest.mark.parametrize("name", sorted(UNSUPPORTED))
-def test_unsupported_ops_name_themselves_on_cuda(name):
-    """The error of an op that has no CUDA form yet names the op (the one its public
-    function reaches first) and says so, and the CPU run of the same sample works."""
-    args, p = H.sample(name, 0, F64)
-    _run(name, args, p, "cpu", False)
-    with pytest.raises(NotImplementedError, match=r"(conv2d|max_pool2d|avg_pool2d) is not "
-                                                  r"supported on CUDA yet"):
-        _run(name, args, p, "cuda", False)
+    """Every sample of every op."""
+    return H.case_params(sorted(REGISTRY), dtype)
 
 
 @pytest.mark.parametrize("name,i", _cases(F64))
@@ -177,8 +149,6 @@ def test_float32_values_equal_the_cpu(name, i):
 
 
 def test_every_op_runs_on_cuda_or_is_listed():
-    """Every registered op has samples this module runs (none is silently skipped), and the
-    list of unsupported ops names only registered ops."""
-    assert set(UNSUPPORTED) <= set(REGISTRY)
+    """Every registered op has samples this module runs (none is silently skipped)."""
     for name in REGISTRY:
         assert H.samples_for(name, F64), f"{name}: no samples, so no CUDA check"
