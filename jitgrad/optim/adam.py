@@ -89,9 +89,10 @@ class Adam(Optimizer):
             if amsgrad:
                 second = state["max_exp_avg_sq"]
                 second.copy_(maximum(second, exp_avg_sq))
-            if capturable:
-                step_size_neg = -(lr / (1 - beta1 ** step_t))
-                bc2_sqrt = (1 - beta2 ** step_t).sqrt()
+            if capturable:  # bias corrections in float64, as the eager branch's floats
+                st = step_t.double()  # (moments.py: PyTorch's use the step's float32)
+                step_size_neg = -(lr / (1 - beta1 ** st))
+                bc2_sqrt = (1 - beta2 ** st).sqrt()
                 denom = (second.sqrt() / (bc2_sqrt * step_size_neg)).add_(eps / step_size_neg)
                 p.addcdiv_(exp_avg, denom)
             else:
