@@ -460,6 +460,7 @@ unary_fast(PyObject *op, PyObject *a, PyObject **res)
     npy_intp n = PyArray_SIZE(arr_a);
     if (n >= par_min || !plain_array(ad, dt, nd, PyArray_DIMS(arr_a)))
         return 0;
+    /* (read before the kernel releases the GIL: another thread may re-register the op) */
     PyTypeObject *node_type = (PyTypeObject *)PyTuple_GET_ITEM(info, 0);
     int save_in = PyTuple_GET_ITEM(info, 1) == Py_True;
     int save_out = PyTuple_GET_ITEM(info, 2) == Py_True;
@@ -504,6 +505,7 @@ unary_fast(PyObject *op, PyObject *a, PyObject **res)
         entry = Py_NewRef(PyList_GET_ITEM(ks, 3));
         Py_DECREF(fk);
     }
+    Py_INCREF(node_type);
 
     PyObject *arr = PyArray_SimpleNew(nd, PyArray_DIMS(arr_a), dt == descr_f32 ? NPY_FLOAT
                                                                               : NPY_DOUBLE);
@@ -564,8 +566,9 @@ unary_fast(PyObject *op, PyObject *a, PyObject **res)
                     /* node.save_output: (None, array, version counter, version, output_nr,
                      * requires_grad), the output marked as requiring grad first */
                     PyObject *ovc = SLOT(out, off_vc);
-                    PyObject *so = PyTuple_Pack(6, Py_None, arr, ovc,
-                                                PyList_GET_ITEM(ovc, 0), PyList_GET_ITEM(ovc, 0),
+                    PyObject *version = PyList_GET_ITEM(ovc, 0);  /* 0, a new tensor's */
+                    PyObject *output_nr = version;  /* 0 too: the class default */
+                    PyObject *so = PyTuple_Pack(6, Py_None, arr, ovc, version, output_nr,
                                                 Py_True);
                     PyTuple_SET_ITEM(saved, 1, so);
                     if (so == NULL)
@@ -589,6 +592,7 @@ unary_fast(PyObject *op, PyObject *a, PyObject **res)
         SLOT(out, off_rg) = Py_NewRef(Py_True);
         SLOT(out, off_gfn) = node;
     }
+    Py_DECREF(node_type);
     Py_DECREF(entry);
     Py_DECREF(arr);
     Py_DECREF(fa);
@@ -599,6 +603,7 @@ unary_fast(PyObject *op, PyObject *a, PyObject **res)
     *res = out;
     return 1;
 fail:
+    Py_DECREF(node_type);
     Py_DECREF(entry);
     Py_XDECREF(arr);
     Py_XDECREF(fa);
