@@ -249,3 +249,15 @@ def test_unary_in_c_backward_and_modes():
         z = a.exp()
     assert len(packed) == 1
     z.sum().backward()
+
+
+def test_the_python_operators_pass_the_fast_path_tests_too():
+    """Where the extension is not built, the Python operators run: their own tests (which
+    use the operators) pass with ``JITGRAD_NATIVE_OPS=0``."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, JITGRAD_NATIVE_OPS="0")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
+                        os.path.join(here, "test_eager_fast.py")], env=env,
+                       capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(here)))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "[100%]" in r.stdout  # (the tests ran)
