@@ -52,9 +52,14 @@ def _losses_kernels():
 
 
 def _softmax_kernels():
-    from ...kernels import softmax
+    if not _SOFTMAX:  # (imported once: a function-level import costs ~1 us a call)
+        from ...kernels import softmax
 
-    return softmax
+        _SOFTMAX.append(softmax)
+    return _SOFTMAX[0]
+
+
+_SOFTMAX: list = []
 
 
 def _nll_fwd(x, t, w, reduction, ignore_index, spatial=False):
