@@ -41,6 +41,7 @@ static npy_intp par_min = -1;                          /* -1: setup() not called
 
 /* unary ops: op -> (node class, save input, save output, has vjp), registered from Python */
 static PyObject *unary_info, *unary_fallback, *str_fast_kernels;
+static unsigned long long unary_hits, operator_hits;  /* calls computed here (tests, stats) */
 static PyTypeObject *opnode_type;                      /* every op's node class derives it */
 static Py_ssize_t noff_edges, noff_saved, noff_seq, noff_meta, noff_op, noff_params;
 
@@ -367,8 +368,10 @@ fastop_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
     FastOp *f = (FastOp *)callable;
     if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL) {
         PyObject *res;
-        if (fast(f, args[0], args[1], &res))
+        if (fast(f, args[0], args[1], &res)) {
+            operator_hits++;
             return res;
+        }
     }
     return PyObject_Vectorcall(f->fallback, args, nargsf, kwnames);
 }
@@ -626,8 +629,10 @@ unary(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     }
     if (nargs == 2 || (nargs == 3 && args[2] == Py_None)) {
         PyObject *res;
-        if (unary_fast(args[0], args[1], &res))
+        if (unary_fast(args[0], args[1], &res)) {
+            unary_hits++;
             return res;
+        }
     }
     return PyObject_Vectorcall(unary_fallback, args, nargs, NULL);
 }
@@ -766,7 +771,15 @@ make_operator(PyObject *mod, PyObject *args)
     return (PyObject *)f;
 }
 
+static PyObject *
+hits(PyObject *mod, PyObject *unused)
+{
+    return Py_BuildValue("{sKsK}", "operator", operator_hits, "unary", unary_hits);
+}
+
 static PyMethodDef methods[] = {
+    {"hits", hits, METH_NOARGS,
+     "hits() -> {'operator': n, 'unary': n}: calls computed in C since the module loaded"},
     {"setup", setup, METH_VARARGS,
      "setup(Tensor, GRAD_OFF, TRACING, HOOKS_OPEN, grad_state, next_seq, parallel_min)"},
     {"operator", make_operator, METH_VARARGS,

@@ -145,9 +145,12 @@ def test_any_contiguous_shape_builds_what_the_general_path_builds(name, shape, d
 
     op = {"__add__": ADD, "__radd__": ADD, "__sub__": SUB, "__rsub__": RSUB, "__mul__": MUL,
           "__rmul__": MUL, "__truediv__": DIV}[name]
+    from jitgrad import _fastops
+
     rng = np.random.default_rng(len(shape))
     a = jg.from_numpy(np.asarray(rng.uniform(0.5, 2.0, shape), dtype)).requires_grad_()
     a2 = a * 1.0  # a non-leaf operand: its edge is (node, output_nr)
+    hits = _fastops.hits()["operator"]
     for b in (jg.from_numpy(np.asarray(rng.uniform(0.5, 2.0, shape), dtype)),
               jg.from_numpy(np.asarray(rng.uniform(0.5, 2.0, shape), dtype)).requires_grad_(),
               2.5, 3):
@@ -159,6 +162,7 @@ def test_any_contiguous_shape_builds_what_the_general_path_builds(name, shape, d
             assert fast._data.flags.c_contiguous and fast._data.base is None
             assert _graph(fast) == _graph(general)
             assert fast.grad_fn.seq + 1 == general.grad_fn.seq
+    assert _fastops.hits()["operator"] - hits >= 8  # (computed in C)
     with jg.no_grad():
         assert _graph(getattr(jg.Tensor, name)(a, 2.0)) == [None, False]
 
@@ -197,9 +201,11 @@ def _saved_form(t, saved):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(), (5,), (3, 4), (0,)])
 def test_unary_ops_in_c_build_what_the_python_path_builds(shape, dtype):
+    from jitgrad import _fastops
     from jitgrad.ops import dispatch
 
     assert type(dispatch.unary).__name__ == "builtin_function_or_method"
+    hits = _fastops.hits()["unary"]
     rng = np.random.default_rng(3)
     leaf = jg.from_numpy(np.asarray(rng.uniform(0.1, 0.9, shape), dtype)).requires_grad_()
     nonleaf = leaf * 1.0
@@ -226,6 +232,7 @@ def test_unary_ops_in_c_build_what_the_python_path_builds(shape, dtype):
             assert _saved_form(fast, f.saved) == _saved_form(ref, r.saved), op.name
             checked += 1
     assert checked >= 20
+    assert _fastops.hits()["unary"] - hits >= checked  # (they ran in C, for every shape)
 
 
 def test_unary_in_c_backward_and_modes():
