@@ -39,7 +39,8 @@ static npy_intp par_min = -1;                          /* -1: setup() not called
 
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
 
-/* unary ops: op -> (node class, save input, save output, has vjp), registered from Python */
+/* unary ops: op -> (node class, save input, save output, has vjp, param names), registered
+ * from Python */
 static PyObject *unary_info, *unary_fallback, *str_fast_kernels;
 static unsigned long long unary_hits, operator_hits;  /* calls computed here (tests, stats) */
 static PyTypeObject *opnode_type;                      /* every op's node class derives it */
@@ -442,8 +443,10 @@ static PyTypeObject FastOpType = {
  * The case of dispatch.unary's fast path without params: the op's flat kernel through its
  * compiled entry point (op.fast_kernels[dtype][3], loaded by the Python path's first call)
  * over a flat view, then dispatch._finish's tensor and node. */
+#define MAX_PARAMS 4
+
 static int
-unary_fast(PyObject *op, PyObject *a, PyObject **res)
+unary_fast(PyObject *op, PyObject *a, PyObject *params, PyObject **res)
 {
     if (Py_TYPE(a) != tensor_type || PyList_GET_SIZE(tracing) != 0)
         return 0;
@@ -468,6 +471,40 @@ unary_fast(PyObject *op, PyObject *a, PyObject **res)
     int save_in = PyTuple_GET_ITEM(info, 1) == Py_True;
     int save_out = PyTuple_GET_ITEM(info, 2) == Py_True;
     int has_vjp = PyTuple_GET_ITEM(info, 3) == Py_True;
+    /* params: the op's declared ones, in order, as the kernel's number arguments (floats,
+     * ints exact in a double); the node keeps the dict itself */
+    PyObject *names = PyTuple_GET_ITEM(info, 4);
+    Py_ssize_t np_ = PyTuple_GET_SIZE(names);
+    double pv[MAX_PARAMS];
+    if (params != NULL) {
+        if (!PyDict_CheckExact(params) || np_ > MAX_PARAMS)
+            return 0;
+        for (Py_ssize_t k = 0; k < np_; k++) {
+            PyObject *v = PyDict_GetItemWithError(params, PyTuple_GET_ITEM(names, k));
+            if (v == NULL) {
+                PyErr_Clear();
+                return 0;
+            }
+            if (PyFloat_CheckExact(v)) {
+                pv[k] = PyFloat_AS_DOUBLE(v);
+            } else if (PyLong_CheckExact(v)) {
+                int overflow = 0;
+                long long iv = PyLong_AsLongLongAndOverflow(v, &overflow);
+                if ((iv == -1 && PyErr_Occurred()) || overflow || iv > (1LL << 53) ||
+                    iv < -(1LL << 53)) {
+                    PyErr_Clear();
+                    return 0;
+                }
+                pv[k] = (double)iv;
+            } else {
+                return 0;
+            }
+            if (dt == descr_f32 && isfinite(pv[k]) && fabs(pv[k]) > FLT_MAX)
+                return 0;  /* (the Python path's float32 of it: inf; C leaves it undefined) */
+        }
+    } else if (np_ != 0) {
+        return 0;  /* an op that needs its params, called without */
+    }
 
     int ra = truth(SLOT(a, off_rg));
     if (ra < 0)
@@ -514,6 +551,7 @@ unary_fast(PyObject *op, PyObject *a, PyObject **res)
                                                                               : NPY_DOUBLE);
     PyObject *fa = NULL, *fo = NULL, *lo = NULL, *parts = NULL, *nn = NULL, *r = NULL;
     PyObject *out = NULL, *vc = NULL;
+    PyObject *pobj[MAX_PARAMS] = {NULL};
     if (arr == NULL)
         goto fail;
     if (nd == 1) {
@@ -530,9 +568,15 @@ unary_fast(PyObject *op, PyObject *a, PyObject **res)
     nn = PyLong_FromSsize_t(n);
     if (lo == NULL || parts == NULL || nn == NULL)
         goto fail;
+    for (Py_ssize_t k = 0; k < np_; k++)
+        if ((pobj[k] = PyFloat_FromDouble(pv[k])) == NULL)
+            goto fail;
     {
-        PyObject *argv[5] = {lo, parts, nn, fa, fo};
-        r = PyObject_Vectorcall(entry, argv, 5, NULL);
+        PyObject *argv[5 + MAX_PARAMS] = {lo, parts, nn, fa};
+        for (Py_ssize_t k = 0; k < np_; k++)
+            argv[4 + k] = pobj[k];
+        argv[4 + np_] = fo;
+        r = PyObject_Vectorcall(entry, argv, (size_t)(5 + np_), NULL);
     }
     if (r == NULL)
         goto fail;
@@ -591,10 +635,12 @@ unary_fast(PyObject *op, PyObject *a, PyObject **res)
         SLOT(node, noff_meta) = Py_NewRef(Py_None);
         SLOT(node, noff_seq) = seq;
         SLOT(node, noff_op) = Py_NewRef(op);
-        SLOT(node, noff_params) = Py_NewRef(Py_None);
+        SLOT(node, noff_params) = Py_NewRef(params != NULL ? params : Py_None);
         SLOT(out, off_rg) = Py_NewRef(Py_True);
         SLOT(out, off_gfn) = node;
     }
+    for (Py_ssize_t k = 0; k < np_; k++)
+        Py_DECREF(pobj[k]);
     Py_DECREF(node_type);
     Py_DECREF(entry);
     Py_DECREF(arr);
@@ -606,6 +652,8 @@ unary_fast(PyObject *op, PyObject *a, PyObject **res)
     *res = out;
     return 1;
 fail:
+    for (Py_ssize_t k = 0; k < np_; k++)
+        Py_XDECREF(pobj[k]);
     Py_DECREF(node_type);
     Py_DECREF(entry);
     Py_XDECREF(arr);
@@ -627,9 +675,10 @@ unary(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_RuntimeError, "_fastops.unary: call setup_unary() first");
         return NULL;
     }
-    if (nargs == 2 || (nargs == 3 && args[2] == Py_None)) {
+    if (nargs == 2 || nargs == 3) {
         PyObject *res;
-        if (unary_fast(args[0], args[1], &res)) {
+        PyObject *params = nargs == 3 && args[2] != Py_None ? args[2] : NULL;
+        if (unary_fast(args[0], args[1], params, &res)) {
             unary_hits++;
             return res;
         }
@@ -664,11 +713,15 @@ setup_unary(PyObject *mod, PyObject *args)
 static PyObject *
 register_unary(PyObject *mod, PyObject *args)
 {
-    PyObject *op, *node_type;
+    PyObject *op, *node_type, *param_names;
     int save_in, save_out, has_vjp;
-    if (!PyArg_ParseTuple(args, "OO!ppp:register_unary", &op, &PyType_Type, &node_type,
-                          &save_in, &save_out, &has_vjp))
+    if (!PyArg_ParseTuple(args, "OO!pppO!:register_unary", &op, &PyType_Type, &node_type,
+                          &save_in, &save_out, &has_vjp, &PyTuple_Type, &param_names))
         return NULL;
+    if (PyTuple_GET_SIZE(param_names) > MAX_PARAMS) {
+        PyErr_SetString(PyExc_ValueError, "_fastops.register_unary: too many params");
+        return NULL;
+    }
     if (unary_info == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "_fastops.register_unary: call setup_unary() first");
         return NULL;
@@ -680,8 +733,9 @@ register_unary(PyObject *mod, PyObject *args)
                      node_type, opnode_type);
         return NULL;
     }
-    PyObject *info = Py_BuildValue("(OOOO)", node_type, save_in ? Py_True : Py_False,
-                                   save_out ? Py_True : Py_False, has_vjp ? Py_True : Py_False);
+    PyObject *info = Py_BuildValue("(OOOOO)", node_type, save_in ? Py_True : Py_False,
+                                   save_out ? Py_True : Py_False, has_vjp ? Py_True : Py_False,
+                                   param_names);
     if (info == NULL)
         return NULL;
     int rc = PyDict_SetItem(unary_info, op, info);
@@ -788,7 +842,7 @@ static PyMethodDef methods[] = {
      "setup_unary(OpNode, info_dict, fallback): unary(op, a[, params]) falls back to "
      "fallback(op, a[, params])"},
     {"register_unary", register_unary, METH_VARARGS,
-     "register_unary(op, node_class, save_input, save_output, has_vjp)"},
+     "register_unary(op, node_class, save_input, save_output, has_vjp, param_names)"},
     {"unary", (PyCFunction)(void (*)(void))unary, METH_FASTCALL,
      "unary(op, a, params=None): dispatch.unary's common case in C"},
     {NULL, NULL, 0, NULL},

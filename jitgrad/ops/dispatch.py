@@ -248,7 +248,7 @@ def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
     if ks is not None:
         out = _empty(ad.shape, ks[2])
         n = out.size
-        if ks[3] is None and n < _PAR_MIN and not params and _native_unary:
+        if ks[3] is None and n < _PAR_MIN and _native_unary:
             eager_kernels.load_entry(op, dt, ks, 3)  # (the C path calls it for every shape)
         if ad.ndim == 1 and n < _PAR_MIN and not params:  # the common case, unrolled
             if ad.base is None or ad.flags.carray:  # the kernel's entry point (flat_entry)

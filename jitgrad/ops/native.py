@@ -61,17 +61,24 @@ def unary_function(python_unary: Callable) -> Callable:
 
 def register_unary(op) -> None:
     """Let the C ``unary`` compute ``op`` (called by the Python path on an op's first call):
-    its node class for no params and what its node saves. An op whose node class cannot be
-    named without params, or that saves something else, stays in Python."""
+    its node class, what its node saves, the names of the params its kernel takes (numbers,
+    in order). An op whose node class depends on its params, or that saves something else,
+    stays in Python."""
     _registered.add(op)
     mod = fastops()
     if mod is None or op.expr is None or op.nin != 1 or any(i != 0 for i in op.save):
         return
-    try:
-        cls = op.node_cls or op.node_class_for(None)
-    except Exception:  # noqa: BLE001 - a node name that needs params: the Python path only
-        return
-    mod.register_unary(op, cls, 0 in op.save, bool(op.save_out), op.vjp is not None)
+    if op.params:
+        cls = op.node_cls  # (with params: only a node class that does not depend on them)
+        if cls is None:
+            return
+    else:
+        try:
+            cls = op.node_cls or op.node_class_for(None)
+        except Exception:  # noqa: BLE001 - a node name that needs params: the Python path
+            return
+    mod.register_unary(op, cls, 0 in op.save, bool(op.save_out), op.vjp is not None,
+                       tuple(op.params))
 
 
 def is_registered(op) -> bool:

@@ -268,3 +268,32 @@ def test_the_python_operators_pass_the_fast_path_tests_too():
                        capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(here)))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "[100%]" in r.stdout  # (the tests ran)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("call", [
+    lambda x: x ** 2, lambda x: x ** 3, lambda x: x ** 0.5, lambda x: x ** -1.5,
+    lambda x: 2.0 ** x, lambda x: 3 ** x, lambda x: x.clamp(0.2, 0.6),
+    lambda x: x.clamp(min=0.3), lambda x: x.clamp(max=0.4), lambda x: jg.nn.functional.gelu(x),
+    lambda x: jg.nn.functional.gelu(x, approximate="tanh")],
+    ids=["sq", "cube", "sqrt", "neg", "rpow", "rpow_int", "clamp", "clamp_min", "clamp_max",
+         "gelu", "gelu_tanh"])
+def test_unary_ops_with_params_in_c(call, dtype):
+    from jitgrad import _fastops
+    from jitgrad.ops import dispatch
+
+    rng = np.random.default_rng(5)
+    x = jg.from_numpy(np.asarray(rng.uniform(0.1, 0.9, (3, 5)), dtype)).requires_grad_()
+    call(x)  # (first call: the Python path registers the op and loads its entry)
+    hits = _fastops.hits()["unary"]
+    fast = call(x)
+    assert _fastops.hits()["unary"] == hits + 1  # computed in C
+    node = fast.grad_fn
+    ref = dispatch._unary_py(node.op, x, node.params)
+    np.testing.assert_array_equal(_bits(fast), _bits(ref))
+    r = ref.grad_fn
+    assert type(node) is type(r) and node.params == r.params and node.in_meta == r.in_meta
+    assert _saved_form(fast, node.saved) == _saved_form(ref, r.saved)
+    (g,) = jg.autograd.grad(fast.sum(), [x])
+    (gr,) = jg.autograd.grad(ref.sum(), [x])
+    np.testing.assert_array_equal(_bits(g), _bits(gr))
