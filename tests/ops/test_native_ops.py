@@ -297,3 +297,31 @@ def test_unary_ops_with_params_in_c(call, dtype):
     (g,) = jg.autograd.grad(fast.sum(), [x])
     (gr,) = jg.autograd.grad(ref.sum(), [x])
     np.testing.assert_array_equal(_bits(g), _bits(gr))
+
+
+def test_threads_running_c_ops_at_once():
+    """The C unary path calls a kernel that releases the GIL: threads interleave there."""
+    import threading
+
+    errors = []
+
+    def work() -> None:
+        try:
+            x = jg.tensor(np.linspace(-1.0, 1.0, 257, dtype=np.float32)).requires_grad_()
+            for _ in range(300):
+                y = ((x * 1.5).tanh() ** 2 + x.sigmoid() - 0.25).exp()
+                y.sum().backward()
+            results.append(x.grad.numpy().copy())
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    results: list = []
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == 4
+    ref = results[0]
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, ref)
