@@ -43,7 +43,7 @@ static npy_intp par_min = -1;                          /* -1: setup() not called
  * from Python */
 static PyObject *unary_info, *unary_fallback, *str_fast_kernels;
 static unsigned long long unary_hits, operator_hits;  /* calls computed here (tests, stats) */
-static PyTypeObject *opnode_type;                      /* every op's node class derives it */
+static PyTypeObject *opnode_type;  /* every op's node class derives it, with its layout */
 static Py_ssize_t noff_edges, noff_saved, noff_seq, noff_meta, noff_op, noff_params;
 
 enum { K_ADD, K_SUB, K_RSUB, K_MUL, K_DIV, K_COUNT };
@@ -76,7 +76,6 @@ typedef struct {
     vectorcallfunc vectorcall;
     int kind, save_a, save_b;
     PyTypeObject *node_type;
-    Py_ssize_t off_edges, off_saved, off_seq, off_meta, off_op, off_params;
     PyObject *op;          /* the OpDef the node records */
     PyObject *fallback;    /* the Python operator(self, other) */
     PyObject *dict;        /* __name__, __doc__... */
@@ -181,12 +180,72 @@ saved_entry(PyObject *t)
     return PyTuple_Pack(2, t, PyList_GET_ITEM(vc, 0));
 }
 
+/* whether grad mode is on for this thread: 1, 0, or -1 (unknown: the caller falls back) */
+static int
+grad_enabled(void)
+{
+    if (PyList_GET_SIZE(grad_off) == 0)
+        return 1;
+    PyObject *en = PyObject_GetAttr(grad_state, str_enabled);
+    if (en == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    int r = truth(en);
+    Py_DECREF(en);
+    return r;
+}
+
+/* A new tensor holding ``arr`` (a new reference, stolen), version 0, no .grad; its
+ * requires_grad and grad_fn slots are left for the caller. NULL on error. */
+static PyObject *
+new_tensor(PyObject *arr)
+{
+    PyObject *vc = PyList_New(1);
+    PyObject *out = vc == NULL ? NULL : tensor_type->tp_alloc(tensor_type, 0);
+    if (out == NULL) {
+        Py_XDECREF(vc);
+        Py_DECREF(arr);
+        return NULL;
+    }
+    PyList_SET_ITEM(vc, 0, PyLong_FromLong(0));
+    SLOT(out, off_data) = arr;
+    SLOT(out, off_grad) = Py_NewRef(Py_None);
+    SLOT(out, off_vc) = vc;
+    return out;
+}
+
+/* A node of class ``type`` (an OpNode subclass: OpNode's slots) with ``edges`` and
+ * ``saved`` (stolen, also on error), the next sequence number, ``op`` and ``params``, made
+ * ``out``'s grad_fn. 0, or -1 on error. */
+static int
+attach_node(PyObject *out, PyTypeObject *type, PyObject *edges, PyObject *saved, PyObject *op,
+            PyObject *params)
+{
+    PyObject *seq = PyObject_CallNoArgs(next_seq);
+    PyObject *node = seq == NULL ? NULL : type->tp_alloc(type, 0);
+    if (node == NULL) {
+        Py_XDECREF(seq);
+        Py_DECREF(edges);
+        Py_DECREF(saved);
+        return -1;
+    }
+    SLOT(node, noff_edges) = edges;
+    SLOT(node, noff_saved) = saved;
+    SLOT(node, noff_meta) = Py_NewRef(Py_None);
+    SLOT(node, noff_seq) = seq;
+    SLOT(node, noff_op) = Py_NewRef(op);
+    SLOT(node, noff_params) = Py_NewRef(params);
+    SLOT(out, off_rg) = Py_NewRef(Py_True);
+    SLOT(out, off_gfn) = node;
+    return 0;
+}
+
 /* The node of out = op(self, other); 0 on success (slots of out set), -1 on error. */
 static int
 record(FastOp *f, PyObject *out, PyObject *self, PyObject *other, int ra, int rb, int b_tensor)
 {
-    PyObject *node = NULL, *ea = NULL, *eb = NULL, *edges = NULL, *saved = NULL, *seq = NULL;
-    PyObject *sa = NULL, *sb = NULL;
+    PyObject *ea = NULL, *eb = NULL, *edges = NULL, *saved = NULL, *sa = NULL, *sb = NULL;
 
     if (ra) {
         if ((ea = edge_of(self)) == NULL)
@@ -224,23 +283,11 @@ record(FastOp *f, PyObject *out, PyObject *self, PyObject *other, int ra, int rb
         if ((saved = PyTuple_Pack(2, sa, sb)) == NULL)
             goto fail;
     }
-    if ((seq = PyObject_CallNoArgs(next_seq)) == NULL)
-        goto fail;
-    if ((node = f->node_type->tp_alloc(f->node_type, 0)) == NULL)
-        goto fail;
-    SLOT(node, f->off_edges) = edges;
-    SLOT(node, f->off_saved) = saved;
-    SLOT(node, f->off_meta) = Py_NewRef(Py_None);
-    SLOT(node, f->off_seq) = seq;
-    SLOT(node, f->off_op) = Py_NewRef(f->op);
-    SLOT(node, f->off_params) = Py_NewRef(Py_None);
-    SLOT(out, off_rg) = Py_NewRef(Py_True);
-    SLOT(out, off_gfn) = node;
     Py_DECREF(ea);
     Py_DECREF(eb);
     Py_XDECREF(sa);
     Py_XDECREF(sb);
-    return 0;
+    return attach_node(out, f->node_type, edges, saved, f->op, Py_None);
 fail:
     Py_XDECREF(ea);
     Py_XDECREF(eb);
@@ -248,7 +295,6 @@ fail:
     Py_XDECREF(sb);
     Py_XDECREF(edges);
     Py_XDECREF(saved);
-    Py_XDECREF(seq);
     return -1;
 }
 
@@ -307,22 +353,9 @@ fast(FastOp *f, PyObject *self, PyObject *other, PyObject **res)
     int ra = truth(SLOT(self, off_rg));
     if (ra < 0)
         return 0;
-    int grad = 0;
-    if (ra || rb) {
-        if (PyList_GET_SIZE(grad_off) == 0) {
-            grad = 1;
-        } else {
-            PyObject *en = PyObject_GetAttr(grad_state, str_enabled);
-            if (en == NULL) {
-                PyErr_Clear();
-                return 0;
-            }
-            grad = truth(en);
-            Py_DECREF(en);
-            if (grad < 0)
-                return 0;
-        }
-    }
+    int grad = (ra || rb) ? grad_enabled() : 0;
+    if (grad < 0)
+        return 0;
     if (grad && (f->save_a || f->save_b)) {
         /* saved-tensor hooks open somewhere: the Python path packs through them */
         int open = truth(PyList_GET_ITEM(hooks_open, 0));
@@ -337,18 +370,11 @@ fast(FastOp *f, PyObject *self, PyObject *other, PyObject **res)
     }
     compute(f->kind, f32, n, PyArray_BYTES((PyArrayObject *)ad), pb, s,
             PyArray_BYTES((PyArrayObject *)arr));
-    PyObject *vc = PyList_New(1);
-    PyObject *out = vc == NULL ? NULL : tensor_type->tp_alloc(tensor_type, 0);
+    PyObject *out = new_tensor(arr);
     if (out == NULL) {
-        Py_XDECREF(vc);
-        Py_DECREF(arr);
         *res = NULL;
         return 1;
     }
-    PyList_SET_ITEM(vc, 0, PyLong_FromLong(0));
-    SLOT(out, off_data) = arr;
-    SLOT(out, off_grad) = Py_NewRef(Py_None);
-    SLOT(out, off_vc) = vc;
     if (grad) {
         if (record(f, out, self, other, ra, rb, b_tensor) < 0) {
             Py_DECREF(out);
@@ -438,6 +464,17 @@ static PyTypeObject FastOpType = {
     .tp_setattro = PyObject_GenericSetAttr,
 };
 
+/* whether nodes of ``type`` can be filled by OpNode's slot offsets (a subclass without
+ * another layout); raises TypeError if not */
+static int
+same_layout(PyTypeObject *type)
+{
+    if (PyType_IsSubtype(type, opnode_type) && type->tp_basicsize == opnode_type->tp_basicsize)
+        return 1;
+    PyErr_Format(PyExc_TypeError, "_fastops: %R does not share %R's layout", type, opnode_type);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ unary ops */
 /* 1: *res is the result (or NULL with an error set); 0: not this case, nothing done.
  * The case of dispatch.unary's fast path without params: the op's flat kernel through its
@@ -509,22 +546,9 @@ unary_fast(PyObject *op, PyObject *a, PyObject *params, PyObject **res)
     int ra = truth(SLOT(a, off_rg));
     if (ra < 0)
         return 0;
-    int grad = 0;
-    if (ra && has_vjp) {
-        if (PyList_GET_SIZE(grad_off) == 0) {
-            grad = 1;
-        } else {
-            PyObject *en = PyObject_GetAttr(grad_state, str_enabled);
-            if (en == NULL) {
-                PyErr_Clear();
-                return 0;
-            }
-            grad = truth(en);
-            Py_DECREF(en);
-            if (grad < 0)
-                return 0;
-        }
-    }
+    int grad = (ra && has_vjp) ? grad_enabled() : 0;
+    if (grad < 0)
+        return 0;
     if (grad && (save_in || save_out) && truth(PyList_GET_ITEM(hooks_open, 0)) != 0)
         return 0;  /* saved-tensor hooks open: the Python path packs through them */
 
@@ -550,7 +574,7 @@ unary_fast(PyObject *op, PyObject *a, PyObject *params, PyObject **res)
     PyObject *arr = PyArray_SimpleNew(nd, PyArray_DIMS(arr_a), dt == descr_f32 ? NPY_FLOAT
                                                                               : NPY_DOUBLE);
     PyObject *fa = NULL, *fo = NULL, *lo = NULL, *parts = NULL, *nn = NULL, *r = NULL;
-    PyObject *out = NULL, *vc = NULL;
+    PyObject *out = NULL;
     PyObject *pobj[MAX_PARAMS] = {NULL};
     if (arr == NULL)
         goto fail;
@@ -581,19 +605,13 @@ unary_fast(PyObject *op, PyObject *a, PyObject *params, PyObject **res)
     if (r == NULL)
         goto fail;
     Py_CLEAR(r);
-    vc = PyList_New(1);
-    if (vc == NULL || (out = tensor_type->tp_alloc(tensor_type, 0)) == NULL)
+    if ((out = new_tensor(Py_NewRef(arr))) == NULL)
         goto fail;
-    PyList_SET_ITEM(vc, 0, PyLong_FromLong(0));
-    SLOT(out, off_data) = Py_NewRef(arr);
-    SLOT(out, off_grad) = Py_NewRef(Py_None);
-    SLOT(out, off_vc) = vc;
-    vc = NULL;
     if (!grad) {
         SLOT(out, off_rg) = Py_NewRef(Py_False);
         SLOT(out, off_gfn) = Py_NewRef(Py_None);
     } else {
-        PyObject *ea = edge_of(a), *edges = NULL, *saved = NULL, *seq = NULL, *node = NULL;
+        PyObject *ea = edge_of(a), *edges = NULL, *saved = NULL;
         if (ea == NULL)
             goto fail;
         edges = PyTuple_Pack(1, ea);
@@ -623,21 +641,12 @@ unary_fast(PyObject *op, PyObject *a, PyObject *params, PyObject **res)
                 }
             }
         }
-        if (saved == NULL || (seq = PyObject_CallNoArgs(next_seq)) == NULL ||
-            (node = node_type->tp_alloc(node_type, 0)) == NULL) {
+        if (saved == NULL) {
             Py_DECREF(edges);
-            Py_XDECREF(saved);
-            Py_XDECREF(seq);
             goto fail;
         }
-        SLOT(node, noff_edges) = edges;
-        SLOT(node, noff_saved) = saved;
-        SLOT(node, noff_meta) = Py_NewRef(Py_None);
-        SLOT(node, noff_seq) = seq;
-        SLOT(node, noff_op) = Py_NewRef(op);
-        SLOT(node, noff_params) = Py_NewRef(params != NULL ? params : Py_None);
-        SLOT(out, off_rg) = Py_NewRef(Py_True);
-        SLOT(out, off_gfn) = node;
+        if (attach_node(out, node_type, edges, saved, op, params != NULL ? params : Py_None) < 0)
+            goto fail;
     }
     for (Py_ssize_t k = 0; k < np_; k++)
         Py_DECREF(pobj[k]);
@@ -662,7 +671,6 @@ fail:
     Py_XDECREF(lo);
     Py_XDECREF(parts);
     Py_XDECREF(nn);
-    Py_XDECREF(vc);
     Py_XDECREF(out);
     *res = NULL;
     return 1;
@@ -689,22 +697,13 @@ unary(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 setup_unary(PyObject *mod, PyObject *args)
 {
-    PyObject *base, *info, *fallback;
-    if (!PyArg_ParseTuple(args, "O!O!O:setup_unary", &PyType_Type, &base, &PyDict_Type, &info,
-                          &fallback))
+    PyObject *info, *fallback;
+    if (!PyArg_ParseTuple(args, "O!O:setup_unary", &PyDict_Type, &info, &fallback))
         return NULL;
     if (par_min < 0) {
         PyErr_SetString(PyExc_RuntimeError, "_fastops.setup_unary: call setup() first");
         return NULL;
     }
-    if (slot_offset(base, "next_edges", &noff_edges) < 0 ||
-        slot_offset(base, "saved", &noff_saved) < 0 ||
-        slot_offset(base, "seq", &noff_seq) < 0 ||
-        slot_offset(base, "in_meta", &noff_meta) < 0 ||
-        slot_offset(base, "op", &noff_op) < 0 ||
-        slot_offset(base, "params", &noff_params) < 0)
-        return NULL;
-    Py_XSETREF(opnode_type, (PyTypeObject *)Py_NewRef(base));
     Py_XSETREF(unary_info, Py_NewRef(info));
     Py_XSETREF(unary_fallback, Py_NewRef(fallback));
     Py_RETURN_NONE;
@@ -726,13 +725,8 @@ register_unary(PyObject *mod, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "_fastops.register_unary: call setup_unary() first");
         return NULL;
     }
-    /* the slots are set by the base's offsets: only its subclasses without other layout */
-    if (!PyType_IsSubtype((PyTypeObject *)node_type, opnode_type) ||
-        ((PyTypeObject *)node_type)->tp_basicsize != opnode_type->tp_basicsize) {
-        PyErr_Format(PyExc_TypeError, "_fastops.register_unary: %R does not share %R's layout",
-                     node_type, opnode_type);
+    if (!same_layout((PyTypeObject *)node_type))
         return NULL;
-    }
     PyObject *info = Py_BuildValue("(OOOOO)", node_type, save_in ? Py_True : Py_False,
                                    save_out ? Py_True : Py_False, has_vjp ? Py_True : Py_False,
                                    param_names);
@@ -749,11 +743,11 @@ register_unary(PyObject *mod, PyObject *args)
 static PyObject *
 setup(PyObject *mod, PyObject *args)
 {
-    PyObject *tensor, *g_off, *trc, *hooks, *state, *seq;
+    PyObject *tensor, *opnode, *g_off, *trc, *hooks, *state, *seq;
     Py_ssize_t pmin;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!OOn:setup", &PyType_Type, &tensor, &PyList_Type,
-                          &g_off, &PyList_Type, &trc, &PyList_Type, &hooks, &state, &seq,
-                          &pmin))
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!OOn:setup", &PyType_Type, &tensor, &PyType_Type,
+                          &opnode, &PyList_Type, &g_off, &PyList_Type, &trc, &PyList_Type,
+                          &hooks, &state, &seq, &pmin))
         return NULL;
     if (PyList_GET_SIZE(hooks) < 1) {
         PyErr_SetString(PyExc_ValueError, "_fastops.setup: hooks_open must hold one item");
@@ -763,9 +757,16 @@ setup(PyObject *mod, PyObject *args)
         slot_offset(tensor, "_requires_grad", &off_rg) < 0 ||
         slot_offset(tensor, "_grad_fn", &off_gfn) < 0 ||
         slot_offset(tensor, "_grad", &off_grad) < 0 ||
-        slot_offset(tensor, "_vc", &off_vc) < 0)
+        slot_offset(tensor, "_vc", &off_vc) < 0 ||
+        slot_offset(opnode, "next_edges", &noff_edges) < 0 ||
+        slot_offset(opnode, "saved", &noff_saved) < 0 ||
+        slot_offset(opnode, "seq", &noff_seq) < 0 ||
+        slot_offset(opnode, "in_meta", &noff_meta) < 0 ||
+        slot_offset(opnode, "op", &noff_op) < 0 ||
+        slot_offset(opnode, "params", &noff_params) < 0)
         return NULL;
     Py_XSETREF(tensor_type, (PyTypeObject *)Py_NewRef(tensor));
+    Py_XSETREF(opnode_type, (PyTypeObject *)Py_NewRef(opnode));
     Py_XSETREF(grad_off, Py_NewRef(g_off));
     Py_XSETREF(tracing, Py_NewRef(trc));
     Py_XSETREF(hooks_open, Py_NewRef(hooks));
@@ -801,6 +802,8 @@ make_operator(PyObject *mod, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "_fastops.operator: fallback must be callable");
         return NULL;
     }
+    if (!same_layout((PyTypeObject *)node_type))
+        return NULL;
     FastOp *f = PyObject_GC_New(FastOp, &FastOpType);
     if (f == NULL)
         return NULL;
@@ -813,15 +816,6 @@ make_operator(PyObject *mod, PyObject *args)
     f->fallback = Py_NewRef(fallback);
     f->dict = NULL;
     PyObject_GC_Track(f);
-    if (slot_offset(node_type, "next_edges", &f->off_edges) < 0 ||
-        slot_offset(node_type, "saved", &f->off_saved) < 0 ||
-        slot_offset(node_type, "seq", &f->off_seq) < 0 ||
-        slot_offset(node_type, "in_meta", &f->off_meta) < 0 ||
-        slot_offset(node_type, "op", &f->off_op) < 0 ||
-        slot_offset(node_type, "params", &f->off_params) < 0) {
-        Py_DECREF(f);
-        return NULL;
-    }
     return (PyObject *)f;
 }
 
@@ -835,11 +829,12 @@ static PyMethodDef methods[] = {
     {"hits", hits, METH_NOARGS,
      "hits() -> {'operator': n, 'unary': n}: calls computed in C since the module loaded"},
     {"setup", setup, METH_VARARGS,
-     "setup(Tensor, GRAD_OFF, TRACING, HOOKS_OPEN, grad_state, next_seq, parallel_min)"},
+     "setup(Tensor, OpNode, GRAD_OFF, TRACING, HOOKS_OPEN, grad_state, next_seq, "
+     "parallel_min)"},
     {"operator", make_operator, METH_VARARGS,
      "operator(kind, op, node_class, save_a, save_b, fallback) -> the C operator"},
     {"setup_unary", setup_unary, METH_VARARGS,
-     "setup_unary(OpNode, info_dict, fallback): unary(op, a[, params]) falls back to "
+     "setup_unary(info_dict, fallback): unary(op, a[, params]) falls back to "
      "fallback(op, a[, params])"},
     {"register_unary", register_unary, METH_VARARGS,
      "register_unary(op, node_class, save_input, save_output, has_vjp, param_names)"},

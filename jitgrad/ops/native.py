@@ -34,8 +34,9 @@ def fastops():
             from ..autograd.node import _HOOKS_OPEN, next_seq
             from ..kernels.parallel import PARALLEL_MIN_SIZE
             from ..tensor import Tensor
+            from .registry import OpNode
 
-            mod.setup(Tensor, GRAD_OFF, TRACING, _HOOKS_OPEN, grad_mode.STATE, next_seq,
+            mod.setup(Tensor, OpNode, GRAD_OFF, TRACING, _HOOKS_OPEN, grad_mode.STATE, next_seq,
                       PARALLEL_MIN_SIZE)
         _loaded.append(mod)
     return _loaded[0]
@@ -53,9 +54,7 @@ def unary_function(python_unary: Callable) -> Callable:
     mod = fastops()
     if mod is None:
         return python_unary
-    from .registry import OpNode
-
-    mod.setup_unary(OpNode, {}, python_unary)
+    mod.setup_unary({}, python_unary)
     return mod.unary
 
 
