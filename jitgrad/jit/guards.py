@@ -391,7 +391,6 @@ def value_state(v, depth: int = 2):
 
 
 RAISES = ("raises",)
-_RAISES = RAISES
 _NO_DEFAULT = object()
 
 
@@ -441,7 +440,7 @@ def guarded_state(holder, steps: tuple, args: tuple, kwargs: dict):
             v = getattr(v, s) if kind == "attr" else v[s]
         return value_state(v)
     except Exception:  # noqa: BLE001 - compared like any other state
-        return _RAISES
+        return RAISES
 
 
 class AccessGuard:

@@ -131,6 +131,11 @@ def _root_value(frame, chain, args: frozenset):
     return frame.f_locals.get(chain.name, _MISSING)
 
 
+def _keeps_state(f) -> bool:
+    """Whether function ``f`` holds values a call reads: closure cells or defaults."""
+    return bool(f.__closure__ or f.__defaults__ or f.__kwdefaults__)
+
+
 def _walk(value, steps) -> tuple:
     """``(value, k)``: ``value`` after the first ``k`` steps of a chain, stopping after the
     first tensor, module or optimizer on the way (their state is guarded as a whole: a
@@ -218,8 +223,7 @@ class Observer:
                 continue
             value, cut = _walk(root, ch.steps)
             func = value.__func__ if type(value) is types.MethodType else value
-            if type(func) is types.FunctionType and (
-                    func.__closure__ or func.__defaults__ or func.__kwdefaults__):
+            if type(func) is types.FunctionType and _keeps_state(func):
                 known = self._funcs.setdefault(func.__code__, [])  # a function this code
                 if not any(f is func for f in known):  # may call: its cells and defaults
                     known.append(func)
@@ -319,13 +323,9 @@ class Observer:
             idx = code.co_freevars.index(name)
         except ValueError:
             return []  # a cell variable of the frame itself: computed by the call
-        funcs = self._funcs.get(code)  # the functions the callers' chains reached
-        if funcs is None:  # called some other way: every function with this code (slow)
-            funcs = self._funcs[code] = [f for f in gc.get_referrers(code) if isinstance(
-                f, types.FunctionType) and f.__code__ is code and f.__closure__]
         value = frame.f_locals.get(name, _MISSING)
         cells = []
-        for f in funcs:
+        for f in self._functions_of(code):
             cell = f.__closure__[idx]
             try:
                 if cell.cell_contents is value:
@@ -337,14 +337,18 @@ class Observer:
     def _inner_defaults(self, frame, name: str) -> list:
         """The functions running an inner frame's code whose default for argument ``name`` is
         the value the frame sees (the candidates: the functions the callers' chains read)."""
-        code = frame.f_code
         value = frame.f_locals.get(name, _MISSING)
+        return [f for f in self._functions_of(frame.f_code)
+                if default_value(f, name, _MISSING) is value]
+
+    def _functions_of(self, code) -> list:
+        """The functions with ``code`` and cells or defaults: those the callers' chains read,
+        else (called some other way) every such function (``gc.get_referrers``: slow)."""
         funcs = self._funcs.get(code)
-        if funcs is None:  # called some other way: every function with this code (slow)
+        if funcs is None:
             funcs = self._funcs[code] = [f for f in gc.get_referrers(code) if isinstance(
-                f, types.FunctionType) and f.__code__ is code and (
-                    f.__closure__ or f.__defaults__ or f.__kwdefaults__)]
-        return [f for f in funcs if default_value(f, name, _MISSING) is value]
+                f, types.FunctionType) and f.__code__ is code and _keeps_state(f)]
+        return funcs
 
     def _add(self, holder, ch, steps: tuple, value) -> None:
         key = (holder[0], id(holder[1]), holder[2] if len(holder) > 2 else None, steps)

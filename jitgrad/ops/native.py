@@ -16,7 +16,6 @@ from collections.abc import Callable
 __all__ = ["fastops", "native_ops_loaded", "unary_function", "register_unary"]
 
 _loaded: list = []
-_registered: set = set()
 
 
 def fastops():
@@ -63,7 +62,6 @@ def register_unary(op) -> None:
     its node class, what its node saves, the names of the params its kernel takes (numbers,
     in order). An op whose node class depends on its params, or that saves something else,
     stays in Python."""
-    _registered.add(op)
     mod = fastops()
     if mod is None or op.expr is None or op.nin != 1 or any(i != 0 for i in op.save):
         return
@@ -79,7 +77,3 @@ def register_unary(op) -> None:
     mod.register_unary(op, cls, 0 in op.save, bool(op.save_out), op.vjp is not None,
                        tuple(op.params))
 
-
-def is_registered(op) -> bool:
-    """Whether :func:`register_unary` has seen ``op``."""
-    return op in _registered

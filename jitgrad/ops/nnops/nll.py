@@ -23,6 +23,7 @@ from ..eager_kernels import PARALLEL_MIN_SIZE, use_kernels
 from ..losses import _call_optional
 from ..reduce import LOG_SOFTMAX, log_softmax
 from ..registry import REDUCE, defop
+from ..rowwise import _softmax_kernels
 from ..softmax_ops import LOG_SOFTMAX_BACKWARD, _log_softmax_bwd_eager, _log_softmax_eager
 from .reduction import reduction_arg
 
@@ -51,15 +52,6 @@ def _losses_kernels():
     return losses
 
 
-def _softmax_kernels():
-    if not _SOFTMAX:  # (imported once: a function-level import costs ~1 us a call)
-        from ...kernels import softmax
-
-        _SOFTMAX.append(softmax)
-    return _SOFTMAX[0]
-
-
-_SOFTMAX: list = []
 
 
 def _nll_fwd(x, t, w, reduction, ignore_index, spatial=False):
