@@ -1,14 +1,15 @@
 """Environment configuration: ``JITGRAD_LOGS``, ``JITGRAD_CACHE_DIR``, ``JITGRAD_DISABLE_JIT``
 (``JITGRAD_NATIVE=0``, read by ``compiler/native.py``, turns native kernel objects off),
-``JITGRAD_CHECK_IR``, ``JITGRAD_SPECULATE``, ``JITGRAD_CACHE_SIZE_LIMIT``; and the settings
-a program may change: :data:`cache_size_limit`."""
+``JITGRAD_CHECK_IR``, ``JITGRAD_SPECULATE``, ``JITGRAD_CACHE_SIZE_LIMIT``,
+``JITGRAD_EAGER_FUSION``; and the settings a program may change: :data:`cache_size_limit`,
+:data:`eager_fusion`."""
 
 from __future__ import annotations
 
 import os
 
 __all__ = ["log_topics", "cache_dir", "jit_disabled", "check_ir", "speculate",
-           "cache_size_limit", "DEFAULT_CACHE_SIZE_LIMIT"]
+           "cache_size_limit", "DEFAULT_CACHE_SIZE_LIMIT", "eager_fusion"]
 
 #: the default of :data:`cache_size_limit`
 DEFAULT_CACHE_SIZE_LIMIT = 128
@@ -32,6 +33,12 @@ it, the least recently used entry is evicted (a later call with its signature tr
 logged under ``JITGRAD_LOGS=recompiles``). Set ``jitgrad.config.cache_size_limit = n``, or
 ``JITGRAD_CACHE_SIZE_LIMIT=n`` in the environment before ``import jitgrad``; default 128
 (an entry holds its graphs, plans and generated code: ~12 kB for a small function)."""
+
+
+eager_fusion: bool = os.environ.get("JITGRAD_EAGER_FUSION", "1") not in ("", "0")
+"""Whether eager ``backward()`` runs regions of element-wise nodes on large tensors as one
+compiled function (``autograd/fused_regions.py``; the same bits as node by node). Set
+``jitgrad.config.eager_fusion = False``, or ``JITGRAD_EAGER_FUSION=0`` in the environment."""
 
 
 def log_topics() -> frozenset[str]:

@@ -16,11 +16,12 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .. import config
 from ..creation import full_like, ones_like, zeros_like
 from ..shapes import fmt_shape
 from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
-from . import grad_mode
+from . import fused_regions, grad_mode
 from .accumulate import accumulate_into_leaf
 
 __all__ = ["backward", "grad", "queue_callback", "ExecutionEngine", "execution_engine"]
@@ -475,6 +476,10 @@ class _Run:
         for t, g in leaf_roots:
             self._deliver_leaf(t, g, id(g) in shared_ids)
 
+        fuse = fused_regions.try_region if (
+            needed is None and not self.create and config.eager_fusion
+            and _TRACE.tracer is None) else None
+        declined: set = set()  # nodes of regions that run node by node
         heap = [(-n.seq, i, n) for i, n in enumerate(root_nodes) if id(n) not in deps]
         heapq.heapify(heap)
         counter = len(heap)
@@ -494,21 +499,26 @@ class _Run:
             if (node._tensor_hooks is not None or node._retain is not None
                     or node._pre_hooks is not None or self._slots is not None):
                 grads = self._pre_node(node, grads, shared_ids)
-            if needed is None or any(
-                    e is not None and id(e[0] if type(e) is tuple else e) in needed
-                    for e in edges):
-                out_grads = node.apply(grads) if self.retain else node.apply_final(grads)
-                if node._post_hooks is not None:
-                    out_grads = self._post_node(node, out_grads, grads)
-                if len(out_grads) > 1:
-                    _mark_repeats(out_grads, shared_ids)
+            region = fuse(node, grads, deps, shared_ids, declined) if fuse else None
+            if region is not None:  # node and the element-wise region it heads, fused
+                executed.extend(region[0])
+                pairs = region[1]
             else:
-                out_grads = None
-            executed.append(node)
-            for i, e in enumerate(edges):
+                if needed is None or any(
+                        e is not None and id(e[0] if type(e) is tuple else e) in needed
+                        for e in edges):
+                    out_grads = node.apply(grads) if self.retain else node.apply_final(grads)
+                    if node._post_hooks is not None:
+                        out_grads = self._post_node(node, out_grads, grads)
+                    if len(out_grads) > 1:
+                        _mark_repeats(out_grads, shared_ids)
+                    pairs = zip(edges, out_grads)
+                else:
+                    pairs = zip(edges, (None,) * len(edges))
+                executed.append(node)
+            for e, g in pairs:
                 if e is None:
                     continue
-                g = out_grads[i] if out_grads is not None else None
                 if type(e) is tuple:
                     tgt, nr = e
                     tk = id(tgt)

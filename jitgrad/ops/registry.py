@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from ..autograd.node import Node, node_class
 
-__all__ = ["OpDef", "OpNode", "REGISTRY", "defop", "get", "gather", "ELEMENTWISE", "REDUCE",
-           "MOVEMENT", "OPAQUE"]
+__all__ = ["OpDef", "OpNode", "REGISTRY", "defop", "get", "gather", "run_rule", "ELEMENTWISE",
+           "REDUCE", "MOVEMENT", "OPAQUE"]
 
 ELEMENTWISE = "elementwise"
 REDUCE = "reduce"
@@ -50,29 +50,36 @@ class OpNode(Node):
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def apply(self, grads: list) -> tuple:
-        op = self.op
         saved = self.unpack_saved()
         nin = len(self.next_edges)
         ins = saved[:nin] if saved else (None,) * nin
-        out = saved[nin] if op.save_out and saved else None
-        needs = tuple(e is not None for e in self.next_edges)
-        res = op.vjp(grads[0] if op.n_outputs == 1 else grads, ins, out, self.params, needs)
-        meta = self.in_meta
-        if meta is None or (op.kind != ELEMENTWISE and not op.cast_grads):
-            return res
-        fixed = []
-        for g, m, need in zip(res, meta, needs):
-            if g is None or not need:
-                fixed.append(None)
-                continue
-            shape, dtype = m
-            gd = g._data
-            if gd.shape != shape:
-                g = _sum_to(g, shape)
-            if gd.dtype != dtype:
-                g = g.to(_jdtype(dtype))
-            fixed.append(g)
-        return tuple(fixed)
+        out = saved[nin] if self.op.save_out and saved else None
+        return run_rule(self.op, self.params, self.in_meta,
+                        tuple(e is not None for e in self.next_edges), ins, out, grads)
+
+
+def run_rule(op: OpDef, params, in_meta, needs: tuple, ins: tuple, out, grads: list) -> tuple:
+    """An op's VJP rule on the output gradients ``grads`` (one per output), the saved inputs
+    ``ins`` (None where not saved) and output ``out``: one gradient (or None) per input,
+    summed to the input's shape and cast to its dtype where ``in_meta`` says they differ
+    (element-wise ops and ``cast_grads`` ops). :meth:`OpNode.apply`, and the replay of a
+    region of nodes that eager backward fuses (``autograd/fused_regions.py``)."""
+    res = op.vjp(grads[0] if op.n_outputs == 1 else grads, ins, out, params, needs)
+    if in_meta is None or (op.kind != ELEMENTWISE and not op.cast_grads):
+        return res
+    fixed = []
+    for g, m, need in zip(res, in_meta, needs):
+        if g is None or not need:
+            fixed.append(None)
+            continue
+        shape, dtype = m
+        gd = g._data
+        if gd.shape != shape:
+            g = _sum_to(g, shape)
+        if gd.dtype != dtype:
+            g = g.to(_jdtype(dtype))
+        fixed.append(g)
+    return tuple(fixed)
 
 
 def _sum_to(g, shape):

@@ -1,0 +1,271 @@
+"""Eager backward runs regions of element-wise nodes fused (autograd/fused_regions.py): the
+same bits, the same effects and errors as node by node, for every fusable op and for the
+graph shapes the region rule has to get right (shared leaves, nodes fed from outside,
+hooks, retain_grad, modified saved tensors, retain_graph, user gradients, threads)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import assert_same_bits, ops_helpers, run_in_threads
+
+import jitgrad as jg
+from jitgrad.autograd import fused_regions as fr
+from jitgrad.ops import REGISTRY
+
+H = ops_helpers()
+OPS = sorted(n for n, op in REGISTRY.items()
+             if op.vjp is not None and ((op.kind == "elementwise" and op.expr)
+                                        or n in ("sum", "mean")))
+
+
+@pytest.fixture
+def eager_fusion(monkeypatch):
+    """Fusion on for every region (no size floor, compiled at first sight)."""
+    monkeypatch.setattr(jg.config, "eager_fusion", True)
+    monkeypatch.setattr(fr, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(fr, "MIN_REPEATS", 1)
+    fr.clear()
+    yield
+    fr.clear()
+
+
+def _grads_both_ways(make_loss, leaves, monkeypatch, backward=lambda loss: loss.backward()):
+    """(node-by-node grads, fused grads, regions fused): ``make_loss()`` built and
+    differentiated with fusion off, then on, into fresh ``.grad``s."""
+    out = []
+    for fuse in (False, True):
+        monkeypatch.setattr(jg.config, "eager_fusion", fuse)
+        for t in leaves:
+            t.grad = None
+        before = fr.stats()["fused"]
+        backward(make_loss())
+        out.append(([None if t.grad is None else t.grad.numpy().copy() for t in leaves],
+                    fr.stats()["fused"] - before))
+    (node_by_node, _), (fused, n_fused) = out
+    return node_by_node, fused, n_fused
+
+
+def _assert_grads_equal(a, b, what):
+    for k, (x, y) in enumerate(zip(a, b)):
+        assert (x is None) == (y is None), (what, k)
+        if x is not None:
+            assert_same_bits(x, y, f"{what} gradient {k}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("name", OPS)
+def test_op_fused_backward_equals_node_by_node(name, dtype, eager_fusion, monkeypatch):
+    """Every fusable op's samples inside a region (``(op(...) * w).sum()``): bits equal."""
+    fused_any = False
+    for i in range(len(H.samples_for(name, dtype))):
+        args, p = H.sample(name, i, dtype)
+        ts = H.make_inputs(jg, args)
+        leaves = [t for t in ts if isinstance(t, jg.Tensor) and t.requires_grad]
+        probe = H.call(jg, name, ts, p)
+        if not (probe.requires_grad and probe.dtype.is_floating_point):
+            continue
+        w = jg.tensor(np.random.default_rng(1).uniform(0.5, 1.5, probe.shape),
+                      dtype=probe.dtype)
+        a, b, n = _grads_both_ways(lambda ts=ts, p=p, w=w: (H.call(jg, name, ts, p) * w).sum(),
+                                   leaves, monkeypatch)
+        _assert_grads_equal(a, b, f"{name} sample {i}")
+        fused_any = fused_any or n > 0
+    assert fused_any, f"no sample of {name} ran fused"
+
+
+def _w2(x, w, b):
+    return (jg.tanh(x * w + b) ** 2 * jg.sigmoid(x)).sum()
+
+
+def test_w2_with_default_thresholds_fuses_from_the_second_backward(monkeypatch):
+    fr.clear()
+    monkeypatch.setattr(jg.config, "eager_fusion", True)
+    rng = np.random.default_rng(0)
+    n = fr.MIN_ELEMENTS * 2
+    x, w, b = (jg.tensor(rng.standard_normal(n), dtype=jg.float32, requires_grad=True)
+               for _ in range(3))
+    ref, _, _ = _grads_both_ways(lambda: _w2(x, w, b), [x, w, b], monkeypatch)
+    fr.clear()
+    counts = []
+    for _ in range(3):
+        x.grad = w.grad = b.grad = None
+        before = fr.stats()["fused"]
+        _w2(x, w, b).backward()
+        counts.append(fr.stats()["fused"] - before)
+        _assert_grads_equal(ref, [t.grad.numpy() for t in (x, w, b)], "W2")
+    assert counts == [0, 1, 1]  # compiled when seen the second time
+    assert fr.stats()["nodes"] == 14  # sum, mul, sigmoid, pow, tanh, add, mul: twice
+
+
+def test_small_graphs_run_node_by_node(monkeypatch):
+    fr.clear()
+    monkeypatch.setattr(jg.config, "eager_fusion", True)
+    x = jg.randn(100, requires_grad=True)
+    for _ in range(3):
+        (x.tanh() * x).sum().backward()
+    assert fr.stats()["fused"] == 0
+
+
+def test_disabled_by_config(eager_fusion, monkeypatch):
+    monkeypatch.setattr(jg.config, "eager_fusion", False)
+    x = jg.randn(64, requires_grad=True)
+    (x.tanh() * x).sum().backward()
+    assert fr.stats()["fused"] == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_broadcasting_chains_with_sums(seed, eager_fusion, monkeypatch):
+    """Bias rows and columns (gradients summed to their shapes inside the region), sums over
+    rows and columns, means: the node-by-node bits."""
+    rng = np.random.default_rng(seed)
+    dt = jg.float32 if seed % 2 else jg.float64
+    rows, cols = int(rng.integers(1, 60)), int(rng.integers(1, 90))
+    x = jg.tensor(rng.standard_normal((rows, cols)), dtype=dt, requires_grad=True)
+    b = jg.tensor(rng.standard_normal(cols), dtype=dt, requires_grad=True)
+    c = jg.tensor(rng.standard_normal((rows, 1)), dtype=dt, requires_grad=True)
+
+    def loss():
+        h = jg.tanh(x * 1.5 + b) * jg.sigmoid(x - c)
+        e = (h * h + 0.5).sqrt()
+        return (e.sum() + h.sum(0).sum() * 0.25 + (e * c).sum(1).mean()
+                + jg.exp(-h).mean(0).sum() + (x * x).sum())
+
+    a, f, n = _grads_both_ways(loss, [x, b, c], monkeypatch)
+    _assert_grads_equal(a, f, "chain")
+    assert n >= 1
+
+
+def test_leaf_fed_from_inside_and_outside_the_region(eager_fusion, monkeypatch):
+    """``x`` gets one gradient from the region and one through a matmul (outside): the two
+    are summed as node by node; a leaf with three gradients, one from outside, is not
+    fused in a way that would reorder the sum."""
+    rng = np.random.default_rng(3)
+    x = jg.tensor(rng.standard_normal((8, 8)), requires_grad=True)
+    m = jg.tensor(rng.standard_normal((8, 8)), requires_grad=True)
+
+    def two():
+        return (jg.tanh(x * 2.0) * 3.0).sum() + (x @ m).sum()
+
+    def three():
+        return (jg.tanh(x * 2.0) * x).sum() + (x @ m).sum()
+
+    for make in (two, three):
+        a, f, _ = _grads_both_ways(make, [x, m], monkeypatch)
+        _assert_grads_equal(a, f, make.__name__)
+
+
+def test_existing_grads_accumulate(eager_fusion, monkeypatch):
+    x = jg.randn(50, dtype=jg.float64, requires_grad=True)
+    res = []
+    for fuse in (False, True):
+        monkeypatch.setattr(jg.config, "eager_fusion", fuse)
+        x.grad = None
+        for _ in range(3):
+            (jg.sigmoid(x) * x).sum().backward()
+        res.append(x.grad.numpy().copy())
+    assert_same_bits(res[1], res[0])
+    assert fr.stats()["fused"] == 3
+
+
+def test_user_gradient_is_not_kept_as_grad(eager_fusion):
+    """``y.backward(g)`` where ``g`` reaches a leaf unchanged (an add): the leaf's ``.grad``
+    is a copy, not the caller's tensor."""
+    x = jg.randn(20, requires_grad=True)
+    b = jg.randn(20, requires_grad=True)
+    g = jg.randn(20)
+    ((x + b) * 1.0 + b).backward(g)
+    assert fr.stats()["fused"] == 1
+    before = x.grad.numpy().copy()
+    g.mul_(2.0)
+    assert_same_bits(x.grad, before)
+    assert not np.shares_memory(x.grad.numpy(), g.numpy())
+
+
+def test_hooks_and_retain_grad_on_intermediates(eager_fusion, monkeypatch):
+    """A tensor hook or retain_grad keeps its node out of a region: the hook sees the same
+    gradient, replaces it the same way, and ``.grad`` is retained as node by node."""
+    x = jg.randn(30, dtype=jg.float64, requires_grad=True)
+    seen = []
+    res = []
+    for fuse in (False, True):
+        monkeypatch.setattr(jg.config, "eager_fusion", fuse)
+        x.grad = None
+        u = jg.tanh(x * 2.0)
+        v = u * u
+        u.register_hook(lambda g: seen.append(g.numpy().copy()) or g * 0.5)
+        v.retain_grad()
+        (jg.exp(v) * 3.0).sum().backward()
+        res.append((x.grad.numpy().copy(), v.grad.numpy().copy()))
+    assert fr.stats()["fused"] >= 1
+    assert_same_bits(seen[1], seen[0])
+    for a, b in zip(res[0], res[1]):
+        assert_same_bits(b, a)
+
+
+def test_modified_saved_tensor_raises_as_node_by_node(eager_fusion):
+    x = jg.randn(40, requires_grad=True)
+    y = jg.tanh(x * 2.0)
+    z = (y * 3.0).exp()
+    y.add_(1.0)  # y is saved by TanhBackward (its output) and by nothing else here
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+    assert x.grad is None
+    assert fr.stats()["fused"] == 0
+
+
+def test_retain_graph_and_second_backward(eager_fusion, monkeypatch):
+    x = jg.randn(25, requires_grad=True)
+    loss = (jg.sigmoid(x) * jg.tanh(x)).sum()
+    loss.backward(retain_graph=True)
+    first = x.grad.numpy().copy()
+    loss.backward()
+    assert_same_bits(x.grad, first * 2)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()
+    assert fr.stats()["fused"] == 2
+
+
+def test_create_graph_and_grad_run_node_by_node(eager_fusion):
+    x = jg.randn(10, dtype=jg.float64, requires_grad=True)
+    (gx,) = jg.autograd.grad((jg.tanh(x) * x).sum(), x, create_graph=True)
+    gx.sum().backward()  # double backward through the graph create_graph built
+    assert x.grad is not None
+    assert fr.stats()["fused"] == 1  # the second backward (plain) fused; grad() did not
+
+
+def test_threads_backward_at_once(eager_fusion):
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal(300) for _ in range(4)]
+    expected = []
+    jg.config.eager_fusion = False
+    for a in arrays:
+        t = jg.tensor(a, requires_grad=True)
+        (jg.tanh(t * 1.5) * jg.sigmoid(t)).sum().backward()
+        expected.append(t.grad.numpy().copy())
+    jg.config.eager_fusion = True
+
+    def work(i):
+        for _ in range(20):
+            t = jg.tensor(arrays[i], requires_grad=True)
+            (jg.tanh(t * 1.5) * jg.sigmoid(t)).sum().backward()
+            assert_same_bits(t.grad, expected[i])
+
+    assert run_in_threads(work, 4) == []
+    assert fr.stats()["fused"] == 80
+
+
+def test_a_region_the_compiler_refuses_runs_node_by_node(eager_fusion, monkeypatch):
+    def refuse(order, key, n_slots):
+        def fn(*tensors):
+            raise RuntimeError("the compiler refused it")
+        return fn
+
+    monkeypatch.setattr(fr, "_compile", refuse)
+    x = jg.randn(30, requires_grad=True)
+    for _ in range(2):
+        x.grad = None
+        (jg.tanh(x) * x).sum().backward()
+        assert x.grad is not None
+    assert fr.stats()["fused"] == 0
+    assert [e[1] for e in fr._REGIONS.values()] == [False]
