@@ -477,8 +477,7 @@ class _Run:
             self._deliver_leaf(t, g, id(g) in shared_ids)
 
         fuse = fused_regions.try_region if (
-            needed is None and not self.create and config.eager_fusion
-            and _TRACE.tracer is None) else None
+            not self.create and config.eager_fusion and _TRACE.tracer is None) else None
         declined: set = set()  # nodes of regions that run node by node
         heap = [(-n.seq, i, n) for i, n in enumerate(root_nodes) if id(n) not in deps]
         heapq.heapify(heap)
@@ -499,7 +498,8 @@ class _Run:
             if (node._tensor_hooks is not None or node._retain is not None
                     or node._pre_hooks is not None or self._slots is not None):
                 grads = self._pre_node(node, grads, shared_ids)
-            region = fuse(node, grads, deps, shared_ids, declined) if fuse else None
+            region = fuse(node, grads, deps, shared_ids, declined, needed,
+                          self._slots) if fuse else None
             if region is not None:  # node and the element-wise region it heads, fused
                 executed.extend(region[0])
                 pairs = region[1]

@@ -30,7 +30,9 @@ call). ``JITGRAD_EAGER_FUSION=0`` or ``jitgrad.config.eager_fusion = False`` tur
 from __future__ import annotations
 
 import heapq
+import math
 import threading
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -78,7 +80,7 @@ def _plain(node) -> bool:
 def _elements(node, grads) -> int:
     meta = node.in_meta
     if meta:
-        return max((int(np.prod(m[0])) for m in meta if m is not None), default=0)
+        return max((math.prod(m[0]) for m in meta if m is not None), default=0)
     for s in node.saved or ():
         if type(s) is tuple:
             return (s[0]._data if s[0] is not None else s[1]).size
@@ -86,9 +88,17 @@ def _elements(node, grads) -> int:
     return g._data.size if g is not None else 0
 
 
-def _grow(root, deps) -> list | None:
+def _captured(node, slots) -> bool:
+    """Whether ``grad()`` (or ``backward(inputs=)``) takes a gradient of this node's output."""
+    nid = id(node)
+    return any((nid, nr) in slots for nr in range(node.n_outputs))
+
+
+def _grow(root, deps, needed, slots) -> list | None:
     """The region's nodes: the root and every fusable node whose gradients all come from
-    nodes already in it (``deps``: the engine's in-degrees)."""
+    nodes already in it (``deps``: the engine's in-degrees); under ``grad(outputs,
+    inputs)``, only nodes on a path to an input (``needed``) whose outputs are not inputs
+    themselves (``slots``)."""
     members = [root]
     inside = {id(root)}
     arrived: dict = {}
@@ -100,7 +110,8 @@ def _grow(root, deps) -> list | None:
                 k = id(c)
                 n = arrived.get(k, 0) + 1
                 arrived[k] = n
-                if n == deps[k] and k not in inside and _plain(c):
+                if (n == deps[k] and k not in inside and _plain(c)
+                        and (slots is None or (k in needed and not _captured(c, slots)))):
                     inside.add(k)
                     members.append(c)
         i += 1
@@ -136,6 +147,62 @@ def _saved_array(entry):
     return entry[1] if entry[2][0] == entry[3] else None  # an output: (None, data, vc, ...)
 
 
+def _classify(node, index, order) -> list | None:
+    """A node's saved entries: None (not saved), ``("c", number)``, ``("a", array)``, or
+    ``("r", m, array)`` -- the output of region node ``m``, a cheap element-wise op whose
+    inputs are all saved (recomputing it may save reading the array); None where an entry
+    cannot be fused (modified, freed, under saved-tensor hooks)."""
+    out: list = []
+    for s in node.saved or ():
+        if s is None:
+            out.append(None)
+        elif type(s) in (float, int, bool):
+            out.append(("c", s))  # a number the op saved (``x * 1.5``)
+        elif type(s) is not tuple:
+            return None  # a saved-tensor hook's entry
+        else:
+            a = _saved_array(s)
+            if a is None:
+                return None
+            m = _producer(s, index, order)
+            out.append(("a", a) if m is None else ("r", m, a))
+    return out
+
+
+_CHEAP: dict = {}  # (op name, params, dtype) -> cheap to recompute
+
+
+def _producer(entry, index, order) -> int | None:
+    """The index of the region node whose output a saved input ``entry`` is, where that
+    node is a cheap element-wise op (``partition.cheap_op``) with every input saved."""
+    t = entry[0]
+    if t is None or t._output_nr or t._grad_fn is None:
+        return None
+    m = index.get(id(t._grad_fn))
+    if m is None:
+        return None
+    node = order[m]
+    nin = len(node.next_edges)
+    saved = node.saved
+    if saved is None or len(saved) < nin or any(x is None for x in saved[:nin]):
+        return None
+    params = node.params
+    key = (node.op.name, tuple(sorted(params.items())) if params else None, t._data.dtype)
+    cheap = _CHEAP.get(key)
+    if cheap is None:
+        from ..compiler.partition import cheap_op
+
+        cheap = _CHEAP[key] = t._data.dtype.kind == "f" and cheap_op(
+            node.op, params or {}, t._data.dtype)
+    return m if cheap else None
+
+
+def _reads_only(entries, nin: int, reads: set) -> bool:
+    """Whether a node's first ``nin`` saved entries (its inputs) are numbers or arrays
+    the region reads anyway."""
+    return all(c[0] == "c" or (c[0] == "a" and id(c[1]) in reads) for c in entries[:nin])
+
+
 def _describe(order, grads, deps):
     """(structure key, argument arrays, boundary slots per edge) of a region, or None where
     it cannot be fused (a saved array modified, not on the CPU, unhashable params, a
@@ -162,25 +229,26 @@ def _describe(order, grads, deps):
         if j is None:
             return None
         root_grads.append(j)
+    entries = [_classify(n, index, order) for n in order]
+    if any(x is None for x in entries):
+        return None
+    reads = {id(c[1]) for es in entries for c in es if c is not None and c[0] == "a"}
     slots: dict = {}      # id(target), nr -> slot
     fed: dict = {}        # id(target) -> region edges into it
     nodes = []
-    for n in order:
+    for n, es in zip(order, entries):
         saved = []
-        for s in n.saved or ():
-            if s is None:
-                saved.append(None)
-                continue
-            if type(s) in (float, int, bool):
-                saved.append(("c", s))  # a number the op saved (``x * 1.5``): a constant
-                continue
-            if type(s) is not tuple:
-                return None  # a saved-tensor hook's entry
-            a = _saved_array(s)
-            j = arg(a) if a is not None else None
-            if j is None:
-                return None
-            saved.append(j)
+        for c in es:
+            if c is None or c[0] == "c":
+                saved.append(c)
+            elif c[0] == "r" and _reads_only(entries[c[1]], len(order[c[1]].next_edges),
+                                             reads):
+                saved.append(("r", c[1]))  # recomputed from what the region reads anyway
+            else:
+                j = arg(c[-1])
+                if j is None:
+                    return None
+                saved.append(j)
         edges = []
         for e in n.next_edges:
             if e is None:
@@ -212,11 +280,12 @@ def _replay(ops, key, n_slots, tensors):
     nodes, root_grads, _ = key
     bufs: dict = {0: [tensors[j] if j is not None else None for j in root_grads]}
     outs: list = [None] * n_slots
+    made: dict = {}  # region node -> its output, recomputed
     for i, (op, (_, params, in_meta, saved, edges)) in enumerate(zip(ops, nodes)):
         grads = bufs.pop(i, None)
         if grads is None or all(g is None for g in grads):
             continue  # no gradient reached it (the engine skips it too)
-        vals = [tensors[j] if type(j) is int else (j if j is None else j[1]) for j in saved]
+        vals = [_value(j, ops, nodes, tensors, made) for j in saved]
         nin = len(edges)
         ins = tuple(vals[:nin]) if vals else (None,) * nin
         out = vals[nin] if op.save_out and vals else None
@@ -235,10 +304,40 @@ def _replay(ops, key, n_slots, tensors):
     return tuple(outs)
 
 
+def _value(spec, ops, nodes, tensors, made):
+    """A saved entry's value in the replay: an argument, a number, or a region node's
+    output recomputed by its own op from its saved inputs (the forward kernel's bits)."""
+    if type(spec) is int:
+        return tensors[spec]
+    if spec is None or spec[0] == "c":
+        return spec if spec is None else spec[1]
+    m = spec[1]
+    v = made.get(m)
+    if v is None:
+        from ..ops.dispatch import elementwise
+
+        _, params, _, saved, edges = nodes[m]
+        ins = tuple(_value(j, ops, nodes, tensors, made) for j in saved[:len(edges)])
+        v = made[m] = elementwise(ops[m], ins, dict(params) if params else None)
+    return v
+
+
 def _run_rule(*a):
     from ..ops.registry import run_rule
 
     return run_rule(*a)
+
+
+def _log(msg: str) -> None:
+    from ..jit.function import _log as log
+
+    log("fusion", f"eager backward region {msg}")
+
+
+def _runs_eagerly(fn) -> bool:
+    from ..jit.entry import EagerEntry
+
+    return any(isinstance(e, EagerEntry) for es in fn._entries.values() for e in es)
 
 
 def _compile(order, key, n_slots):
@@ -252,16 +351,18 @@ def _compile(order, key, n_slots):
     return jit_compile(eager_backward_region, fullgraph=True)
 
 
-def try_region(root, grads, deps, shared_ids: set, declined: set):
+def try_region(root, grads, deps, shared_ids: set, declined: set, needed=None, slots=None):
     """Run the region headed by ``root`` (its output gradients ``grads``) fused, if it has
     one worth fusing: returns ``(nodes, pairs)`` -- the region's nodes (executed) and, for
     every edge leaving it, ``(edge, gradient or None)`` for the engine to deliver (a
     target's summed gradient on its first edge) -- or None (the engine runs ``root``
     alone). ``declined``: ids of nodes of this pass's regions that run node by node (not
-    looked at again: their sub-regions are not structures of their own)."""
-    if id(root) in declined or not _plain(root) or _elements(root, grads) < MIN_ELEMENTS:
+    looked at again: their sub-regions are not structures of their own); ``needed`` and
+    ``slots``: the engine's, under ``grad()`` / ``backward(inputs=)``."""
+    if (id(root) in declined or not _plain(root) or _elements(root, grads) < MIN_ELEMENTS
+            or (slots is not None and id(root) not in needed)):
         return None
-    members = _grow(root, deps)
+    members = _grow(root, deps, needed, slots)
     if members is None:
         return None
     declined.update(id(n) for n in members)  # (unless it runs fused below: then unused)
@@ -282,15 +383,23 @@ def try_region(root, grads, deps, shared_ids: set, declined: set):
         if entry[1] is False or entry[0] < MIN_REPEATS:
             return None
         fn = entry[1]
-        if fn is None:
+        first = fn is None
+        if first:
             fn = entry[1] = _compile(order, key, n_slots)
         try:
-            outs = fn(*(wrap(a) for a in arrays))
-        except Exception:
-            if entry[0] > MIN_REPEATS:
-                raise  # it compiled and ran before: a real error
-            entry[1] = False  # the compiler cannot take it: node by node from now on
+            if first:  # (jitgrad.compile's warnings are about this internal function)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    outs = fn(*(wrap(a) for a in arrays))
+            else:
+                outs = fn(*(wrap(a) for a in arrays))
+        except Exception as exc:  # nothing ran: node by node computes it (or raises)
+            entry[1] = False
+            _log(f"{[n.op.name for n in order]} runs node by node: the compiler refused "
+                 f"it ({type(exc).__name__}: {exc})")
             return None
+        if first and _runs_eagerly(fn):
+            entry[1] = False  # jitgrad.compile ran it eagerly: node by node is as good
         _STATS["fused"] += 1
         _STATS["nodes"] += len(order)
     inputs = {id(a) for a in arrays}

@@ -23,17 +23,20 @@ from ..trace.ir import Eqn, Var
 from .describe import _equation_line
 from .kernel_desc import _MATH_CALL
 
-__all__ = ["recompute_cheap_residuals", "all_residuals"]
+__all__ = ["recompute_cheap_residuals", "all_residuals", "cheap_op"]
+
+
+def cheap_op(op, params: dict, cdt) -> bool:
+    """An element-wise op whose kernel expression (with these params, computing in
+    ``cdt``) calls no transcendental function: cheaper to recompute than to read."""
+    if isinstance(op, str) or op.kind != "elementwise" or op.expr is None or not op.fusable:
+        return False
+    line = _equation_line(op, params, [f"a{k}" for k in range(len(op.inputs))], cdt, True)
+    return _MATH_CALL.search(line) is None and not re.search(r"\bpow\(", line)
 
 
 def _cheap(e: Eqn) -> bool:
-    """An element-wise op whose kernel expression calls no transcendental function."""
-    op = e.op
-    if isinstance(op, str) or op.kind != "elementwise" or op.expr is None or not op.fusable:
-        return False
-    line = _equation_line(op, e.params, [f"a{k}" for k in range(len(op.inputs))],
-                          e.cdt if e.cdt is not None else e.out.dtype, True)
-    return _MATH_CALL.search(line) is None and not re.search(r"\bpow\(", line)
+    return cheap_op(e.op, e.params, e.cdt if e.cdt is not None else e.out.dtype)
 
 
 def recompute_cheap_residuals(gi, graph) -> None:
