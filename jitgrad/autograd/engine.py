@@ -479,6 +479,7 @@ class _Run:
         fuse = fused_regions.try_region if (
             not self.create and config.eager_fusion and _TRACE.tracer is None) else None
         declined: set = set()  # nodes of regions that run node by node
+        min_size = fused_regions.MIN_ELEMENTS
         heap = [(-n.seq, i, n) for i, n in enumerate(root_nodes) if id(n) not in deps]
         heapq.heapify(heap)
         counter = len(heap)
@@ -498,8 +499,11 @@ class _Run:
             if (node._tensor_hooks is not None or node._retain is not None
                     or node._pre_hooks is not None or self._slots is not None):
                 grads = self._pre_node(node, grads, shared_ids)
-            region = fuse(node, grads, deps, shared_ids, declined, needed,
-                          self._slots) if fuse else None
+            region = None
+            if fuse is not None:  # (a large gradient, or a node that broadcasts or sums)
+                g0 = grads[0]
+                if (g0 is not None and g0._data.size >= min_size) or node.in_meta is not None:
+                    region = fuse(node, grads, deps, shared_ids, declined, needed, self._slots)
             if region is not None:  # node and the element-wise region it heads, fused
                 executed.extend(region[0])
                 pairs = region[1]
