@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 import threading
 import warnings
 from collections import OrderedDict
@@ -50,6 +51,15 @@ _MAX_STRUCTURES = 256  # structures remembered (least recently used forgotten)
 _LOCK = threading.Lock()
 _REGIONS: OrderedDict = OrderedDict()  # structure key -> [times seen, compiled fn | False]
 _STATS = {"fused": 0, "nodes": 0}
+
+
+def _reset_after_fork() -> None:
+    global _LOCK  # a lock another thread held at the fork stays held in the child
+    _LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 def stats() -> dict:
@@ -187,14 +197,31 @@ def _producer(entry, index, order) -> int | None:
     if saved is None or len(saved) < nin or any(x is None for x in saved[:nin]):
         return None
     params = node.params
-    key = (node.op.name, tuple(sorted(params.items())) if params else None, t._data.dtype)
+    p = _params_key(params)
+    if p is False:
+        return None
+    key = (node.op.name, p, t._data.dtype)
     cheap = _CHEAP.get(key)
     if cheap is None:
         from ..compiler.partition import cheap_op
 
+        if len(_CHEAP) > 4096:  # (params that change every call: bounded)
+            _CHEAP.clear()
         cheap = _CHEAP[key] = t._data.dtype.kind == "f" and cheap_op(
             node.op, params or {}, t._data.dtype)
     return m if cheap else None
+
+
+def _params_key(params):
+    """A node's params as a hashable key (None: none), or False where they cannot be one."""
+    if not params:
+        return None
+    try:
+        p = tuple(sorted(params.items()))
+        hash(p)
+    except TypeError:
+        return False
+    return p
 
 
 def _reads_only(entries, nin: int, reads: set) -> bool:
@@ -260,11 +287,8 @@ def _describe(order, grads, deps):
                 k = id(tgt)
                 fed[k] = fed.get(k, 0) + 1
                 edges.append(("b", slots.setdefault((k, nr), len(slots))))
-        params = n.params
-        try:
-            p = tuple(sorted(params.items())) if params else None
-            hash(p)
-        except TypeError:
+        p = _params_key(n.params)
+        if p is False:
             return None
         nodes.append((n.op.name, p, n.in_meta, tuple(saved), tuple(edges)))
     for k, n in fed.items():

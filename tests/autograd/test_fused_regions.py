@@ -162,6 +162,29 @@ def test_views_and_saved_arrays_sharing_memory(eager_fusion, monkeypatch):
     assert n >= 1
 
 
+@pytest.mark.parametrize("scalar", [1.5, 3, -0.1, 1e30])
+def test_recomputed_values_with_numbers_and_mixed_dtypes(scalar, eager_fusion, monkeypatch):
+    """Saved values recomputed inside the region (``x * k``, ``k - x``, ``x / k`` saved by a
+    product) with Python numbers of every kind, and float32 mixed with float64: the
+    forward's bits."""
+    rng = np.random.default_rng(13)
+    x = jg.tensor(rng.standard_normal(50), dtype=jg.float32, requires_grad=True)
+    y = jg.tensor(rng.standard_normal(50), dtype=jg.float64, requires_grad=True)
+
+    def loss():
+        a = x * scalar
+        b = scalar - x
+        c = x / scalar
+        d = x * y  # float32 * float64 -> float64
+        return (a * b * c * jg.tanh(d) * (d * 2)).sum()
+
+    ref, got, n = _grads_both_ways(loss, [x, y], monkeypatch)
+    _assert_grads_equal(ref, got, f"k={scalar}")
+    assert n >= 1
+    key = next(iter(fr._REGIONS))
+    assert any(type(c) is tuple and c[0] == "r" for node in key[0] for c in node[3])
+
+
 def test_leaf_fed_from_inside_and_outside_the_region(eager_fusion, monkeypatch):
     """``x`` gets one gradient from the region and one through a matmul (outside): the two
     are summed as node by node; a leaf with three gradients, one from outside, is not
