@@ -390,3 +390,13 @@ def test_one_node_backward_keeps_hooks_and_the_seed_is_never_a_grad():
     z = jg.tensor(1.0, requires_grad=True)
     (z + 0).backward()
     assert z.grad.item() == 1.0 and y.grad.item() == 2.0
+
+
+def test_a_node_post_hook_returning_the_wrong_number_of_gradients_raises():
+    x = jg.randn(3, requires_grad=True)
+    y = jg.randn(3, requires_grad=True)
+    z = x * y
+    z.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (grad_inputs[0],))
+    with pytest.raises(RuntimeError, match="incorrect number of values"):
+        z.sum().backward()
+    assert x.grad is None and y.grad is None

@@ -612,7 +612,12 @@ class _Run:
         for fn in list(node._post_hooks.values()):
             r = fn(tuple(out), tuple(grads))
             if r is not None:
-                out = tuple(r)
+                r = tuple(r)
+                if len(r) != len(out):  # (every edge needs its entry)
+                    raise RuntimeError(
+                        f"hook '{getattr(fn, '__name__', 'hook')}' has returned an incorrect "
+                        f"number of values (got {len(r)}, but expected {len(out)})")
+                out = r
         return out
 
     def _capture(self, i, g):

@@ -344,3 +344,4 @@ def test_a_region_the_compiler_refuses_runs_node_by_node(eager_fusion, monkeypat
         assert x.grad is not None
     assert fr.stats()["fused"] == 0
     assert [e[1] for e in fr._REGIONS.values()] == [False]
+
