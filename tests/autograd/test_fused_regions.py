@@ -345,3 +345,14 @@ def test_a_region_the_compiler_refuses_runs_node_by_node(eager_fusion, monkeypat
     assert fr.stats()["fused"] == 0
     assert [e[1] for e in fr._REGIONS.values()] == [False]
 
+
+
+def test_a_number_that_changes_between_backwards_is_never_stale(eager_fusion, monkeypatch):
+    """The numbers a node saved are part of the region's structure: a loop whose scale
+    changes each step gets each step's gradient (a structure per value, never a stale one)."""
+    x = jg.randn(64, dtype=jg.float32, requires_grad=True)
+    for k in (1.5, 2.5, 1.5, -3.0):
+        ref, got, n = _grads_both_ways(lambda k=k: (jg.tanh(x * k) * x).sum(), [x],
+                                       monkeypatch)
+        _assert_grads_equal(ref, got, f"k={k}")
+        assert n == 1
