@@ -1,0 +1,476 @@
+/* jitgrad._nativepool: the thread pool's launch path without the GIL.
+ *
+ * A parallel kernel is a sequential Numba function over parts, ``kernel(lo, hi, *args)``
+ * (kernels/pool.py). The Python pool hands a share to a worker that wakes on a lock and takes
+ * the GIL to call the Numba dispatcher: ~60 us per launch on the 2-core project machine, as
+ * long as a 1e6-element multiply's whole share. Here the workers are C threads that call the
+ * kernel's machine code (the native function Numba compiled for these argument types, its
+ * address read from the compiled overload) with the arguments flattened as Numba's calling
+ * convention passes them; between kernels they spin a short while (as OpenMP's workers do),
+ * so a launch that follows another costs a store and a cache-line transfer.
+ *
+ * Numba's native functions are ``int32 fn(void *retptr, void *excinfo, args...)`` with each
+ * argument flattened to its data model's members (an array: meminfo, parent, nitems, itemsize,
+ * data, shape[ndim], strides[ndim]; a number: its value). On x86-64 System V every one of
+ * those members is an integer-class word except float/double numbers, which travel in xmm0-7
+ * in order whatever their position among the words; the caller cleans the stack, so calling
+ * through a type with more integer parameters than the function takes passes its words in
+ * the right registers and stack slots and the extra ones are never read. So one function
+ * type -- MAX_WORDS words, then MAX_FLOATS doubles -- calls every kernel of at most that many
+ * words and 8 numbers (a float32 number is passed as the low half of its double slot, where
+ * the callee reads it). Elsewhere (another ABI) ``run`` answers UNSUPPORTED and the Python
+ * pool runs the kernel.
+ *
+ * ``run`` returns 0 when the kernel ran on the pool, BUSY when another thread holds the pool
+ * (the caller runs the kernel itself, as the Python pool does), UNSUPPORTED for arguments it
+ * cannot flatten (another spec), or the first non-success status a share returned (the caller
+ * runs the kernel through Numba again to raise its exception).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_20_API_VERSION
+#include <numpy/arrayobject.h>
+
+#define RUN_OK 0
+#define RUN_BUSY 1000
+#define RUN_UNSUPPORTED 1001
+
+#if defined(__linux__) && defined(__x86_64__)
+#define NATIVE_POOL 1
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <immintrin.h>
+
+#define MAX_WORDS 192      /* retptr, excinfo, lo, hi, then the arguments' words */
+#define MAX_FLOATS 8
+#define MAX_THREADS 256
+
+#define W4(b) int64_t, int64_t, int64_t, int64_t
+#define W16(b) W4(b), W4(b), W4(b), W4(b)
+#define W64(b) W16(b), W16(b), W16(b), W16(b)
+typedef int32_t (*native_fn)(W64(0), W64(0), W64(0),
+                             double, double, double, double, double, double, double, double);
+#define A4(i) w[i], w[i + 1], w[i + 2], w[i + 3]
+#define A16(i) A4(i), A4(i + 4), A4(i + 8), A4(i + 12)
+#define A64(i) A16(i), A16(i + 16), A16(i + 32), A16(i + 48)
+
+typedef struct {
+    native_fn fn;
+    int nwords;                 /* words after retptr, excinfo, lo, hi */
+    int64_t words[MAX_WORDS];
+    double floats[MAX_FLOATS];
+} task_t;
+
+static int32_t
+call_share(const task_t *t, int64_t lo, int64_t hi)
+{
+    int64_t w[MAX_WORDS] = {0};
+    int64_t ret[4] = {0, 0, 0, 0};
+    void *exc = NULL;
+    w[0] = (int64_t)(intptr_t)ret;
+    w[1] = (int64_t)(intptr_t)&exc;
+    w[2] = lo;
+    w[3] = hi;
+    memcpy(w + 4, t->words, sizeof(int64_t) * (size_t)t->nwords);
+    /* the words past the kernel's own are passed and never read */
+    const double *f = t->floats;
+    return t->fn(A64(0), A64(64), A64(128), f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]);
+}
+
+/* ------------------------------------------------------------------ futex and time */
+static void
+futex_wait(_Atomic uint32_t *addr, uint32_t expected)
+{
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+static void
+futex_wake(_Atomic uint32_t *addr)
+{
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+static int64_t
+now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Wait until (*word == value) == equal: spin for spin_ns, then sleep on the futex
+ * (``sleeping`` tells the waker to call futex_wake; the seq_cst store/load pairs make one of
+ * the two sides see the other). */
+static void
+await_word(_Atomic uint32_t *word, uint32_t value, int equal, _Atomic uint32_t *sleeping,
+           int64_t spin_ns)
+{
+#define READY(x) (((x) == value) == equal)
+    if (READY(atomic_load_explicit(word, memory_order_acquire)))
+        return;
+    int64_t until = now_ns() + spin_ns;
+    for (unsigned k = 1;; k++) {
+        _mm_pause();
+        if (READY(atomic_load_explicit(word, memory_order_acquire)))
+            return;
+        if ((k & 63) == 0 && now_ns() > until)
+            break;
+    }
+    for (;;) {
+        uint32_t x = atomic_load(word);
+        if (READY(x))
+            return;
+        atomic_store(sleeping, 1);
+        if (atomic_load(word) == x)
+            futex_wait(word, x);
+        atomic_store(sleeping, 0);
+    }
+#undef READY
+}
+
+static void
+announce(_Atomic uint32_t *word, uint32_t value, _Atomic uint32_t *sleeping)
+{
+    atomic_store(word, value);
+    if (atomic_load(sleeping))
+        futex_wake(word);
+}
+
+/* ------------------------------------------------------------------ the pool */
+typedef struct pool pool_t;
+
+typedef struct {
+    _Alignas(64) _Atomic uint32_t go;        /* generation to run */
+    _Atomic uint32_t go_sleeping;
+    _Alignas(64) _Atomic uint32_t done;      /* generation finished */
+    _Atomic uint32_t done_sleeping;
+    int64_t lo, hi;
+    int32_t status;
+    pool_t *pool;
+} worker_t;
+
+struct pool {
+    int threads;                              /* including the caller */
+    int64_t spin_ns;
+    _Atomic int busy;
+    _Atomic int quit;
+    uint32_t generation;
+    task_t task;
+    worker_t *workers;                        /* threads - 1 */
+};
+
+static pool_t *the_pool;                      /* guarded by the GIL */
+static unsigned long long launches;           /* kernels run on the pool (tests, stats) */
+
+static void *
+worker_main(void *arg)
+{
+    worker_t *w = (worker_t *)arg;
+    pool_t *p = w->pool;
+    uint32_t seen = 0;
+    for (;;) {
+        await_word(&w->go, seen, 0, &w->go_sleeping, p->spin_ns);
+        seen = atomic_load_explicit(&w->go, memory_order_acquire);
+        if (atomic_load(&p->quit))
+            return NULL;                      /* the pool was replaced; its memory stays */
+        w->status = call_share(&p->task, w->lo, w->hi);
+        announce(&w->done, seen, &w->done_sleeping);
+    }
+}
+
+static void
+after_fork_child(void)
+{
+    /* the parent's workers do not exist here: the next launch starts a new pool */
+    the_pool = NULL;
+}
+
+static pool_t *
+pool_for(int threads, int64_t spin_ns)
+{
+    pool_t *p = the_pool;
+    if (p != NULL && p->threads == threads) {
+        p->spin_ns = spin_ns;
+        return p;
+    }
+    if (p != NULL) {
+        if (atomic_exchange(&p->busy, 1))
+            return NULL;                      /* in use by another thread right now */
+        atomic_store(&p->quit, 1);
+        for (int k = 0; k < p->threads - 1; k++)
+            announce(&p->workers[k].go, ++p->generation, &p->workers[k].go_sleeping);
+        the_pool = NULL;                      /* its workers exit; the memory is kept */
+    }
+    p = calloc(1, sizeof(pool_t));
+    if (p == NULL)
+        return NULL;
+    p->threads = threads;
+    p->spin_ns = spin_ns;
+    p->workers = aligned_alloc(64, sizeof(worker_t) * (size_t)(threads > 1 ? threads - 1 : 1));
+    if (p->workers == NULL) {
+        free(p);
+        return NULL;
+    }
+    memset(p->workers, 0, sizeof(worker_t) * (size_t)(threads > 1 ? threads - 1 : 1));
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    for (int k = 0; k < threads - 1; k++) {
+        pthread_t th;
+        p->workers[k].pool = p;
+        if (pthread_create(&th, &attr, worker_main, &p->workers[k]) != 0) {
+            /* fewer threads than asked: stop the ones started, give up the native path */
+            atomic_store(&p->quit, 1);
+            for (int j = 0; j < k; j++)
+                announce(&p->workers[j].go, 1, &p->workers[j].go_sleeping);
+            pthread_attr_destroy(&attr);
+            return NULL;
+        }
+    }
+    pthread_attr_destroy(&attr);
+    the_pool = p;
+    return p;
+}
+
+/* Flatten ``args`` into the task's words and floats as ``kinds`` says: 'a' an array, 'i' an
+ * int64 word, 'b' a bool word, 'd' a double, 'f' a float32. 0, or -1 when they do not fit. */
+static int
+flatten(task_t *t, const char *kinds, Py_ssize_t nk, PyObject *args)
+{
+    int nw = 0, nf = 0;
+    if (PyTuple_GET_SIZE(args) != nk)
+        return -1;
+    for (Py_ssize_t k = 0; k < nk; k++) {
+        PyObject *o = PyTuple_GET_ITEM(args, k);
+        switch (kinds[k]) {
+        case 'a': {
+            if (!PyArray_Check(o))
+                return -1;
+            PyArrayObject *a = (PyArrayObject *)o;
+            int nd = PyArray_NDIM(a);
+            if (nw + 5 + 2 * nd > MAX_WORDS - 4)
+                return -1;
+            t->words[nw++] = 0;                            /* meminfo: none (borrowed) */
+            t->words[nw++] = 0;                            /* parent */
+            t->words[nw++] = (int64_t)PyArray_SIZE(a);
+            t->words[nw++] = (int64_t)PyArray_ITEMSIZE(a);
+            t->words[nw++] = (int64_t)(intptr_t)PyArray_DATA(a);
+            for (int d = 0; d < nd; d++)
+                t->words[nw++] = (int64_t)PyArray_DIMS(a)[d];
+            for (int d = 0; d < nd; d++)
+                t->words[nw++] = (int64_t)PyArray_STRIDES(a)[d];
+            break;
+        }
+        case 'i':
+        case 'b': {
+            if (nw + 1 > MAX_WORDS - 4)
+                return -1;
+            long long v = PyLong_AsLongLong(o);
+            if (v == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return -1;
+            }
+            t->words[nw++] = (int64_t)v;
+            break;
+        }
+        case 'd':
+        case 'f': {
+            if (nf + 1 > MAX_FLOATS)
+                return -1;
+            double v = PyFloat_AsDouble(o);
+            if (v == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return -1;
+            }
+            if (kinds[k] == 'f') {
+                union { double d; float f[2]; } u;
+                u.d = 0.0;
+                u.f[0] = (float)v;                         /* exact: o is a float32 */
+                v = u.d;
+            }
+            t->floats[nf++] = v;
+            break;
+        }
+        default:
+            return -1;
+        }
+    }
+    t->nwords = nw;
+    for (; nf < MAX_FLOATS; nf++)
+        t->floats[nf] = 0.0;
+    return 0;
+}
+
+static int
+is_success(int32_t status)
+{
+    return status == 0 || status == -2;       /* Numba's RETCODE_OK and RETCODE_NONE */
+}
+#endif /* NATIVE_POOL */
+
+/* run(address, kinds, parts, args, threads, spin_us) -> 0 / BUSY / UNSUPPORTED / status */
+static PyObject *
+run(PyObject *mod, PyObject *const *argv, Py_ssize_t argc)
+{
+    if (argc != 6) {
+        PyErr_SetString(PyExc_TypeError, "run(address, kinds, parts, args, threads, spin_us)");
+        return NULL;
+    }
+#ifndef NATIVE_POOL
+    return PyLong_FromLong(RUN_UNSUPPORTED);
+#else
+    void *addr = PyLong_AsVoidPtr(argv[0]);
+    if (addr == NULL && PyErr_Occurred())
+        return NULL;
+    if (!PyBytes_Check(argv[1]) || !PyTuple_Check(argv[3])) {
+        PyErr_SetString(PyExc_TypeError, "run: kinds must be bytes and args a tuple");
+        return NULL;
+    }
+    long long parts = PyLong_AsLongLong(argv[2]);
+    long threads = PyLong_AsLong(argv[4]);
+    double spin_us = PyFloat_AsDouble(argv[5]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (addr == NULL || threads < 2 || threads > MAX_THREADS || parts < 2)
+        return PyLong_FromLong(RUN_UNSUPPORTED);
+    pool_t *p = pool_for((int)threads, (int64_t)(spin_us * 1000.0));
+    if (p == NULL)
+        return PyLong_FromLong(RUN_BUSY);
+    if (atomic_exchange(&p->busy, 1))
+        return PyLong_FromLong(RUN_BUSY);
+    task_t *t = &p->task;
+    if (flatten(t, PyBytes_AS_STRING(argv[1]), PyBytes_GET_SIZE(argv[1]), argv[3]) < 0) {
+        atomic_store(&p->busy, 0);
+        return PyLong_FromLong(RUN_UNSUPPORTED);
+    }
+    t->fn = (native_fn)addr;
+    int n = (int)(threads < parts ? threads : parts);
+    uint32_t gen = ++p->generation;
+    int32_t status = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (int k = 1; k < n; k++) {
+        worker_t *w = &p->workers[k - 1];
+        w->lo = (int64_t)(parts * k / n);
+        w->hi = (int64_t)(parts * (k + 1) / n);
+        announce(&w->go, gen, &w->go_sleeping);
+    }
+    status = call_share(t, 0, (int64_t)(parts / n));
+    for (int k = 1; k < n; k++) {
+        worker_t *w = &p->workers[k - 1];
+        await_word(&w->done, gen, 1, &w->done_sleeping, p->spin_ns);
+        if (is_success(status))
+            status = w->status;
+    }
+    Py_END_ALLOW_THREADS
+    atomic_store(&p->busy, 0);
+    launches++;
+    return PyLong_FromLong(is_success(status) ? RUN_OK : (long)status);
+#endif
+}
+
+/* key(args) -> bytes naming each argument's Numba type as the dispatcher types it (an array's
+ * dtype, ndim, contiguity, writability, alignment; a Python int, bool or float; a NumPy
+ * float32/float64 number), or None for an argument the native path does not pass. */
+static PyObject *
+key(PyObject *mod, PyObject *args)
+{
+    if (!PyTuple_Check(args)) {
+        PyErr_SetString(PyExc_TypeError, "key: args must be a tuple");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    char buf[4 * 64];
+    Py_ssize_t len = 0;
+    if (n > 64)
+        Py_RETURN_NONE;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *o = PyTuple_GET_ITEM(args, k);
+        if (PyArray_CheckExact(o)) {
+            PyArrayObject *a = (PyArrayObject *)o;
+            PyArray_Descr *d = PyArray_DESCR(a);
+            int tn = d->type_num;
+            if (PyArray_ISBYTESWAPPED(a) || tn > NPY_CLONGDOUBLE || tn == NPY_LONGDOUBLE ||
+                    tn == NPY_CLONGDOUBLE)
+                Py_RETURN_NONE;
+            int flags = PyArray_FLAGS(a);
+            buf[len++] = 'A';
+            buf[len++] = (char)(tn + 1);
+            buf[len++] = (char)(PyArray_NDIM(a) + 1);
+            buf[len++] = (char)(1 + ((flags & NPY_ARRAY_C_CONTIGUOUS) ? 1 : 0) +
+                                ((flags & NPY_ARRAY_F_CONTIGUOUS) ? 2 : 0) +
+                                ((flags & NPY_ARRAY_WRITEABLE) ? 4 : 0) +
+                                ((flags & NPY_ARRAY_ALIGNED) ? 8 : 0));
+        } else if (PyBool_Check(o)) {
+            buf[len++] = 'b';
+        } else if (PyLong_CheckExact(o)) {
+            buf[len++] = 'i';
+        } else if (PyFloat_CheckExact(o)) {
+            buf[len++] = 'd';
+        } else if (PyArray_IsScalar(o, Double)) {
+            buf[len++] = 'D';
+        } else if (PyArray_IsScalar(o, Float)) {
+            buf[len++] = 'f';
+        } else {
+            Py_RETURN_NONE;
+        }
+    }
+    return PyBytes_FromStringAndSize(buf, len);
+}
+
+static PyObject *
+launch_count(PyObject *mod, PyObject *unused)
+{
+    return PyLong_FromUnsignedLongLong(launches);
+}
+
+static PyObject *
+supported(PyObject *mod, PyObject *unused)
+{
+#ifdef NATIVE_POOL
+    Py_RETURN_TRUE;
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
+static PyMethodDef methods[] = {
+    {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
+     "run(address, kinds, parts, args, threads, spin_us): a kernel's native function over "
+     "[0, parts) split across the C pool; 0, BUSY, UNSUPPORTED or the failing status."},
+    {"key", key, METH_O, "key(args): bytes naming the arguments' types, or None."},
+    {"launches", launch_count, METH_NOARGS, "Kernels run on the C pool so far."},
+    {"supported", supported, METH_NOARGS, "Whether this platform has the native pool."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_nativepool",
+    "The thread pool's launch path without the GIL (see jitgrad/_nativepool.c).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__nativepool(void)
+{
+    import_array();
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+#ifdef NATIVE_POOL
+    pthread_atfork(NULL, NULL, after_fork_child);
+#endif
+    if (PyModule_AddIntConstant(m, "BUSY", RUN_BUSY) < 0 ||
+        PyModule_AddIntConstant(m, "UNSUPPORTED", RUN_UNSUPPORTED) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
