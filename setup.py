@@ -11,8 +11,9 @@ setup(ext_modules=[
     Extension(
         "jitgrad._fastops", ["jitgrad/_fastops.c"], include_dirs=[numpy.get_include()],
         # IEEE arithmetic as written: no contraction, no fast-math (the bits of the Numba
-        # kernels)
-        extra_compile_args=["-O2", "-ffp-contract=off", "-fno-fast-math", "-std=c11"],
+        # kernels); -O3 vectorises the element loops (-O2's cost model leaves a loop of
+        # unknown trip count scalar: x * y at 16K float32 took 9.2 us, NumPy 2.3)
+        extra_compile_args=["-O3", "-ffp-contract=off", "-fno-fast-math", "-std=c11"],
         optional=True),
     Extension(
         "jitgrad._nativepool", ["jitgrad/_nativepool.c"], include_dirs=[numpy.get_include()],

@@ -24,7 +24,11 @@
  * ``run`` returns 0 when the kernel ran on the pool, BUSY when another thread holds the pool
  * (the caller runs the kernel itself, as the Python pool does), UNSUPPORTED for arguments it
  * cannot flatten (another spec), or the first non-success status a share returned (the caller
- * runs the kernel through Numba again to raise its exception).
+ * runs the kernel through Numba again to raise its exception). A ``hot_only`` launch (a
+ * kernel too small to pay a worker's wake-up from sleep, ~60 us here) runs only when the
+ * workers it needs are spinning; otherwise it returns COLD at once -- the caller runs the
+ * kernel itself -- after sending the sleeping workers a wake-up, so that a run of such kernels
+ * goes parallel from its second.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -37,6 +41,7 @@
 #define RUN_OK 0
 #define RUN_BUSY 1000
 #define RUN_UNSUPPORTED 1001
+#define RUN_COLD 1002
 
 #if defined(__linux__) && defined(__x86_64__)
 #define NATIVE_POOL 1
@@ -153,6 +158,7 @@ typedef struct {
     _Alignas(64) _Atomic uint32_t done;      /* generation finished */
     _Atomic uint32_t done_sleeping;
     int64_t lo, hi;
+    int noop;                                 /* a wake-up only: run nothing */
     int32_t status;
     pool_t *pool;
 } worker_t;
@@ -181,7 +187,8 @@ worker_main(void *arg)
         seen = atomic_load_explicit(&w->go, memory_order_acquire);
         if (atomic_load(&p->quit))
             return NULL;                      /* the pool was replaced; its memory stays */
-        w->status = call_share(&p->task, w->lo, w->hi);
+        if (!w->noop)
+            w->status = call_share(&p->task, w->lo, w->hi);
         announce(&w->done, seen, &w->done_sleeping);
     }
 }
@@ -316,12 +323,36 @@ is_success(int32_t status)
 }
 #endif /* NATIVE_POOL */
 
-/* run(address, kinds, parts, args, threads, spin_us) -> 0 / BUSY / UNSUPPORTED / status */
+/* Whether the first n - 1 workers are awake and idle (spinning for the next launch). The
+ * sleeping ones, and only those, are sent a wake-up so that the next launch finds them
+ * spinning (a worker still on a wake-up is not idle: its fields are not rewritten before it
+ * has finished). */
+static int
+workers_hot(pool_t *p, int n)
+{
+    int hot = 1;
+    for (int k = 1; k < n; k++) {
+        worker_t *w = &p->workers[k - 1];
+        uint32_t go = atomic_load(&w->go);
+        if (atomic_load(&w->done) != go) {
+            hot = 0;                          /* still waking up */
+        } else if (atomic_load(&w->go_sleeping)) {
+            hot = 0;
+            w->noop = 1;
+            announce(&w->go, ++p->generation, &w->go_sleeping);
+        }
+    }
+    return hot;
+}
+
+/* run(address, kinds, parts, args, threads, spin_us, hot_only) -> 0 / BUSY / UNSUPPORTED /
+ * COLD (hot_only and a worker was asleep: nothing ran, the sleepers were woken) / status */
 static PyObject *
 run(PyObject *mod, PyObject *const *argv, Py_ssize_t argc)
 {
-    if (argc != 6) {
-        PyErr_SetString(PyExc_TypeError, "run(address, kinds, parts, args, threads, spin_us)");
+    if (argc != 7) {
+        PyErr_SetString(PyExc_TypeError,
+                        "run(address, kinds, parts, args, threads, spin_us, hot_only)");
         return NULL;
     }
 #ifndef NATIVE_POOL
@@ -337,6 +368,7 @@ run(PyObject *mod, PyObject *const *argv, Py_ssize_t argc)
     long long parts = PyLong_AsLongLong(argv[2]);
     long threads = PyLong_AsLong(argv[4]);
     double spin_us = PyFloat_AsDouble(argv[5]);
+    int hot_only = PyObject_IsTrue(argv[6]);
     if (PyErr_Occurred())
         return NULL;
     if (addr == NULL || threads < 2 || threads > MAX_THREADS || parts < 2)
@@ -346,18 +378,25 @@ run(PyObject *mod, PyObject *const *argv, Py_ssize_t argc)
         return PyLong_FromLong(RUN_BUSY);
     if (atomic_exchange(&p->busy, 1))
         return PyLong_FromLong(RUN_BUSY);
+    int n = (int)(threads < parts ? threads : parts);
+    if (hot_only && !workers_hot(p, n)) {
+        atomic_store(&p->busy, 0);
+        return PyLong_FromLong(RUN_COLD);
+    }
     task_t *t = &p->task;
     if (flatten(t, PyBytes_AS_STRING(argv[1]), PyBytes_GET_SIZE(argv[1]), argv[3]) < 0) {
         atomic_store(&p->busy, 0);
         return PyLong_FromLong(RUN_UNSUPPORTED);
     }
     t->fn = (native_fn)addr;
-    int n = (int)(threads < parts ? threads : parts);
     uint32_t gen = ++p->generation;
     int32_t status = 0;
     Py_BEGIN_ALLOW_THREADS
     for (int k = 1; k < n; k++) {
         worker_t *w = &p->workers[k - 1];
+        /* a worker still on a wake-up finishes it before its fields are rewritten */
+        await_word(&w->done, atomic_load(&w->go), 1, &w->done_sleeping, p->spin_ns);
+        w->noop = 0;
         w->lo = (int64_t)(parts * k / n);
         w->hi = (int64_t)(parts * (k + 1) / n);
         announce(&w->go, gen, &w->go_sleeping);
@@ -443,8 +482,9 @@ supported(PyObject *mod, PyObject *unused)
 
 static PyMethodDef methods[] = {
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
-     "run(address, kinds, parts, args, threads, spin_us): a kernel's native function over "
-     "[0, parts) split across the C pool; 0, BUSY, UNSUPPORTED or the failing status."},
+     "run(address, kinds, parts, args, threads, spin_us, hot_only): a kernel's native "
+     "function over [0, parts) split across the C pool; 0, BUSY, UNSUPPORTED, COLD or the "
+     "failing status."},
     {"key", key, METH_O, "key(args): bytes naming the arguments' types, or None."},
     {"launches", launch_count, METH_NOARGS, "Kernels run on the C pool so far."},
     {"supported", supported, METH_NOARGS, "Whether this platform has the native pool."},
@@ -468,6 +508,7 @@ PyInit__nativepool(void)
     pthread_atfork(NULL, NULL, after_fork_child);
 #endif
     if (PyModule_AddIntConstant(m, "BUSY", RUN_BUSY) < 0 ||
+        PyModule_AddIntConstant(m, "COLD", RUN_COLD) < 0 ||
         PyModule_AddIntConstant(m, "UNSUPPORTED", RUN_UNSUPPORTED) < 0) {
         Py_DECREF(m);
         return NULL;

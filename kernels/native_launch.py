@@ -49,9 +49,11 @@ def native_pool_enabled() -> bool:
     return _enabled
 
 
-def run_native(fn, parts: int, args: tuple, threads: int) -> bool:
+def run_native(fn, parts: int, args: tuple, threads: int, hot_only: bool = False) -> bool:
     """Run ``fn(lo, hi, *args)`` over ``[0, parts)`` on ``threads`` C threads (the caller's
-    included); False when the native path cannot run it (the caller uses the Python pool)."""
+    included); False when the native path cannot run it (the caller uses the Python pool).
+    ``hot_only``: only if the workers are spinning (else on the calling thread, the sleeping
+    workers woken for the next launch)."""
     specs = _specs.get(fn)
     if specs is None:
         if not _enabled or not hasattr(fn, "overloads"):
@@ -71,10 +73,10 @@ def run_native(fn, parts: int, args: tuple, threads: int) -> bool:
         specs[key] = spec
     if spec is None:
         return False
-    status = _ext.run(spec[0], spec[1], parts, args, threads, _spin_us)
+    status = _ext.run(spec[0], spec[1], parts, args, threads, _spin_us, hot_only)
     if status == 0:
         return True
-    if status == _ext.BUSY:  # another thread holds the pool: run on this one
+    if status == _ext.BUSY or status == _ext.COLD:  # run on this thread
         fn(0, parts, *args)
         return True
     if status == _ext.UNSUPPORTED:

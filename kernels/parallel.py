@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from time import perf_counter
 
-__all__ = ["PARALLEL_MIN_SIZE", "note_blas", "parallel_ok"]
+__all__ = ["PARALLEL_MIN_SIZE", "HOT_MIN_SIZE", "note_blas", "parallel_ok", "parallel_mode"]
 
 #: size from which the parallel kernels are used; below it threads cost more than they save.
 #: Measured on the 2-core project machine (best of 9, float32, OpenMP layer with passive
@@ -19,6 +19,14 @@ __all__ = ["PARALLEL_MIN_SIZE", "note_blas", "parallel_ok"]
 #: launch (80 vs 75 us at 3e4 elements), so the threshold holds for kernels run on it too.
 #: Compiled plans use the same threshold (asv: ``bench_eager.ParallelThreshold``).
 PARALLEL_MIN_SIZE = 1 << 19
+
+#: size from which eager element-wise kernels and sums run in parallel when the C pool's workers
+#: are awake (spinning after a launch, ``kernels/native_launch.py``): a launch then costs ~1 us,
+#: not a wake-up. Measured on the 2-core project machine (median, float32, sequential vs pool
+#: with spinning workers): ``mul`` 2^15: 4.0 vs 2.9 us, 2^16: 8.3 vs 5.3, 2^17: 18.9 vs 10.2,
+#: 2^18: 35 vs 21; ``tanh`` 2^16: 19.8 vs 11.9. Below PARALLEL_MIN_SIZE a kernel never waits
+#: for a sleeping worker: it runs on the calling thread and wakes them for the next one.
+HOT_MIN_SIZE = 1 << 16
 
 
 # ---------------------------------------------------------------- BLAS-aware thread use
@@ -45,3 +53,11 @@ def parallel_ok(n: int) -> bool:
     """Whether a parallel kernel over ``n`` elements (already above its size threshold) may
     run now: not while OpenBLAS's workers may still be spinning, unless ``n`` is huge."""
     return n >= BLAS_PARALLEL_MIN or perf_counter() - _blas_at[0] > BLAS_SPIN_S
+
+
+def parallel_mode(n: int) -> int:
+    """How a kernel over ``n`` elements runs: 0 on the calling thread, 1 in parallel only on
+    spinning workers (``run_parts(..., hot_only=True)``), 2 in parallel."""
+    if n < HOT_MIN_SIZE or not parallel_ok(n):
+        return 0
+    return 2 if n >= PARALLEL_MIN_SIZE else 1

@@ -149,9 +149,11 @@ def pool_threads() -> int:
     return _pool.threads if _pool is not None else _default_threads()
 
 
-def run_parts(fn, parts: int, args: tuple) -> None:
+def run_parts(fn, parts: int, args: tuple, hot_only: bool = False) -> None:
     """``fn(lo, hi, *args)`` over ``[0, parts)`` split across the pool's threads (the caller
-    computes the first share); ``fn`` must release the GIL (``nogil=True``)."""
+    computes the first share); ``fn`` must release the GIL (``nogil=True``). ``hot_only``:
+    a kernel too small to pay a worker's wake-up runs in parallel only on the C pool's
+    spinning workers, else on the calling thread (same bits either way)."""
     global _pool
     pool = _pool
     if pool is None:
@@ -161,5 +163,9 @@ def run_parts(fn, parts: int, args: tuple) -> None:
             pool = _pool
     if pool.threads == 1 or parts < 2:
         fn(0, parts, *args)
-    elif not run_native(fn, parts, args, pool.threads):
+    elif run_native(fn, parts, args, pool.threads, hot_only):
+        return
+    elif hot_only:
+        fn(0, parts, *args)
+    else:
         pool.run(fn, parts, args)

@@ -210,7 +210,7 @@ def _finish(op: OpDef, res, params, a, b, same_meta: bool, cdt) -> Tensor:
 
 
 _NO_ARG = object()
-_PAR_MIN = eager_kernels.PARALLEL_MIN_SIZE
+_PAR_MIN = eager_kernels.HOT_MIN_SIZE  # from here the pool may run the kernel
 _PART = (1 << eager_kernels.CHUNK_SHIFT) - 1   # n + _PART >> _SHIFT: a flat kernel's parts
 _SHIFT = eager_kernels.CHUNK_SHIFT
 _run_kernel = eager_kernels.run_kernel

@@ -6,7 +6,7 @@ else to the general path (:func:`jitgrad.ops.dispatch.binary`):
 
 * the case: a CPU tensor of float32 or float64, one dimension, C-contiguous and aligned
   (an array owning its memory -- ``base`` None: NumPy allocates those contiguous and
-  aligned -- or one whose flags say ``carray``), fewer than ``PARALLEL_MIN_SIZE`` elements,
+  aligned -- or one whose flags say ``carray``), fewer than ``HOT_MIN_SIZE`` elements,
   with a tensor of the same shape and dtype (the same checks) or a Python ``float``/``int``;
   no tracer on this thread (:data:`jitgrad._thread_modes.TRACING` empty, or else the
   thread-local read); grad mode read the same way (``GRAD_OFF``);
@@ -47,7 +47,7 @@ _STATE = grad_mode.STATE
 _ndarray = np.ndarray
 _empty = np.empty
 _new = object.__new__
-_PAR_MIN = eager_kernels.PARALLEL_MIN_SIZE
+_PAR_MIN = eager_kernels.HOT_MIN_SIZE  # from here the pool may run the kernel
 _SHIFT = eager_kernels.CHUNK_SHIFT
 _PART = (1 << _SHIFT) - 1
 

@@ -11,7 +11,8 @@ Layouts: contiguous operands of the output's shape and scalars run the ``flat`` 
 a split of the output shape expresses (a bias row, a column) runs the ``rows`` kernel; anything
 else (more broadcast dims, non-contiguous operands) the ``strided`` kernel over 2-D views,
 leading dims looped here. Integer and bool ops run on the op's NumPy reference. Large kernels
-run on all cores (``kernels/pool.py``), from :data:`PARALLEL_MIN_SIZE` elements.
+run on all cores (``kernels/pool.py``), from :data:`PARALLEL_MIN_SIZE` elements (from
+:data:`HOT_MIN_SIZE` when the pool's workers are awake).
 
 While ``jitgrad.compile`` traces, ops run on the NumPy references (:func:`use_kernels`): the
 traced values only shape the graph, and the first call's results come from the plan.
@@ -25,12 +26,12 @@ import sys
 
 import numpy as np
 
-from ..kernels.parallel import PARALLEL_MIN_SIZE, parallel_ok
+from ..kernels.parallel import HOT_MIN_SIZE, PARALLEL_MIN_SIZE, parallel_mode
 from ..trace.state import STATE as _TRACE
 from .registry import OpDef
 
-__all__ = ["run", "PARALLEL_MIN_SIZE", "fast_kernels", "kernel_fn", "use_kernels",
-           "run_kernel", "sum_kind", "on_device"]
+__all__ = ["run", "PARALLEL_MIN_SIZE", "HOT_MIN_SIZE", "fast_kernels", "kernel_fn",
+           "use_kernels", "run_kernel", "sum_kind", "on_device"]
 
 CHUNK_SHIFT = 14                 # log2 of kernel_desc.CHUNK (parts of a flat kernel)
 
@@ -134,10 +135,11 @@ def run_kernel(fn, n: int, args: tuple) -> None:
     """A flat kernel over ``n`` elements: on the calling thread, or on the pool when large
     (same bits either way: the parts are fixed)."""
     parts = (n + (1 << CHUNK_SHIFT) - 1) >> CHUNK_SHIFT
-    if n >= PARALLEL_MIN_SIZE and parallel_ok(n):
+    mode = parallel_mode(n) if n >= HOT_MIN_SIZE else 0
+    if mode:
         from ..kernels.pool import run_parts
 
-        run_parts(fn, parts, (n, *args))
+        run_parts(fn, parts, (n, *args), mode == 1)
     else:
         fn(0, parts, n, *args)
 
@@ -234,10 +236,11 @@ def _run_broadcast(op, operands, pargs, cdt, odt, out):
 
 def _run_rows(fn, R: int, C: int, args: tuple) -> None:
     n = R * C
-    if n >= PARALLEL_MIN_SIZE and R > 1 and parallel_ok(n):
+    mode = parallel_mode(n) if R > 1 else 0
+    if mode:
         from ..kernels.pool import run_parts
 
-        run_parts(fn, R, (R, C, *args))
+        run_parts(fn, R, (R, C, *args), mode == 1)
     else:
         fn(0, R, R, C, *args)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.parallel import PARALLEL_MIN_SIZE, parallel_ok
+from ..kernels.parallel import HOT_MIN_SIZE, parallel_mode
 from .eager_kernels import on_device, sum_kind, sum_layout, use_kernels
 
 __all__ = ["sum_float", "sum_all_small"]
@@ -74,12 +74,12 @@ def sum_all_small(a: np.ndarray) -> np.ndarray | None:
     """The sum of every element of ``a`` as :func:`sum_float` computes it (the same kernel
     and order: the same bits), without its general bookkeeping -- the hot call of eager code
     (a loss): a 0-dim array, or None where this is not the case (CUDA, another dtype, empty,
-    not C-contiguous and aligned, ``PARALLEL_MIN_SIZE`` elements or more, tracing)."""
+    not C-contiguous and aligned, ``HOT_MIN_SIZE`` elements or more, tracing)."""
     dt = a.dtype
     if type(a) is not np.ndarray or not (dt is _F32 or dt is _F64):
         return None
     n = a.size
-    if n == 0 or n >= PARALLEL_MIN_SIZE or not (a.flags.c_contiguous and a.flags.aligned) \
+    if n == 0 or n >= HOT_MIN_SIZE or not (a.flags.c_contiguous and a.flags.aligned) \
             or not use_kernels():
         return None
     entry = _all_entries.get(dt) or _all_entry(dt)
@@ -112,7 +112,7 @@ def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> 
     a, kind, R, C = sum_layout(a, dims, kind)
     n = a.size
     fn = _sum_fn(dt, kind)
-    big = n >= PARALLEL_MIN_SIZE and parallel_ok(n)  # same bits either way
+    mode = parallel_mode(n)  # same bits either way
     flat = a.reshape(-1)
     if kind == "all":
         parts = (n + CHUNK - 1) // CHUNK
@@ -122,10 +122,10 @@ def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> 
         parts = R if kind == "rows" else (C + COLBLOCK - 1) // COLBLOCK
         r = np.empty(R if kind == "rows" else C)
         args = (R, C, flat, r)
-    if big and parts > 1:
+    if mode and parts > 1:
         from ..kernels.pool import run_parts
 
-        run_parts(fn, parts, args)
+        run_parts(fn, parts, args, mode == 1)
     else:
         fn(0, parts, *args)
     return finish_sum(r, kind, scale, dt, out_shape)

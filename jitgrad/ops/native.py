@@ -31,12 +31,12 @@ def fastops():
             from .._thread_modes import GRAD_OFF, TRACING
             from ..autograd import grad_mode
             from ..autograd.node import _HOOKS_OPEN, next_seq
-            from ..kernels.parallel import PARALLEL_MIN_SIZE
+            from ..kernels.parallel import HOT_MIN_SIZE
             from ..tensor import Tensor
             from .registry import OpNode
 
             mod.setup(Tensor, OpNode, GRAD_OFF, TRACING, _HOOKS_OPEN, grad_mode.STATE, next_seq,
-                      PARALLEL_MIN_SIZE)
+                      HOT_MIN_SIZE)
         _loaded.append(mod)
     return _loaded[0]
 

@@ -154,3 +154,29 @@ def test_changing_the_thread_count_replaces_the_c_pool(rng):
             np.testing.assert_array_equal(out[:1000], ref[:1000])
     finally:
         pool.set_pool_threads(before)
+
+
+def test_mid_size_eager_ops_go_parallel_while_the_workers_are_awake(two_threads, rng):
+    import jitgrad as jg
+    from jitgrad.kernels.parallel import HOT_MIN_SIZE, PARALLEL_MIN_SIZE
+
+    n = (HOT_MIN_SIZE + PARALLEL_MIN_SIZE) // 2
+    x = jg.tensor(rng.standard_normal(n), dtype=jg.float32)
+    w = jg.tensor(rng.standard_normal(n), dtype=jg.float32)
+    with jg.no_grad():
+        x * w, jg.tanh(x), x.sum()
+        before = _launches()
+        results = [(x * w, jg.tanh(x), x.sum()) for _ in range(20)]
+    assert _launches() > before  # the first wakes the workers, the next find them spinning
+    for prod, th, s in results:
+        np.testing.assert_array_equal(prod.numpy(), x.numpy() * w.numpy())
+        np.testing.assert_array_equal(th.numpy(), results[0][1].numpy())
+        np.testing.assert_array_equal(s.numpy(), results[0][2].numpy())
+    native_launch._enabled, saved = False, native_launch._enabled
+    try:
+        with jg.no_grad():
+            seq = (jg.tanh(x), x.sum())
+    finally:
+        native_launch._enabled = saved
+    np.testing.assert_array_equal(seq[0].numpy(), results[-1][1].numpy())
+    np.testing.assert_array_equal(seq[1].numpy(), results[-1][2].numpy())

@@ -17,7 +17,7 @@ from jitgrad.autograd.graph import saved_tensors_hooks
 from jitgrad.ops.arithmetic import ADD, DIV, MUL, RSUB, SUB
 from jitgrad.ops.dispatch import binary
 from jitgrad.ops.eager_fast import takes_fast_path
-from jitgrad.ops.eager_kernels import PARALLEL_MIN_SIZE
+from jitgrad.ops.eager_kernels import HOT_MIN_SIZE, PARALLEL_MIN_SIZE
 from jitgrad.trace.state import STATE
 
 OPERATORS = [(ADD, lambda a, b: a + b), (ADD, lambda a, b: b + a if not isinstance(b, jg.Tensor)
@@ -95,6 +95,7 @@ def test_cases_off_the_fast_path_take_the_general_path():
         (x.int(), 2),                                  # integers
         (x, np.float32(2.0)),                          # a NumPy number
         (x, True),                                     # a bool
+        (jg.arange(HOT_MIN_SIZE + 1.0), 2.0),          # the pool's sizes (when awake)
         (jg.arange(PARALLEL_MIN_SIZE + 1.0), 2.0),     # the pool's sizes
     ]
     for a, b in off:
@@ -183,7 +184,7 @@ def test_a_broadcast_number_goes_by_value_with_the_same_bits(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(), (1,), (7,), (3, 5), (2, 3, 4), (16385,), (40000, 2)])
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (3, 5), (2, 3, 4), (16385,), (30000, 2)])
 def test_a_full_sum_takes_the_short_path_with_the_general_paths_result(shape, dtype):
     from jitgrad.ops.eager_reduce import sum_all_small, sum_float
     from jitgrad.ops.reduce_base import ALL, call_reduce, reduce_params
@@ -208,7 +209,7 @@ def test_a_full_sum_off_the_short_path():
     from jitgrad.ops.eager_reduce import sum_all_small
 
     x = jg.arange(24.0).reshape(4, 6)
-    for a in (x.t(), x[:, ::2], jg.arange(5), jg.zeros(0), jg.zeros(PARALLEL_MIN_SIZE)):
+    for a in (x.t(), x[:, ::2], jg.arange(5), jg.zeros(0), jg.zeros(HOT_MIN_SIZE)):
         assert sum_all_small(a._data) is None
         np.testing.assert_array_equal(a.sum().numpy(), a.numpy().sum())
     assert x.sum(dtype=jg.float64).dtype == jg.float64
