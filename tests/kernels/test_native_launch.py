@@ -157,8 +157,9 @@ def test_changing_the_thread_count_replaces_the_c_pool(rng):
 
 
 def test_mid_size_eager_ops_go_parallel_while_the_workers_are_awake(two_threads, rng):
-    import jitgrad as jg
     from jitgrad.kernels.parallel import HOT_MIN_SIZE, PARALLEL_MIN_SIZE
+
+    import jitgrad as jg
 
     n = (HOT_MIN_SIZE + PARALLEL_MIN_SIZE) // 2
     x = jg.tensor(rng.standard_normal(n), dtype=jg.float32)
