@@ -1,5 +1,5 @@
 """Eager softmax, log_softmax and logsumexp (and the two backward ops) along one dim, on the
-row kernels of :mod:`jitgrad.kernels.softmax`.
+row kernels of :mod:`jitgrad.kernels.softmax` (CUDA arrays: :mod:`jitgrad.cuda.rowwise`).
 
 A kernel computes rows ``[lo, hi)`` of an ``(R, C)`` array; from :data:`PARALLEL_MIN_SIZE`
 elements (and while no OpenBLAS worker may be spinning, see
@@ -39,6 +39,10 @@ def rowwise(name: str, arrays: tuple, dim: int, reduce_out: bool = False) -> np.
     (one copy) and moved back. ``reduce_out``: the result drops ``dim`` (logsumexp).
     """
     a0 = arrays[0]
+    if type(a0) is not np.ndarray:  # CUDA memory: the CUDA row kernels
+        from ..cuda.rowwise import rowwise_cuda
+
+        return rowwise_cuda(name, arrays, dim, reduce_out)
     nd = a0.ndim
     last = dim == nd - 1
     if last:
@@ -63,8 +67,14 @@ def rowwise(name: str, arrays: tuple, dim: int, reduce_out: bool = False) -> np.
     return out if last else np.moveaxis(out, -1, dim)
 
 
-def kernel_ok(a: np.ndarray, dim) -> bool:
-    """Whether the softmax kernels apply (float32/64 host arrays, non-empty, a real dim;
-    CUDA arrays take the NumPy formulation, which CuPy runs)."""
+def kernel_ok(a, dim) -> bool:
+    """Whether the softmax kernels apply (float32/64 arrays, non-empty, a real dim): host
+    arrays run ``kernels/softmax.py``, CUDA arrays ``cuda/rowwise.py``."""
     return (a.dtype == _F32 or a.dtype == _F64) and a.size > 0 and a.ndim > 0 and \
-        dim is not None and use_kernels() and type(a) is np.ndarray
+        dim is not None and use_kernels() and (type(a) is np.ndarray or _on_cuda(a))
+
+
+def _on_cuda(a) -> bool:
+    from ..devices import is_cpu_array
+
+    return not is_cpu_array(a)

@@ -34,6 +34,15 @@ class TraceError(RuntimeError):
     """The function does something ``jitgrad.compile`` cannot capture."""
 
 
+def _is_array(a) -> bool:
+    """Host or CUDA memory (an optimizer state made by a first compiled step on CUDA tensors
+    must hold the plan's values as on the CPU)."""
+    if type(a) is np.ndarray:
+        return True
+    rt = sys.modules.get("jitgrad.cuda.runtime")
+    return rt is not None and rt.is_device_array(a)
+
+
 class ValueEscape(TraceError):
     """A tensor's value was needed by Python code (``if t > 0``, ``t.item()``...)."""
 
@@ -386,7 +395,7 @@ class Tracer:
         in_params = Counter()
         for e in self.graph.eqns:
             for t in e.params.values():
-                if hasattr(t, "_data") and type(t._data) is np.ndarray:
+                if hasattr(t, "_data") and _is_array(t._data):
                     in_params[id(t)] += 1
         for e in self.graph.eqns:
             for t in e.params.values():
@@ -397,13 +406,14 @@ class Tracer:
         for a in self.keep:
             # (an argument or captured array written in place existed before the call: its
             # Var is the written value, but the array is not one the call created)
-            if type(a) is not np.ndarray or id(a) in seen or id(a) in self.sources:
+            if not _is_array(a) or id(a) in seen or id(a) in self.sources:
                 continue
             seen.add(id(a))
             v = self.vars.get(id(a))
             # getrefcount's argument and this loop's name are the two references added here;
             # a read-only array is a view (a broadcast): its base, if kept, is found itself
-            if (v is not None and v.kind == "op" and a.flags.writeable
+            # (CuPy arrays have no writeable flag)
+            if (v is not None and v.kind == "op" and getattr(a.flags, "writeable", True)
                     and sys.getrefcount(a) > own[id(a)] + 2):
                 out.append((a, v))
         return out

@@ -106,3 +106,34 @@ def test_compiled_training_step_on_cuda_equals_the_cpu(how, opt_name):
         np.testing.assert_allclose(losses[run], losses["eager"], rtol=1e-12)
         for a, b in zip(params[run], params["eager"]):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("dev", ["cpu", "cuda"])
+def test_state_the_first_compiled_step_creates_holds_the_plans_values(dev, monkeypatch):
+    """Optimizer state made by a first compiled step (SGD's momentum buffers: clones of the
+    first gradients) gets the plan's values, not the trace's: the trace runs the ops'
+    references, made different here so that keeping the trace's values cannot pass."""
+    from jitgrad.ops import softmax_ops
+
+    real = softmax_ops._log_softmax_bwd_ref
+    monkeypatch.setattr(softmax_ops, "_log_softmax_bwd_ref",
+                        lambda g, y, dim: real(g, y, dim) + 1)
+    rng = np.random.default_rng(0)
+    X, Y = rng.standard_normal((6, 5)).astype(np.float32), rng.integers(0, 3, 6)
+    bufs = {}
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = nn.Linear(5, 3).to(dev)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, y):
+            opt.zero_grad()
+            F.cross_entropy(m(x), y).backward()
+            opt.step()
+
+        (torch.compile(step) if compiled else step)(torch.tensor(X, device=dev),
+                                                    torch.tensor(Y, device=dev))
+        bufs[compiled] = [opt.state[p]["momentum_buffer"].cpu().numpy()
+                          for p in m.parameters()]
+    for a, b in zip(bufs[True], bufs[False]):
+        np.testing.assert_array_equal(a, b)

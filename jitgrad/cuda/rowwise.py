@@ -1,0 +1,200 @@
+"""softmax, log_softmax, logsumexp and the two backward ops along one dim on CUDA arrays: one
+kernel each (the CPU's are ``kernels/softmax.py``), where the NumPy formulation would launch
+five to seven kernels with a temporary per step.
+
+A kernel is a grid-stride loop over the rows of an ``(R, C)`` array, a block per row. The
+row's maximum and its float64 sums are lanes: lane ``q`` of :data:`LANES` visits positions
+``q, q + LANES, ...`` (a thread computes lanes ``tid, tid + blockDim...``, so any block size
+gives the same lanes), and every thread then combines the lanes in order -- no atomics, and
+no result depends on the launch configuration. The arithmetic is the CPU kernels': the
+maximum subtracted in the array's dtype, ``exp`` of the array's dtype, the sums in float64
+(``sum(exp(x - m))``, ``sum(g * y)``, ``sum(g)``) rounded once to the dtype where the CPU
+rounds them, softmax scaled by the float64 ``1 / sum``; a row holding +inf, or only -inf,
+gives NaNs, and logsumexp masks an infinite maximum to 0, as PyTorch. What differs from the
+CPU: the sums' order (the CPU's kernels may reassociate them) and ``exp``/``log``
+(libdevice's on a GPU, NumPy's in the simulator, vmath's on the CPU), so CUDA and CPU agree
+to a few ulp (``tests/cuda/test_rowwise_cuda.py``); eager and compiled CUDA run the same
+kernels and have the same bits.
+
+The kernels are rendered per dtype from one template and loaded through the compiler's
+content-addressed cache (``compiler/cache.py``), so a warm process compiles nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import runtime
+
+__all__ = ["rowwise_cuda", "LANES", "kernels"]
+
+#: lanes of a row's maximum and sums
+LANES = 128
+
+_TEMPLATE = '''import numpy as np
+from numba import cuda, float64, {F}
+
+from jitgrad.cuda.device_math import exp_{s} as exp, log_{s} as log
+
+F = np.{F}
+L = {lanes}
+NAN = F(np.nan)
+INF = F(np.inf)
+ZERO = F(0.0)
+
+
+@cuda.jit(device=True)
+def row_max(x, r, mlanes):
+    """Row r's largest element, NaN if it holds one (the same value in every thread)."""
+    tid = cuda.threadIdx.x
+    for q in range(tid, L, cuda.blockDim.x):
+        m = -INF
+        nan = False
+        for c in range(q, x.shape[1], L):
+            v = x[r, c]
+            nan = nan or v != v
+            m = v if v > m else m
+        mlanes[q] = NAN if nan else m
+    cuda.syncthreads()
+    m = mlanes[0]
+    for q in range(1, L):
+        v = mlanes[q]
+        if m == m and (v != v or v > m):
+            m = v
+    cuda.syncthreads()  # every thread has read the lanes before they are written again
+    return m
+
+
+@cuda.jit(device=True)
+def lanes_total(slanes):
+    """The float64 lanes (each written by its thread) added in order, in every thread."""
+    cuda.syncthreads()
+    s = 0.0
+    for q in range(L):
+        s += slanes[q]
+    cuda.syncthreads()
+    return s
+
+
+@cuda.jit(device=True)
+def exp_sum(x, r, m, slanes, out):
+    """sum(exp(x[r] - m)) in float64 lanes; exp(x[r] - m) stored in out[r] unless out is x."""
+    store = out.shape[1] == x.shape[1]
+    for q in range(cuda.threadIdx.x, L, cuda.blockDim.x):
+        s = 0.0
+        for c in range(q, x.shape[1], L):
+            e = exp(x[r, c] - m)
+            if store:
+                out[r, c] = e
+            s += e
+        slanes[q] = s
+    return lanes_total(slanes)
+
+
+@cuda.jit(device=True)
+def masked_max(x, r, mlanes):
+    m = row_max(x, r, mlanes)
+    return ZERO if (m == INF or m == -INF) else m
+
+
+@cuda.jit(cache=True)
+def softmax(x, out):
+    mlanes = cuda.shared.array(L, {F})
+    slanes = cuda.shared.array(L, float64)
+    for r in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
+        m = row_max(x, r, mlanes)
+        inv = 1.0 / exp_sum(x, r, m, slanes, out)
+        for c in range(cuda.threadIdx.x, x.shape[1], cuda.blockDim.x):
+            out[r, c] = out[r, c] * inv
+
+
+@cuda.jit(cache=True)
+def log_softmax(x, out):
+    mlanes = cuda.shared.array(L, {F})
+    slanes = cuda.shared.array(L, float64)
+    nothing = out[:, :0]
+    for r in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
+        m = masked_max(x, r, mlanes)
+        shift = m + log(F(exp_sum(x, r, m, slanes, nothing)))
+        for c in range(cuda.threadIdx.x, x.shape[1], cuda.blockDim.x):
+            out[r, c] = x[r, c] - shift
+
+
+@cuda.jit(cache=True)
+def logsumexp(x, out):
+    mlanes = cuda.shared.array(L, {F})
+    slanes = cuda.shared.array(L, float64)
+    nothing = x[:, :0]
+    for r in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
+        m = masked_max(x, r, mlanes)
+        v = m + log(F(exp_sum(x, r, m, slanes, nothing)))
+        if cuda.threadIdx.x == 0:
+            out[r] = v
+
+
+@cuda.jit(cache=True)
+def softmax_backward(g, y, out):
+    slanes = cuda.shared.array(L, float64)
+    for r in range(cuda.blockIdx.x, g.shape[0], cuda.gridDim.x):
+        for q in range(cuda.threadIdx.x, L, cuda.blockDim.x):
+            s = 0.0
+            for c in range(q, g.shape[1], L):
+                s += g[r, c] * y[r, c]
+            slanes[q] = s
+        t = F(lanes_total(slanes))
+        for c in range(cuda.threadIdx.x, g.shape[1], cuda.blockDim.x):
+            out[r, c] = y[r, c] * (g[r, c] - t)
+
+
+@cuda.jit(cache=True)
+def log_softmax_backward(g, y, out):
+    slanes = cuda.shared.array(L, float64)
+    for r in range(cuda.blockIdx.x, g.shape[0], cuda.gridDim.x):
+        for q in range(cuda.threadIdx.x, L, cuda.blockDim.x):
+            s = 0.0
+            for c in range(q, g.shape[1], L):
+                s += g[r, c]
+            slanes[q] = s
+        t = F(lanes_total(slanes))
+        for c in range(cuda.threadIdx.x, g.shape[1], cuda.blockDim.x):
+            out[r, c] = g[r, c] - exp(y[r, c]) * t
+'''
+
+_modules: dict = {}
+
+
+def kernels(dtype):
+    """The module of the five row kernels for float ``dtype`` (rendered, cached, loaded)."""
+    dt = np.dtype(dtype)
+    mod = _modules.get(dt)
+    if mod is None:
+        from ..compiler import cache
+
+        F = "float32" if dt == np.float32 else "float64"
+        source = _TEMPLATE.format(F=F, s="f32" if F == "float32" else "f64", lanes=LANES)
+        mod = _modules[dt] = cache.load_module(source)
+    return mod
+
+
+def rowwise_cuda(name: str, arrays: tuple, dim: int, reduce_out: bool = False):
+    """Row kernel ``name`` along ``dim`` of float device arrays of one shape and dtype (the
+    CUDA counterpart of ``ops.rowwise.rowwise``): another ``dim`` is moved last (one copy on
+    the device) and moved back; ``reduce_out``: the result drops ``dim``."""
+    xp = runtime.xp()
+    a0 = arrays[0]
+    last = dim == a0.ndim - 1
+    arrs = [xp.ascontiguousarray(a if last else xp.moveaxis(a, dim, -1)) for a in arrays]
+    mshape = arrs[0].shape
+    C = mshape[-1]
+    R = a0.size // C
+    out = runtime.empty((R,) if reduce_out else (R, C), a0.dtype)
+    fn = getattr(kernels(a0.dtype), name)
+    threads = min(runtime.THREADS[runtime.backend()], LANES)
+    blocks = max(1, min(R, runtime.max_blocks()))
+    with np.errstate(all="ignore"):  # the simulator computes with NumPy scalars
+        fn[blocks, threads](*[runtime.kernel_arg(a.reshape(R, C), True) for a in arrs],
+                            runtime.kernel_arg(out))
+    if reduce_out:
+        return out.reshape(mshape[:-1])
+    out = out.reshape(mshape)
+    return out if last else xp.moveaxis(out, -1, dim)
