@@ -108,6 +108,14 @@ def test_compiled_training_step_on_cuda_equals_the_cpu(how, opt_name):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
 
+def _sgd_step(m, opt):
+    def step(x, y):
+        opt.zero_grad()
+        F.cross_entropy(m(x), y).backward()
+        opt.step()
+    return step
+
+
 @pytest.mark.parametrize("dev", ["cpu", "cuda"])
 def test_state_the_first_compiled_step_creates_holds_the_plans_values(dev, monkeypatch):
     """Optimizer state made by a first compiled step (SGD's momentum buffers: clones of the
@@ -125,12 +133,7 @@ def test_state_the_first_compiled_step_creates_holds_the_plans_values(dev, monke
         torch.manual_seed(0)
         m = nn.Linear(5, 3).to(dev)
         opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
-
-        def step(x, y):
-            opt.zero_grad()
-            F.cross_entropy(m(x), y).backward()
-            opt.step()
-
+        step = _sgd_step(m, opt)
         (torch.compile(step) if compiled else step)(torch.tensor(X, device=dev),
                                                     torch.tensor(Y, device=dev))
         bufs[compiled] = [opt.state[p]["momentum_buffer"].cpu().numpy()
