@@ -1,6 +1,7 @@
-"""softmax, log_softmax, logsumexp and the two backward ops along one dim on CUDA arrays: one
-kernel each (the CPU's are ``kernels/softmax.py``), where the NumPy formulation would launch
-five to seven kernels with a temporary per step.
+"""Row kernels on CUDA arrays: softmax, log_softmax, logsumexp and the two backward ops along
+one dim, layer norm and its input gradient -- one kernel each (the CPU's are
+``kernels/softmax.py`` and ``kernels/nn.py``), where the NumPy formulation would launch five
+to ten kernels with a temporary per step.
 
 A kernel is a grid-stride loop over the rows of an ``(R, C)`` array, a block per row. The
 row's maximum and its float64 sums are lanes: lane ``q`` of :data:`LANES` visits positions
@@ -10,11 +11,12 @@ no result depends on the launch configuration. The arithmetic is the CPU kernels
 maximum subtracted in the array's dtype, ``exp`` of the array's dtype, the sums in float64
 (``sum(exp(x - m))``, ``sum(g * y)``, ``sum(g)``) rounded once to the dtype where the CPU
 rounds them, softmax scaled by the float64 ``1 / sum``; a row holding +inf, or only -inf,
-gives NaNs, and logsumexp masks an infinite maximum to 0, as PyTorch. What differs from the
-CPU: the sums' order (the CPU's kernels may reassociate them) and ``exp``/``log``
-(libdevice's on a GPU, NumPy's in the simulator, vmath's on the CPU), so CUDA and CPU agree
-to a few ulp (``tests/cuda/test_rowwise_cuda.py``); eager and compiled CUDA run the same
-kernels and have the same bits.
+gives NaNs, and logsumexp masks an infinite maximum to 0, as PyTorch. Layer norm is the
+CPU's two-pass float64 mean and variance, ``(x - mean) * rstd * w + b`` in float64 rounded
+once. What differs from the CPU: the sums' order (the CPU's kernels may reassociate them)
+and ``exp``/``log`` (libdevice's on a GPU, NumPy's in the simulator, vmath's on the CPU), so
+CUDA and CPU agree to a few ulp (``tests/cuda/test_rowwise_cuda.py``); eager and compiled
+CUDA run the same kernels and have the same bits.
 
 The kernels are rendered per dtype from one template and loaded through the compiler's
 content-addressed cache (``compiler/cache.py``), so a warm process compiles nothing.
@@ -26,12 +28,14 @@ import numpy as np
 
 from . import runtime
 
-__all__ = ["rowwise_cuda", "LANES", "kernels"]
+__all__ = ["rowwise_cuda", "layer_norm_cuda", "LANES", "kernels"]
 
 #: lanes of a row's maximum and sums
 LANES = 128
 
-_TEMPLATE = '''import numpy as np
+_TEMPLATE = '''import math
+
+import numpy as np
 from numba import cuda, float64, {F}
 
 from jitgrad.cuda.device_math import exp_{s} as exp, log_{s} as log
@@ -69,7 +73,7 @@ def row_max(x, r, mlanes):
 def lanes_total(slanes):
     """The float64 lanes (each written by its thread) added in order, in every thread."""
     cuda.syncthreads()
-    s = 0.0
+    s = float64(0.0)
     for q in range(L):
         s += slanes[q]
     cuda.syncthreads()
@@ -81,7 +85,7 @@ def exp_sum(x, r, m, slanes, out):
     """sum(exp(x[r] - m)) in float64 lanes; exp(x[r] - m) stored in out[r] unless out is x."""
     store = out.shape[1] == x.shape[1]
     for q in range(cuda.threadIdx.x, L, cuda.blockDim.x):
-        s = 0.0
+        s = float64(0.0)
         for c in range(q, x.shape[1], L):
             e = exp(x[r, c] - m)
             if store:
@@ -137,7 +141,7 @@ def softmax_backward(g, y, out):
     slanes = cuda.shared.array(L, float64)
     for r in range(cuda.blockIdx.x, g.shape[0], cuda.gridDim.x):
         for q in range(cuda.threadIdx.x, L, cuda.blockDim.x):
-            s = 0.0
+            s = float64(0.0)
             for c in range(q, g.shape[1], L):
                 s += g[r, c] * y[r, c]
             slanes[q] = s
@@ -151,13 +155,69 @@ def log_softmax_backward(g, y, out):
     slanes = cuda.shared.array(L, float64)
     for r in range(cuda.blockIdx.x, g.shape[0], cuda.gridDim.x):
         for q in range(cuda.threadIdx.x, L, cuda.blockDim.x):
-            s = 0.0
+            s = float64(0.0)
             for c in range(q, g.shape[1], L):
                 s += g[r, c]
             slanes[q] = s
         t = F(lanes_total(slanes))
         for c in range(cuda.threadIdx.x, g.shape[1], cuda.blockDim.x):
             out[r, c] = g[r, c] - exp(y[r, c]) * t
+
+
+@cuda.jit(device=True)
+def row_stats(x, r, eps, slanes):
+    """Row r's float64 mean and 1 / sqrt(var + eps), two passes as the CPU's."""
+    n = x.shape[1]
+    for q in range(cuda.threadIdx.x, L, cuda.blockDim.x):
+        s = float64(0.0)
+        for c in range(q, n, L):
+            s += x[r, c]
+        slanes[q] = s
+    mean = lanes_total(slanes) / n
+    for q in range(cuda.threadIdx.x, L, cuda.blockDim.x):
+        v = float64(0.0)
+        for c in range(q, n, L):
+            d = x[r, c] - mean
+            v += d * d
+        slanes[q] = v
+    return mean, 1.0 / math.sqrt(lanes_total(slanes) / n + eps)
+
+
+@cuda.jit(cache=True)
+def layer_norm(x, w, b, has_w, has_b, eps, out):
+    slanes = cuda.shared.array(L, float64)
+    for r in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
+        mean, rstd = row_stats(x, r, eps, slanes)
+        for c in range(cuda.threadIdx.x, x.shape[1], cuda.blockDim.x):
+            y = (x[r, c] - mean) * rstd
+            if has_w:
+                y = y * w[c]
+            if has_b:
+                y = y + b[c]
+            out[r, c] = y
+
+
+@cuda.jit(cache=True)
+def layer_norm_backward(g, x, w, has_w, eps, out):
+    slanes = cuda.shared.array(L, float64)
+    s2lanes = cuda.shared.array(L, float64)
+    n = x.shape[1]
+    for r in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
+        mean, rstd = row_stats(x, r, eps, slanes)
+        for q in range(cuda.threadIdx.x, L, cuda.blockDim.x):
+            s1 = float64(0.0)
+            s2 = float64(0.0)
+            for c in range(q, n, L):
+                a = g[r, c] * w[c] if has_w else g[r, c]
+                s1 += a
+                s2 += a * ((x[r, c] - mean) * rstd)
+            slanes[q] = s1
+            s2lanes[q] = s2
+        s1 = lanes_total(slanes) / n
+        s2 = lanes_total(s2lanes) / n
+        for c in range(cuda.threadIdx.x, n, cuda.blockDim.x):
+            a = g[r, c] * w[c] if has_w else g[r, c]
+            out[r, c] = rstd * (a - s1 - (x[r, c] - mean) * rstd * s2)
 '''
 
 _modules: dict = {}
@@ -198,3 +258,25 @@ def rowwise_cuda(name: str, arrays: tuple, dim: int, reduce_out: bool = False):
         return out.reshape(mshape[:-1])
     out = out.reshape(mshape)
     return out if last else xp.moveaxis(out, -1, dim)
+
+
+def layer_norm_cuda(name: str, rows, w, b, eps: float, g=None):
+    """Layer norm (``name`` "layer_norm") or its input gradient ("layer_norm_backward", for
+    the output gradient ``g``) of the ``(R, n)`` device array ``rows`` with the flat weight
+    and bias (None: absent); the CUDA counterpart of the CPU's ``kernels/nn.py``."""
+    R, n = rows.shape
+    out = runtime.empty((R, n), rows.dtype)
+    dummy = rows.reshape(-1)[:1]
+    wa = dummy if w is None else w
+    fn = getattr(kernels(rows.dtype), name)
+    threads = min(runtime.THREADS[runtime.backend()], LANES)
+    blocks = max(1, min(R, runtime.max_blocks()))
+    arg = runtime.kernel_arg
+    if name == "layer_norm":
+        args = (arg(rows, True), arg(wa, True), arg(dummy if b is None else b, True),
+                w is not None, b is not None, np.float64(eps))
+    else:
+        args = (arg(g, True), arg(rows, True), arg(wa, True), w is not None, np.float64(eps))
+    with np.errstate(all="ignore"):
+        fn[blocks, threads](*args, arg(out))
+    return out

@@ -100,3 +100,58 @@ def test_cross_entropy_on_cuda_matches_the_cpu():
         res.append((loss.item(), x.grad.cpu().numpy()))
     assert abs(res[0][0] - res[1][0]) <= 8 * np.finfo(F32).eps * abs(res[0][0])
     np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("affine", [(True, True), (True, False), (False, False)])
+@pytest.mark.parametrize("shape,norm", [((3, 5), (5,)), ((2, 3, 150), (150,)), ((2, 4, 6), (4, 6))])
+def test_layer_norm_values_and_gradients_match_the_cpu(shape, norm, affine, dtype):
+    import jitgrad.nn as nn
+
+    rng = np.random.default_rng(shape[-1])
+    a = (rng.standard_normal(shape) * 2 + 1).astype(dtype)
+    w = rng.standard_normal(norm).astype(dtype) if affine[0] else None
+    b = rng.standard_normal(norm).astype(dtype) if affine[1] else None
+    cot = rng.standard_normal(shape).astype(dtype)
+    res = {}
+    for dev in ("cpu", "cuda"):
+        x = torch.tensor(a, device=dev, requires_grad=True)
+        wt = None if w is None else torch.tensor(w, device=dev, requires_grad=True)
+        bt = None if b is None else torch.tensor(b, device=dev, requires_grad=True)
+        y = F.layer_norm(x, norm, wt, bt, 1e-5)
+        assert y.device.type == dev
+        (y * torch.tensor(cot, device=dev)).sum().backward()
+        res[dev] = [y.detach().cpu().numpy(), x.grad.cpu().numpy()] + \
+            [t.grad.cpu().numpy() for t in (wt, bt) if t is not None]
+    tol = 64 * np.finfo(dtype).eps
+    for c, g in zip(res["cuda"], res["cpu"]):
+        assert c.dtype == g.dtype
+        np.testing.assert_allclose(c, g, rtol=tol, atol=tol)
+    assert nn.LayerNorm(norm).to("cuda")(torch.tensor(a, device="cuda")).device.type == "cuda"
+
+
+def test_layer_norm_runs_the_row_kernel_with_the_same_bits_compiled(monkeypatch):
+    a = np.random.default_rng(1).standard_normal((4, 40)).astype(F32)
+    x = torch.tensor(a, device="cuda", requires_grad=True)
+    w = torch.tensor(np.linspace(0.5, 1.5, 40, dtype=F32), device="cuda", requires_grad=True)
+    calls = []
+    real = cuda_rowwise.layer_norm_cuda
+
+    def counting(name, *args):
+        calls.append(name)
+        return real(name, *args)
+
+    monkeypatch.setattr(cuda_rowwise, "layer_norm_cuda", counting)
+
+    def f(x, w):
+        return (F.layer_norm(x, (40,), w, None) ** 2).sum()
+
+    loss = f(x, w)
+    gx, gw = torch.autograd.grad(loss, (x, w))
+    assert calls == ["layer_norm", "layer_norm_backward"]
+    cf = torch.compile(f)
+    loss_c = cf(x, w)
+    gx_c, gw_c = torch.autograd.grad(cf(x, w), (x, w))
+    assert loss_c.item() == loss.item()
+    np.testing.assert_array_equal(gx_c.cpu().numpy(), gx.cpu().numpy())
+    np.testing.assert_array_equal(gw_c.cpu().numpy(), gw.cpu().numpy())

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from ...devices import array_namespace, is_cpu_array
 from ...kernels.parallel import PARALLEL_MIN_SIZE, parallel_ok
 from ...kernels.pool import run_parts
 from ...shapes import fmt_shape
@@ -108,18 +109,20 @@ def _ln_grad_ref(g, x, w, normalized_shape, eps):
 
 def _rows(x, normalized_shape):
     n = math.prod(normalized_shape)
-    return np.ascontiguousarray(x).reshape(-1, n)
+    return array_namespace(x).ascontiguousarray(x).reshape(-1, n)
 
 
 def _flat(a):
-    return None if a is None else np.ascontiguousarray(a).reshape(-1)
+    return None if a is None else array_namespace(a).ascontiguousarray(a).reshape(-1)
 
 
 def _kernel_ok(*arrays) -> bool:
+    """Float32/64 arrays of one dtype and device, non-empty: host arrays run
+    ``kernels/nn.py``, CUDA arrays ``cuda/rowwise.py``."""
     x = arrays[0]
     return (x.dtype in (np.float32, np.float64) and x.size > 0 and use_kernels()
-            and type(x) is np.ndarray  # CUDA arrays: the NumPy formulation (CuPy runs it)
-            and all(a is None or a.dtype == x.dtype for a in arrays))
+            and (type(x) is np.ndarray or not is_cpu_array(x))
+            and all(a is None or (a.dtype == x.dtype and type(a) is type(x)) for a in arrays))
 
 
 def _run_rows(fn, n_rows: int, size: int, args: tuple) -> None:
@@ -135,9 +138,13 @@ def _run_rows(fn, n_rows: int, size: int, args: tuple) -> None:
 def _ln_eager(x, w, b, normalized_shape, eps):
     if not _kernel_ok(x, w, b):
         return _ln_ref(x, w, b, normalized_shape, eps)
+    rows = _rows(x, normalized_shape)
+    if type(x) is not np.ndarray:  # CUDA memory: the CUDA row kernel
+        from ...cuda.rowwise import layer_norm_cuda
+
+        return layer_norm_cuda("layer_norm", rows, _flat(w), _flat(b), eps).reshape(x.shape)
     from ...kernels import nn as K
 
-    rows = _rows(x, normalized_shape)
     out = np.empty_like(rows)
     _run_rows(K.layer_norm, rows.shape[0], x.size, (rows, _flat(w), _flat(b), float(eps), out))
     return out.reshape(x.shape)
@@ -146,9 +153,14 @@ def _ln_eager(x, w, b, normalized_shape, eps):
 def _ln_grad_eager(g, x, w, normalized_shape, eps):
     if not _kernel_ok(x, w, g):
         return _ln_grad_ref(g, x, w, normalized_shape, eps)
+    rows = _rows(x, normalized_shape)
+    if type(x) is not np.ndarray:  # CUDA memory: the CUDA row kernel
+        from ...cuda.rowwise import layer_norm_cuda
+
+        return layer_norm_cuda("layer_norm_backward", rows, _flat(w), None, eps,
+                               _rows(g, normalized_shape)).reshape(x.shape)
     from ...kernels import nn as K
 
-    rows = _rows(x, normalized_shape)
     out = np.empty_like(rows)
     _run_rows(K.layer_norm_backward, rows.shape[0], x.size,
               (_rows(g, normalized_shape), rows, _flat(w), float(eps), out))
