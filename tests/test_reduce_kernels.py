@@ -79,8 +79,8 @@ def test_sequential_and_parallel_kernels_give_the_same_bits(shape, dims, rng, mo
     a = jg.tensor(rng.standard_normal(shape).astype(np.float32))
     outs = []
     for pool in (False, True):
-        monkeypatch.setattr(eager_reduce, "PARALLEL_MIN_SIZE", 1 if pool else 1 << 62)
-        monkeypatch.setattr(eager_reduce, "parallel_ok", lambda n, pool=pool: pool)
+        monkeypatch.setattr(eager_reduce, "HOT_MIN_SIZE", 1 if pool else 1 << 62)
+        monkeypatch.setattr(eager_reduce, "parallel_mode", lambda n, pool=pool: 2 if pool else 0)
         outs.append((a.sum() if dims is None else a.sum(dims)).numpy())
     np.testing.assert_array_equal(outs[0], outs[1])
 
