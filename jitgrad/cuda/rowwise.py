@@ -32,6 +32,9 @@ __all__ = ["rowwise_cuda", "layer_norm_cuda", "LANES", "kernels"]
 
 #: lanes of a row's maximum and sums
 LANES = 128
+#: threads per block in Numba's simulator, which runs a Python thread per CUDA thread: few
+#: (the lanes make the bits independent of the block size; tests check 8 against this)
+SIM_THREADS = 4
 
 _TEMPLATE = '''import math
 
@@ -236,6 +239,14 @@ def kernels(dtype):
     return mod
 
 
+def _grid(R: int) -> tuple[int, int]:
+    """(blocks, threads) of a launch over ``R`` rows: a block per row, at most
+    ``runtime.max_blocks()`` (grid-stride over the rest)."""
+    backend = runtime.backend()
+    threads = SIM_THREADS if backend == "sim" else min(runtime.THREADS[backend], LANES)
+    return max(1, min(R, runtime.max_blocks())), threads
+
+
 def rowwise_cuda(name: str, arrays: tuple, dim: int, reduce_out: bool = False):
     """Row kernel ``name`` along ``dim`` of float device arrays of one shape and dtype (the
     CUDA counterpart of ``ops.rowwise.rowwise``): another ``dim`` is moved last (one copy on
@@ -249,8 +260,7 @@ def rowwise_cuda(name: str, arrays: tuple, dim: int, reduce_out: bool = False):
     R = a0.size // C
     out = runtime.empty((R,) if reduce_out else (R, C), a0.dtype)
     fn = getattr(kernels(a0.dtype), name)
-    threads = min(runtime.THREADS[runtime.backend()], LANES)
-    blocks = max(1, min(R, runtime.max_blocks()))
+    blocks, threads = _grid(R)
     with np.errstate(all="ignore"):  # the simulator computes with NumPy scalars
         fn[blocks, threads](*[runtime.kernel_arg(a.reshape(R, C), True) for a in arrs],
                             runtime.kernel_arg(out))
@@ -269,8 +279,7 @@ def layer_norm_cuda(name: str, rows, w, b, eps: float, g=None):
     dummy = rows.reshape(-1)[:1]
     wa = dummy if w is None else w
     fn = getattr(kernels(rows.dtype), name)
-    threads = min(runtime.THREADS[runtime.backend()], LANES)
-    blocks = max(1, min(R, runtime.max_blocks()))
+    blocks, threads = _grid(R)
     arg = runtime.kernel_arg
     if name == "layer_norm":
         args = (arg(rows, True), arg(wa, True), arg(dummy if b is None else b, True),

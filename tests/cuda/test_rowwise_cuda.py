@@ -83,6 +83,7 @@ def test_one_kernel_per_op_with_the_same_bits_compiled_and_at_any_block_size(mon
     got = dict(zip(("softmax", "log_softmax", "logsumexp"), compiled(x)))
     for n, e in zip(sorted(OPS), eager):
         np.testing.assert_array_equal(got[n].cpu().numpy(), e)
+    monkeypatch.setattr(cuda_rowwise, "SIM_THREADS", 8)
     monkeypatch.setattr(cuda_rowwise.runtime, "THREADS", {"sim": 8, "gpu": 8})
     for n, e in zip(sorted(OPS), eager):
         np.testing.assert_array_equal(OPS[n](x, 1).cpu().numpy(), e)
@@ -103,8 +104,8 @@ def test_cross_entropy_on_cuda_matches_the_cpu():
 
 
 @pytest.mark.parametrize("dtype", [F32, F64])
-@pytest.mark.parametrize("affine", [(True, True), (True, False), (False, False)])
-@pytest.mark.parametrize("shape,norm", [((3, 5), (5,)), ((2, 3, 150), (150,)), ((2, 4, 6), (4, 6))])
+@pytest.mark.parametrize("affine", [(True, True), (False, False)])
+@pytest.mark.parametrize("shape,norm", [((3, 5), (5,)), ((2, 150), (150,)), ((2, 4, 6), (4, 6))])
 def test_layer_norm_values_and_gradients_match_the_cpu(shape, norm, affine, dtype):
     import jitgrad.nn as nn
 
