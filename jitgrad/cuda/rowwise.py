@@ -99,9 +99,11 @@ def exp_sum(x, r, m, slanes, out):
 
 
 @cuda.jit(device=True)
-def masked_max(x, r, mlanes):
+def row_logsumexp(x, r, mlanes, slanes):
+    """log(sum(exp(x[r]))) shifted by the row's maximum (an infinite one masked to 0)."""
     m = row_max(x, r, mlanes)
-    return ZERO if (m == INF or m == -INF) else m
+    m = ZERO if (m == INF or m == -INF) else m
+    return m + log(F(exp_sum(x, r, m, slanes, x[:, :0])))
 
 
 @cuda.jit(cache=True)
@@ -119,10 +121,8 @@ def softmax(x, out):
 def log_softmax(x, out):
     mlanes = cuda.shared.array(L, {F})
     slanes = cuda.shared.array(L, float64)
-    nothing = out[:, :0]
     for r in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
-        m = masked_max(x, r, mlanes)
-        shift = m + log(F(exp_sum(x, r, m, slanes, nothing)))
+        shift = row_logsumexp(x, r, mlanes, slanes)
         for c in range(cuda.threadIdx.x, x.shape[1], cuda.blockDim.x):
             out[r, c] = x[r, c] - shift
 
@@ -131,10 +131,8 @@ def log_softmax(x, out):
 def logsumexp(x, out):
     mlanes = cuda.shared.array(L, {F})
     slanes = cuda.shared.array(L, float64)
-    nothing = x[:, :0]
     for r in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
-        m = masked_max(x, r, mlanes)
-        v = m + log(F(exp_sum(x, r, m, slanes, nothing)))
+        v = row_logsumexp(x, r, mlanes, slanes)
         if cuda.threadIdx.x == 0:
             out[r] = v
 
