@@ -137,16 +137,22 @@ def logsumexp(x, out):
             out[r] = v
 
 
+@cuda.jit(device=True)
+def row_sum(g, y, r, times_y, slanes):
+    """sum(g[r] * y[r]) (or sum(g[r])) in float64 lanes, rounded to the dtype."""
+    for q in range(cuda.threadIdx.x, L, cuda.blockDim.x):
+        s = float64(0.0)
+        for c in range(q, g.shape[1], L):
+            s += g[r, c] * y[r, c] if times_y else g[r, c]
+        slanes[q] = s
+    return F(lanes_total(slanes))
+
+
 @cuda.jit(cache=True)
 def softmax_backward(g, y, out):
     slanes = cuda.shared.array(L, float64)
     for r in range(cuda.blockIdx.x, g.shape[0], cuda.gridDim.x):
-        for q in range(cuda.threadIdx.x, L, cuda.blockDim.x):
-            s = float64(0.0)
-            for c in range(q, g.shape[1], L):
-                s += g[r, c] * y[r, c]
-            slanes[q] = s
-        t = F(lanes_total(slanes))
+        t = row_sum(g, y, r, True, slanes)
         for c in range(cuda.threadIdx.x, g.shape[1], cuda.blockDim.x):
             out[r, c] = y[r, c] * (g[r, c] - t)
 
@@ -155,12 +161,7 @@ def softmax_backward(g, y, out):
 def log_softmax_backward(g, y, out):
     slanes = cuda.shared.array(L, float64)
     for r in range(cuda.blockIdx.x, g.shape[0], cuda.gridDim.x):
-        for q in range(cuda.threadIdx.x, L, cuda.blockDim.x):
-            s = float64(0.0)
-            for c in range(q, g.shape[1], L):
-                s += g[r, c]
-            slanes[q] = s
-        t = F(lanes_total(slanes))
+        t = row_sum(g, y, r, False, slanes)
         for c in range(cuda.threadIdx.x, g.shape[1], cuda.blockDim.x):
             out[r, c] = g[r, c] - exp(y[r, c]) * t
 
