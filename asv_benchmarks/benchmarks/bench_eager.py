@@ -293,11 +293,12 @@ class FirstOp:
 
 
 class ParallelThreshold:
-    """The eager kernel of ``mul`` and ``tanh`` around ``PARALLEL_MIN_SIZE``, on the calling
-    thread and on the thread pool: the measurement behind the threshold (a parallel launch
-    pays the threads' wake-up, 30-60 us on the 2-core project machine)."""
+    """The eager kernel of ``mul`` and ``tanh`` around ``HOT_MIN_SIZE`` and
+    ``PARALLEL_MIN_SIZE``, on the calling thread and on the thread pool (back to back, so
+    the C pool's workers are spinning: ~1 us a launch; the Python pool's hand-over cost
+    ~60 us on the 2-core project machine): the measurement behind the thresholds."""
 
-    params = [["mul", "tanh"], [1 << 17, 1 << 18, 1 << 19, 1 << 20], ["seq", "par"]]
+    params = [["mul", "tanh"], [1 << 15, 1 << 16, 1 << 17, 1 << 19, 1 << 20], ["seq", "par"]]
     param_names = ["op", "n", "variant"]
     quick_params = [["mul", "tanh"], [1 << 10], ["seq", "par"]]
 
@@ -326,4 +327,42 @@ class ParallelThreshold:
         self.run()
 
     def time_kernel(self, op, n, variant):
+        self.run()
+
+
+class PoolLaunch:
+    """An empty two-part launch on the thread pool (the ``mul`` kernel over no elements):
+    the C pool (the kernel's native function called from spinning C threads) against the
+    Python pool (a lock hand-over and the Numba dispatcher under the GIL)."""
+
+    params = [["native", "python"]]
+    param_names = ["pool"]
+
+    def setup(self, pool):
+        from jitgrad.kernels import native_launch, parallel
+        from jitgrad.kernels.pool import pool_threads, run_parts
+
+        from jitgrad.ops import eager_kernels
+        from jitgrad.ops.registry import REGISTRY
+
+        if pool_threads() < 2:
+            raise NotImplementedError("one thread: no pool")
+        if pool == "native" and not native_launch.native_pool_enabled():
+            raise NotImplementedError("the C pool is not built here")
+        self._saved = native_launch._enabled
+        native_launch._enabled = pool == "native"
+        native_launch._specs.clear()
+        parallel._blas_at[0] = float("-inf")
+        kernel = eager_kernels.fast_kernels(REGISTRY["mul"], np.dtype(np.float32))[0]
+        a = np.zeros(1, np.float32)
+        self.run = lambda: run_parts(kernel, 2, (0, a, a, a))
+        self.run()
+        self.run()
+
+    def teardown(self, pool):
+        from jitgrad.kernels import native_launch
+
+        native_launch._enabled = self._saved
+
+    def time_launch(self, pool):
         self.run()

@@ -33,7 +33,7 @@ def _run(fn, a, dev):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(1, 1), (3, 1), (5, 37), (2, 100)])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 1), (5, 37), (2, 60)])
 @pytest.mark.parametrize("name", sorted(ROW_OPS))
 def test_row_ops_forward_and_backward_equal_the_cpu(name, shape, dtype):
     a = (np.random.default_rng(0).standard_normal(shape) * 3).astype(dtype)

@@ -39,9 +39,9 @@ def _both(fn, a, dim, dtype):
 
 
 @pytest.mark.parametrize("dtype", [F32, F64])
-@pytest.mark.parametrize("name", sorted(OPS))
-@pytest.mark.parametrize("shape,dim", [((1, 1), 1), ((3, 5), 1), ((3, 5), 0), ((2, 300), -1),
-                                        ((2, 3, 4), 1)])
+@pytest.mark.parametrize("name,shape,dim", [  # (tests/cuda/test_rows_cuda.py: short rows)
+    ("logsumexp", (1, 1), 1), ("logsumexp", (3, 5), 0), ("logsumexp", (2, 3, 4), 1),
+    ("softmax", (2, 300), -1), ("log_softmax", (2, 300), -1), ("logsumexp", (2, 300), -1)])
 def test_values_and_gradients_match_the_cpu(name, shape, dim, dtype):
     a = (np.random.default_rng(len(shape) + shape[-1]).standard_normal(shape) * 3).astype(dtype)
     (cpu_y, cpu_g), (cuda_y, cuda_g) = _both(OPS[name], a, dim, dtype)
@@ -89,22 +89,8 @@ def test_one_kernel_per_op_with_the_same_bits_compiled_and_at_any_block_size(mon
         np.testing.assert_array_equal(OPS[n](x, 1).cpu().numpy(), e)
 
 
-def test_cross_entropy_on_cuda_matches_the_cpu():
-    rng = np.random.default_rng(4)
-    logits = rng.standard_normal((6, 7)).astype(F32)
-    target = rng.integers(0, 7, 6)
-    res = []
-    for dev in ("cpu", "cuda"):
-        x = torch.tensor(logits, device=dev, requires_grad=True)
-        loss = F.cross_entropy(x, torch.tensor(target, device=dev))
-        loss.backward()
-        res.append((loss.item(), x.grad.cpu().numpy()))
-    assert abs(res[0][0] - res[1][0]) <= 8 * np.finfo(F32).eps * abs(res[0][0])
-    np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-6, atol=1e-7)
-
-
 @pytest.mark.parametrize("dtype", [F32, F64])
-@pytest.mark.parametrize("affine", [(True, True), (False, False)])
+@pytest.mark.parametrize("affine", [(True, True), (True, False)])  # (none: test_rows_cuda)
 @pytest.mark.parametrize("shape,norm", [((3, 5), (5,)), ((2, 150), (150,)), ((2, 4, 6), (4, 6))])
 def test_layer_norm_values_and_gradients_match_the_cpu(shape, norm, affine, dtype):
     import jitgrad.nn as nn
