@@ -34,7 +34,7 @@ __all__ = ["rowwise_cuda", "layer_norm_cuda", "LANES", "kernels"]
 LANES = 128
 #: threads per block in Numba's simulator, which runs a Python thread per CUDA thread: few
 #: (the lanes make the bits independent of the block size; tests check 8 against this)
-SIM_THREADS = 4
+SIM_THREADS = 2
 
 _TEMPLATE = '''import math
 
