@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..devices import is_cpu_array
 from ..kernels.parallel import PARALLEL_MIN_SIZE, parallel_ok
 from ..kernels.pool import run_parts
 from .eager_kernels import use_kernels
@@ -71,10 +72,4 @@ def kernel_ok(a, dim) -> bool:
     """Whether the softmax kernels apply (float32/64 arrays, non-empty, a real dim): host
     arrays run ``kernels/softmax.py``, CUDA arrays ``cuda/rowwise.py``."""
     return (a.dtype == _F32 or a.dtype == _F64) and a.size > 0 and a.ndim > 0 and \
-        dim is not None and use_kernels() and (type(a) is np.ndarray or _on_cuda(a))
-
-
-def _on_cuda(a) -> bool:
-    from ..devices import is_cpu_array
-
-    return not is_cpu_array(a)
+        dim is not None and use_kernels() and (type(a) is np.ndarray or not is_cpu_array(a))
