@@ -26,6 +26,7 @@ from ..trace.interpreter import (
 from ..trace.ir import Graph, Lit, Var
 from .chains import fused_chains, nothing
 from .describe import describe_group
+from .effect_lines import effect_lines, fresh_grad_values
 from .fusion import describe, partition
 from .group_runner import GroupRunner
 from .inplace_writes import plan_inplace_writes
@@ -174,9 +175,13 @@ class Plan:
             body.append("    outs = [" + ", ".join(
                 f"env[{k}].copy()" if j in self.copied else f"env[{k}]"
                 for j, k in enumerate(self.out_ids)) + "]")
-            if self.effects:
+            if self.effects and self.cuda:
                 ns["BUMP"] = self._bump_function()
                 body.append("    apply_effects(G, env, flat, BUMP)")
+            elif self.effects:  # written out: no loops over the effects at each call
+                fresh = fresh_grad_values(self.graph, self.steps, self.keep, self.placed,
+                                          self.inplace)
+                body += ["    " + ln for ln in effect_lines(self.graph, ns, fresh)]
         else:
             body.append("    outs = [" + ", ".join(
                 f"asarray(env[{id(v)}]).copy()" if j in self.copied_arrays

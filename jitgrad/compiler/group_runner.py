@@ -8,6 +8,7 @@ call than generic loops over them, which is most of a scalar graph's time).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import threading
@@ -42,7 +43,7 @@ class GroupRunner:
         self.group = group
         self.inplace = inplace or {}  # id(output Var) -> destination Var (inplace_writes)
         self.placed = placed or {}    # id(output or sum Var) -> array (placement.py)
-        self.desc = desc
+        self.desc = desc = _aliased(desc, binding, self.inplace, self.placed)
         self.binding = binding
         self.baked: set = set()  # ids of constant operands passed as values (not from env)
         self.source = module_source(desc)
@@ -103,7 +104,8 @@ class GroupRunner:
             kinds.append(np.dtype(v.dtype).type if op.pattern == "scalar" else
                          np.dtype(v.dtype))
         kinds += [np.dtype(dt).type for _, dt in b.scalars]
-        kinds += [np.dtype(v.dtype) for v in b.outputs]
+        aliased = {k for k, _ in d.aliases}
+        kinds += [np.dtype(v.dtype) for k, v in enumerate(b.outputs) if k not in aliased]
         kinds += [np.dtype(np.float64)] * len(b.reductions)
         return kinds
 
@@ -160,8 +162,13 @@ class GroupRunner:
                 body.append(f"o{j} = env[{id(dst)}]")
                 body.append(f"if not o{j}.flags.c_contiguous" + "".join(
                     f" or SHARE(o{j}, {a})" for a in others) + ":")
-                body.append(f"    o{j} = empty(SH{j}, DT{j})")
+                if (j, k) in d.aliases:  # the kernel updates a{k}: a fresh copy of it then
+                    body += [f"    a{k} = a{k}.copy()", f"    o{j} = a{k}.reshape(SH{j})"]
+                else:
+                    body.append(f"    o{j} = empty(SH{j}, DT{j})")
                 body.append(f"env[{id(v)}] = o{j}")
+                if (j, k) in d.aliases:
+                    continue  # (no o{j} argument)
             elif big:  # too big for the heap: recycled across calls instead of fresh mmaps
                 ns[f"RC{j}"] = Recycler(shape, dt)
                 body.append(f"o{j} = env[{id(v)}] = RC{j}.get()")
@@ -196,6 +203,24 @@ class GroupRunner:
         else:
             body.append(f"K(0, P, {call})")
         return build_function("group", ["env"], body + finish, ns)
+
+
+def _aliased(desc: KernelDesc, binding: GroupBinding, inplace: dict, placed: dict
+             ) -> KernelDesc:
+    """``desc`` with its stores into their destinations aliased to the operands that read
+    them (``KernelDesc.aliases``): the kernel loads and stores one array, which the compiler
+    vectorises; given two arrays over the same memory it keeps the scalar loop its overlap
+    check falls back to (``p - lr * g`` over 200k float32: 61 -> 27 us)."""
+    pairs = []
+    for j, v in enumerate(binding.outputs):
+        dst = inplace.get(id(v))
+        if dst is None or id(v) in placed:
+            continue
+        k = next((k for k, o in enumerate(binding.operands) if o is dst), None)
+        if k is not None and desc.operands[k].pattern == "full" and \
+                desc.operands[k].dtype == desc.stores[j][1]:
+            pairs.append((j, k))
+    return dataclasses.replace(desc, aliases=tuple(pairs)) if pairs else desc
 
 
 def _into(place: np.ndarray, value: np.ndarray) -> np.ndarray:

@@ -107,6 +107,10 @@ class KernelDesc:
     reductions: tuple[Reduction, ...] = ()
     title: str = ""                          # one line saying what it computes
     into: bool = False   # the one store goes to a0: an update in place, no o0 argument
+    # (store k, operand m) pairs: store k goes into operand m, read at the same element
+    # before it is written (a plan's update in place, e.g. ``p - lr * g`` into ``p``): no
+    # o_k argument, and no second array over the same memory for the compiler to guard
+    aliases: tuple[tuple[int, int], ...] = ()
     math: frozenset = field(default=frozenset(), compare=False)
 
     def __post_init__(self) -> None:
@@ -125,6 +129,16 @@ class KernelDesc:
                           or self.operands[0].dtype != self.stores[0][1]):
             raise ValueError("an in-place kernel stores one value into its first operand, "
                              "a full array of the value's dtype")
+        for k, m in self.aliases:
+            if not (0 <= k < len(self.stores) and 0 <= m < len(self.operands)) or \
+                    self.operands[m].pattern != "full" or \
+                    self.operands[m].dtype != self.stores[k][1]:
+                raise ValueError("a store aliased to an operand needs a full operand of the "
+                                 "stored value's dtype")
+        if len({k for k, _ in self.aliases}) != len(self.aliases) or \
+                len({m for _, m in self.aliases}) != len(self.aliases) or \
+                (self.into and self.aliases):
+            raise ValueError("each store and operand may be aliased once (and not with into)")
         called = set()
         for line in self.lines:
             called.update(_MATH_CALL.findall(line.expr))
@@ -146,10 +160,18 @@ class KernelDesc:
             return C
         return max(self.parts(n, R, C), 1)
 
+    def store_array(self, k: int) -> str:
+        """The name of the array store ``k`` writes: ``o{k}``, or the operand it updates in
+        place (``into``, ``aliases``)."""
+        if self.into:
+            return "a0"
+        m = dict(self.aliases).get(k)
+        return f"o{k}" if m is None else f"a{m}"
+
     def signature(self) -> list[str]:
         """The kernel's parameter names, in order."""
         sizes = ["n"] if self.mode == "flat" else ["R", "C"]
         return (["lo", "hi"] + sizes + [f"a{k}" for k in range(len(self.operands))]
                 + [f"s{k}" for k in range(len(self.scalars))]
-                + ([] if self.into else [f"o{k}" for k in range(len(self.stores))])
+                + [a for k in range(len(self.stores)) if (a := self.store_array(k))[0] == "o"]
                 + [f"r{k}" for k in range(len(self.reductions))])

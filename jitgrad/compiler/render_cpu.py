@@ -71,8 +71,8 @@ def render_cpu(desc: KernelDesc, name: str = "kernel") -> str:
     lines = [f"{ln.target} = {ln.expr}" + (f"  # {ln.note}" if ln.note else "")
              for ln in desc.lines]
     out = "[i, j]" if m == "strided" else "[t]"
-    dest = "a" if desc.into else "o"  # in place: element t of a0 is read, then written
-    stores = [f"{dest}{k}{out} = {v}" for k, (v, _) in enumerate(desc.stores)]
+    # in place (into, aliases): element t of the operand is read, then written
+    stores = [f"{desc.store_array(k)}{out} = {v}" for k, (v, _) in enumerate(desc.stores)]
     latency_bound = any(m not in SCALAR_HELPERS for m in desc.math)  # calls vmath
     probe = [ln.target for ln in desc.lines if ln.dtype in DTYPE_SUFFIXES][-1:] \
         if latency_bound else []

@@ -79,8 +79,7 @@ def render_cuda(desc: KernelDesc, name: str = "kernel") -> str:
             expr = _POW_SCALAR.sub(f"pow_scalar_{DTYPE_SUFFIXES.get(ln.dtype, 'f64')}(", expr)
         note = f"  # {ln.note}" if ln.note else ""
         body.append(f"{ln.target} = {expr}{note}")
-    dest = "a" if desc.into else "o"
-    body += [f"{dest}{k}[t] = {v}" for k, (v, _) in enumerate(desc.stores)]
+    body += [f"{desc.store_array(k)}[t] = {v}" for k, (v, _) in enumerate(desc.stores)]
     src = [f"def {name}({', '.join(signature_cuda(desc))}):"]
     if desc.title:
         src.append(f"    # {desc.title}")

@@ -59,9 +59,10 @@ def launch(desc: KernelDesc, args: tuple, n: int = 0, R: int = 0, C: int = 0) ->
     blocks, threads = grid(desc, n, R, C)
     sizes = (n,) if desc.mode == "flat" else (R, C)
     k = kernel(desc)
-    reads = 0 if desc.into else len(desc.operands)
+    written = {0} if desc.into else {m for _, m in desc.aliases}
+    reads = len(desc.operands)
     with np.errstate(all="ignore"):  # the simulator computes with NumPy scalars
-        k[blocks, threads](*sizes, *[runtime.kernel_arg(a, i < reads)
+        k[blocks, threads](*sizes, *[runtime.kernel_arg(a, i < reads and i not in written)
                                      for i, a in enumerate(args)])
 
 

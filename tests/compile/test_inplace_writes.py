@@ -3,6 +3,8 @@
 eager mode, the caller's arrays kept (no new array, no copy-back), and the copying path
 wherever writing in place could change a result."""
 
+import inspect
+
 import numpy as np
 import pytest
 from helpers import cross_entropy_step, newest_plan
@@ -46,6 +48,14 @@ def test_training_step_updates_in_place_with_eager_bits(make_opt):
     plan = newest_plan(compiled)
     n_params = len(list(model.parameters()))
     assert sum(len(m) for m in plan.inplace.values()) >= n_params
+    # each parameter's kernel stores into the operand it reads (one array: a loop the
+    # compiler vectorises), not into a second argument over the same memory (0-d state,
+    # e.g. Adam's step, is passed by value and stored to an output of its own)
+    aliased = sum(len(gr.desc.aliases) for gr in plan.group_runners)
+    assert aliased >= n_params
+    for gr in plan.group_runners:
+        for k, m in gr.desc.aliases:
+            assert f"a{m}[t] = " in gr.source and f"o{k}" not in gr.source
 
 
 def test_read_only_parameter_raises_before_any_write():
@@ -90,9 +100,31 @@ def test_operand_sharing_memory_with_the_destination():
         a.add_(b * 1.0)
         return a.sum()
 
-    ref = a._data + a._data.T
-    jg.compile(f)()
-    np.testing.assert_array_equal(a._data, ref)
+    step = jg.compile(f)
+    for _ in range(3):  # traced, then the plan twice
+        ref = a._data + a._data.T
+        step()
+        np.testing.assert_array_equal(a._data, ref)
+
+
+def test_aliased_store_descriptions_are_checked_and_rendered():
+    from jitgrad.compiler.kernel_desc import KernelDesc, Line, Operand
+    from jitgrad.compiler.render_cpu import render_cpu
+
+    line = (Line("v0", "x1 - x0", "sub", "float32"),)
+    ops = (Operand("float32", "full"), Operand("float32", "full"))
+    d = KernelDesc(mode="flat", operands=ops, scalars=(), lines=line,
+                   stores=(("v0", "float32"), ("x0", "float32")), aliases=((0, 1),))
+    assert d.signature() == ["lo", "hi", "n", "a0", "a1", "o1"]
+    src = render_cpu(d)
+    assert "a1[t] = v0" in src and "o1[t] = x0" in src
+    for bad in (((0, 1), (1, 1)), ((2, 0),)):  # an operand twice; no such store
+        with pytest.raises(ValueError, match="alias"):
+            KernelDesc(mode="flat", operands=ops, scalars=(), lines=line,
+                       stores=d.stores, aliases=bad)
+    with pytest.raises(ValueError, match="full operand"):
+        KernelDesc(mode="flat", operands=(ops[0], Operand("float32", "row")), scalars=(),
+                   lines=line, stores=d.stores, aliases=((0, 1),))
 
 
 def test_view_of_the_old_value_read_after_the_write():
@@ -116,3 +148,40 @@ def test_view_of_the_old_value_read_after_the_write():
         got = jg.compile(f)(g).numpy()
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(w._data, eager_w._data)
+
+
+def test_fresh_gradients_are_set_without_a_copy_and_never_shared():
+    """A bias gradient (a column sum reshaped: a view of an array the call made) becomes
+    ``.grad`` as it is (``compiler/effect_lines.py``); each call's is its own array. One the
+    function also returns is that very ``.grad`` tensor, as in eager mode."""
+    model = _model()
+    step = jg.compile(cross_entropy_step(model, jg.optim.SGD(model.parameters(), lr=0.1)))
+    x, y = jg.randn(5, 6), jg.tensor([0, 1, 2, 1, 0])
+    for _ in range(3):
+        step(x, y)
+    src = inspect.getsource(newest_plan(step).run)
+    assert src.count("._grad = E_WRAP(env[") == 2  # the two biases: no copy
+    bias = model[0].bias
+    first, kept = bias.grad, bias.grad.detach().numpy().copy()
+    assert not first._data.flags.owndata
+    step(x, y)
+    assert bias.grad is not first and not np.shares_memory(bias.grad._data, first._data)
+    np.testing.assert_array_equal(first._data, kept)  # the last call did not write into it
+    grads = [p.grad._data for p in model.parameters()]
+    for i, a in enumerate(grads):
+        assert not any(np.shares_memory(a, b) for b in grads[i + 1:])
+
+    b = jg.zeros(4, requires_grad=True)
+
+    def f(x):
+        b.grad = None
+        (x * b).sum(0).sum().backward()  # b's gradient: a column sum of x, reshaped
+        return b.grad
+
+    g = jg.compile(f)
+    xs = jg.randn(3, 4)
+    for _ in range(3):
+        out = g(xs)
+        assert out is b.grad
+        np.testing.assert_allclose(b.grad._data, xs._data.sum(0), rtol=1e-6)
+    assert "._grad = E_WRAP(env[" not in inspect.getsource(newest_plan(g).run)
