@@ -15,6 +15,7 @@ import numpy as np
 from .. import config
 from .._malloc import tune_allocator
 from ..devices import CUDA0, is_cpu_array, to_device
+from ..kernels.parallel import BLAS_THREADED_WORK, note_blas
 from ..trace.interpreter import (
     apply_effects,
     check_writes,
@@ -112,8 +113,10 @@ class Plan:
                 self.runners.append(gr.run)
                 self.n_kernels += 1
             else:
+                place = self.placed.get(k)
                 self.runners.append(_inline_view(s.eqn)
-                                    or _call_runner(s.eqn, self.placed.get(k)))
+                                    or (None if place or self.cuda else _inline_matmul(s.eqn))
+                                    or _call_runner(s.eqn, place))
         self._drop_baked_consts(ends)
         self.run = self._straight_line("run")
         self.run_arrays = self._straight_line("run_arrays")
@@ -296,6 +299,24 @@ def _inline_view(e) -> InlineStep | None:
         return InlineStep(f"env[{dst}] = PARAM[0](env[{src}], *PARAM[1:])",
                           (e.op.ref, shape, e.params["in_shape"], "ViewBackward0"))
     return None
+
+
+def _inline_matmul(e) -> InlineStep | None:
+    """``e`` as one line if it is a float matrix product (``np.matmul`` of two 2-D values of
+    the result's dtype: what ``linalg._blas_matmul`` calls, minus its checks for the cases
+    this excludes), noting a BLAS call big enough to be threaded (``note_blas``)."""
+    from ..ops.linalg import MATMUL
+
+    if e.op is not MATMUL or e.params.get("bmm") or len(e.ins) != 2 or not all(
+            isinstance(i, Var) and len(i.shape) == 2 and np.dtype(i.dtype) == np.dtype(
+                e.out.dtype) for i in e.ins) or np.dtype(e.out.dtype).kind != "f":
+        return None
+    a, b = e.ins
+    line = f"env[{id(e.out)}] = PARAM[0](env[{id(a)}], env[{id(b)}])"
+    work = int(a.shape[0]) * int(a.shape[1]) * int(b.shape[1])
+    if work >= BLAS_THREADED_WORK:
+        line += f"; PARAM[1]({work})"
+    return InlineStep(line, (np.matmul, note_blas))
 
 
 def _call_runner(e, placed: dict | None = None):

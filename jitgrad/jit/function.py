@@ -309,7 +309,15 @@ class CompiledFunction:
             entry.joint_outputs = joint_outputs
         entry.access = access
         entry.finish(key[2], flat)
-        self._add_entry(key, entry)
+        if self._closure.current() == closure_ids:
+            self._add_entry(key, entry)
+        else:
+            # the call changed what the guards read (a first optimizer step creates its
+            # state): the plan does not repeat that change, so it must not serve a later
+            # call that finds the state as it was before (after ``opt.state.clear()``):
+            # it runs this call only
+            _log("recompiles", f"{self.__name__}: the traced call changed the state its "
+                 "guards read; its plan runs this call only")
         tracer.release()  # the trace's arrays: not alive while the plan runs the call
         return entry.run(flat)
 

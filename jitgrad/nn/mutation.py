@@ -9,16 +9,25 @@ finds the epoch still ``e`` knows the tree is as it was, without walking it agai
 What the count cannot see -- the contents of a mutable attribute (a list, a dict, an array,
 an object), or a write straight into ``module.__dict__`` -- is never trusted to it: a tree
 holding such an attribute is re-read at every call, as before.
+
+Optimizers have a count of their own, :data:`OPTIM_EPOCH`: jitgrad's ``Optimizer`` keeps
+its parameter groups, their parameter lists and its per-parameter state in the tracked
+containers below (:class:`OptimList`, :class:`OptimDict`, :class:`OptimState`), and
+rebinding any of its attributes bumps it too. (An eager step writing its state does not
+make module guards walk their trees again.)
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 
-__all__ = ["EPOCH", "bump", "TrackedDict", "TrackedOrderedDict", "TrackedSet"]
+__all__ = ["EPOCH", "bump", "TrackedDict", "TrackedOrderedDict", "TrackedSet", "OPTIM_EPOCH",
+           "OptimDict", "OptimList", "OptimState"]
 
 #: The number of module-tree changes so far (a one-element list: read as ``EPOCH[0]``).
 EPOCH = [0]
+#: The number of changes to optimizers' groups and state so far (read as ``OPTIM_EPOCH[0]``).
+OPTIM_EPOCH = [0]
 
 
 def bump() -> None:
@@ -26,13 +35,13 @@ def bump() -> None:
     EPOCH[0] += 1
 
 
-def _bumping(cls, names):
-    """``cls`` with each mutating method in ``names`` bumping :data:`EPOCH` first."""
+def _bumping(cls, names, epoch: list = EPOCH):
+    """``cls`` with each mutating method in ``names`` bumping ``epoch`` first."""
     for name in names:
         base = getattr(cls.__mro__[1], name)
 
         def method(self, *args, _base=base, **kwargs):
-            EPOCH[0] += 1
+            epoch[0] += 1
             return _base(self, *args, **kwargs)
         method.__name__ = name
         setattr(cls, name, method)
@@ -66,3 +75,36 @@ _bumping(TrackedSet, ("add", "discard", "remove", "pop", "clear", "update",
                       "difference_update", "intersection_update",
                       "symmetric_difference_update", "__ior__", "__iand__", "__isub__",
                       "__ixor__"))
+
+
+class OptimDict(dict):
+    """A ``dict`` whose changes bump :data:`OPTIM_EPOCH` (a parameter group, a parameter's
+    optimizer state)."""
+
+    __slots__ = ()
+
+
+class OptimList(list):
+    """A ``list`` whose changes bump :data:`OPTIM_EPOCH` (``param_groups``, a group's
+    ``params``)."""
+
+    __slots__ = ()
+
+
+class OptimState(defaultdict):
+    """The per-parameter state of an optimizer: a ``defaultdict(OptimDict)`` whose changes
+    bump :data:`OPTIM_EPOCH`."""
+
+    __slots__ = ()
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(OptimDict, *args, **kwargs)
+
+    def __reduce__(self):  # pickles (and deep-copies) as itself, without the factory
+        return (type(self), (), None, None, iter(self.items()))
+
+
+_bumping(OptimDict, _DICT_MUTATORS, OPTIM_EPOCH)
+_bumping(OptimState, _DICT_MUTATORS, OPTIM_EPOCH)
+_bumping(OptimList, ("__setitem__", "__delitem__", "append", "extend", "insert", "pop",
+                     "remove", "clear", "sort", "reverse", "__iadd__", "__imul__"), OPTIM_EPOCH)

@@ -16,6 +16,7 @@ from itertools import chain
 import numpy as np
 
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..nn.mutation import OPTIM_EPOCH, OptimDict, OptimList, OptimState
 from ..ops.arithmetic import ADD_SCALED
 from ..ops.dispatch import binary_into
 from ..tensor import Tensor
@@ -43,8 +44,10 @@ class Optimizer:
 
     def __init__(self, params, defaults: dict) -> None:
         self.defaults = defaults
-        self.state: defaultdict = defaultdict(dict)
-        self.param_groups: list[dict] = []
+        # tracked containers: a compiled step's guard re-reads them only after a change
+        # (``nn/mutation.py``, ``jit/guards.py``)
+        self.state: defaultdict = OptimState()
+        self.param_groups: list[dict] = OptimList()
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             f"Tensors or dicts, but got {_typename(params)}")
@@ -72,7 +75,7 @@ class Optimizer:
         if params and isinstance(params[0], tuple):  # named parameters
             param_group["param_names"] = [n for n, _ in params]
             params = [p for _, p in params]
-        param_group["params"] = params
+        param_group["params"] = params = OptimList(params)
         for p in params:
             if not isinstance(p, Tensor):
                 raise TypeError("optimizer can only optimize Tensors, but one of the params is "
@@ -92,7 +95,18 @@ class Optimizer:
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         if any(id(p) in seen for p in params):
             raise ValueError("some parameters appear in more than one parameter group")
-        self.param_groups.append(param_group)
+        self.param_groups.append(OptimDict(param_group))
+
+    def __setattr__(self, name: str, value) -> None:
+        OPTIM_EPOCH[0] += 1  # param_groups, state... rebound: a guard must read them again
+        object.__setattr__(self, name, value)
+
+    def _track(self) -> None:
+        """``param_groups`` and ``state`` (as loaded or unpickled) in tracked containers."""
+        self.param_groups = OptimList(
+            OptimDict(g, params=OptimList(g["params"])) for g in self.param_groups)
+        self.state = OptimState(
+            (k, OptimDict(v) if type(v) is dict else v) for k, v in self.state.items())
 
     # ----------------------------------------------------------------- stepping
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -186,6 +200,7 @@ class Optimizer:
             new_groups.append(new)
         self.state = state
         self.param_groups = new_groups
+        self._track()
 
     def __getstate__(self) -> dict:
         return {"defaults": self.defaults, "state": self.state,
@@ -193,6 +208,8 @@ class Optimizer:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        OPTIM_EPOCH[0] += 1
+        self._track()
 
     def __repr__(self) -> str:
         s = type(self).__name__ + " ("

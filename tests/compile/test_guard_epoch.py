@@ -159,3 +159,114 @@ def test_sequential_edits_bump(setup):
     with jg.no_grad():
         want = ml[1](ml[0](x)).numpy()
     np.testing.assert_array_equal(fg(x).detach().numpy(), want)
+
+
+# ------------------------------------------------------------------------- optimizers
+def _sgd_setup(momentum=0.0):
+    jg.manual_seed(0)
+    eager_m, m = nn.Linear(3, 2), nn.Linear(3, 2)
+    m.load_state_dict(eager_m.state_dict())
+    opts = [jg.optim.SGD(mm.parameters(), lr=0.1, momentum=momentum) for mm in (eager_m, m)]
+
+    def make(model, opt):
+        def step(x):
+            opt.zero_grad()
+            loss = model(x).square().sum()
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+    return (eager_m, m), opts, make(eager_m, opts[0]), jg.compile(make(m, opts[1]))
+
+
+def _same(models, eager, compiled, x, calls=2):
+    for _ in range(calls):
+        np.testing.assert_array_equal(eager(x)._data, compiled(x)._data)
+    for pe, pc in zip(*(mm.parameters() for mm in models)):
+        np.testing.assert_array_equal(pe._data, pc._data)
+
+
+def _both(opts, change):
+    for o in opts:
+        change(o)
+
+
+@pytest.mark.parametrize("change", [
+    lambda o: o.param_groups[0].__setitem__("momentum", 0.5),
+    lambda o: o.param_groups[0].update(dampening=0.25, momentum=0.5),
+    lambda o: o.param_groups[0]["params"].pop(),           # a parameter no longer updated
+    lambda o: o.state.clear(),                             # momentum buffers dropped
+    lambda o: setattr(o, "param_groups", [dict(o.param_groups[0], momentum=0.5)]),
+    lambda o: o.__dict__.__setitem__("param_groups", [dict(o.param_groups[0], momentum=0.5)]),
+    lambda o: o.load_state_dict(dict(o.state_dict(), param_groups=[
+        dict(o.state_dict()["param_groups"][0], momentum=0.5)])),
+], ids=["setitem", "update", "params_pop", "state_clear", "rebound", "dict_write", "load"])
+def test_every_optimizer_change_reaches_the_guard(change):
+    models, opts, eager, compiled = _sgd_setup(momentum=0.9)
+    x = jg.randn(4, 3)
+    _same(models, eager, compiled, x)
+    assert guards._OPTIMIZER_STATES.get(opts[1]) is not None  # cached: tracked containers
+    _both(opts, change)
+    _same(models, eager, compiled, x, calls=3)
+
+
+def test_cached_optimizer_state_is_reused_until_an_optimizer_changes():
+    from jitgrad.nn.mutation import OPTIM_EPOCH
+
+    _models, opts, _eager, compiled = _sgd_setup(momentum=0.9)
+    x = jg.randn(4, 3)
+    compiled(x)
+    compiled(x)
+    first = guards.state_of(opts[1])
+    assert guards.state_of(opts[1]) is first   # no change: the same tuple, not a new read
+    epoch = OPTIM_EPOCH[0]
+    compiled(x)                                # a compiled step changes no container
+    assert OPTIM_EPOCH[0] == epoch and guards.state_of(opts[1]) is first
+    opts[0].param_groups[0]["lr"] = 0.2        # any optimizer's change: read again
+    assert guards.state_of(opts[1]) is not first and guards.state_of(opts[1]) == first
+
+
+def test_optimizer_with_untracked_contents_is_read_every_call():
+    models, opts, eager, compiled = _sgd_setup()
+    for o in opts:  # a tuple option with a list inside: its contents can change unseen
+        o.param_groups[0]["extra"] = ([1],)
+    x = jg.randn(4, 3)
+    _same(models, eager, compiled, x)
+    assert guards._OPTIMIZER_STATES.get(opts[1]) is None
+    from jitgrad.jit.function import compiled_function_of
+
+    stats = compiled_function_of(compiled).stats
+    retraces = stats["retraces"]
+    for o in opts:
+        o.param_groups[0]["extra"][0].append(2)   # no epoch change: still a miss
+    _same(models, eager, compiled, x)
+    assert stats["retraces"] == retraces + 1
+
+
+def test_a_plan_whose_trace_created_optimizer_state_never_serves_an_empty_state():
+    """The first step's trace creates the momentum buffers (a change to what the guards
+    read): its plan runs that call only. Cached, it would serve the calls after
+    ``opt.state.clear()`` without recreating the buffers -- momentum silently lost."""
+    models, opts, eager, compiled = _sgd_setup(momentum=0.9)
+    x = jg.randn(4, 3)
+    _same(models, eager, compiled, x)
+    for o in opts:
+        o.state.clear()
+    _same(models, eager, compiled, x, calls=4)
+    assert all(len(opts[1].state[p]) == 1 for p in models[1].parameters())
+
+
+def test_pickled_and_copied_optimizers_keep_tracked_containers():
+    import copy
+    import pickle
+
+    from jitgrad.nn.mutation import OptimDict, OptimList, OptimState
+
+    _models, opts, _eager, compiled = _sgd_setup(momentum=0.9)
+    compiled(jg.randn(4, 3))
+    compiled(jg.randn(4, 3))
+    for o in (pickle.loads(pickle.dumps(opts[1])), copy.deepcopy(opts[1])):
+        assert type(o.param_groups) is OptimList and type(o.state) is OptimState
+        assert all(type(g) is OptimDict and type(g["params"]) is OptimList
+                   for g in o.param_groups)
+        assert all(type(v) is OptimDict for v in o.state.values())
