@@ -117,9 +117,40 @@ class Plan:
                 self.runners.append(_inline_view(s.eqn)
                                     or (None if place or self.cuda else _inline_matmul(s.eqn))
                                     or _call_runner(s.eqn, place))
+        self._fold_transposes(ends, chain_reads)
         self._drop_baked_consts(ends)
         self.run = self._straight_line("run")
         self.run_arrays = self._straight_line("run_arrays")
+
+    def _fold_transposes(self, ends: set, chain_reads: dict) -> None:
+        """A transpose only a matrix-product line reads is written into that line as its
+        operand (``env[s].T``), not as a step of its own: the view, its environment entry and
+        its ``del`` go (an MLP step: 8 of its 17 views). The source's ``del`` moves to the
+        product if the transpose was its last reader."""
+        readers: dict = {}
+        for k, s in enumerate(self.steps):
+            ins = s.group.operands() if s.kind == "group" else (
+                chain_reads.get(id(s.eqn), s.eqn.ins) if s.eqn is not None else ())
+            for i in ins:
+                if isinstance(i, Var):
+                    readers.setdefault(id(i), []).append(k)
+        for j, (s, r) in enumerate(zip(self.steps, self.runners)):
+            e = s.eqn
+            if not isinstance(r, InlineStep) or s.kind != "view" or not _is_2d_transpose(e):
+                continue
+            use = readers.get(id(e.out), [])
+            if len(use) != 1 or id(e.out) in ends:
+                continue
+            m = use[0]
+            prod = self.runners[m]
+            if not isinstance(prod, InlineStep) or not prod.product:
+                continue
+            src = id(e.ins[0])
+            prod.line = prod.line.replace(f"env[{id(e.out)}]", f"env[{src}].T")
+            self.runners[j] = InlineStep("", None)
+            self.drops[m] = [v for v in self.drops[m] if v != id(e.out)] + [
+                v for v in self.drops[j] if v == src]
+            self.drops[j] = [v for v in self.drops[j] if v != src]
 
     def _drop_baked_consts(self, ends: set) -> None:
         """Constants every reader of which has baked them into its kernel call are not put
@@ -162,9 +193,10 @@ class Plan:
             body += [f"    env[{id(v)}] = flat[{i}]" for i, v in enumerate(self.graph.inputs)]
         steps = []
         for j, (r, drop) in enumerate(zip(self.runners, self.drops)):
-            if isinstance(r, InlineStep):  # a view: one line, no call
-                ns[f"P{j}"] = r.param
-                steps.append(r.line.replace("PARAM", f"P{j}"))
+            if isinstance(r, InlineStep):  # a view or a product: one line, no call
+                if r.line:  # (empty: a transpose folded into its product's line)
+                    ns[f"P{j}"] = r.param
+                    steps.append(r.line.replace("PARAM", f"P{j}"))
             else:
                 ns[f"R{j}"] = r
                 steps.append(f"R{j}(env)")
@@ -277,10 +309,16 @@ class InlineStep:
     name its parameter gets there), not called: the views BLAS operands and reshaped sums
     go through (~1.5 us a call, 17 of them in an MLP training step)."""
 
-    __slots__ = ("line", "param")
+    __slots__ = ("line", "param", "product")
 
-    def __init__(self, line: str, param) -> None:
+    def __init__(self, line: str, param, product: bool = False) -> None:
         self.line, self.param = line, param
+        self.product = product  # a matrix product (its transposed operands fold in)
+
+
+def _is_2d_transpose(e) -> bool:
+    return (e is not None and not isinstance(e.op, str) and e.op.view and e.op.permutes
+            and tuple(e.params.get("dims", ())) == (1, 0) and isinstance(e.ins[0], Var))
 
 
 def _inline_view(e) -> InlineStep | None:
@@ -316,7 +354,7 @@ def _inline_matmul(e) -> InlineStep | None:
     work = int(a.shape[0]) * int(a.shape[1]) * int(b.shape[1])
     if work >= BLAS_THREADED_WORK:
         line += f"; PARAM[1]({work})"
-    return InlineStep(line, (np.matmul, note_blas))
+    return InlineStep(line, (np.matmul, note_blas), product=True)
 
 
 def _call_runner(e, placed: dict | None = None):

@@ -1,6 +1,7 @@
 """Plan steps written as lines of the plan's straight-line code instead of runner calls:
 views (``executable.InlineStep``) and float matrix products (``np.matmul`` itself, noting a
-BLAS call big enough to be threaded) -- the same arrays, the same bits as eager mode."""
+BLAS call big enough to be threaded; a transpose only the product reads folded into it) --
+the same arrays, the same bits as eager mode."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from jitgrad.kernels import parallel
 
 import jitgrad as jg
 
-_PRODUCT_LINE = re.compile(r"env\[\d+\] = P\d+\[0\]\(env\[\d+\], env\[\d+\]\)")
+_PRODUCT_LINE = re.compile(
+    r"env\[\d+\] = P\d+\[0\]\(env\[\d+\](?:\.T)?, env\[\d+\](?:\.T)?\)")
 
 
 def _step(w1, w2):
@@ -42,6 +44,10 @@ def test_matrix_products_are_plan_lines_with_eager_bits(monkeypatch):
     n_mm = sum(1 for s in plan.steps if s.eqn is not None and not isinstance(s.eqn.op, str)
                and s.eqn.op.name == "matmul")
     assert n_mm >= 3 and len(_PRODUCT_LINE.findall(src)) == n_mm  # lines, not calls
+    # x @ w1.t(): the transpose is the product's operand, not a step of its own
+    assert any(".T" in line for line in _PRODUCT_LINE.findall(src))
+    n_views = sum(1 for s in plan.steps if s.kind == "view")
+    assert src.count(".transpose(") < n_views
     # x @ w1.T (64 x 96 x 80) is big enough to be threaded: the line notes it
     monkeypatch.setattr(parallel, "_blas_at", [float("-inf")])
     compiled(x)
