@@ -57,7 +57,7 @@ class Optimizer:
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
         for g in groups:
-            self.add_param_group(dict(g))
+            self.add_param_group(OptimDict(g))  # (a copy, as PyTorch's: tracked)
 
     # -------------------------------------------------------------------- groups
     def add_param_group(self, param_group: dict) -> None:
@@ -95,7 +95,9 @@ class Optimizer:
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         if any(id(p) in seen for p in params):
             raise ValueError("some parameters appear in more than one parameter group")
-        self.param_groups.append(OptimDict(param_group))
+        # the dict itself, as PyTorch keeps it (a caller's plain dict stays untracked: the
+        # guard of a compiled step reads such an optimizer at every call)
+        self.param_groups.append(param_group)
 
     def __setattr__(self, name: str, value) -> None:
         OPTIM_EPOCH[0] += 1  # param_groups, state... rebound: a guard must read them again

@@ -270,3 +270,21 @@ def test_pickled_and_copied_optimizers_keep_tracked_containers():
         assert all(type(g) is OptimDict and type(g["params"]) is OptimList
                    for g in o.param_groups)
         assert all(type(v) is OptimDict for v in o.state.values())
+
+
+def test_a_group_added_by_the_caller_is_kept_as_given_and_still_guarded():
+    """``add_param_group(d)`` keeps ``d`` itself (PyTorch's semantics: later changes to it
+    are the optimizer's); a plain dict is not tracked, so the guard reads it every call."""
+    models, opts, eager, compiled = _sgd_setup(momentum=0.9)
+    extra = [jg.zeros(3, requires_grad=True) for _ in opts]
+    groups = [{"params": [e], "lr": 0.1} for e in extra]
+    for o, g in zip(opts, groups):
+        o.add_param_group(g)
+        assert o.param_groups[-1] is g
+    x = jg.randn(4, 3)
+    _same(models, eager, compiled, x)
+    assert guards._OPTIMIZER_STATES.get(opts[1]) is None
+    for g in groups:
+        g["momentum"] = 0.5  # a change the mutation count cannot see
+    _same(models, eager, compiled, x)
+    assert opts[1].param_groups[-1]["momentum"] == 0.5
