@@ -25,7 +25,7 @@ from ..trace.interpreter import check_writes
 from .inplace_writes import sharing_memory
 from .recycle import RECYCLE_MIN_BYTES
 
-__all__ = ["effect_lines", "fresh_grad_values"]
+__all__ = ["effect_lines", "bump_lines", "fresh_grad_values"]
 
 
 def fresh_grad_values(graph, steps: list, keep, placed: dict, inplace: dict) -> set:
@@ -62,6 +62,19 @@ def fresh_grad_values(graph, steps: list, keep, placed: dict, inplace: dict) -> 
     return fresh
 
 
+def bump_lines(graph, ns: dict) -> list[str]:
+    """The graph's version bumps (``flat[0]._vc[0] += 1``...: a training step bumps every
+    parameter and optimizer buffer it writes); the objects they name are added to ``ns``."""
+    lines = []
+    for j, (src, n) in enumerate(graph.bumps):
+        if src.kind == "arg":
+            lines.append(f"flat[{src.index}]._vc[0] += {int(n)}")
+        else:
+            ns[f"E_B{j}"] = src.obj
+            lines.append(f"E_B{j}{'._grad' if src.kind == 'grad' else ''}._vc[0] += {int(n)}")
+    return lines
+
+
 def effect_lines(graph, ns: dict, fresh: set) -> list[str]:
     """Python lines (over ``env`` and ``flat``) applying ``graph``'s effects as
     ``apply_effects`` does; the names they use are added to ``ns``."""
@@ -82,12 +95,7 @@ def effect_lines(graph, ns: dict, fresh: set) -> list[str]:
         lines += [f"x = env[{id(v)}]",
                   f"if x is not w{k} and not E_IN_PLACE(x, w{k}):",
                   f"    E_COPYTO(w{k}, x, casting='unsafe')"]
-    for j, (src, n) in enumerate(graph.bumps):
-        if src.kind == "arg":
-            lines.append(f"flat[{src.index}]._vc[0] += {int(n)}")
-        else:
-            ns[f"E_B{j}"] = src.obj
-            lines.append(f"E_B{j}{'._grad' if src.kind == 'grad' else ''}._vc[0] += {int(n)}")
+    lines += bump_lines(graph, ns)
     for j, (leaf, v) in enumerate(graph.grad_sets):
         ns[f"E_L{j}"] = leaf
         if v is None:

@@ -27,7 +27,7 @@ from ..trace.interpreter import (
 from ..trace.ir import Graph, Lit, Var
 from .chains import fused_chains, nothing
 from .describe import describe_group
-from .effect_lines import effect_lines, fresh_grad_values
+from .effect_lines import bump_lines, effect_lines, fresh_grad_values
 from .fusion import describe, partition
 from .group_runner import GroupRunner
 from .inplace_writes import plan_inplace_writes
@@ -92,8 +92,9 @@ class Plan:
         ends = graph_ends(g, self.keep)
         needed |= ends
         chains, chain_reads = fused_chains(self.steps, ends)
-        self.drops = last_uses([s.group.operands() if s.kind == "group" else
-                                chain_reads.get(id(s.eqn), s.eqn.ins) for s in self.steps], ends)
+        reads = [s.group.operands() if s.kind == "group" else
+                 chain_reads.get(id(s.eqn), s.eqn.ins) for s in self.steps]
+        self.drops = last_uses(reads, ends)
         shared = _shared_kernels(self.steps)
         shared.update(chains)
         self.inplace = plan_inplace_writes(g, self.steps, self.keep)
@@ -117,20 +118,18 @@ class Plan:
                 self.runners.append(_inline_view(s.eqn)
                                     or (None if place or self.cuda else _inline_matmul(s.eqn))
                                     or _call_runner(s.eqn, place))
-        self._fold_transposes(ends, chain_reads)
+        self._fold_transposes(ends, reads)
         self._drop_baked_consts(ends)
         self.run = self._straight_line("run")
         self.run_arrays = self._straight_line("run_arrays")
 
-    def _fold_transposes(self, ends: set, chain_reads: dict) -> None:
+    def _fold_transposes(self, ends: set, reads: list) -> None:
         """A transpose only a matrix-product line reads is written into that line as its
         operand (``env[s].T``), not as a step of its own: the view, its environment entry and
         its ``del`` go (an MLP step: 8 of its 17 views). The source's ``del`` moves to the
-        product if the transpose was its last reader."""
+        product if the transpose was its last reader (``reads``: what each step reads)."""
         readers: dict = {}
-        for k, s in enumerate(self.steps):
-            ins = s.group.operands() if s.kind == "group" else (
-                chain_reads.get(id(s.eqn), s.eqn.ins) if s.eqn is not None else ())
+        for k, ins in enumerate(reads):
             for i in ins:
                 if isinstance(i, Var):
                     readers.setdefault(id(i), []).append(k)
@@ -226,20 +225,11 @@ class Plan:
         return build_function(f"plan_{which}", ["flat"], [ln[4:] for ln in body], ns)
 
     def _bump_function(self):
-        """The graph's version bumps as straight-line code (``flat[0]._vc[0] += 1``...):
-        a training step bumps every parameter and optimizer buffer it writes."""
+        """The graph's version bumps as a function of ``flat`` (``effect_lines.bump_lines``)."""
         if not self.graph.bumps:
             return None
         ns: dict = {}
-        lines = []
-        for j, (src, n) in enumerate(self.graph.bumps):
-            if src.kind == "arg":
-                lines.append(f"flat[{src.index}]._vc[0] += {int(n)}")
-            else:
-                ns[f"S{j}"] = src.obj
-                grad = "._grad" if src.kind == "grad" else ""
-                lines.append(f"S{j}{grad}._vc[0] += {int(n)}")
-        return build_function("plan_bump", ["flat"], lines, ns)
+        return build_function("plan_bump", ["flat"], bump_lines(self.graph, ns), ns)
 
     # ------------------------------------------------------------------------- running
     def run(self, flat: list) -> list:

@@ -162,13 +162,12 @@ class GroupRunner:
                 body.append(f"o{j} = env[{id(dst)}]")
                 body.append(f"if not o{j}.flags.c_contiguous" + "".join(
                     f" or SHARE(o{j}, {a})" for a in others) + ":")
-                if (j, k) in d.aliases:  # the kernel updates a{k}: a fresh copy of it then
-                    body += [f"    a{k} = a{k}.copy()", f"    o{j} = a{k}.reshape(SH{j})"]
-                else:
-                    body.append(f"    o{j} = empty(SH{j}, DT{j})")
+                aliased = (j, k) in d.aliases  # the kernel updates a{k}: no o{j} argument
+                body += [f"    a{k} = a{k}.copy()", f"    o{j} = a{k}.reshape(SH{j})"] \
+                    if aliased else [f"    o{j} = empty(SH{j}, DT{j})"]
                 body.append(f"env[{id(v)}] = o{j}")
-                if (j, k) in d.aliases:
-                    continue  # (no o{j} argument)
+                if aliased:
+                    continue
             elif big:  # too big for the heap: recycled across calls instead of fresh mmaps
                 ns[f"RC{j}"] = Recycler(shape, dt)
                 body.append(f"o{j} = env[{id(v)}] = RC{j}.get()")
