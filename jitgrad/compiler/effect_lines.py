@@ -84,9 +84,10 @@ def effect_lines(graph, ns: dict, fresh: set) -> list[str]:
         return []
     ns.update({"E_GRAPH": graph, "E_CHECK": check_writes, "E_IN_PLACE": in_place,
                "E_COPYTO": np.copyto, "E_WRAP": wrap})
-    lines = [f"w{k} = E_WS{k}.read(flat)" for k in range(len(graph.writes))]
+    lines = []
     for k, (src, _) in enumerate(graph.writes):
-        ns[f"E_WS{k}"] = src
+        expr, ns[f"E_WS{k}"] = src.read_expr(f"E_WS{k}")
+        lines.append(f"w{k} = {expr}")
     if graph.writes:
         lines.append("if not (" + " and ".join(
             f"w{k}.flags.writeable" for k in range(len(graph.writes))) + "):")

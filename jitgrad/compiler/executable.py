@@ -34,6 +34,7 @@ from .inplace_writes import plan_inplace_writes
 from .passes import optimize
 from .placement import plan_placements
 from .pysource import build_function
+from .schedule import hoist_sinks
 
 __all__ = ["Plan", "build_plan"]
 
@@ -51,7 +52,7 @@ class Plan:
         self.consts = [(id(v), _on_device(v.source) if self.cuda else v.source)
                        for v in graph.all_vars() + ends
                        if isinstance(v, Var) and v.kind == "const"]
-        self.steps = partition(graph) if not self.reference else []
+        self.steps = hoist_sinks(graph, partition(graph)) if not self.reference else []
         self.calls = any(s.kind not in ("group", "view") for s in self.steps)
         self.out_ids = [id(v) for v in list(graph.outputs) + list(self.keep)]
         # outputs the caller owns that the plan holds too are copies: a constant (returned
@@ -180,8 +181,11 @@ class Plan:
         if which == "run":
             body += [f"    env[{k}] = flat[{i}]._data" for k, i in self.arg_slots]
             for j, v in enumerate(self.other_inputs):
-                ns[f"SRC{j}"] = v.source
-                body.append(f"    env[{id(v)}] = SRC{j}.read(flat)")
+                if v.source is None:  # (a graph only ``run_arrays`` runs: never read)
+                    expr, ns[f"SRC{j}"] = f"SRC{j}.read(flat)", None
+                else:
+                    expr, ns[f"SRC{j}"] = v.source.read_expr(f"SRC{j}")
+                body.append(f"    env[{id(v)}] = {expr}")
             dsts = {id(d) for m in self.inplace.values() for d in m.values()}
             if dsts:  # kernels write these in place: read-only raises before any step
                 ns["CHECK_WRITES"] = check_writes

@@ -86,6 +86,16 @@ class Source:
             raise RuntimeError("compiled plan expected a .grad that is gone (guard missed)")
         return g._data
 
+    def read_expr(self, name: str) -> tuple[str, object]:
+        """:meth:`read` as a Python expression of ``flat`` for generated code, and the
+        object to bind to ``name`` in it: an argument's or a captured tensor's array is
+        an attribute read, not a call (the rest call :meth:`read`)."""
+        if self.kind == "arg":
+            return f"flat[{self.index}]._data", None
+        if self.kind == "tensor":
+            return f"{name}._data", self.obj
+        return f"{name}.read(flat)", self
+
     def tensor(self, args: list):
         """The tensor whose array :meth:`read` returns (None for a "scalar")."""
         if self.kind == "arg":

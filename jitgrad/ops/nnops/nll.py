@@ -93,11 +93,13 @@ def _cross_entropy_chain(x, t, g, reduction: str, ignore_index: int) -> tuple:
             and type(g) is np.ndarray and g.dtype == x.dtype and g.ndim == 0):
         xc = x if x.flags.c_contiguous else np.ascontiguousarray(x)
         # (Python floats: no NumPy error state to silence; n > 0)
-        scale = -float(g) / (n if reduction == "mean" else 1.0)
+        scale = xc.dtype.type(-float(g) / (n if reduction == "mean" else 1.0))
+        k = _softmax_kernels()
         y, gy, gx = np.empty_like(xc), np.zeros_like(xc), np.empty_like(xc)
         picked = np.empty(n, np.float64)
-        if _softmax_kernels().cross_entropy(xc, t, ignore_index, xc.dtype.type(scale), y, gy,
-                                            gx, picked):
+        # narrow rows (a classifier's logits) take log_softmax's blocked code
+        kernel = k.cross_entropy_small if x.shape[1] <= k.SMALL_C else k.cross_entropy
+        if kernel(xc, t, ignore_index, scale, y, gy, gx, picked):
             return np.asarray(picked.sum() / (n if reduction == "mean" else 1.0),
                               dtype=x.dtype), gx
     y = _log_softmax_eager(x, 1)
