@@ -27,10 +27,11 @@ import numpy as np
 
 from ..trace.ir import Graph, Var
 
-__all__ = ["plan_inplace_writes", "sharing_memory", "step_reads"]
+__all__ = ["plan_inplace_writes", "sharing_memory", "source_key", "step_reads"]
 
 
-def _source_key(src) -> tuple:
+def source_key(src) -> tuple:
+    """What identifies the array a ``Source`` reads (two Vars reading one array match)."""
     return (src.kind, src.index, id(src.obj))
 
 
@@ -42,7 +43,7 @@ def plan_inplace_writes(graph: Graph, steps: list, keep: list) -> dict:
     by_source = {}
     for v in list(graph.inputs) + list(graph.externals):
         if v.source is not None and v.source.kind != "scalar":
-            by_source.setdefault(_source_key(v.source), v)
+            by_source.setdefault(source_key(v.source), v)
     producer_step = {}
     for k, s in enumerate(steps):
         if s.kind == "group":
@@ -53,7 +54,7 @@ def plan_inplace_writes(graph: Graph, steps: list, keep: list) -> dict:
     written = [v for _, v in graph.writes]
     out: dict = {}
     for src, v in graph.writes:
-        d = by_source.get(_source_key(src))
+        d = by_source.get(source_key(src))
         k = producer_step.get(id(v))
         if d is None or k is None or id(v) in ends or written.count(v) != 1:
             continue
