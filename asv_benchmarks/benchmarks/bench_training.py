@@ -206,6 +206,13 @@ class TrainingRetraces:
         return sum(self._epoch() for _ in range(3))
 
 
+def _warmed(fn, *args):
+    """``fn`` after three calls on ``args`` (traced, compiled, kernels loaded)."""
+    for _ in range(3):
+        fn(*args)
+    return fn
+
+
 class CompiledUpdateInPlace:
     """A compiled SGD update ``w.sub_(g * lr)`` of a (256, 784) float32 weight: one fused
     kernel storing into the parameter it reads (``KernelDesc.aliases``: a loop the compiler
@@ -224,9 +231,7 @@ class CompiledUpdateInPlace:
         @jitgrad.compile
         def update(g):
             w.sub_(g * 0.01)
-        self.update = update
-        for _ in range(3):
-            update(self.g)
+        self.update = _warmed(update, self.g)
 
     def time_update(self, n):
         self.update(self.g)
@@ -253,9 +258,7 @@ class OptimizerGuard:
         @jitgrad.compile
         def call(x):
             return x * opt.defaults["lr"]
-        self.call = call
-        for _ in range(3):
-            call(self.x)
+        self.call = _warmed(call, self.x)
 
     def time_call(self, n):
         self.call(self.x)
@@ -287,8 +290,7 @@ class CrossEntropyNarrow:
             tt = jitgrad.from_numpy(t)
             ce = jitgrad.nn.functional.cross_entropy
             self.run = lambda: ce(xt, tt).backward()
-        for _ in range(3):
-            self.run()
+        _warmed(self.run)
 
     def time_cross_entropy(self, c, path):
         self.run()

@@ -27,7 +27,8 @@ import numpy as np
 
 from ..trace.ir import Graph, Var
 
-__all__ = ["plan_inplace_writes", "sharing_memory", "source_key", "step_reads"]
+__all__ = ["plan_inplace_writes", "sharing_memory", "source_key", "step_inputs",
+           "step_reads"]
 
 
 def source_key(src) -> tuple:
@@ -96,7 +97,12 @@ def sharing_memory(d: Var, steps: list) -> set:
     return tainted
 
 
+def step_inputs(step) -> list:
+    """The values a plan step reads: a group's operands, a call's or view's Var inputs."""
+    if step.kind == "group":
+        return step.group.operands()
+    return [i for i in step.eqn.ins if isinstance(i, Var)] if step.eqn is not None else []
+
+
 def step_reads(step, ids: set) -> bool:
-    ins = step.group.operands() if step.kind == "group" else (
-        step.eqn.ins if step.eqn is not None else ())
-    return any(isinstance(i, Var) and id(i) in ids for i in ins)
+    return any(id(i) in ids for i in step_inputs(step))

@@ -21,9 +21,9 @@ same bits.
 
 from __future__ import annotations
 
-from ..trace.ir import Graph, Var
+from ..trace.ir import Graph
 from .fusion import Step
-from .inplace_writes import sharing_memory, source_key, step_reads
+from .inplace_writes import sharing_memory, source_key, step_inputs, step_reads
 
 __all__ = ["hoist_sinks"]
 
@@ -34,21 +34,15 @@ def _outputs(s: Step) -> list:
     return [s.eqn.out] if s.eqn is not None else []
 
 
-def _reads(s: Step) -> list:
-    if s.kind == "group":
-        return s.group.operands()
-    return [i for i in s.eqn.ins if isinstance(i, Var)] if s.eqn is not None else []
-
-
 def hoist_sinks(graph: Graph, steps: list) -> list:
     """``steps`` with each sink group moved up to just after the last step it must follow
     (see the module docstring); group indices are renumbered."""
-    read_by_steps: set = set()
-    for s in steps:
-        read_by_steps |= {id(v) for v in _reads(s)}
+    read_by_steps = {id(v) for s in steps for v in step_inputs(s)}
     written = {source_key(src) for src, _ in graph.writes}
-    dests = {id(v) for v in list(graph.inputs) + list(graph.externals)
-             if v.source is not None and source_key(v.source) in written}
+    # what may share the memory of each array the plan writes back (any order that
+    # computes values before their readers finds the same set)
+    tainted = {id(v): sharing_memory(v, steps) for v in list(graph.inputs) + list(
+        graph.externals) if v.source is not None and source_key(v.source) in written}
     order = list(steps)
     for s in steps:
         if s.kind != "group" or any(id(v) in read_by_steps for v in _outputs(s)):
@@ -58,10 +52,9 @@ def hoist_sinks(graph: Graph, steps: list) -> list:
         after = -1
         for o in s.group.operands():
             after = max(after, made_at.get(id(o), -1))
-            if id(o) in dests:
-                tainted = sharing_memory(o, order)
+            if id(o) in tainted:
                 after = max([after] + [j for j, t in enumerate(order[:k])
-                                       if step_reads(t, tainted)])
+                                       if step_reads(t, tainted[id(o)])])
         if after + 1 < k:
             order.insert(after + 1, order.pop(k))
     for j, s in enumerate(order):
