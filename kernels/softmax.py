@@ -21,7 +21,7 @@ from .scratch import scratch_f64
 from .vmath import KERNEL_FASTMATH, exp, log
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "softmax_backward", "log_softmax_backward",
-           "cross_entropy", "cross_entropy_small", "SMALL_C"]
+           "cross_entropy", "cross_entropy_small", "log_softmax_nll", "SMALL_C"]
 
 
 #: unsigned indices: Numba then skips the negative-index wraparound (see kernels/conv.py)
@@ -151,10 +151,8 @@ def softmax(lo, hi, x, out):
         _softmax_row(x, out, r)
 
 
-@cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
-def log_softmax(lo, hi, x, out):
-    """``out[r] = x[r] - logsumexp(x[r])``."""
-    x, out = x[lo:hi], out[lo:hi]
+@njit(inline="always")
+def _log_softmax_rows(x, out):
     if x.shape[1] <= SMALL_C:
         m, s = scratch_f64(BLOCK), scratch_f64(BLOCK)
         for r0 in range(0, x.shape[0], BLOCK):
@@ -165,6 +163,29 @@ def log_softmax(lo, hi, x, out):
         shift = m + log(x.dtype.type(s))
         for c in range(x.shape[1]):
             out[r, c] = x[r, c] - shift
+
+
+@cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
+def log_softmax(lo, hi, x, out):
+    """``out[r] = x[r] - logsumexp(x[r])``."""
+    _log_softmax_rows(x[lo:hi], out[lo:hi])
+
+
+@cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
+def log_softmax_nll(x, t, ignore_index, y, picked):
+    """Eager cross-entropy's forward over a batch of class indices in one call:
+    :func:`log_softmax` of all rows into ``y`` (its code: the same bits) and the NLL's
+    picks ``-y[r, t[r]]`` (float64) into ``picked``. False, with nothing written, if a
+    target is ``ignore_index`` or out of range (the caller's general path reports it)."""
+    n = x.shape[1]
+    for r in range(x.shape[0]):
+        k = t[r]
+        if k == ignore_index or k < 0 or k >= n:
+            return False
+    _log_softmax_rows(x, y)
+    for r in range(x.shape[0]):
+        picked[r] = -np.float64(y[r, t[r]])
+    return True
 
 
 @cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")

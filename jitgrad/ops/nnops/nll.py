@@ -15,10 +15,10 @@ import numpy as np
 from ...creation import full
 from ...devices import array_namespace
 from ...shapes import fmt_shape
-from ...tensor import Tensor
+from ...tensor import Tensor, wrap
 from .. import samples as S
 from ..api import api
-from ..dispatch import as_tensor_arg
+from ..dispatch import as_tensor_arg, record
 from ..eager_kernels import PARALLEL_MIN_SIZE, use_kernels
 from ..losses import _call_optional
 from ..reduce import LOG_SOFTMAX, log_softmax
@@ -109,6 +109,34 @@ def _cross_entropy_chain(x, t, g, reduction: str, ignore_index: int) -> tuple:
 
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
+def _plain_cross_entropy(input: Tensor, target: Tensor, reduction: str,
+                         ignore_index: int) -> Tensor | None:
+    """Eager ``cross_entropy`` of a batch of valid class indices without class weights or
+    smoothing (a training step's loss): ``log_softmax`` and the NLL's picks in one kernel
+    call (``kernels/softmax.log_softmax_nll``: log_softmax's own row code, so the bits of
+    the two ops), then the two ops' nodes recorded as :func:`log_softmax` and
+    :func:`_nll` record them (``NllLossBackward0`` over ``LogSoftmaxBackward0``, as
+    PyTorch's graph). None where that does not apply (the general path then runs, and
+    reports a bad target): other shapes, dtypes or devices, ``reduction="none"``, an
+    ignored or out-of-range target, arrays big enough for the row kernels' threads."""
+    x, t = input._data, target._data
+    n = x.shape[0] if x.ndim == 2 else 0
+    if not (type(x) is np.ndarray and x.ndim == 2 and (x.dtype == _F32 or x.dtype == _F64)
+            and x.flags.c_contiguous and 0 < x.size < PARALLEL_MIN_SIZE
+            and reduction != "none" and type(t) is np.ndarray and t.dtype == np.int64
+            and t.shape == (n,) and use_kernels()):
+        return None
+    y = np.empty_like(x)
+    picked = np.empty(n, np.float64)
+    if not _softmax_kernels().log_softmax_nll(x, t, ignore_index, y, picked):
+        return None
+    logp = record(LOG_SOFTMAX, wrap(y), (input,), {"dim": 1})
+    # _nll_fwd's value: the same float64 picks summed by the same NumPy sum
+    loss = np.asarray(picked.sum() / (n if reduction == "mean" else 1.0), dtype=x.dtype)
+    return record(NLL_LOSS, wrap(loss), (logp, target, None),
+                  {"reduction": reduction, "ignore_index": ignore_index, "spatial": False})
 
 
 def _nll_ref(x, t, w, reduction, ignore_index, spatial=False):
@@ -349,6 +377,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         logp = log_softmax(input, cdim)
         return _soft_cross_entropy(logp, target.to(input.dtype), weight, reduction,
                                    label_smoothing, cdim)
+    if weight is None and label_smoothing == 0.0:
+        loss = _plain_cross_entropy(input, target, reduction, ignore_index)
+        if loss is not None:
+            return loss
     _check_nll(input, target, weight, ignore_index)
     logp = log_softmax(input, cdim)
     nll = _nll(logp, target, weight, reduction, ignore_index)
