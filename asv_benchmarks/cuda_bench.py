@@ -27,6 +27,7 @@ import os
 import statistics
 import sys
 import time
+import traceback
 
 import numpy as np
 
@@ -106,7 +107,7 @@ def _w2_row(n, f, repeat, torch_mod) -> dict:
         def te():
             tx.grad = tw.grad = None
             w2(tx, tw, tb, T).backward()
-        tc_fn = T.compile(lambda x, w, b: w2(x, w, b, T))
+        tc_fn = T.compile(lambda x, w, b: w2(x, w, b, T), dynamic=False)
 
         def tc():
             tx.grad = tw.grad = None
@@ -178,7 +179,7 @@ def _step_row(make_model, sample_shape, batch, repeat, torch_mod, smoke: bool) -
         topt = T.optim.SGD(tm.parameters(), lr=0.01)
         tx, ty = T.tensor(X, device="cuda"), T.tensor(Y, device="cuda")
         tstep = _training_step(T, tm, topt)
-        ctstep = T.compile(tstep)
+        ctstep = T.compile(tstep, dynamic=False)
         row["torch_eager_s"] = timeit(lambda: tstep(tx, ty), repeat, 5, T)
         row["torch_compile_s"] = timeit(lambda: ctstep(tx, ty), repeat, 5, T)
         row["vs_torch_compile"] = row["jitgrad_compiled_s"] / row["torch_compile_s"]
@@ -186,6 +187,7 @@ def _step_row(make_model, sample_shape, batch, repeat, torch_mod, smoke: bool) -
 
 
 def bench_per_op(repeat, torch_mod) -> dict:
+    """Eager latency of one small op with autograd: ``c = a * b + a`` on 16 float32."""
     a = jitgrad.ones(16, device="cuda", requires_grad=True)
     b = jitgrad.ones(16, device="cuda")
     row = {"jitgrad_us": 1e6 * timeit(lambda: a * b + a, repeat, 20) / 2}
@@ -197,50 +199,123 @@ def bench_per_op(repeat, torch_mod) -> dict:
     return row
 
 
+def bench_launch(repeat) -> dict:
+    """Launch overhead of a generated kernel: one eager ``x + y`` on 16 float32 without
+    autograd (describe, look up, launch through Numba's dispatcher) and CuPy's own ``+``."""
+    import cProfile
+    import io
+    import pstats
+
+    from jitgrad.cuda import fast_launch
+
+    x = jitgrad.ones(16, device="cuda")
+    y = jitgrad.ones(16, device="cuda")
+    xp = jitgrad.cuda.runtime.xp()
+    cx, cy = xp.ones(16, np.float32), xp.ones(16, np.float32)
+    row = {"jitgrad_add_us": 1e6 * timeit(lambda: x + y, repeat, 50),
+           "cupy_add_us": 1e6 * timeit(lambda: cx + cy, repeat, 50)}
+    default = fast_launch.ENABLED
+    for name, on in (("jitgrad_add_dispatcher_us", False), ("jitgrad_add_fast_us", True)):
+        fast_launch.ENABLED = on  # the same op through Numba's dispatcher / packed directly
+        try:
+            row[name] = 1e6 * timeit(lambda: x + y, repeat, 50)
+        finally:
+            fast_launch.ENABLED = default
+    prof = cProfile.Profile()  # where an eager op's time goes (for the next optimisation)
+    prof.enable()
+    for _ in range(200):
+        x + y
+    prof.disable()
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(12)
+    row["profile_top"] = buf.getvalue()[-3000:]
+    return row
+
+
+def _section_text(name: str, r, copy_gbps) -> list[str]:
+    """Report lines of one section (or its error)."""
+    if isinstance(r, dict) and "error" in r:
+        return [f"{name}: FAILED: {r['error'].strip().splitlines()[-1]}"]
+    if name == "copy_GBps":
+        return [f"copy bandwidth: {r:.0f} GB/s"]
+    if name == "launch":
+        return [f"launch: jitgrad x+y {r['jitgrad_add_us']:.1f} us (through Numba's "
+                f"dispatcher {r['jitgrad_add_dispatcher_us']:.1f} us, packed fast path "
+                f"{r['jitgrad_add_fast_us']:.1f} us), CuPy x+y {r['cupy_add_us']:.1f} us"]
+    if name == "per_op":
+        return [f"per-op eager: jitgrad {r['jitgrad_us']:.1f} us"
+                + (f", torch {r['torch_us']:.1f} us, ratio {r['ratio']:.2f}"
+                   if "torch_us" in r else "")]
+    if name == "w2":
+        copy = copy_gbps if isinstance(copy_gbps, float) else float("nan")
+        return [f"W2 n={r['n']:.0e}: jitgrad {r['jitgrad_compiled_s'] * 1e6:.1f} us "
+                f"({r['jitgrad_GBps']:.0f} GB/s, {r['jitgrad_GBps'] / copy:.0%} of copy)"
+                + (f"; torch eager {r['torch_eager_s'] * 1e6:.1f} us, torch.compile "
+                   f"{r['torch_compile_s'] * 1e6:.1f} us, jitgrad/torch.compile "
+                   f"{r['vs_torch_compile']:.2f}" if "torch_eager_s" in r else "")
+                for r in r]
+    return [f"{name.upper()} step b={r['batch']}: jitgrad eager "
+            f"{r['jitgrad_eager_s'] * 1e3:.3f} ms, compiled {r['jitgrad_compiled_s'] * 1e3:.3f} ms"
+            + (f"; torch eager {r['torch_eager_s'] * 1e3:.3f} ms, torch.compile "
+               f"{r['torch_compile_s'] * 1e3:.3f} ms, jitgrad/torch.compile "
+               f"{r['vs_torch_compile']:.2f}" if "torch_eager_s" in r else "")
+            for r in r]
+
+
+SECTIONS = ("copy_GBps", "launch", "per_op", "w2", "mlp", "cnn")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=".", help="folder for cuda_bench.json / .txt")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat")
+    ap.add_argument("--only", default=",".join(SECTIONS),
+                    help="comma-separated sections to run (default: all): " + ", ".join(SECTIONS))
     args = ap.parse_args()
     if not jitgrad.cuda.is_available():
         sys.exit("no CUDA device: " + jitgrad.cuda.runtime.unavailable_reason())
     smoke = args.smoke or jitgrad.cuda.is_simulated()
     torch_mod = None if smoke else _torch()
     repeat = 1 if smoke else 7
+    runs = {
+        "copy_GBps": lambda: (copy_bandwidth(64, 1) if smoke else
+                              copy_bandwidth(100_000_000, repeat)) / 1e9,
+        "launch": lambda: bench_launch(repeat),
+        "per_op": lambda: bench_per_op(repeat, torch_mod),
+        "w2": lambda: bench_w2([64] if smoke else [10**6, 10**7, 10**8], repeat, torch_mod),
+        "mlp": lambda: bench_mlp([4] if smoke else [128, 4096], repeat, torch_mod, smoke),
+        "cnn": lambda: bench_cnn([2] if smoke else [128, 4096], repeat, torch_mod, smoke),
+    }
+    only = [s for s in args.only.split(",") if s]
+    unknown = set(only) - set(SECTIONS)
+    if unknown:
+        sys.exit(f"unknown sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
     res = {"device": jitgrad.cuda.get_device_name(), "simulated": jitgrad.cuda.is_simulated(),
            "torch": getattr(torch_mod, "__version__", None)}
-    res["copy_GBps"] = (copy_bandwidth(64, 1) if smoke else
-                        copy_bandwidth(100_000_000, repeat)) / 1e9
-    res["w2"] = bench_w2([64] if smoke else [10**6, 10**7, 10**8], repeat, torch_mod)
-    res["mlp"] = bench_mlp([4] if smoke else [128, 4096], repeat, torch_mod, smoke)
-    res["cnn"] = bench_cnn([2] if smoke else [128, 4096], repeat, torch_mod, smoke)
-    res["per_op"] = bench_per_op(repeat, torch_mod)
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "cuda_bench.json"), "w") as fh:
-        json.dump(res, fh, indent=1)
-    lines = [f"device: {res['device']}  torch: {res['torch']}",
-             f"copy bandwidth: {res['copy_GBps']:.0f} GB/s"]
-    for r in res["w2"]:
-        lines.append(f"W2 n={r['n']:.0e}: jitgrad {r['jitgrad_compiled_s'] * 1e6:.1f} us "
-                     f"({r['jitgrad_GBps']:.0f} GB/s, "
-                     f"{r['jitgrad_GBps'] / res['copy_GBps']:.0%} of copy)"
-                     + (f"; torch eager {r['torch_eager_s'] * 1e6:.1f} us, torch.compile "
-                        f"{r['torch_compile_s'] * 1e6:.1f} us, jitgrad/torch.compile "
-                        f"{r['vs_torch_compile']:.2f}" if "torch_eager_s" in r else ""))
-    for name, r in [("MLP", r) for r in res["mlp"]] + [("CNN", r) for r in res["cnn"]]:
-        lines.append(f"{name} step b={r['batch']}: jitgrad eager {r['jitgrad_eager_s'] * 1e3:.3f}"
-                     f" ms, compiled {r['jitgrad_compiled_s'] * 1e3:.3f} ms"
-                     + (f"; torch eager {r['torch_eager_s'] * 1e3:.3f} ms, torch.compile "
-                        f"{r['torch_compile_s'] * 1e3:.3f} ms, jitgrad/torch.compile "
-                        f"{r['vs_torch_compile']:.2f}" if "torch_eager_s" in r else ""))
-    p = res["per_op"]
-    lines.append(f"per-op eager: jitgrad {p['jitgrad_us']:.1f} us"
-                 + (f", torch {p['torch_us']:.1f} us, ratio {p['ratio']:.2f}"
-                    if "torch_us" in p else ""))
-    text = "\n".join(lines)
-    with open(os.path.join(args.out, "cuda_bench.txt"), "w") as fh:
-        fh.write(text + "\n")
-    print(text)
+    lines = [f"device: {res['device']}  torch: {res['torch']}"]
+    print(lines[0], flush=True)
+    failed = False
+    for name in SECTIONS:
+        if name not in only:
+            continue
+        t0 = time.perf_counter()
+        try:
+            res[name] = runs[name]()
+        except Exception:  # one failing workload must not lose the others' figures
+            failed = True
+            res[name] = {"error": traceback.format_exc()}
+            print(res[name]["error"], file=sys.stderr, flush=True)
+        res.setdefault("section_s", {})[name] = time.perf_counter() - t0
+        new = _section_text(name, res[name], res.get("copy_GBps"))
+        lines += new
+        print("\n".join(new), flush=True)
+        # written after every section: a run cut short keeps what it measured
+        with open(os.path.join(args.out, "cuda_bench.json"), "w") as fh:
+            json.dump(res, fh, indent=1)
+        with open(os.path.join(args.out, "cuda_bench.txt"), "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":

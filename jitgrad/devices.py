@@ -15,7 +15,7 @@ import numpy as np
 
 __all__ = ["device", "CPU", "CUDA0", "device_of", "parse", "check_same_device",
            "is_cpu_array", "to_host", "to_device", "array_namespace", "get_default_device",
-           "set_default_device", "factory_device"]
+           "set_default_device", "factory_device", "add_at", "is_writeable"]
 
 _ndarray = np.ndarray
 _TYPES = ("cpu", "cuda", "meta", "mps", "xpu")
@@ -199,6 +199,22 @@ def array_namespace(*arrays):
 
             return xp()
     return np
+
+
+def add_at(out, index, values) -> None:
+    """``np.add.at(out, index, values)`` on ``out``'s device (CUDA: a deterministic kernel
+    with the CPU's bits, :mod:`jitgrad.cuda.scatter`)."""
+    if is_cpu_array(out):
+        np.add.at(out, index, values)
+        return
+    from .cuda.scatter import add_at as device_add_at
+
+    device_add_at(out, index, values)
+
+
+def is_writeable(a) -> bool:
+    """Whether array ``a`` may be written (a NumPy array's flag; device memory always)."""
+    return getattr(a.flags, "writeable", True)
 
 
 def device_of(a) -> device:

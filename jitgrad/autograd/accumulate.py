@@ -15,6 +15,7 @@ import threading
 
 import numpy as np
 
+from ..devices import is_writeable
 from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
 from . import grad_mode
@@ -57,7 +58,9 @@ def accumulate_into_leaf(t: Tensor, g: Tensor, shared: bool) -> None:
             else:
                 gd = g._data
                 flags = gd.flags  # _must_copy, inlined: this is every backward's path
-                if shared or gd.base is not None or not flags.writeable or g._requires_grad:
+                # (CuPy arrays have no writeable flag: device memory is never read-only)
+                if (shared or gd.base is not None or not getattr(flags, "writeable", True)
+                        or g._requires_grad):
                     gd = gd.copy()
                 elif not flags.c_contiguous:
                     gd = np.ascontiguousarray(gd)
@@ -80,7 +83,7 @@ def _must_copy(g: Tensor, shared: bool) -> bool:
     """Whether a gradient becoming a new ``.grad`` is copied (as PyTorch does): it may be
     read elsewhere (``shared``, a view, read-only, part of a graph)."""
     gd = g._data
-    return shared or gd.base is not None or not gd.flags.writeable or g._requires_grad
+    return shared or gd.base is not None or not is_writeable(gd) or g._requires_grad
 
 
 def _accumulate_traced(t: Tensor, g: Tensor, create: bool, shared: bool, tr) -> None:

@@ -90,7 +90,7 @@ def effect_lines(graph, ns: dict, fresh: set) -> list[str]:
         lines.append(f"w{k} = {expr}")
     if graph.writes:
         lines.append("if not (" + " and ".join(
-            f"w{k}.flags.writeable" for k in range(len(graph.writes))) + "):")
+            f"getattr(w{k}.flags, 'writeable', True)" for k in range(len(graph.writes))) + "):")
         lines.append("    E_CHECK(E_GRAPH, flat)  # raises, naming the tensor")
     for k, (_, v) in enumerate(graph.writes):
         lines += [f"x = env[{id(v)}]",
@@ -110,6 +110,6 @@ def effect_lines(graph, ns: dict, fresh: set) -> list[str]:
             lines.append(f"E_L{j}._grad = E_WRAP(env[{id(v)}])")
         else:
             lines += [f"x = env[{id(v)}]",
-                      f"E_L{j}._grad = E_WRAP(x if x.flags.owndata and x.flags.writeable "
-                      "else x.copy())"]
+                      f"E_L{j}._grad = E_WRAP(x if x.flags.owndata and "
+                      "getattr(x.flags, 'writeable', True) else x.copy())"]
     return lines

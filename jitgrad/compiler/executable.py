@@ -190,7 +190,7 @@ class Plan:
             if dsts:  # kernels write these in place: read-only raises before any step
                 ns["CHECK_WRITES"] = check_writes
                 body.append("    if not (" + " and ".join(
-                    f"env[{k}].flags.writeable" for k in sorted(dsts)) + "):")
+                    f"getattr(env[{k}].flags, 'writeable', True)" for k in sorted(dsts)) + "):")
                 body.append("        CHECK_WRITES(G, flat)")
         else:
             body += [f"    env[{id(v)}] = flat[{i}]" for i, v in enumerate(self.graph.inputs)]

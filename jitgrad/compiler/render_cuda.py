@@ -19,13 +19,16 @@ and nothing depends on the launch configuration:
 
 No float atomics; no fast-math (a fastmath *set* would turn on approximate division and
 flush-to-zero). NVVM contracts ``a * b + c`` into an FMA by default (its ``-fma=1``), which
-numba-cuda does not let a kernel turn off: a fused CUDA kernel may therefore round a
-multiply-add once where the eager CUDA sequence rounds twice — the documented bound of
-CUDA eager vs compiled (1 ulp per contracted pair; the simulator computes without FMA).
+numba-cuda does not let a kernel turn off, and a fused kernel would then round a
+multiply-add once where the eager sequence (and the CPU) rounds twice. So every float
+product of a line is rendered as ``mul_f32``/``mul_f64`` (libdevice's ``fmul_rn``/``dmul_rn``:
+PTX ``mul.rn``, which is never contracted): element-wise arithmetic has the CPU's bits, and
+compiled CUDA kernels equal the eager CUDA sequence bit for bit.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 
 from ..kernels.mathtable import DTYPE_SUFFIXES
@@ -51,6 +54,8 @@ def module_source_cuda(desc: KernelDesc) -> str:
         if "pow_scalar(" in line.expr:
             names.discard("pow_scalar")
             names.add(f"pow_scalar_{DTYPE_SUFFIXES.get(line.dtype, 'f64')}")
+        if "*" in line.expr and line.dtype in DTYPE_SUFFIXES:
+            names.add(f"mul_{DTYPE_SUFFIXES[line.dtype]}")
     imports = (f"from jitgrad.cuda.device_math import {', '.join(sorted(names))}\n"
                if names else "")
     return (_HEADER.format(imports=imports) + "@cuda.jit(cache=True)\n" + render_cuda(desc)
@@ -77,6 +82,8 @@ def render_cuda(desc: KernelDesc, name: str = "kernel") -> str:
         expr = ln.expr
         if "pow_scalar(" in expr:
             expr = _POW_SCALAR.sub(f"pow_scalar_{DTYPE_SUFFIXES.get(ln.dtype, 'f64')}(", expr)
+        if "*" in expr and ln.dtype in DTYPE_SUFFIXES:
+            expr = _uncontracted(expr, f"mul_{DTYPE_SUFFIXES[ln.dtype]}")
         note = f"  # {ln.note}" if ln.note else ""
         body.append(f"{ln.target} = {expr}{note}")
     body += [f"{desc.store_array(k)}[t] = {v}" for k, (v, _) in enumerate(desc.stores)]
@@ -90,6 +97,25 @@ def render_cuda(desc: KernelDesc, name: str = "kernel") -> str:
     else:
         src += _lane_sums(desc, body)
     return "\n".join(src)
+
+
+class _Products(ast.NodeTransformer):
+    """``a * b`` -> ``mul(a, b)`` throughout an expression."""
+
+    def __init__(self, mul: str) -> None:
+        self.mul = mul
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Mult):
+            return ast.Call(ast.Name(self.mul, ast.Load()), [node.left, node.right], [])
+        return node
+
+
+def _uncontracted(expr: str, mul: str) -> str:
+    """``expr`` with every product a call of device function ``mul`` (never an FMA)."""
+    tree = _Products(mul).visit(ast.parse(expr, mode="eval"))
+    return ast.unparse(ast.fix_missing_locations(tree))
 
 
 def _indent(lines, n: int) -> list:

@@ -26,7 +26,7 @@ import numpy as np
 # (loaded by jitgrad.ops.conv / .pooling for their first CUDA array: after they are imported)
 from ..ops.conv import _chunks, _out_hw
 from . import conv_kernels as K
-from . import runtime
+from . import fast_launch, runtime
 
 __all__ = ["conv_fwd", "conv_bwd_input", "conv_bwd_weight", "conv_bwd_bias", "max_pool",
            "max_pool_bwd", "avg_pool", "avg_pool_bwd"]
@@ -40,8 +40,9 @@ def _run(kernel, work: int, inputs: tuple, scalars: tuple, outputs: tuple) -> No
     threads = runtime.THREADS[runtime.backend()]
     blocks = max(1, min((work + threads - 1) // threads, runtime.max_blocks()))
     with np.errstate(all="ignore"):  # the simulator computes with NumPy scalars
-        kernel[blocks, threads](*[runtime.kernel_arg(a, True) for a in inputs], *scalars,
-                                *[runtime.kernel_arg(a) for a in outputs])
+        fast_launch.call(kernel, blocks, threads,
+                         (*[runtime.kernel_arg(a, True) for a in inputs], *scalars,
+                          *[runtime.kernel_arg(a) for a in outputs]))
 
 
 def _lowered(x, n0, n1, geo):

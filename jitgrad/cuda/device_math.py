@@ -20,11 +20,12 @@ from numba import cuda
 
 from ..kernels.mathtable import DTYPE_SUFFIXES, FUNCTIONS
 
-__all__ = sorted(f"{f}_{s}" for f in FUNCTIONS + ("pow_scalar",)
+__all__ = sorted(f"{f}_{s}" for f in FUNCTIONS + ("pow_scalar", "mul")
                  for s in DTYPE_SUFFIXES.values()) + ["maximum", "minimum"]
 
 _device = cuda.jit(device=True, inline=True)
-if "simulator" in cuda.jit.__module__:
+_SIMULATED = "simulator" in cuda.jit.__module__
+if _SIMULATED:
     # the simulator runs kernels as Python: NumPy's scalar functions keep the dtype and
     # give IEEE results (inf, NaN) where ``math`` raises
     from numpy import cos as _cos
@@ -39,6 +40,12 @@ if "simulator" in cuda.jit.__module__:
 
     def _erf(x):
         return math.erf(x)
+
+    def _fmul_rn(a, b):
+        return np.float32(np.float32(a) * np.float32(b))
+
+    def _dmul_rn(a, b):
+        return np.float64(np.float64(a) * np.float64(b))
 else:  # libdevice, through Numba's math lowering
     from math import cos as _cos
     from math import erf as _erf
@@ -50,6 +57,9 @@ else:  # libdevice, through Numba's math lowering
     from math import sin as _sin
     from math import sqrt as _sqrt
     from math import tanh as _tanh
+
+    from numba.cuda.libdevice import dmul_rn as _dmul_rn
+    from numba.cuda.libdevice import fmul_rn as _fmul_rn
 
 
 @_device
@@ -68,6 +78,14 @@ def _family(F):
     """The math functions of one float type ``F`` (np.float32 or np.float64)."""
     one = F(1.0)
     zero = F(0.0)
+    _mul_rn = _fmul_rn if F is np.float32 else _dmul_rn
+
+    def mul(a, b):
+        """``a * b`` rounded once and never contracted into an FMA with a later add
+        (libdevice's ``__nv_fmul_rn``/``__nv_dmul_rn``): the CPU's rounding of ``a * b + c``."""
+        return _mul_rn(a, b)
+    if not _SIMULATED:  # (the simulator calls it as plain Python: a device function's
+        mul = _device(mul)  # call there swaps modules, per element, per product)
 
     @_device
     def exp(x):
@@ -130,9 +148,9 @@ def _family(F):
         ``kernels/scalar.pow_scalar`` (2, 3 -> products, +-0.5 -> (r)sqrt, -1, -2 ->
         reciprocals), so CPU and CUDA agree where those apply."""
         if e == 2.0:
-            return a * a
+            return mul(a, a)
         if e == 3.0:
-            return a * a * a
+            return mul(mul(a, a), a)
         if e == 1.0:
             return a
         if e == 0.5:
@@ -142,12 +160,12 @@ def _family(F):
         if e == -1.0:
             return one / a
         if e == -2.0:
-            return one / (a * a)
+            return one / mul(a, a)
         return F(_pow(a, e))
 
     return {"exp": exp, "expm1": expm1, "log": log, "log1p": log1p, "tanh": tanh,
             "sigmoid": sigmoid, "softplus": softplus, "erf": erf, "sin": sin, "cos": cos,
-            "pow": pow_, "sqrt": sqrt, "rsqrt": rsqrt, "pow_scalar": pow_scalar}
+            "pow": pow_, "sqrt": sqrt, "rsqrt": rsqrt, "pow_scalar": pow_scalar, "mul": mul}
 
 
 for _suffix, _F in (("f32", np.float32), ("f64", np.float64)):

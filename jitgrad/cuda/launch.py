@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import cuda
+from numba import cuda, float64
 
 from ..compiler.kernel_desc import CHUNK, KernelDesc
-from . import runtime
+from . import fast_launch, runtime
 
 __all__ = ["launch", "elementwise", "sum_float", "finish_sum", "kernel", "finish_all"]
 
@@ -62,8 +62,9 @@ def launch(desc: KernelDesc, args: tuple, n: int = 0, R: int = 0, C: int = 0) ->
     written = {0} if desc.into else {m for _, m in desc.aliases}
     reads = len(desc.operands)
     with np.errstate(all="ignore"):  # the simulator computes with NumPy scalars
-        k[blocks, threads](*sizes, *[runtime.kernel_arg(a, i < reads and i not in written)
-                                     for i, a in enumerate(args)])
+        fast_launch.call(k, blocks, threads,
+                         (*sizes, *[runtime.kernel_arg(a, i < reads and i not in written)
+                                    for i, a in enumerate(args)]))
 
 
 def elementwise(op, operands: tuple, params, cdt, odt):
@@ -148,19 +149,39 @@ def finish_sum(partials, kind: str, scale: float, dtype, shape):
     if kind == "all":
         out = runtime.empty(1, dtype)
         with np.errstate(all="ignore"):
-            finish_all[1, 1](runtime.kernel_arg(partials, True), np.float64(scale),
-                     runtime.kernel_arg(out))
+            threads = 1 if runtime.backend() == "sim" else runtime.THREADS["gpu"]
+            fast_launch.call(finish_all, 1, threads,
+                             (runtime.kernel_arg(partials, True),
+                              np.float64(scale), runtime.kernel_arg(out)))
         return out.reshape(shape)
     val = partials * scale if scale != 1.0 else partials
     return val.astype(dtype).reshape(shape)
 
 
+#: partials staged in shared memory per pass of :func:`finish_all`
+FINISH_SEGMENT = 1024
+
+
 @cuda.jit(cache=True)
 def finish_all(partials, scale, out):
-    """One thread: the partials added in order in float64, scaled, rounded once."""
+    """The partials added in order in float64 by thread 0, scaled, rounded once. The block
+    stages them in shared memory a segment at a time (coalesced loads), so thread 0's
+    sequential adds read shared memory instead of waiting on each global load."""
+    buf = cuda.shared.array(FINISH_SEGMENT, float64)
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    n = partials.shape[0]
     s = 0.0
-    for c in range(partials.shape[0]):
-        s += partials[c]
-    if scale != 1.0:
-        s = s * scale
-    out[0] = s
+    for base in range(0, n, FINISH_SEGMENT):
+        m = min(FINISH_SEGMENT, n - base)
+        for q in range(tid, m, nt):
+            buf[q] = partials[base + q]
+        cuda.syncthreads()
+        if tid == 0:
+            for q in range(m):
+                s += buf[q]
+        cuda.syncthreads()
+    if tid == 0:
+        if scale != 1.0:
+            s = s * scale
+        out[0] = s

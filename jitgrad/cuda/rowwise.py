@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import runtime
+from . import fast_launch, runtime
 
 __all__ = ["rowwise_cuda", "layer_norm_cuda", "LANES", "kernels"]
 
@@ -261,8 +261,9 @@ def rowwise_cuda(name: str, arrays: tuple, dim: int, reduce_out: bool = False):
     fn = getattr(kernels(a0.dtype), name)
     blocks, threads = _grid(R)
     with np.errstate(all="ignore"):  # the simulator computes with NumPy scalars
-        fn[blocks, threads](*[runtime.kernel_arg(a.reshape(R, C), True) for a in arrs],
-                            runtime.kernel_arg(out))
+        fast_launch.call(fn, blocks, threads,
+                         (*[runtime.kernel_arg(a.reshape(R, C), True) for a in arrs],
+                          runtime.kernel_arg(out)))
     if reduce_out:
         return out.reshape(mshape[:-1])
     out = out.reshape(mshape)
@@ -286,5 +287,5 @@ def layer_norm_cuda(name: str, rows, w, b, eps: float, g=None):
     else:
         args = (arg(g, True), arg(rows, True), arg(wa, True), w is not None, np.float64(eps))
     with np.errstate(all="ignore"):
-        fn[blocks, threads](*args, arg(out))
+        fast_launch.call(fn, blocks, threads, (*args, arg(out)))
     return out

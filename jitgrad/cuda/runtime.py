@@ -36,6 +36,8 @@ class SimArray(np.ndarray):
     (results of NumPy functions stay on the device; host arrays are refused)."""
 
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        if method == "at":  # CuPy implements no ufunc.at through NumPy's protocol
+            return NotImplemented
         args = _unwrap(inputs)
         if out is not None:
             kwargs["out"] = _unwrap(out)
@@ -46,6 +48,28 @@ class SimArray(np.ndarray):
 
     def __array_function__(self, func, types, args, kwargs):
         return _wrap(func(*_unwrap(args), **_unwrap(kwargs)))
+
+    @property
+    def flags(self) -> CupyFlags:
+        """CuPy's flags: ``c_contiguous``, ``f_contiguous``, ``owndata`` and nothing else
+        (device memory is never read-only: no ``writeable``; no ``carray``)."""
+        f = np.ndarray.flags.__get__(self)
+        return CupyFlags(f.c_contiguous, f.f_contiguous, f.owndata)
+
+
+class CupyFlags:
+    """The flags of a CuPy array (``cupy.ndarray.flags``), for :class:`SimArray`."""
+
+    __slots__ = ("c_contiguous", "f_contiguous", "owndata")
+
+    def __init__(self, c_contiguous: bool, f_contiguous: bool, owndata: bool) -> None:
+        self.c_contiguous = c_contiguous
+        self.f_contiguous = f_contiguous
+        self.owndata = owndata
+
+    def __getitem__(self, name: str) -> bool:
+        return getattr(self, {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous",
+                              "OWNDATA": "owndata"}[name])
 
 
 def _unwrap(x):
@@ -111,8 +135,27 @@ def _unwrap_any(x):
 SIM_NP = _SimNamespace()
 
 
+def _numba_cuda_compat() -> None:
+    """Settings for numba-cuda, before it first compiles or loads a kernel.
+
+    * numba-cuda 0.30 registers an overload of ``np.row_stack`` when it first loads its
+      typing registries (every kernel compile and cache load), and NumPy 2.5 removed that
+      name (a deprecated alias of ``np.vstack``): without the alias back, no kernel loads.
+    * Launches of fewer than 128 blocks warn of low occupancy (NumbaPerformanceWarning);
+      a small tensor's kernel is one block by design, so the warning is turned off.
+    """
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
+    try:
+        from numba.cuda.core import config
+    except ImportError:  # no numba-cuda (_detect says so), or one that keeps its settings
+        from numba.core import config  # in numba.core.config
+    config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
+
+
 def _detect() -> tuple[str | None, str]:
     """(backend, reason it is unavailable)."""
+    _numba_cuda_compat()
     if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
         try:
             from numba import cuda

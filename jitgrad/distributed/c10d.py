@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import grad_mode
+from ..devices import is_writeable
 from ..ops.inplace import check_inplace_allowed
 from ..tensor import Tensor
 
@@ -239,7 +240,7 @@ def _writable(tensor: Tensor, op_name: str) -> np.ndarray:
         raise RuntimeError(f"{op_name}: the tensor requires grad and has a grad_fn; "
                            "collectives are not recorded by autograd (use .detach())")
     data = tensor._data
-    if not data.flags.writeable:
+    if not is_writeable(data):
         raise RuntimeError(f"{op_name}: the tensor's memory is read-only (an expanded or "
                            "shared tensor); clone() it first")
     return data

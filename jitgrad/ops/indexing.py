@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..devices import array_namespace, is_cpu_array, to_host
+from ..devices import add_at, array_namespace, is_cpu_array, to_host
 from ..shapes import wrap_dim
 from ..tensor import Tensor, mark_view, wrap
 from .api import api
@@ -57,9 +57,9 @@ def _take(a, index):
 def _getitem_bwd_ref(g, index, shape, advanced):
     out = array_namespace(g).zeros(shape, dtype=g.dtype)
     if type(index) is _TwoStep:
-        np.add.at(out[index[0]], index[1], g)
+        add_at(out[index[0]], index[1], g)
     elif advanced:
-        np.add.at(out, index, g)
+        add_at(out, index, g)
     else:
         out[index] = g
     return out

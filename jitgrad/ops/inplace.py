@@ -13,7 +13,7 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..autograd.node import HookedSaved, save_input, save_output
-from ..devices import array_namespace
+from ..devices import array_namespace, is_writeable
 from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
 from .api import api
@@ -57,7 +57,7 @@ def check_writeable(self: Tensor) -> None:
     (PyTorch's overlap error) or a read-only array the tensor wraps (``from_numpy`` of an
     array with ``writeable=False``), leaving the tensor unchanged."""
     a = self._data
-    if a.flags.writeable:
+    if is_writeable(a):
         return
     if any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)):
         raise RuntimeError(

@@ -1,7 +1,9 @@
 """Element-wise math functions: sign, abs, exp, expm1, log, log1p, sqrt, rsqrt, reciprocal,
-sin, cos, tanh, sigmoid, relu."""
+sin, cos, tanh, sigmoid, relu, erf."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -16,7 +18,7 @@ from .registry import FLOAT
 
 __all__ = [
     "sign", "abs", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "reciprocal", "sin",
-    "cos", "tanh", "sigmoid", "relu",
+    "cos", "tanh", "sigmoid", "relu", "erf",
 ]
 
 
@@ -101,6 +103,21 @@ RELU = ew("relu", "ReluBackward0", ("a",), "a if (a > 0.0 or a != a) else 0.0",
           else np.maximum(a, 0),
           lambda g, ins, out, p, n: (threshold_backward(g, out, 0.0),), save_out=True,
           samples=S.unary_away_from_0)
+
+_erf_f64 = np.vectorize(math.erf, otypes=[np.float64])
+_TWO_OVER_SQRT_PI = 1.1283791670955126
+
+
+def _erf_ref(a):
+    """``math.erf`` element by element (NumPy has none), rounded once to ``a``'s dtype."""
+    a = np.asarray(a)
+    return np.asarray(_erf_f64(a.astype(np.float64)),
+                      dtype=a.dtype if a.dtype.kind == "f" else np.float64)
+
+
+ERF = ew("erf", "ErfBackward0", ("a",), "erf(a)", _erf_ref,
+         lambda g, ins, out, p, n: (g * exp(-(ins[0] * ins[0])) * _TWO_OVER_SQRT_PI,),
+         save=(0,), dtype_rule=FLOAT, samples=S.unary)
 
 
 # ---------------------------------------------------------------------- public functions
@@ -198,3 +215,9 @@ def sigmoid(input: Tensor) -> Tensor:
 def relu(input: Tensor) -> Tensor:
     """``max(input, 0)``."""
     return unary(RELU, input)
+
+
+@api(ERF, method="erf", inplace="erf_", export="erf")
+def erf(input: Tensor) -> Tensor:
+    """Error function ``2/sqrt(pi) * integral from 0 to input of exp(-t**2) dt``."""
+    return unary(ERF, input)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..devices import array_namespace
+from ..devices import add_at, array_namespace
 from ..shapes import fmt_shape, wrap_dim
 from ..tensor import Tensor
 from . import samples as S
@@ -100,7 +100,7 @@ def _gather_backward_ref(g, index, dim, shape, unique=False):
     if unique:  # positions picked once (sort, topk, kthvalue): a plain scatter
         out[tuple(idx)] = g
     else:
-        np.add.at(out, tuple(idx), g)
+        add_at(out, tuple(idx), g)
     return out
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..devices import is_writeable
 from .effects import in_place
 from .ir import Graph, Lit, Var
 
@@ -113,7 +114,7 @@ def check_writes(graph: Graph, args: list) -> list:
     read-only -- before anything is written, so a call leaves no half-done effects."""
     dsts = [src.read(args) for src, _ in graph.writes]
     for src, dst in zip(graph.writes, dsts):
-        if not dst.flags.writeable:
+        if not is_writeable(dst):
             from ..ops.inplace import check_writeable
 
             check_writeable(src[0].tensor(args))
@@ -150,5 +151,5 @@ def apply_effects(graph: Graph, env: dict, args: list, bump=None) -> None:
             leaf._grad = v.source.tensor(args)
         else:
             val = env[id(v)]
-            leaf._grad = wrap(val if val.flags.owndata and val.flags.writeable
+            leaf._grad = wrap(val if val.flags.owndata and is_writeable(val)
                               and v.kind != "const" else val.copy())

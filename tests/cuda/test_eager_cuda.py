@@ -150,3 +150,20 @@ def test_every_fusable_unary_op_has_a_cuda_rendering():
         assert "@cuda.jit" in src.source and "def kernel(n, a0" in src.source
         done += 1
     assert done >= 20
+
+
+@pytest.mark.parametrize("threads", [1, 3, 16])
+def test_finishing_a_sum_adds_the_partials_in_order_at_any_block_size(threads):
+    from jitgrad.cuda import launch, runtime
+
+    rng = np.random.default_rng(5)
+    # more partials than one shared-memory segment, of very different sizes
+    parts = rng.standard_normal(launch.FINISH_SEGMENT * 2 + 37) * 10.0 ** rng.integers(-8, 9,
+                                                                                     2085)
+    ref = np.float64(0.0)
+    for p in parts:
+        ref += p
+    out = runtime.empty(1, np.float32)
+    launch.finish_all[1, threads](runtime.kernel_arg(runtime.to_device(parts), True),
+                                  np.float64(0.5), runtime.kernel_arg(out))
+    assert runtime.to_host(out)[0] == np.float32(ref * 0.5)

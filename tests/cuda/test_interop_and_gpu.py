@@ -99,17 +99,24 @@ def test_libdevice_float32_accuracy_is_within_its_documented_ulp(name):
 def test_a_warm_process_loads_every_cuda_kernel_from_the_cache(tmp_path):
     code = textwrap.dedent("""
         import time, jitgrad as t
+        from jitgrad.cuda import launch
         x = t.randn(1000, device="cuda", requires_grad=True)
         f = t.compile(lambda x: (t.tanh(x) ** 2).sum())
         t0 = time.perf_counter(); f(x).backward(); t.cuda.synchronize()
-        print(time.perf_counter() - t0)
+        ks = list(launch._kernels.values())
+        print(len(ks), sum(sum(k._cache_hits.values()) for k in ks),
+              sum(sum(k._cache_misses.values()) for k in ks), time.perf_counter() - t0)
     """)
     env = dict(os.environ, JITGRAD_CACHE_DIR=str(tmp_path))
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    times = []
+    runs = []
     for _ in range(2):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              env=env, timeout=600)
         assert out.returncode == 0, out.stderr
-        times.append(float(out.stdout.split()[-1]))
-    assert times[1] < times[0] / 3, times  # compiling PTX/cubin dominates a cold call
+        n, hits, misses, secs = out.stdout.split()[-4:]
+        runs.append((int(n), int(hits), int(misses), float(secs)))
+    (n0, _, misses0, cold), (n1, hits1, misses1, warm) = runs
+    assert n0 == n1 >= 2 and misses0 == n0, runs  # the cold process compiled each kernel
+    assert misses1 == 0 and hits1 == n1, runs     # the warm one loaded each from disk
+    assert warm < cold, runs

@@ -211,6 +211,7 @@ ADAPTERS = {
     "tanh": _unary("tanh"),
     "sigmoid": _unary("sigmoid"),
     "relu": _unary("relu"),
+    "erf": _unary("erf"),
     "pow_scalar": lambda M, ts, p: ts[0] ** p["exponent"],
     "pow": lambda M, ts, p: ts[0] ** ts[1],
     "rpow_scalar": lambda M, ts, p: p["base"] ** ts[0],

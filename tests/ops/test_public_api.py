@@ -20,7 +20,7 @@ __package__ __path__ __spec__ __version__ _builtins _tensor_str abs absolute add
 addcmul addmm allclose amax amin annotations arange argmax argmin as_tensor autograd bmm
 bool cat chunk clamp clip clone compile compiler concatenate config cos creation
 default_generator div divide dot double dtype dtypes empty empty_like enable_grad eq equal
-exp expand explain expm1 eye flatten float float16 float32 float64 from_numpy full full_like
+erf exp expand explain expm1 eye flatten float float16 float32 float64 from_numpy full full_like
 ge get_default_dtype get_num_threads get_printoptions grad gt half inference_mode
 initial_seed int int16 int32 int64 int8 is_floating_point is_grad_enabled
 is_inference_mode_enabled is_tensor isfinite isinf isnan jit kernels le lerp linspace log
@@ -47,7 +47,7 @@ _accumulator _base _data _grad _grad_fn _hooks _is_param _output_nr _post_acc_ho
 _requires_grad _retains_grad _vc _version abs abs_ add add_ addcdiv addcdiv_ addcmul
 addcmul_ all allclose amax amin any argmax argmin backward bmm bool chunk clamp clamp_ clip
 clip_ clone contiguous copy_ cos cos_ cpu data data_ptr detach detach_ device dim div div_
-divide dot double dtype element_size eq equal exp exp_ expand expand_as expm1 fill_ flatten
+divide dot double dtype element_size eq equal erf erf_ exp exp_ expand expand_as expm1 fill_ flatten
 float ge grad grad_fn gt half int is_contiguous is_cuda is_floating_point is_leaf isfinite
 isinf isnan item itemsize le lerp lerp_ log log1p log_ log_softmax logical_and logical_not
 logical_or logical_xor logsumexp long lt mT masked_fill masked_fill_ matmul max maximum mean

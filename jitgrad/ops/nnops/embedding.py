@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...devices import array_namespace
+from ...devices import add_at, array_namespace
 from ...tensor import Tensor
 from .. import samples as S
 from ..api import api
@@ -25,7 +25,7 @@ def _embedding_backward_ref(g, indices, num_weights, padding_idx=None):
     flat = indices.reshape(-1)
     rows = g.reshape((flat.size,) + out.shape[1:])
     keep = flat != padding_idx if padding_idx is not None else slice(None)
-    np.add.at(out, flat[keep], rows[keep])
+    add_at(out, flat[keep], rows[keep])
     return out
 
 
