@@ -15,7 +15,7 @@ import numpy as np
 
 __all__ = ["device", "CPU", "CUDA0", "device_of", "parse", "check_same_device",
            "is_cpu_array", "to_host", "to_device", "array_namespace", "get_default_device",
-           "set_default_device", "factory_device", "add_at", "is_writeable"]
+           "set_default_device", "factory_device", "add_at", "as_array", "is_writeable"]
 
 _ndarray = np.ndarray
 _TYPES = ("cpu", "cuda", "meta", "mps", "xpu")
@@ -210,6 +210,12 @@ def add_at(out, index, values) -> None:
     from .cuda.scatter import add_at as device_add_at
 
     device_add_at(out, index, values)
+
+
+def as_array(a):
+    """``np.asarray(a)`` that keeps a device array on its device (NumPy cannot convert one
+    implicitly; NumPy scalars and Python numbers become 0-d host arrays)."""
+    return np.asarray(a) if is_cpu_array(a) else a
 
 
 def is_writeable(a) -> bool:

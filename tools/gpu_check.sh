@@ -62,6 +62,10 @@ if [ "$test_s" != 0 ]; then
     timeout "$test_s" $py -m pytest -q -p no:cacheprovider $opts -rfE --tb=short \
         tests/cuda -m "slow or not slow" > "$out/gpu_tests.log" 2>&1 || status=1
     tail -40 "$out/gpu_tests.log"
+    echo "failures by error (first line of each):"
+    grep -E "^E   +[A-Za-z_.]+(Error|Exception|Warning)" "$out/gpu_tests.log" | cut -c1-160 \
+        | sort | uniq -c | sort -rn | head -15
+    echo "$(grep -c '^FAILED' "$out/gpu_tests.log") tests failed"
     echo "tests: $(( $(date +%s) - t1 )) s"
 fi
 exit $status

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import config
 from .._malloc import tune_allocator
-from ..devices import CUDA0, is_cpu_array, to_device
+from ..devices import CUDA0, as_array, is_cpu_array, to_device
 from ..kernels.parallel import BLAS_THREADED_WORK, note_blas
 from ..trace.interpreter import (
     apply_effects,
@@ -176,7 +176,7 @@ class Plan:
         were most of a small graph's cost (W1 compiled: 7.5 -> 6.0 us)."""
         ns = {"apply_effects": apply_effects, "G": self.graph, "errstate": np.errstate,
               "CONSTS": dict(self.consts),
-              "asarray": _device_asarray if self.cuda else np.asarray}
+              "asarray": as_array if self.cuda else np.asarray}
         body = ["    env = CONSTS.copy()" if self.consts else "    env = {}"]
         if which == "run":
             body += [f"    env[{k}] = flat[{i}]._data" for k, i in self.arg_slots]
@@ -274,12 +274,7 @@ class Plan:
 
 def _on_device(a):
     """A CUDA plan's constant: on the device (kernels and CuPy take no host arrays)."""
-    return to_device(np.asarray(a), CUDA0)
-
-
-def _device_asarray(a):
-    """``np.asarray`` that keeps CUDA arrays on the device (NumPy scalars become 0-d)."""
-    return np.asarray(a) if is_cpu_array(a) else a
+    return to_device(as_array(a), CUDA0)
 
 
 def _cuda_runner():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import check_ir
-from ..devices import is_cpu_array
+from ..devices import as_array
 from ..trace.interpreter import run_eqn
 from ..trace.ir import Eqn, Graph, Lit, Var, is_effect
 from .pool_relu import pool_before_relu
@@ -66,7 +66,7 @@ def fold_constants(graph: Graph) -> None:
     for e in graph.eqns:
         if isinstance(e.op, str):
             if e.op == "fill" and int(np.prod(e.out.shape)) <= FOLD_MAX_ELEMENTS:
-                e.out.kind, e.out.source = "const", _const_array(e.impl())
+                e.out.kind, e.out.source = "const", as_array(e.impl())
             continue
         if int(np.prod(e.out.shape)) > FOLD_MAX_ELEMENTS:
             continue
@@ -74,14 +74,9 @@ def fold_constants(graph: Graph) -> None:
                    for i in e.ins):
             continue
         env = {id(i): i.source for i in e.ins if isinstance(i, Var)}
-        e.out.kind, e.out.source = "const", _const_array(run_eqn(e, env, reference=True))
+        # (a value computed on the device stays there: a CUDA plan's kernels take it)
+        e.out.kind, e.out.source = "const", as_array(run_eqn(e, env, reference=True))
     graph.eqns = [e for e in graph.eqns if e.out.kind != "const"]
-
-
-def _const_array(value):
-    """A folded value as a constant's array, on the device it was computed on (a CUDA
-    plan's kernels take device arrays; NumPy cannot convert one implicitly)."""
-    return np.asarray(value) if is_cpu_array(value) else value
 
 
 def _param_key(params: dict):

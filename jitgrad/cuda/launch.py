@@ -20,11 +20,14 @@ from numba import cuda, float64
 from ..compiler.kernel_desc import CHUNK, KernelDesc
 from . import fast_launch, runtime
 
-__all__ = ["launch", "elementwise", "sum_float", "finish_sum", "kernel", "finish_all"]
+__all__ = ["launch", "run", "read_only", "grid", "elementwise", "sum_float", "finish_sum",
+           "kernel", "finish_all"]
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 _kernels: dict = {}
+_plans: dict = {}   # (op, dtypes, operand layouts) -> an eager op's launch (elementwise)
+MAX_PLANS = 4096
 
 
 def kernel(desc: KernelDesc):
@@ -58,22 +61,60 @@ def launch(desc: KernelDesc, args: tuple, n: int = 0, R: int = 0, C: int = 0) ->
         return
     blocks, threads = grid(desc, n, R, C)
     sizes = (n,) if desc.mode == "flat" else (R, C)
-    k = kernel(desc)
+    run(kernel(desc), blocks, threads, sizes, read_only(desc, len(args)), args)
+
+
+def read_only(desc: KernelDesc, n_args: int) -> tuple:
+    """Per argument of ``desc``'s kernel (after the sizes): whether the kernel only reads it
+    (the simulator then copies nothing back into it)."""
     written = {0} if desc.into else {m for _, m in desc.aliases}
     reads = len(desc.operands)
-    with np.errstate(all="ignore"):  # the simulator computes with NumPy scalars
-        fast_launch.call(k, blocks, threads,
-                         (*sizes, *[runtime.kernel_arg(a, i < reads and i not in written)
-                                    for i, a in enumerate(args)]))
+    return tuple(i < reads and i not in written for i in range(n_args))
+
+
+def run(k, blocks: int, threads: int, sizes: tuple, read_only: tuple, args) -> None:
+    """Launch compiled kernel ``k`` over ``sizes`` with ``args`` (``read_only`` per arg)."""
+    argv = (*sizes, *[runtime.kernel_arg(a, ro) for a, ro in zip(args, read_only)])
+    if runtime.backend() == "gpu":
+        fast_launch.call(k, blocks, threads, argv)
+    else:
+        with np.errstate(all="ignore"):  # the simulator computes with NumPy scalars
+            fast_launch.call(k, blocks, threads, argv)
 
 
 def elementwise(op, operands: tuple, params, cdt, odt):
     """Element-wise ``op`` on CUDA: operands are device arrays of ``cdt`` or NumPy scalars
-    (``no_promote`` inputs keep their dtype); a new device array of ``odt``."""
+    (``no_promote`` inputs keep their dtype); a new device array of ``odt``.
+
+    A call whose operands have the layout of an earlier call (each array's shape and
+    contiguity, each number's place) reuses that call's launch (kernel, grid, sizes): an
+    eager op's host work is then the output's allocation and the launch."""
+    is_dev = runtime.is_device_array
+    key = (op, cdt, odt, *[(x.shape, x.flags.c_contiguous) if is_dev(x) else None
+                           for x in operands])
+    plan = _plans.get(key)
+    if plan is None:
+        return _elementwise_first(op, operands, params, np.dtype(cdt), np.dtype(odt), key)
+    k, blocks, threads, sizes, read_only, out_shape = plan
+    out = runtime.empty(out_shape, odt)
+    args = [x.reshape(-1) for x in operands if is_dev(x)]
+    if op.params:
+        args += [x for x in operands if not is_dev(x)]
+        args += [cdt.type(params[p]) for p in op.params]
+    else:
+        args += [x for x in operands if not is_dev(x)]
+    args.append(out.reshape(-1))
+    run(k, blocks, threads, sizes, read_only, args)
+    return out
+
+
+def _elementwise_first(op, operands: tuple, params, cdt, odt, key):
+    """:func:`elementwise` for a layout not seen before (or one it cannot reuse: a reference
+    implementation, an empty result, a broadcast copied first, a one-element array read by
+    value); remembers the launch under ``key`` where it can be reused."""
     from ..compiler.describe import describe_op
     from ..compiler.fusion import operand_fits, pattern
 
-    cdt, odt = np.dtype(cdt), np.dtype(odt)
     arrays = [x for x in operands if runtime.is_device_array(x)]
     if op.expr is None or cdt not in (_F32, _F64):
         with np.errstate(all="ignore"):
@@ -87,6 +128,7 @@ def elementwise(op, operands: tuple, params, cdt, odt):
         return out
     pargs = tuple(cdt.type(params[p]) for p in op.params) if op.params else ()
     big = [x for x in arrays if x.size != 1]  # one-element arrays go by value, as on the CPU
+    reusable = len(big) == len(arrays)
     split = len(shape)
     if not all(x.shape == shape and x.flags.c_contiguous for x in big):
         for p in range(len(shape) - 1, 0, -1):
@@ -94,6 +136,7 @@ def elementwise(op, operands: tuple, params, cdt, odt):
                 split = p
                 break
         else:  # no split expresses the broadcast: made contiguous on the device
+            reusable = False
             xp = runtime.xp()
             operands = tuple(xp.ascontiguousarray(xp.broadcast_to(x, shape))
                              if runtime.is_device_array(x) and x.size != 1 else x
@@ -111,7 +154,16 @@ def elementwise(op, operands: tuple, params, cdt, odt):
     desc = describe_op(op, cdt, tuple(pats), mode, odt)
     R = math.prod(shape[:split])
     C = math.prod(shape[split:])
-    launch(desc, (*args, *numbers, *pargs, out.reshape(-1)), n=out.size, R=R, C=C)
+    args = (*args, *numbers, *pargs, out.reshape(-1))
+    n = out.size
+    blocks, threads = grid(desc, n, R, C)
+    sizes = (n,) if mode == "flat" else (R, C)
+    plan = (kernel(desc), blocks, threads, sizes, read_only(desc, len(args)), shape)
+    if reusable:
+        if len(_plans) >= MAX_PLANS:  # a program of ever new shapes: start over
+            _plans.clear()
+        _plans[key] = plan
+    run(*plan[:5], args)
     return out
 
 

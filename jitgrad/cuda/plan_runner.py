@@ -41,13 +41,23 @@ class CudaGroupRunner:
         self._fixed: dict = {}
         for j, (v, op) in enumerate(zip(binding.operands, desc.operands)):
             if v.kind == "const":
-                a = np.asarray(v.source)
+                a = np.asarray(runtime.to_host(v.source))  # (a folded constant may be
+                # a device array: read once here, on the host)
                 self._fixed[j] = (np.dtype(v.dtype).type(a.reshape(-1)[0])
                                   if op.pattern == "scalar" else
                                   runtime.to_device(np.ascontiguousarray(a).reshape(-1)))
                 self.baked.add(id(v))
         self._scalars = [np.dtype(dt).type(value) for value, dt in binding.scalars]
-        launch.kernel(desc)  # compiled now (or loaded from the cache), not at the first call
+        # the launch, resolved once: compiled now (or loaded from the cache), not at the
+        # first call; grid and sizes from the group's shape
+        self._kernel = launch.kernel(desc)
+        self._grid = launch.grid(desc, self.n, self.R, self.C)
+        self._sizes = (self.n,) if desc.mode == "flat" else (self.R, self.C)
+        n_args = (len(desc.operands) + len(self._scalars) + len(binding.outputs)
+                  + len(binding.reductions))
+        self._read_only = launch.read_only(desc, n_args)
+        self._empty = (self.n if desc.mode == "flat" else self.R * self.C) == 0 \
+            and not desc.reductions
 
     def run(self, env: dict) -> None:
         b, d = self.binding, self.desc
@@ -73,6 +83,7 @@ class CudaGroupRunner:
             r = runtime.zeros(size, np.float64)
             partials.append(r)
             args.append(r)
-        launch.launch(d, tuple(args), n=self.n, R=self.R, C=self.C)
+        if not self._empty:
+            launch.run(self._kernel, *self._grid, self._sizes, self._read_only, args)
         for r, (e, kind, scale) in zip(partials, b.reductions):
             env[id(e.out)] = launch.finish_sum(r, kind, scale, e.out.dtype, e.out.shape)

@@ -143,6 +143,11 @@ def _numba_cuda_compat() -> None:
       name (a deprecated alias of ``np.vstack``): without the alias back, no kernel loads.
     * Launches of fewer than 128 blocks warn of low occupancy (NumbaPerformanceWarning);
       a small tensor's kernel is one block by design, so the warning is turned off.
+    * A CuPy array passed to a kernel exports its stream, and numba-cuda synchronises that
+      stream for every such argument of every launch (the host waits for the GPU to go
+      idle). jitgrad's kernels and CuPy's work all run on the legacy default stream, in
+      order, so the synchronisation only costs time and is turned off (work a user puts
+      on a non-blocking CuPy stream is not ordered with jitgrad's kernels).
     """
     if not hasattr(np, "row_stack"):
         np.row_stack = np.vstack
@@ -151,6 +156,7 @@ def _numba_cuda_compat() -> None:
     except ImportError:  # no numba-cuda (_detect says so), or one that keeps its settings
         from numba.core import config  # in numba.core.config
     config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
+    config.CUDA_ARRAY_INTERFACE_SYNC = 0
 
 
 def _detect() -> tuple[str | None, str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..devices import is_writeable
+from ..devices import array_namespace, as_array, is_cpu_array, is_writeable
 from .effects import in_place
 from .ir import Graph, Lit, Var
 
@@ -32,7 +32,7 @@ def run_eqn(e, env: dict, reference: bool = True) -> np.ndarray:
     fn = op.ref if reference or op.fwd is None else op.fwd
     with np.errstate(all="ignore"):
         out = fn(*args, **e.params)
-    out = np.asarray(out)
+    out = as_array(out)  # (a CUDA plan's values stay on the device)
     if out.dtype != e.out.dtype:
         out = out.astype(e.out.dtype)
     return out
@@ -45,7 +45,7 @@ def _elementwise(op, args, e, reference: bool) -> np.ndarray:
     for k, a in enumerate(args):
         if k in no_promote:
             operands.append(a)
-        elif isinstance(a, np.ndarray):
+        elif isinstance(a, np.ndarray) or not is_cpu_array(a):  # (a CUDA array too)
             operands.append(a if a.dtype == cdt else a.astype(cdt))
         else:
             operands.append(cdt.type(a))
@@ -53,16 +53,17 @@ def _elementwise(op, args, e, reference: bool) -> np.ndarray:
         with np.errstate(all="ignore"):
             out = op.ref(*operands, **{k: e.params[k] for k in op.params}) if op.params \
                 else op.ref(*operands)
-        out = np.asarray(out)
+        out = as_array(out)
     elif op.fwd is not None:  # an eager forward of its own (sin/cos: libm for huge inputs)
-        out = np.asarray(op.fwd(*operands, **{k: e.params[k] for k in op.params}))
+        out = as_array(op.fwd(*operands, **{k: e.params[k] for k in op.params}))
     else:
         from ..ops import eager_kernels
 
         out = eager_kernels.run(op, tuple(operands), e.params or None, cdt,
                                 np.dtype(e.out.dtype))
     if out.shape != e.out.shape:  # every operand was a broadcast source: materialise
-        out = np.array(np.broadcast_to(out, e.out.shape))
+        xp = array_namespace(out)
+        out = xp.ascontiguousarray(xp.broadcast_to(out, e.out.shape))
     return out if out.dtype == e.out.dtype else out.astype(e.out.dtype)
 
 
