@@ -250,16 +250,19 @@ def _section_text(name: str, r, copy_gbps) -> list[str]:
         copy = copy_gbps if isinstance(copy_gbps, float) else float("nan")
         return [f"W2 n={r['n']:.0e}: jitgrad {r['jitgrad_compiled_s'] * 1e6:.1f} us "
                 f"({r['jitgrad_GBps']:.0f} GB/s, {r['jitgrad_GBps'] / copy:.0%} of copy)"
-                + (f"; torch eager {r['torch_eager_s'] * 1e6:.1f} us, torch.compile "
-                   f"{r['torch_compile_s'] * 1e6:.1f} us, jitgrad/torch.compile "
-                   f"{r['vs_torch_compile']:.2f}" if "torch_eager_s" in r else "")
-                for r in r]
+                + _vs_torch(r, 1e6, "us") for r in r]
     return [f"{name.upper()} step b={r['batch']}: jitgrad eager "
             f"{r['jitgrad_eager_s'] * 1e3:.3f} ms, compiled {r['jitgrad_compiled_s'] * 1e3:.3f} ms"
-            + (f"; torch eager {r['torch_eager_s'] * 1e3:.3f} ms, torch.compile "
-               f"{r['torch_compile_s'] * 1e3:.3f} ms, jitgrad/torch.compile "
-               f"{r['vs_torch_compile']:.2f}" if "torch_eager_s" in r else "")
-            for r in r]
+            + _vs_torch(r, 1e3, "ms") for r in r]
+
+
+def _vs_torch(r: dict, scale: float, unit: str) -> str:
+    """The PyTorch columns of a row (empty without PyTorch)."""
+    if "torch_eager_s" not in r:
+        return ""
+    return (f"; torch eager {r['torch_eager_s'] * scale:.3f} {unit}, torch.compile "
+            f"{r['torch_compile_s'] * scale:.3f} {unit}, jitgrad/torch.compile "
+            f"{r['vs_torch_compile']:.2f}")
 
 
 SECTIONS = ("copy_GBps", "launch", "per_op", "w2", "mlp", "cnn")
