@@ -98,11 +98,9 @@ def elementwise(op, operands: tuple, params, cdt, odt):
     k, blocks, threads, sizes, read_only, out_shape = plan
     out = runtime.empty(out_shape, odt)
     args = [x.reshape(-1) for x in operands if is_dev(x)]
+    args += [x for x in operands if not is_dev(x)]  # numbers, in order
     if op.params:
-        args += [x for x in operands if not is_dev(x)]
         args += [cdt.type(params[p]) for p in op.params]
-    else:
-        args += [x for x in operands if not is_dev(x)]
     args.append(out.reshape(-1))
     run(k, blocks, threads, sizes, read_only, args)
     return out

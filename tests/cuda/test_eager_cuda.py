@@ -167,3 +167,19 @@ def test_finishing_a_sum_adds_the_partials_in_order_at_any_block_size(threads):
     launch.finish_all[1, threads](runtime.kernel_arg(runtime.to_device(parts), True),
                                   np.float64(0.5), runtime.kernel_arg(out))
     assert runtime.to_host(out)[0] == np.float32(ref * 0.5)
+
+
+def test_a_reused_launch_takes_each_calls_numbers_and_params():
+    from jitgrad.cuda import launch
+
+    x = torch.arange(6.0, device="cuda")
+    n = len(launch._plans)
+    assert torch.clamp(x, 0, 1).tolist() == [0.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    assert torch.clamp(x, 0, 2).tolist() == [0.0, 1.0, 2.0, 2.0, 2.0, 2.0]  # same launch
+    assert (x * 2).tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    assert (x * 3).tolist() == [0.0, 3.0, 6.0, 9.0, 12.0, 15.0]
+    assert (x[1:] - x[:-1]).tolist() == [1.0] * 5   # views: another layout
+    assert len(launch._plans) > n
+    y = torch.ones(3, 1, device="cuda")
+    assert (x.reshape(2, 3) + y[:2, 0].reshape(2, 1)).tolist() == [[1.0, 2.0, 3.0],
+                                                                 [4.0, 5.0, 6.0]]
