@@ -10,6 +10,8 @@ sort is needed.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import cuda
 
@@ -22,7 +24,7 @@ def add_at(out, index, values) -> None:
     """``np.add.at(out, index, values)`` for a CUDA array ``out`` (``index`` as NumPy's:
     integers, slices, device index arrays; ``values`` broadcast to the indexed shape)."""
     xp = runtime.xp()
-    dest = xp.arange(out.size, dtype=np.int64).reshape(out.shape)[index]
+    dest = _destinations(xp, out.shape, index)
     m = dest.size
     if m == 0:
         return
@@ -42,6 +44,23 @@ def add_at(out, index, values) -> None:
                           runtime.kernel_arg(vals.reshape(-1), True)))
     if target is not out:
         out[...] = target
+
+
+def _destinations(xp, shape: tuple, index):
+    """The flat position in an array of ``shape`` of every element ``index`` selects (the
+    indexed shape). Rows picked by one integer array (embedding and index gradients) are
+    computed from the rows; anything else indexes a range over the whole array."""
+    if type(index) is tuple and len(index) == 1:
+        index = index[0]
+    if runtime.is_device_array(index) and index.dtype.kind in "iu" and index.ndim >= 1 \
+            and len(shape) >= 1:
+        row = math.prod(shape[1:])
+        rows = index.astype(np.int64)
+        if index.dtype.kind == "i":
+            rows = xp.where(rows < 0, rows + shape[0], rows)
+        return (rows.reshape(-1, 1) * row + xp.arange(row, dtype=np.int64)).reshape(
+            index.shape + tuple(shape[1:]))
+    return xp.arange(math.prod(shape), dtype=np.int64).reshape(shape)[index]
 
 
 @cuda.jit(cache=True)

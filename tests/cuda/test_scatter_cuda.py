@@ -58,3 +58,18 @@ def test_simulated_device_arrays_keep_cupys_rules():
     assert not hasattr(a.flags, "writeable") and a.flags.c_contiguous and a.flags["C_CONTIGUOUS"]
     with pytest.raises(TypeError):
         np.add.at(a, runtime.to_device(np.array([0])), 1.0)
+
+
+@pytest.mark.parametrize("index", [np.array([2, -1, 0, 2, 3]), np.array([[1, 1], [0, -4]])])
+def test_add_at_of_rows_picked_by_one_index_array(index):
+    rng = np.random.default_rng(2)
+    out = rng.standard_normal((4, 3)).astype(np.float32)
+    vals = rng.standard_normal(index.shape + (3,)).astype(np.float32)
+    ref = out.copy()
+    np.add.at(ref, index, vals)
+    dev = runtime.to_device(out)
+    add_at(dev, runtime.to_device(index), runtime.to_device(vals))
+    assert runtime.to_host(dev).tobytes() == ref.tobytes()
+    dev = runtime.to_device(out)
+    add_at(dev, (runtime.to_device(index),), runtime.to_device(vals))  # as a 1-tuple
+    assert runtime.to_host(dev).tobytes() == ref.tobytes()
