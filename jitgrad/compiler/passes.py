@@ -10,12 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import check_ir
-from ..devices import as_array
+from ..devices import array_namespace, as_array
 from ..trace.interpreter import run_eqn
 from ..trace.ir import Eqn, Graph, Lit, Var, is_effect
 from .pool_relu import pool_before_relu
 
 __all__ = ["optimize", "dce", "cse", "fold_views", "fold_constants", "transpose_matmuls",
+           "transposed_product_exact",
            "drop_copies", "split_biased_matmuls"]
 
 #: constants up to this many elements are folded (bigger ones stay equations: a folded
@@ -164,7 +165,13 @@ def transpose_matmuls(graph: Graph, keep=()) -> None:
     """``(a @ b).T`` -> ``b.T @ a.T`` for 2-D matmuls read only through their transpose (a
     weight gradient ``(x.T @ g).T``): BLAS takes transposed operands for free, and the
     result comes out contiguous, so the optimizer update that reads it streams memory
-    instead of striding across it. The original matmul is left for DCE."""
+    instead of striding across it. The original matmul is left for DCE.
+
+    Only where this BLAS gives both forms the same bits (:func:`transposed_product_exact`):
+    eager mode computes ``(a @ b).T``, and a compiled function must equal it. OpenBLAS's
+    kernels for the two operand orders add in the same order on some processors and not on
+    others (the Haswell kernels on the project's current machine: 952 of 7,680 elements of
+    a 64x96 weight gradient differed by an ulp)."""
     uses: dict = {}
     for v in list(graph.outputs) + list(keep) + [v for _, v in graph.writes] + [
             v for _, v in graph.grad_sets if v is not None]:
@@ -180,7 +187,9 @@ def transpose_matmuls(graph: Graph, keep=()) -> None:
         m = producer.get(id(e.ins[0])) if _is_transpose(e) else None
         if (m is not None and not isinstance(m.op, str) and m.op.matmul
                 and uses.get(id(m.out)) == 1 and len(m.out.shape) == 2
-                and all(isinstance(i, Var) and len(i.shape) == 2 for i in m.ins)):
+                and all(isinstance(i, Var) and len(i.shape) == 2 for i in m.ins)
+                and transposed_product_exact(m.ins[0].shape, m.ins[1].shape, m.out.dtype,
+                                             graph.device)):
             a, b = m.ins
             bt = Var(n, (b.shape[1], b.shape[0]), b.dtype)
             at = Var(n + 1, (a.shape[1], a.shape[0]), a.dtype)
@@ -191,6 +200,39 @@ def transpose_matmuls(graph: Graph, keep=()) -> None:
             continue
         out.append(e)
     graph.eqns = out
+
+
+_EXACT_TRANSPOSED: dict = {}
+
+
+def transposed_product_exact(a_shape: tuple, b_shape: tuple, dtype,
+                             device: str = "cpu") -> bool:
+    """Whether the BLAS of ``device`` (NumPy's on the CPU, cuBLAS through CuPy on CUDA)
+    computes ``(a @ b).T`` and ``b.T @ a.T`` with the same bits for operands of these shapes
+    and ``dtype``, each contiguous or a transposed view (how plan values arrive): probed once
+    per shapes, dtype and device on random operands (the order of a BLAS call's additions
+    depends on shapes, layouts and dtype, not on the values)."""
+    dt = np.dtype(dtype)
+    key = (tuple(a_shape), tuple(b_shape), dt, device)
+    exact = _EXACT_TRANSPOSED.get(key)
+    if exact is None:
+        if dt.kind != "f":
+            exact = True  # integer products are exact in any order
+        else:
+            rng = np.random.default_rng(0)
+            a = rng.standard_normal(a_shape).astype(dt)
+            b = rng.standard_normal(b_shape).astype(dt)
+            if device != "cpu":
+                from ..cuda import runtime
+
+                a, b = runtime.to_device(a), runtime.to_device(b)
+            xp = array_namespace(a)
+            exact = all(
+                bool(xp.array_equal(xp.matmul(x, y).T, xp.matmul(y.T, x.T)))
+                for x in (a, xp.ascontiguousarray(a.T).T)
+                for y in (b, xp.ascontiguousarray(b.T).T))
+        _EXACT_TRANSPOSED[key] = exact
+    return exact
 
 
 def split_biased_matmuls(graph: Graph) -> None:
