@@ -16,7 +16,7 @@ from ..trace.ir import Eqn, Graph, Lit, Var, is_effect
 from .pool_relu import pool_before_relu
 
 __all__ = ["optimize", "dce", "cse", "fold_views", "fold_constants", "transpose_matmuls",
-           "transposed_product_exact",
+           "transposed_product_exact", "cancel_transposes",
            "drop_copies", "split_biased_matmuls"]
 
 #: constants up to this many elements are folded (bigger ones stay equations: a folded
@@ -140,6 +140,28 @@ def cse(graph: Graph) -> None:
         return None
 
     graph._cse_replace = _substitute(graph, merged)
+
+
+def cancel_transposes(graph: Graph) -> dict:
+    """``x.T.T`` -> ``x`` for 2-D transposes (a linear layer's weight gradient ``(g.T @ x).T``
+    transposed back by ``weight.t()``'s backward: ``.grad`` then gets the product itself, a
+    fresh array, not a view that has to be copied). A transpose the function returns or
+    writes back stays (the caller gets a view, as in eager mode). Returns the replacements."""
+    producer: dict = {}
+    exposed = {id(v) for v in graph.outputs if isinstance(v, Var)}
+    exposed |= {id(v) for _, v in graph.writes}
+
+    def cancelled(e):
+        producer[id(e.out)] = e
+        if not _is_transpose(e) or id(e.out) in exposed:
+            return None
+        p = producer.get(id(e.ins[0]))
+        if p is not None and _is_transpose(p) and p.ins[0].shape == e.out.shape \
+                and p.ins[0].dtype == e.out.dtype:
+            return p.ins[0]
+        return None
+
+    return _substitute(graph, cancelled)
 
 
 def dce(graph: Graph, keep=()) -> None:
@@ -335,6 +357,9 @@ def optimize(graph: Graph, keep=()) -> list:
     check()
     rep = getattr(graph, "_cse_replace", {})
     keep = [rep.get(id(v), v) for v in keep]
+    rep = cancel_transposes(graph)
+    keep = [rep.get(id(v), v) for v in keep]
+    check()
     split_biased_matmuls(graph)
     check()
     transpose_matmuls(graph, keep)

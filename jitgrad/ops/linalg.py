@@ -68,11 +68,24 @@ def _matmul_vjp(g, ins, out, p, n):
         if na == 1:
             ga = ga.reshape(a._data.shape)
     if n[1]:
-        gb = matmul(a2.transpose(-1, -2), g2)
+        gb = rhs_grad(a2, g2, b2)
         gb = _reduce_to(gb, b2._data.shape)
         if nb == 1:
             gb = gb.reshape(b._data.shape)
     return ga, gb
+
+
+def rhs_grad(a: Tensor, g: Tensor, b: Tensor) -> Tensor:
+    """The gradient of ``b`` in ``a @ b`` for the output gradient ``g``: ``a.T @ g``, or, for
+    a transposed 2-D ``b`` (a linear layer's ``weight.t()``), ``(g.T @ a).T``: the product
+    then comes out in the weight's own layout, so its ``.grad`` and the optimizer read it
+    contiguously, as PyTorch computes a linear layer's weight gradient. Eager and compiled
+    mode both take this rule, so both make the same BLAS call (the two forms differ in the
+    last bit on some BLAS builds: ``compiler.passes.transposed_product_exact``)."""
+    bd = b._data
+    if a.ndim == 2 and bd.ndim == 2 and bd.flags.f_contiguous and not bd.flags.c_contiguous:
+        return matmul(g.transpose(-1, -2), a).transpose(-1, -2)
+    return matmul(a.transpose(-1, -2), g)
 
 
 def _reduce_to(g: Tensor, shape) -> Tensor:

@@ -12,7 +12,7 @@ from ...tensor import Tensor
 from .. import samples as S
 from ..api import api
 from ..dispatch import as_tensor_arg, call
-from ..linalg import MATMUL, matmul
+from ..linalg import MATMUL, matmul, rhs_grad
 from ..registry import OPAQUE, defop
 
 __all__ = ["addmm", "linear"]
@@ -33,7 +33,7 @@ def _addmm_vjp(g, ins, out, p, n):
     _, a, b = ins
     return (g if n[0] else None,
             matmul(g, b.t()) if n[1] else None,
-            matmul(a.t(), g) if n[2] else None)
+            rhs_grad(a, g, b) if n[2] else None)
 
 
 ADDMM = defop(name="addmm", kind=OPAQUE, node="AddmmBackward0", inputs=("bias", "mat1", "mat2"),
