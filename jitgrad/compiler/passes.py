@@ -144,22 +144,26 @@ def cse(graph: Graph) -> None:
 
 def cancel_transposes(graph: Graph) -> dict:
     """``x.T.T`` -> ``x`` for 2-D transposes (a linear layer's weight gradient ``(g.T @ x).T``
-    transposed back by ``weight.t()``'s backward: ``.grad`` then gets the product itself, a
-    fresh array, not a view that has to be copied). A transpose the function returns or
-    writes back stays (the caller gets a view, as in eager mode). Returns the replacements."""
+    transposed back by ``weight.t()``'s backward: ``.grad``, or a backward plan's gradient
+    output, is then the product itself, a fresh array, not a view that has to be copied).
+    A returned or written-back double transpose of an input or captured tensor stays (the
+    caller gets a view of it, as in eager mode). Returns the replacements."""
     producer: dict = {}
     exposed = {id(v) for v in graph.outputs if isinstance(v, Var)}
     exposed |= {id(v) for _, v in graph.writes}
 
     def cancelled(e):
         producer[id(e.out)] = e
-        if not _is_transpose(e) or id(e.out) in exposed:
+        if not _is_transpose(e):
             return None
         p = producer.get(id(e.ins[0]))
-        if p is not None and _is_transpose(p) and p.ins[0].shape == e.out.shape \
-                and p.ins[0].dtype == e.out.dtype:
-            return p.ins[0]
-        return None
+        if p is None or not _is_transpose(p):
+            return None
+        src = p.ins[0]
+        if src.shape != e.out.shape or src.dtype != e.out.dtype or (
+                id(e.out) in exposed and id(src) not in producer):
+            return None
+        return src
 
     return _substitute(graph, cancelled)
 
