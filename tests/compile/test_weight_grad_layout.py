@@ -61,3 +61,25 @@ def test_cancel_transposes_keeps_a_returned_double_transpose_a_view():
     src = inspect.getsource(newest_plan(f).run)
     assert src.count(".transpose(") == 2  # the returned pair only; the summed one is gone
     assert cancel_transposes(Graph()) == {}
+
+
+def test_a_returned_double_transpose_of_a_fresh_value_is_the_value():
+    x, w = jg.randn(3, 4), jg.randn(4, 5)
+    f = jg.compile(lambda x, w: (x @ w).t().t())
+    for _ in range(2):
+        np.testing.assert_array_equal(f(x, w)._data, (x @ w)._data)
+    assert ".transpose(" not in inspect.getsource(newest_plan(f).run)
+
+
+def test_module_mode_weight_gradients_equal_eager():
+    lin, x = _layer(3)
+    clin, _ = _layer(3)
+    clin.load_state_dict(lin.state_dict())
+    cm = jg.compile(clin)
+    for _ in range(2):
+        lin.zero_grad()
+        clin.zero_grad()
+        lin(x).tanh().sum().backward()
+        cm(x).tanh().sum().backward()
+        np.testing.assert_array_equal(lin.weight.grad._data, clin.weight.grad._data)
+        assert clin.weight.grad._data.flags.c_contiguous
