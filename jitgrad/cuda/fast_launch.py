@@ -25,6 +25,8 @@ from __future__ import annotations
 import ctypes
 import os
 
+import numpy as np
+
 __all__ = ["call", "ENABLED"]
 
 #: launch through the packed fast path when the kernel allows it
@@ -101,8 +103,6 @@ def _packer(ty, array_type):
     from numba.core import types
 
     if isinstance(ty, types.Array):
-        import numpy as np
-
         if ty.layout not in ("C", "A"):
             raise TypeError(f"no fast packing of {ty}")
         dtype, ndim, contiguous = np.dtype(str(ty.dtype)), ty.ndim, ty.layout == "C"
