@@ -579,6 +579,30 @@ def mlp_impls(jg, batch: int, with_torch_compile: bool):
     return _training_impls(makers, "numpy")
 
 
+def optim_impls(jg, name: str, options: dict):
+    """``opt.step()`` alone over the MLP's parameters with fixed gradients: jitgrad eager
+    and ``fused=True``, PyTorch's default (the for-loop on CPU) and ``fused=True``. Check:
+    the first parameter after three steps against jitgrad eager's."""
+    tw = workloads("training_workloads")
+    makers = {"jitgrad": lambda: tw.optimizer_step(jg, name, **options),
+              "jitgrad_fused": lambda: tw.optimizer_step(jg, name, fused=True, **options)}
+    torch = optional("torch")
+    if torch:
+        makers["torch_eager"] = lambda: tw.optimizer_step(torch, name, **options)
+        makers["torch_fused"] = lambda: tw.optimizer_step(torch, name, fused=True, **options)
+    impls = {k: make() for k, make in makers.items()}
+
+    def third(make):
+        step = make()
+        for _ in range(2):
+            step()
+        return to_np(step()).astype(np.float64)
+
+    ref = third(makers["jitgrad"])
+    checks = {k: (lambda m=m: rel_err(third(m), ref)) for k, m in makers.items()}
+    return impls, checks
+
+
 def cnn_impls(jg, batch: int):
     tw = workloads("training_workloads")
     makers = {
@@ -970,7 +994,8 @@ def versions() -> dict:
 
 
 # ------------------------------------------------------------------------------ main
-WORKLOADS = ("per_op", "seed", "matmul", "chain", "mlp", "cnn", "gpt", "cold", "compile")
+WORKLOADS = ("per_op", "seed", "matmul", "chain", "mlp", "optim", "cnn", "gpt", "cold",
+             "compile")
 
 
 def main(argv=None) -> int:
@@ -1070,6 +1095,12 @@ def main(argv=None) -> int:
             def mlp_gflops(row, batch=batch):
                 row["gflops"] = tw.mlp_flops(batch) / row["median_s"] / 1e9
             run("mlp_step", f"784-256-256-10 b{batch} f32 SGD", impls, checks, mlp_gflops)
+            del impls, checks
+    if "optim" in todo:
+        for label, name, options in (("AdamW", "AdamW", {"lr": 1e-3}),
+                                     ("SGD momentum", "SGD", {"lr": 0.01, "momentum": 0.9})):
+            impls, checks = optim_impls(jg, name, options)
+            run("optim_step", f"MLP params 535k f32 {label}", impls, checks)
             del impls, checks
     if "cnn" in todo:
         impls, checks = cnn_impls(jg, 32 if q else 128)

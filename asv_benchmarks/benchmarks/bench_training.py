@@ -294,3 +294,22 @@ class CrossEntropyNarrow:
 
     def time_cross_entropy(self, c, path):
         self.run()
+
+
+class OptimizerStep:
+    """``opt.step()`` alone over the MLP's parameters (535k float32, fixed gradients):
+    AdamW and SGD with momentum, the eager per-parameter ops vs ``fused=True`` (one compiled
+    plan, each parameter's update one pass)."""
+
+    params = [["AdamW", "SGD-momentum"], ["eager", "fused"]]
+    param_names = ["optimizer", "mode"]
+
+    def setup(self, optimizer, mode):
+        name, options = {"AdamW": ("AdamW", {"lr": 1e-3}),
+                         "SGD-momentum": ("SGD", {"lr": 0.01, "momentum": 0.9})}[optimizer]
+        self.step = tw.optimizer_step(jitgrad, name, fused=mode == "fused", **options)
+        for _ in range(3):  # fused: traced by the first two calls
+            self.step()
+
+    def time_step(self, optimizer, mode):
+        self.step()

@@ -298,3 +298,25 @@ def gpt_step(torch, config: str, mode: str, state: dict | None = None):
         step = torch.compile(step)
     x, y = (torch.from_numpy(a) for a in gpt_data(config))
     return lambda: step(x, y).detach()
+
+
+def optimizer_step(lib, name: str, **options):
+    """``step() -> first parameter`` of ``lib.optim.<name>(**options)`` over the MLP's
+    parameters (``mlp_data``'s weights in the Linear layout) with fixed gradients: the
+    optimizer's update alone, as an eager training loop or a compiled model's loop calls
+    ``opt.step()``. ``lib`` is ``jitgrad`` or ``torch``."""
+    _, _, params = mlp_data(128)
+    rng = np.random.default_rng(1)
+    tensors = []
+    for a in params:
+        a = np.ascontiguousarray(a.T) if a.ndim == 2 else a.copy()
+        p = lib.from_numpy(a)
+        p.requires_grad_(True)
+        p.grad = lib.from_numpy((rng.standard_normal(a.shape) * 0.01).astype(np.float32))
+        tensors.append(p)
+    opt = getattr(lib.optim, name)(tensors, **options)
+
+    def step():
+        opt.step()
+        return tensors[0]
+    return step

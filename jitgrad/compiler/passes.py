@@ -7,6 +7,8 @@ computes. ``keep`` lists values that must survive besides outputs and effects (r
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..config import check_ir
@@ -349,6 +351,50 @@ def _internal_view(e: Eqn, producer: dict) -> bool:
     return False
 
 
+def _one_element(v) -> bool:
+    return not isinstance(v, Var) or math.prod(v.shape) <= 1
+
+
+def hoist_scalars(graph: Graph) -> None:
+    """Equations computing one number from numbers only (an optimizer's bias corrections
+    from its step count: ``1 - beta ** step``, ``sqrt``, a cast of the 0-d step) move up to
+    just after the last equation they read, so they are computed before the element-wise
+    work that uses them: fusion, which keeps the graph's order, then joins what comes
+    before and after such a number into one pass (an Adam update: the moments and the
+    parameter update in one loop instead of two, each array read and written once).
+
+    The graph is pure (effects are ``graph.writes`` and ``grad_sets``, applied after the
+    steps), so only the order changes: the same operations on the same values, the same
+    bits. Effect equations (collectives) are never moved, and nothing moves above one."""
+    anchors: list = []           # equations that stay, in order
+    after: dict = {}             # anchor index (-1: the top) -> hoisted equations
+    where: dict = {}             # id(value) -> (anchor index, hoisted?) of its producer
+    barrier = -1
+    moved = False
+    for e in graph.eqns:
+        hoist = (not is_effect(e) and not isinstance(e.op, str) and _one_element(e.out)
+                 and all(_one_element(i) for i in e.ins)
+                 and (e.op.kind in ("elementwise", "movement") or e.op.copies))
+        if not hoist:
+            if is_effect(e):
+                barrier = len(anchors)
+            where[id(e.out)] = len(anchors)
+            anchors.append(e)
+            continue
+        k = max([barrier] + [where[id(i)] for i in e.ins
+                             if isinstance(i, Var) and id(i) in where])
+        moved |= k < len(anchors) - 1
+        after.setdefault(k, []).append(e)
+        where[id(e.out)] = k
+    if not moved:
+        return
+    out = list(after.get(-1, ()))
+    for j, e in enumerate(anchors):
+        out.append(e)
+        out += after.get(j, ())
+    graph.eqns = out
+
+
 def optimize(graph: Graph, keep=()) -> list:
     """Run the passes in order; returns ``keep`` with CSE replacements applied. With
     ``JITGRAD_CHECK_IR=1`` the graph is checked after each pass (``Graph.check``)."""
@@ -369,6 +415,8 @@ def optimize(graph: Graph, keep=()) -> list:
     transpose_matmuls(graph, keep)
     check()
     pool_before_relu(graph, keep)
+    check()
+    hoist_scalars(graph)
     check()
     dce(graph, keep)
     check()

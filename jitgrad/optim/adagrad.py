@@ -27,7 +27,7 @@ class Adagrad(Optimizer):
                  weight_decay: float = 0.0, initial_accumulator_value: float = 0.0,
                  eps: float = 1e-10, foreach: bool | None = None, *, maximize: bool = False,
                  differentiable: bool = False, fused: bool | None = None) -> None:
-        check_options("Adagrad", differentiable, fused, lr=lr, lr_decay=lr_decay,
+        check_options("Adagrad", differentiable, fused, foreach, lr=lr, lr_decay=lr_decay,
                       weight_decay=weight_decay,
                       initial_accumulator_value=initial_accumulator_value, eps=eps)
         super().__init__(params, {

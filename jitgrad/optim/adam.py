@@ -12,13 +12,15 @@ from ..creation import tensor, zeros_like
 from ..dtypes import get_default_dtype
 from ..ops.elementwise import maximum
 from ..trace.state import STATE as TRACE
-from .optimizer import Optimizer, params_with_grad
+from .optimizer import Optimizer, check_fused, params_with_grad
 
 __all__ = ["Adam", "AdamW"]
 
 
 class Adam(Optimizer):
-    """Adam (PyTorch's ``torch.optim.Adam``, ``foreach=False``).
+    """Adam (PyTorch's ``torch.optim.Adam``, ``foreach=False``; ``fused=True``: the update
+    as one compiled plan, each parameter's update one fused pass, see
+    ``Optimizer._fused_step``).
 
     >>> import jitgrad
     >>> w = jitgrad.tensor([1.0, -2.0], requires_grad=True)
@@ -44,9 +46,10 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if differentiable or fused:
-            raise NotImplementedError(f"{type(self).__name__}: differentiable and fused are "
-                                      "not supported by jitgrad")
+        check_fused(differentiable, fused, foreach)
+        if differentiable:
+            raise NotImplementedError(f"{type(self).__name__}: differentiable=True is not "
+                                      "supported by jitgrad")
         super().__init__(params, {
             "lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
             "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,

@@ -22,7 +22,7 @@ from ..ops.dispatch import binary_into
 from ..tensor import Tensor
 from ..trace.state import STATE as TRACE
 
-__all__ = ["Optimizer", "required", "params_with_grad", "check_options",
+__all__ = ["Optimizer", "required", "params_with_grad", "check_options", "check_fused",
            "descend", "new_step", "step_gradient"]
 
 
@@ -125,10 +125,39 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        fused = TRACE.tracer is None and any(g.get("fused") for g in self.param_groups)
+        if fused:  # the fused groups' update: one compiled plan (see _fused_step)
+            self._fused_step()()
         with no_grad():
             for group in self.param_groups:
-                self._step_group(group)
+                if not (fused and group.get("fused")):
+                    self._step_group(group)
         return loss
+
+    def _fused_step(self) -> Callable[[], None]:
+        """The update of the groups with ``fused=True`` as one function compiled by
+        :func:`jitgrad.compile` (built at the first fused step): the step's tensor ops traced
+        once -- as a compiled training step traces them, with the learning rate read at every
+        call and the bias corrections computed from the ``step`` tensor -- and run as fused
+        kernels, each parameter's update one pass over its arrays. Its results are the bits
+        of the same step traced inside a compiled training step; they differ from the
+        unfused eager step's within the documented bound (``capturable`` vs float bias
+        corrections, ``tests/nn/test_optim.py``). The plan's guards see a new gradient,
+        state or option and trace the step again."""
+        fn = self.__dict__.get("_fused_fn")
+        if fn is None:
+            from ..jit.function import compile as jit_compile
+
+            def fused_groups_step() -> None:
+                with no_grad():
+                    for group in self.param_groups:
+                        if group.get("fused"):
+                            self._step_group(group)
+
+            fused_groups_step.__name__ = f"{type(self).__name__}.step"
+            fn = jit_compile(fused_groups_step)
+            object.__setattr__(self, "_fused_fn", fn)
+        return fn
 
     def _step_group(self, group: dict) -> None:
         raise NotImplementedError
@@ -233,17 +262,29 @@ _LABELS = {"lr": "learning rate", "eps": "epsilon value"}
 
 
 def check_options(opt_name: str, differentiable: bool = False, fused: bool | None = None,
-                  **options: float) -> None:
+                  foreach: bool | None = None, **options: float) -> None:
     """PyTorch's argument checks, in the order given: ``ValueError("Invalid <label>:
     <value>")`` for the first negative option (``lr`` is "learning rate", ``eps`` "epsilon
-    value", others "<name> value"; ``rho`` must also be at most 1); then the PyTorch options
-    jitgrad has no implementation of (``differentiable``, ``fused``)."""
+    value", others "<name> value"; ``rho`` must also be at most 1); then ``fused``'s
+    (:func:`check_fused`); then ``differentiable``, which jitgrad has no implementation of."""
     for name, value in options.items():
         if not 0.0 <= value or (name == "rho" and value > 1.0):
             raise ValueError(f"Invalid {_LABELS.get(name, name + ' value')}: {value}")
-    if differentiable or fused:
-        raise NotImplementedError(f"{opt_name}: differentiable and fused are not supported by "
+    check_fused(differentiable, fused, foreach)
+    if differentiable:
+        raise NotImplementedError(f"{opt_name}: differentiable=True is not supported by "
                                   "jitgrad")
+
+
+def check_fused(differentiable: bool, fused: bool | None, foreach: bool | None) -> None:
+    """PyTorch's checks of ``fused=True`` (SGD, Adam, AdamW, Adagrad), in its order: not
+    with ``differentiable``, not with ``foreach=True``."""
+    if not fused:
+        return
+    if differentiable:
+        raise RuntimeError("`fused` does not support `differentiable`")
+    if foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
 
 def descend(p: Tensor, update: Tensor, lr, den: Tensor | None = None) -> None:

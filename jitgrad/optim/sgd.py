@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer, descend, params_with_grad
+from .optimizer import Optimizer, check_fused, descend, params_with_grad
 
 __all__ = ["SGD"]
 
 
 class SGD(Optimizer):
-    """SGD (PyTorch's ``torch.optim.SGD``, ``foreach=False``).
+    """SGD (PyTorch's ``torch.optim.SGD``, ``foreach=False``; ``fused=True``: the update as
+    one compiled plan of fused kernels, see ``Optimizer._fused_step``).
 
     >>> import jitgrad
     >>> w = jitgrad.tensor([1.0, -2.0], requires_grad=True)
@@ -32,9 +33,9 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        if differentiable or fused:
-            raise NotImplementedError("SGD: differentiable and fused are not supported by "
-                                      "jitgrad")
+        check_fused(differentiable, fused, foreach)
+        if differentiable:
+            raise NotImplementedError("SGD: differentiable=True is not supported by jitgrad")
         super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
                                   "weight_decay": weight_decay, "nesterov": nesterov,
                                   "maximize": maximize, "foreach": foreach,
