@@ -160,11 +160,17 @@ def entry_fast(entry, key: tuple, closure, stats: dict) -> Callable[[tuple], Any
         body.append(f"{', '.join(names)}, = args")
         body.append("if " + " or ".join(f"type({a}) is not Tensor" for a in names) + ":")
         body.append("    return MISS")
-    for i, (shape, dtype, req, hooks, kind) in enumerate(items):
+    for i, (shape, dtype, req, hooks, kind, layout) in enumerate(items):
         ns[f"SH{i}"], ns[f"DT{i}"], ns[f"RG{i}"], ns[f"AT{i}"] = shape, dtype, req, kind
         body.append(f"d = a{i}._data")
         body.append(f"if d.shape != SH{i} or d.dtype != DT{i} or a{i}._requires_grad != RG{i}"
                     f" or {'not ' if hooks else ''}a{i}._hooks or type(d) is not AT{i}:")
+        body.append("    return MISS")
+        # the layout class (function.layout_class), from the flags read once
+        body.append("f = d.flags")
+        body.append("if " + ("not f.c_contiguous" if layout == 0 else
+                             "f.c_contiguous or not f.f_contiguous" if layout == 1 else
+                             "f.c_contiguous or f.f_contiguous") + ":")
         body.append("    return MISS")
         if n > 1 and pattern is None:  # the root arrays: arguments sharing memory miss
             body.append(f"r{i} = d.base")

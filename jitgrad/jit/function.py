@@ -90,7 +90,8 @@ class CompiledFunction:
     def _key(self, flat, treedef) -> tuple:
         # the array's type is the device (ndarray, a CUDA array): one plan per device
         return (treedef, tuple([(t._data.shape, t._data.dtype, t._requires_grad,
-                                 bool(t._hooks), type(t._data)) for t in flat]),
+                                 bool(t._hooks), type(t._data), layout_class(t._data))
+                                for t in flat]),
                 grad_mode.STATE.enabled, aliasing.arg_aliasing(flat))
 
     def __call__(self, *args, **kwargs):
@@ -110,7 +111,8 @@ class CompiledFunction:
                 if type(a) is not Tensor:
                     break
                 d = a._data
-                items.append((d.shape, d.dtype, a._requires_grad, bool(a._hooks), type(d)))
+                items.append((d.shape, d.dtype, a._requires_grad, bool(a._hooks), type(d),
+                              layout_class(d)))
             else:
                 flat = list(args)
                 treedef = _TENSOR_ARGS_TREES.get(len(args)) or _tensor_args_tree(len(args))
@@ -214,7 +216,7 @@ class CompiledFunction:
             return "which arguments share memory changed"
         for i, (a, b) in enumerate(zip(old[1], key[1])):
             if a != b:
-                what = ("shape", "dtype", "requires_grad", "hooks", "device")
+                what = ("shape", "dtype", "requires_grad", "hooks", "device", "layout")
                 for name, x, y in zip(what, a, b):
                     if x != y:
                         if name == "device":
@@ -354,6 +356,16 @@ _TENSOR_ARGS_TREES: dict = {}
 def _device_name(array_type) -> str:
     """The device of arrays of ``array_type`` (a compiled entry's key holds the type)."""
     return "cpu" if array_type is np.ndarray else "cuda:0"
+
+
+def layout_class(d) -> int:
+    """0: C-contiguous, 1: a transposed layout (Fortran-contiguous only), 2: other strides.
+    Part of a compiled entry's key: a trace may depend on its arguments' layouts (the
+    gradient of a transposed matrix operand, ``ops.linalg.rhs_grad``, picks the BLAS form
+    that returns it in that layout), so an argument in another layout traces again rather
+    than run a plan whose last bits could differ from eager mode's."""
+    f = d.flags
+    return 0 if f.c_contiguous else (1 if f.f_contiguous else 2)
 
 
 def _describe_key(key) -> str:

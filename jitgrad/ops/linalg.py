@@ -82,10 +82,12 @@ def rhs_grad(a: Tensor, g: Tensor, b: Tensor) -> Tensor:
     contiguously, as PyTorch computes a linear layer's weight gradient. Eager and compiled
     mode both take this rule, so both make the same BLAS call (the two forms differ in the
     last bit on some BLAS builds: ``compiler.passes.transposed_product_exact``). The choice
-    follows ``b``'s memory layout when the function is traced; a compiled function is not
-    retraced when a later call's ``b`` has the other layout (not a case a linear layer's
-    ``weight.t()`` meets), and on such BLAS builds its gradient may then differ from eager
-    mode's in the last bit."""
+    follows ``b``'s memory layout when the function is traced; each argument's layout is
+    part of a compiled function's key (``jit.function.layout_class``), so an argument
+    passed in another layout traces again. A captured tensor whose array is replaced by
+    one of another layout (``p.data = w.t()``) is not re-checked: its plan keeps the traced
+    form, and on such BLAS builds its gradient may differ from eager mode's in the last
+    bit."""
     bd = b._data
     if a.ndim == 2 and bd.ndim == 2 and bd.flags.f_contiguous and not bd.flags.c_contiguous:
         return matmul(g.transpose(-1, -2), a).transpose(-1, -2)

@@ -83,3 +83,30 @@ def test_module_mode_weight_gradients_equal_eager():
         cm(x).tanh().sum().backward()
         np.testing.assert_array_equal(lin.weight.grad._data, clin.weight.grad._data)
         assert clin.weight.grad._data.flags.c_contiguous
+
+
+def test_an_argument_in_another_layout_traces_again_and_keeps_eager_bits():
+    """The BLAS form of a transposed operand's gradient follows its layout, and the layout of
+    each argument is part of a compiled function's key: passing the same matrix as a
+    transposed view traces again, so each call has eager mode's gradient bits."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((64, 96), dtype=np.float32)
+    g = jg.from_numpy(rng.standard_normal((64, 80), dtype=np.float32))
+    w = rng.standard_normal((80, 96), dtype=np.float32)
+
+    def loss(x, b):
+        return ((x @ b) * g).sum()
+
+    f = jg.compile(loss)
+    layouts = [np.ascontiguousarray(w.T), w.T, np.ascontiguousarray(w.T)]  # C, F, C again
+    for k, bw in enumerate(layouts):
+        grads = []
+        for fn in (loss, f):
+            x = jg.from_numpy(a.copy()).requires_grad_()
+            b = jg.from_numpy(bw).requires_grad_()
+            fn(x, b).backward()
+            grads.append((x.grad.numpy(), b.grad.numpy()))
+        for e, c in zip(*grads):
+            np.testing.assert_array_equal(c, e, err_msg=f"call {k}")
+    assert f.stats["traces"] == 2, f.stats
+    assert "layout changed" in (f.last_retrace_reason or ""), f.last_retrace_reason
