@@ -202,3 +202,20 @@ def test_hoisted_numbers_let_one_pass_update_a_parameter():
     for g in groups:  # ... which computes the moments and the update
         assert "lerp" in g and "sqrt" in g, g
 
+
+
+def test_fused_state_dict_round_trip_continues_the_same_trajectory():
+    m = _model(jitgrad)
+    opt = jitgrad.optim.AdamW(m.parameters(), lr=0.01, fused=True)
+    for i in range(3):
+        _step(jitgrad, m, opt, i)
+    m2 = _model(jitgrad)
+    m2.load_state_dict(m.state_dict())
+    opt2 = jitgrad.optim.AdamW(m2.parameters(), lr=0.01, fused=True)
+    opt2.load_state_dict(opt.state_dict())
+    for i in range(3, 6):
+        _step(jitgrad, m, opt, i)
+        _step(jitgrad, m2, opt2, i)
+    for pa, pb in zip(_arrays(m), _arrays(m2)):
+        np.testing.assert_array_equal(pa, pb)
+    assert opt.state_dict()["param_groups"][0]["fused"] is True
