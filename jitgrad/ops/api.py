@@ -97,10 +97,24 @@ def _who(rec: Api) -> str:
 
 
 def inplace_method(fn: Callable, name: str) -> Callable:
-    """The in-place method ``name`` running ``fn``: ``apply_inplace(self, fn(self, ...))``."""
+    """The in-place method ``name`` running ``fn``: ``apply_inplace(self, fn(self, ...))``,
+    or, for the methods ``inplace_into.INTO`` lists, the op's kernel straight into
+    ``self`` where that applies (the same bits, one pass)."""
     from .inplace import apply_inplace
+    from .inplace_into import INTO
 
-    if name.startswith("__"):  # x += y: one operand, no argument packing
+    into = INTO.get(name)
+    if into is not None and name.startswith("__"):
+        def method(self, other):
+            if into(self, other):
+                return self
+            return apply_inplace(self, fn(self, other))
+    elif into is not None:
+        def method(self, *args, **kwargs):
+            if into(self, *args, **kwargs):
+                return self
+            return apply_inplace(self, fn(self, *args, **kwargs))
+    elif name.startswith("__"):  # x += y: one operand, no argument packing
         def method(self, other):
             return apply_inplace(self, fn(self, other))
     else:

@@ -320,54 +320,65 @@ def _broadcast_value(ad, second, k: int) -> bool:
 
 
 def binary_into(op: OpDef, a: Tensor, b, params: dict | None = None) -> bool:
-    """``a`` becomes ``op(a, b)``, computed straight into ``a``'s memory by the op's kernel
-    (no result array, no copy back) when nothing needs the general in-place path: no
-    tracer, no autograd recording, ``a`` contiguous and writeable, ``b`` a tensor of ``a``'s
-    shape and dtype not overlapping it (or ``a`` itself) or a Python number, the result of
-    ``a``'s dtype. Bumps ``a``'s version as ``apply_inplace`` does; the same bits as the
-    out-of-place op (its kernel reads each element before writing it). False when the case
-    does not apply: the caller takes the general path."""
+    """``a`` becomes ``op(a, b)`` computed straight into ``a``'s memory
+    (:func:`elementwise_into` with one more operand)."""
+    return elementwise_into(op, a, (b,), params)
+
+
+def elementwise_into(op: OpDef, a: Tensor, rest: tuple, params: dict | None = None) -> bool:
+    """``a`` becomes ``op(a, *rest)``, computed straight into ``a``'s memory by the op's
+    in-place kernel (no result array, no copy back) when nothing needs the general in-place
+    path: no tracer, no autograd recording, ``a`` a contiguous writeable float array on the
+    CPU, each of ``rest`` a tensor of ``a``'s shape and dtype not overlapping it (or ``a``
+    itself) or a Python number, the result of ``a``'s dtype. Bumps ``a``'s version as
+    ``apply_inplace`` does; the same bits as the out-of-place op (its kernel reads each
+    element before writing it; numbers and params are cast to ``a``'s dtype as there).
+    False when the case does not apply: the caller takes the general path."""
     if _TRACE.tracer is not None:
         return False
     ad = a._data
-    tb = type(b)
-    if _STATE.enabled and (a._requires_grad or (tb is Tensor and b._requires_grad)):
-        return False
-    if type(ad) is not _ndarray or (tb is Tensor and type(b._data) is not _ndarray):
+    recording = _STATE.enabled
+    if type(ad) is not _ndarray or (recording and a._requires_grad):
         return False  # CUDA memory (or a NumPy subclass): the general in-place path
     flags = ad.flags
     if not (flags.c_contiguous and flags.writeable):
         return False
     dt = ad.dtype
-    if tb is Tensor:
-        second = b._data
-        if second.dtype != dt or second.shape != ad.shape or (
-                second is not ad and np.may_share_memory(ad, second)):
+    args = [ad.reshape(-1)]
+    kinds = ["full"]
+    for b in rest:
+        tb = type(b)
+        if tb is Tensor:
+            bd = b._data
+            if (recording and b._requires_grad) or type(bd) is not _ndarray or \
+                    bd.dtype != dt or bd.shape != ad.shape or (
+                        bd is not ad and np.may_share_memory(ad, bd)):
+                return False
+            args.append(bd.reshape(-1))
+            kinds.append("full")
+        elif (tb is float or tb is int) and dt.kind == "f":
+            args.append(dt.type(b))
+            kinds.append("arg")
+        else:
             return False
-        k = 0
-    elif (tb is float or tb is int) and dt.kind == "f":
-        second, k = dt.type(b), 1
-    else:
-        return False
-    key = (op.name, dt, k)
+    key = (op.name, dt, tuple(kinds))
     fn = _INTO.get(key, _MISSING)
     if fn is _MISSING:
-        fn = _INTO[key] = eager_kernels.into_kernel(op, dt, k == 1)
+        fn = _INTO[key] = eager_kernels.into_kernel(op, dt, key[2])
     if fn is None:
         return False
-    n = ad.size
-    args = (ad.reshape(-1), second.reshape(-1) if k == 0 else second)
     if params:
-        args += tuple(dt.type(params[p]) for p in op.params)
+        args += [dt.type(params[p]) for p in op.params]
+    n = ad.size
     if n < _PAR_MIN:
         fn(0, (n + _PART) >> _SHIFT, n, *args)
     else:
-        _run_kernel(fn, n, args)
+        _run_kernel(fn, n, tuple(args))
     a._vc[0] += 1
     return True
 
 
-_INTO: dict = {}  # (op name, dtype, second is a number) -> in-place kernel or None
+_INTO: dict = {}  # (op name, dtype, operand kinds) -> in-place kernel or None
 
 
 def _binary_general(op: OpDef, a, b, params) -> Tensor:

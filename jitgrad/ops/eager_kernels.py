@@ -62,16 +62,17 @@ def kernel_fn(op: OpDef, cdt, patterns: tuple, mode: str, odt, into: bool = Fals
     return fn
 
 
-def into_kernel(op: OpDef, dt, scalar_second: bool):
-    """The flat kernel updating its first operand in place with ``op`` (the second input a
-    full array of ``dt``, or a Python number): LLVM vectorises it, where the out-of-place
-    kernel given the same array as input and output falls back to its scalar loop (its
-    overlap check fails). None when ``op`` has no kernel for ``dt`` or changes the dtype."""
+def into_kernel(op: OpDef, dt, kinds: tuple):
+    """The flat kernel updating its first operand in place with ``op``: ``kinds`` says, per
+    input, "full" (an array of ``dt``, the first one the destination) or "arg" (a number).
+    LLVM vectorises it, where the out-of-place kernel given the same array as input and
+    output falls back to its scalar loop (its overlap check fails). None when ``op`` has no
+    kernel for ``dt``, changes the dtype or takes another number of inputs."""
     if op.expr is None or (dt != _F32 and dt != _F64) or op.dtype_rule == "bool" \
-            or op.nin != 2:
+            or op.nin != len(kinds):
         return None
     dt = _F32 if dt == _F32 else _F64
-    return kernel_fn(op, dt, ("full", "arg" if scalar_second else "full"), "flat", dt, True)
+    return kernel_fn(op, dt, tuple(kinds), "flat", dt, True)
 
 
 _prepared = []
