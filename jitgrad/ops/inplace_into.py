@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from ..tensor import Tensor
 from ..trace.state import STATE as _TRACE
 from .arithmetic import ADD, ADD_SCALED, DIV, MUL, SUB
@@ -65,7 +67,7 @@ def _lerp_(self, end, weight) -> bool:
 
 def _addcmul_(self, tensor1, tensor2, *, value=1) -> bool:
     d = self._data
-    if (_TRACE.tracer is not None or type(tensor1) is not Tensor
+    if (_TRACE.tracer is not None or type(d) is not np.ndarray or type(tensor1) is not Tensor
             or type(tensor2) is not Tensor or d.dtype.kind != "f"
             or tensor1._data.shape != d.shape or tensor2._data.shape != d.shape
             or tensor1._data.dtype != d.dtype or tensor2._data.dtype != d.dtype

@@ -31,6 +31,9 @@ OPTIMIZERS = {
     "nadamw": lambda ps: optim.NAdam(ps, lr=0.01, weight_decay=0.05,
                                      decoupled_weight_decay=True),
     "radam-capturable": lambda ps: optim.RAdam(ps, lr=0.01, capturable=True),
+    # fused=True: the update as one compiled plan (CUDA kernels on CUDA parameters)
+    "sgd-momentum-fused": lambda ps: optim.SGD(ps, lr=0.05, momentum=0.9, fused=True),
+    "adamw-fused": lambda ps: optim.AdamW(ps, lr=0.01, weight_decay=0.05, fused=True),
 }
 
 
