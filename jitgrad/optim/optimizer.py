@@ -120,7 +120,8 @@ class Optimizer:
 
     def step(self, closure: Callable[[], Tensor] | None = None):
         """One update of every parameter that has a gradient; ``closure`` (re-evaluating
-        the loss, run with grad enabled) is called first and its loss returned."""
+        the loss, run with grad enabled) is called first and its loss returned. Groups with
+        ``fused=True`` are updated by one compiled plan (:meth:`_fused_step`)."""
         loss = None
         if closure is not None:
             with enable_grad():
