@@ -392,6 +392,85 @@ def test_one_node_backward_keeps_hooks_and_the_seed_is_never_a_grad():
     assert z.grad.item() == 1.0 and y.grad.item() == 2.0
 
 
+def _chain_case(seed=0):
+    """A loss over a compiled model's output: ``NllLossBackward0 -> LogSoftmaxBackward0
+    -> CompiledFunctionBackward -> leaves``, the chain the fast path walks."""
+    rng = np.random.default_rng(seed)
+    model = jg.nn.Sequential(jg.nn.Linear(6, 8), jg.nn.Tanh(), jg.nn.Linear(8, 4))
+    cm = jg.compile(model)
+    x = jg.tensor(rng.standard_normal((5, 6)).astype(np.float32))
+    y = jg.tensor(rng.integers(0, 4, 5))
+    return model, lambda: jg.nn.functional.cross_entropy(cm(x), y)
+
+
+def _runs_generic(monkeypatch):
+    from jitgrad.autograd import engine
+
+    calls = []
+    orig = engine._Run.run
+    monkeypatch.setattr(engine._Run, "run", lambda self: (calls.append(1), orig(self))[1])
+    return calls
+
+
+def test_chain_backward_equals_the_generic_traversal(monkeypatch):
+    calls = _runs_generic(monkeypatch)
+    res = []
+    for path in ("chain", "generic"):
+        jg.manual_seed(0)
+        model, loss_fn = _chain_case()
+        for _ in range(3):  # accumulation into existing .grad
+            loss = loss_fn()
+            n = len(calls)
+            if path == "chain":
+                loss.backward()
+                assert len(calls) == n  # the traversal did not run
+            else:
+                loss.backward(jg.ones_like(loss))  # an explicit seed: the traversal
+                assert len(calls) == n + 1
+        res.append([p.grad.numpy().copy() for p in model.parameters()])
+    for a, b in zip(*res):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_chain_backward_retain_graph_and_freed_graph():
+    jg.manual_seed(0)
+    model, loss_fn = _chain_case()
+    loss = loss_fn()
+    loss.backward(retain_graph=True)
+    loss.backward()
+    g2 = [p.grad.numpy().copy() for p in model.parameters()]
+    model.zero_grad()
+    loss_fn().backward()
+    for a, p in zip(g2, model.parameters()):
+        np.testing.assert_array_equal(a, 2 * p.grad.numpy())
+    with pytest.raises(RuntimeError, match=FREED_MESSAGE[:40]):
+        loss.backward()
+
+
+def test_chain_backward_that_fails_changes_no_grad(monkeypatch):
+    calls = _runs_generic(monkeypatch)
+    x = leaf([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])
+    t = jg.tensor([0, 2])
+    jg.nn.functional.nll_loss(jg.log_softmax(x, 1), t).backward()  # NllLoss -> LogSoftmax
+    g = x.grad.numpy().copy()
+    out = jg.log_softmax(x, 1)
+    loss = jg.nn.functional.nll_loss(out, t)
+    with jg.no_grad():
+        out.mul_(2.0)  # the output LogSoftmaxBackward0 saved, modified in place
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), g)
+    assert not calls  # both ran on the chain path
+
+
+def test_chains_the_traversal_may_fuse_take_the_traversal(monkeypatch):
+    calls = _runs_generic(monkeypatch)
+    x = leaf(np.linspace(-1.0, 1.0, 8))
+    x.tanh().sum().backward()  # SumBackward0 -> TanhBackward0: fusable ops
+    assert calls
+    np.testing.assert_allclose(x.grad.numpy(), 1 - np.tanh(np.linspace(-1.0, 1.0, 8)) ** 2)
+
+
 def test_a_node_post_hook_returning_the_wrong_number_of_gradients_raises():
     x = jg.randn(3, requires_grad=True)
     y = jg.randn(3, requires_grad=True)

@@ -181,18 +181,48 @@ def _leaf_edges_plain(edges) -> bool:
     return True
 
 
-def _backward_one_node(t: Tensor, retain: bool) -> bool:
-    """The common case of ``loss.backward()`` run without the generic traversal: one node
-    (a compiled function's, or any op's) whose edges are all plain leaves, an implicit seed,
-    no hooks, no tracer. Same results and effects as :class:`_Run`; False when the case
-    does not apply (the caller takes the generic path)."""
+#: longest chain of nodes ``_backward_chain`` walks (longer graphs take the traversal)
+_CHAIN_MAX = 8
+
+
+def _chain_node_plain(node) -> bool:
+    """No hooks, retained grads or user code on ``node``."""
+    return (node._tensor_hooks is None and not node._user_code and node._retain is None
+            and node._pre_hooks is None and node._post_hooks is None)
+
+
+def _backward_chain(t: Tensor, retain: bool) -> bool:
+    """The common case of ``loss.backward()`` run without the generic traversal: a chain
+    of nodes, each with one edge to the next node (its other edges None), the last one's
+    edges plain leaves -- one node (a compiled function's, any op's), or a loss's nodes
+    over a compiled model's (``NllLossBackward0 -> LogSoftmaxBackward0 ->
+    CompiledFunctionBackward``) -- an implicit seed, no hooks, no tracer, and, for more
+    than one node, no op the traversal might fuse with its neighbours
+    (``fused_regions``). The same rules run in the same order on the same gradients, and
+    the leaves accumulate after every node has run, as :class:`_Run` does: same results
+    and effects. False when the case does not apply (the caller takes the generic path)."""
     node = t._grad_fn
     d = t._data
-    if (node is None or d.size != 1 or d.dtype.kind != "f" or node._tensor_hooks is not None
-            or node._user_code or node._retain is not None or node._pre_hooks is not None
-            or node._post_hooks is not None or not _leaf_edges_plain(node.next_edges)):
+    if node is None or d.size != 1 or d.dtype.kind != "f":
         return False
-    n = node.n_outputs
+    chain = []
+    while True:
+        if len(chain) == _CHAIN_MAX or not _chain_node_plain(node):
+            return False
+        chain.append(node)
+        edges = node.next_edges
+        links = [e for e in edges if type(e) is tuple]
+        if not links:
+            if not _leaf_edges_plain(edges):
+                return False
+            break
+        if len(links) != 1 or any(e is not None and type(e) is not tuple for e in edges):
+            return False
+        node = links[0][0]
+    if len(chain) > 1 and any(fused_regions._fusable_op(getattr(c, "op", None))
+                              for c in chain):
+        return False
+    n = chain[0].n_outputs
     if n == 1:
         grads = [_seed(d)]
     else:
@@ -201,22 +231,38 @@ def _backward_one_node(t: Tensor, retain: bool) -> bool:
     state = grad_mode.STATE
     prev = state.enabled
     state.enabled = False  # as _Run: the rules and the accumulation run without grad mode
+    ran = 0
     try:
-        out = node.apply(grads) if retain else node.apply_final(grads)
-        if len(out) == 1:
-            e, g = node.next_edges[0], out[0]
-            if e is not None and g is not None:
-                accumulate_into_leaf(e, g, False)
-        else:
-            ids = [id(g) for g in out if g is not None]
-            repeated = len(set(ids)) != len(ids)
-            for e, g in zip(node.next_edges, out):
+        last = chain[-1]
+        for node in chain:
+            out = node.apply(grads) if retain else node.apply_final(grads)
+            ran += 1
+            if node is last:
+                break
+            k = next(i for i, e in enumerate(node.next_edges) if e is not None)
+            g = out[k]
+            if g is None:  # nothing flows on: the rest of the chain runs no rule
+                out = None
+                break
+            child, nr = node.next_edges[k]
+            grads = [None] * child.n_outputs
+            grads[nr] = g
+        if out is not None:
+            if len(out) == 1:
+                e, g = last.next_edges[0], out[0]
                 if e is not None and g is not None:
-                    accumulate_into_leaf(e, g, repeated and ids.count(id(g)) > 1)
+                    accumulate_into_leaf(e, g, False)
+            else:
+                ids = [id(g) for g in out if g is not None]
+                repeated = len(set(ids)) != len(ids)
+                for e, g in zip(last.next_edges, out):
+                    if e is not None and g is not None:
+                        accumulate_into_leaf(e, g, repeated and ids.count(id(g)) > 1)
     finally:
         state.enabled = prev
-    if not retain:
-        node.release()
+    if not retain:  # the nodes that ran (as _Run releases its executed ones)
+        for node in chain[:ran]:
+            node.release()
     return True
 
 
@@ -224,7 +270,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves of their graph."""
     if (type(tensors) is Tensor and grad_tensors is None and inputs is None and not create_graph
             and tensors._requires_grad and _TRACE.tracer is None
-            and _backward_one_node(tensors, bool(retain_graph))):
+            and _backward_chain(tensors, bool(retain_graph))):
         return
     tensors = _as_tuple(tensors)
     if grad_tensors is None:
