@@ -206,19 +206,21 @@ def _backward_chain(t: Tensor, retain: bool) -> bool:
     if node is None or d.size != 1 or d.dtype.kind != "f":
         return False
     chain = []
+    hops = []  # per node but the last: (index of its edge to the next node, that edge)
     while True:
         if len(chain) == _CHAIN_MAX or not _chain_node_plain(node):
             return False
         chain.append(node)
         edges = node.next_edges
-        links = [e for e in edges if type(e) is tuple]
-        if not links:
+        links = [(k, e) for k, e in enumerate(edges) if e is not None]
+        if not any(type(e) is tuple for _, e in links):
             if not _leaf_edges_plain(edges):
                 return False
             break
-        if len(links) != 1 or any(e is not None and type(e) is not tuple for e in edges):
+        if len(links) != 1:
             return False
-        node = links[0][0]
+        hops.append(links[0])
+        node = links[0][1][0]
     if len(chain) > 1 and any(fused_regions._fusable_op(getattr(c, "op", None))
                               for c in chain):
         return False
@@ -234,17 +236,15 @@ def _backward_chain(t: Tensor, retain: bool) -> bool:
     ran = 0
     try:
         last = chain[-1]
-        for node in chain:
+        for node, (k, (child, nr)) in zip(chain, hops + [(None, (None, None))]):
             out = node.apply(grads) if retain else node.apply_final(grads)
             ran += 1
             if node is last:
                 break
-            k = next(i for i, e in enumerate(node.next_edges) if e is not None)
             g = out[k]
             if g is None:  # nothing flows on: the rest of the chain runs no rule
                 out = None
                 break
-            child, nr = node.next_edges[k]
             grads = [None] * child.n_outputs
             grads[nr] = g
         if out is not None:

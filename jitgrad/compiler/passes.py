@@ -368,7 +368,7 @@ def hoist_scalars(graph: Graph) -> None:
     bits. Effect equations (collectives) are never moved, and nothing moves above one."""
     anchors: list = []           # equations that stay, in order
     after: dict = {}             # anchor index (-1: the top) -> hoisted equations
-    where: dict = {}             # id(value) -> (anchor index, hoisted?) of its producer
+    where: dict = {}             # id(value) -> anchor index its producer runs at or after
     barrier = -1
     moved = False
     for e in graph.eqns:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..autograd.grad_mode import STATE as _GRAD
 from ..tensor import Tensor
 from ..trace.state import STATE as _TRACE
 from .arithmetic import ADD, ADD_SCALED, DIV, MUL, SUB
@@ -85,9 +86,7 @@ def _addcmul_(self, tensor1, tensor2, *, value=1) -> bool:
 
 def grad_recording(*tensors: Tensor) -> bool:
     """Whether autograd would record an op on these tensors."""
-    from ..autograd.grad_mode import STATE
-
-    return STATE.enabled and any(t._requires_grad for t in tensors)
+    return _GRAD.enabled and any(t._requires_grad for t in tensors)
 
 
 #: in-place method name -> its straight-into function (``api.inplace_method``)

@@ -12,7 +12,7 @@ from ..creation import tensor, zeros_like
 from ..dtypes import get_default_dtype
 from ..ops.elementwise import maximum
 from ..trace.state import STATE as TRACE
-from .optimizer import Optimizer, check_fused, params_with_grad
+from .optimizer import Optimizer, check_options, params_with_grad
 
 __all__ = ["Adam", "AdamW"]
 
@@ -46,10 +46,7 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        check_fused(differentiable, fused, foreach)
-        if differentiable:
-            raise NotImplementedError(f"{type(self).__name__}: differentiable=True is not "
-                                      "supported by jitgrad")
+        check_options(type(self).__name__, differentiable, fused, foreach)
         super().__init__(params, {
             "lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
             "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer, check_fused, descend, params_with_grad
+from .optimizer import Optimizer, check_options, descend, params_with_grad
 
 __all__ = ["SGD"]
 
@@ -33,9 +33,7 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        check_fused(differentiable, fused, foreach)
-        if differentiable:
-            raise NotImplementedError("SGD: differentiable=True is not supported by jitgrad")
+        check_options("SGD", differentiable, fused, foreach)
         super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
                                   "weight_decay": weight_decay, "nesterov": nesterov,
                                   "maximize": maximize, "foreach": foreach,
