@@ -75,11 +75,31 @@ def interleaved_samples(fns: dict, numbers: dict, rounds: int) -> dict:
     for _ in range(rounds):
         for name, fn in fns.items():
             n = numbers[name]
+            settle_threads()
             t0 = time.perf_counter()
             for _ in range(n):
                 fn()
             samples[name].append((time.perf_counter() - t0) / n)
     return samples
+
+
+def settle_threads(max_s: float = 0.5, probe_s: float = 0.004) -> float:
+    """Wait until no thread of this process is using a CPU; the seconds waited.
+
+    Thread pools keep spinning after their last parallel region -- PyTorch's OpenMP workers
+    for ~100 ms, OpenBLAS's for a while -- and on a machine with few cores a spinning worker
+    of the implementation timed before takes a core from the one timed next (measured:
+    NumPy's MLP step at batch 128 took 920 us right after a PyTorch repeat, 550 us alone).
+    Every repeat therefore starts once the process's CPU time stops growing during a short
+    sleep (bounded by ``max_s``)."""
+    t_start = time.perf_counter()
+    while True:
+        c0, w0 = time.process_time(), time.perf_counter()
+        time.sleep(probe_s)
+        used, slept = time.process_time() - c0, time.perf_counter() - w0
+        waited = time.perf_counter() - t_start
+        if used < 0.2 * slept or waited >= max_s:
+            return waited
 
 
 def bench_interleaved(fns: dict, warmup: int, rounds: int, target_s: float) -> dict:

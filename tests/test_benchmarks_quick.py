@@ -135,6 +135,34 @@ def test_compare_quick(tmp_path):
     assert "x best" in proc.stdout and "per_op" in proc.stdout
 
 
+def test_settle_threads_waits_for_a_spinning_thread():
+    """compare.py starts each repeat once no thread of the process is busy: a thread that
+    spins for 0.15 s is waited for; with nothing busy the wait is a probe or two."""
+    import threading
+    import time
+
+    sys.path.insert(0, str(ASV_DIR))
+    try:
+        from compare import settle_threads
+    finally:
+        sys.path.remove(str(ASV_DIR))
+    assert settle_threads(max_s=1.0) < 0.1
+    stop_at = time.perf_counter() + 0.15
+
+    def spin():
+        while time.perf_counter() < stop_at:
+            pass
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        waited = settle_threads(max_s=2.0)
+    finally:
+        t.join()
+    assert waited >= 0.1, waited
+    assert settle_threads(max_s=0.05) <= 0.2   # bounded by max_s
+
+
 def test_asv_check():
     pytest.importorskip("asv")
     env = dict(os.environ)
