@@ -22,6 +22,9 @@ With the weight as a matrix ``w2`` (O, C/groups*kh*kw), per group:
   :func:`unlower`.
 
 The GEMMs are NumPy's (OpenBLAS, near the machine's peak); the kernels here move data only.
+Short patches (a first layer's 9 taps) in sample-major order skip the layout kernels:
+:mod:`jitgrad.ops.conv` multiplies them per sample, a stack of small GEMMs straight into
+NCHW.
 Every kernel computes parts ``[lo, hi)`` (input channels or output channels) that own their
 outputs and releases the GIL: the caller runs ``k(0, parts, ...)`` on its own thread, or
 splits the parts over threads with :func:`jitgrad.kernels.pool.run_parts`; a result never
@@ -35,8 +38,7 @@ from numba import njit
 
 from .cached import cached_njit
 
-__all__ = ["lower", "unlower", "cn_to_nc", "nc_to_cn", "bias_grad", "small_k_forward",
-           "small_k_weight_grad"]
+__all__ = ["lower", "unlower", "cn_to_nc", "nc_to_cn", "bias_grad"]
 
 #: unsigned indices: Numba then skips the negative-index wraparound, which otherwise blocks
 #: vectorisation of the inner loops (4x slower lowering)
@@ -262,81 +264,3 @@ def bias_grad(lo, hi, g, out):
         for p in range(P):
             s += lanes[U(p)]
         out[o] = s
-
-
-@cached_njit(nogil=True, error_model="numpy")
-def small_k_forward(lo, hi, cols, w2, b, n0, groups, out):
-    """Samples ``lo <= n < hi`` of the chunk starting at ``n0``: ``out[n0 + n, o, :] =
-    w2[o] . cols[group rows, n*P:(n+1)*P] (+ b[o])`` straight into NCHW, for sample-major
-    ``cols`` and short patches (a CNN's first layer: 9 taps, where a BLAS GEMM with K=9
-    ran at a fifth of its speed). Four output channels at a time, vectorised over pixels;
-    the taps added in order, then the bias."""
-    Co, Kg = w2.shape
-    Og = Co // groups
-    P = out.shape[2]
-    for n in range(max(lo, 0), hi):
-        base = n * P
-        for gi in range(groups):
-            o = gi * Og
-            while o < (gi + 1) * Og:
-                m = min(4, (gi + 1) * Og - o)
-                for t in range(m):
-                    r = out[U(n0 + n), U(o + t)]
-                    for p in range(P):
-                        r[U(p)] = 0
-                for k in range(Kg):
-                    src = cols[U(gi * Kg + k)]
-                    if m == 4:
-                        r0 = out[U(n0 + n), U(o)]
-                        r1 = out[U(n0 + n), U(o + 1)]
-                        r2 = out[U(n0 + n), U(o + 2)]
-                        r3 = out[U(n0 + n), U(o + 3)]
-                        w0, w1, w2_, w3 = w2[o, k], w2[o + 1, k], w2[o + 2, k], w2[o + 3, k]
-                        for p in range(P):
-                            v = src[U(base + p)]
-                            r0[U(p)] += w0 * v
-                            r1[U(p)] += w1 * v
-                            r2[U(p)] += w2_ * v
-                            r3[U(p)] += w3 * v
-                    else:
-                        for t in range(m):
-                            r = out[U(n0 + n), U(o + t)]
-                            wt = w2[o + t, k]
-                            for p in range(P):
-                                r[U(p)] += wt * src[U(base + p)]
-                if b is not None:
-                    for t in range(m):
-                        r = out[U(n0 + n), U(o + t)]
-                        bo = b[o + t]
-                        for p in range(P):
-                            r[U(p)] += bo
-                o += m
-
-
-@cached_njit(nogil=True, error_model="numpy")
-def small_k_weight_grad(lo, hi, g, cols, n0, groups, dw):
-    """Rows ``lo <= o < hi`` of ``dw`` (O, Kg): ``sum over n, p of g[n0 + n, o, p] *
-    cols[group row k, n*P + p]`` for sample-major ``cols``, reading ``g`` (N, O, P) in NCHW.
-    Products are added into lane ``p`` in float64 (independent lanes: vectorised without
-    reassociation), then the lanes in order; one rounding."""
-    Co, Kg = dw.shape
-    Og = Co // groups
-    P = g.shape[2]
-    nb = cols.shape[1] // max(P, 1)
-    acc = np.empty((Kg, P), np.float64)
-    for o in range(max(lo, 0), hi):
-        r0 = o // Og * Kg
-        acc[:] = 0
-        for n in range(nb):
-            src = g[U(n0 + n), U(o)]
-            base = n * P
-            for k in range(Kg):
-                row = cols[U(r0 + k)]
-                a = acc[U(k)]
-                for p in range(P):
-                    a[U(p)] += src[U(p)] * row[U(base + p)]
-        for k in range(Kg):
-            s = 0.0
-            for p in range(P):
-                s += acc[k, p]
-            dw[o, k] = s

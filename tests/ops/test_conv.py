@@ -273,13 +273,6 @@ def test_part_kernels_do_not_depend_on_the_split():
                 _split_runs(k.cn_to_nc, ws[0], (y, b, 0, bl), [((xs[0], ws[0], m // xs[0]), dt)])
                 _split_runs(k.nc_to_cn, ws[0], (g.reshape(xs[0], ws[0], -1), 0, bl),
                             [(y.shape, dt)])
-            cols = np.empty((K, m), dt)
-            k.lower(0, xs[1], x, 0, *geo, cols)  # sample-major (the last order above)
-            w2 = _rand(rng, (ws[0], K), dt)
-            _split_runs(k.small_k_forward, xs[0], (cols, w2, b, 0, 1),
-                        [((xs[0], ws[0], m // xs[0]), dt)])
-            _split_runs(k.small_k_weight_grad, ws[0], (g.reshape(xs[0], ws[0], -1), cols, 0, 1),
-                        [(w2.shape, dt)])
         x = _rand(rng, (40, 30, 30), dt)
         _split_runs(kp.max_pool, 40, (x, 3, 3, 2, 2, 1, 1, 1, 1),
                     [((40, 15, 15), dt), ((40, 15, 15), np.int64)])
