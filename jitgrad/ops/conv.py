@@ -141,13 +141,18 @@ def _per_sample_forward(cols, w2, groups, out3):
 def _per_sample_weight_grad(g3, cols, groups, acc):
     """``acc[o, k] += sum over n of (g3[n, o] . cols[k, sample n])`` for the samples of a
     chunk (``g3`` (n, O, P), ``cols`` sample-major): one GEMM per sample and group (a
-    P-long dot per weight), the samples' products added in sample order in float64."""
+    P-long dot per weight); the samples' products are added to ``acc`` one after another in
+    float64 (a sum over the stack's first axis adds its rows in order, starting from
+    ``acc``), so the result does not depend on how the samples were chunked."""
     nb, co, npix = g3.shape
     og, kg = co // groups, cols.shape[0] // groups
     c3 = cols.reshape(cols.shape[0], nb, npix)
+    stack = np.empty((nb + 1, og, kg), np.float64)
     for g in range(groups):
-        part = np.matmul(g3[:, g * og:(g + 1) * og], c3[g * kg:(g + 1) * kg].transpose(1, 2, 0))
-        acc[g * og:(g + 1) * og] += part.sum(axis=0, dtype=np.float64)
+        rows = slice(g * og, (g + 1) * og)
+        stack[0] = acc[rows]
+        stack[1:] = np.matmul(g3[:, rows], c3[g * kg:(g + 1) * kg].transpose(1, 2, 0))
+        np.sum(stack, axis=0, out=acc[rows])
     note_blas(og * kg * npix)
 
 

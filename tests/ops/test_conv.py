@@ -167,6 +167,41 @@ def test_both_patch_column_orders_match_the_references(case, batch_last, monkeyp
                                atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [F32, F64], ids=["f32", "f64"])
+@pytest.mark.parametrize("case", [
+    ((20, 1, 8, 8), (8, 1, 3, 3), 1),     # a first layer: 9 taps
+    ((12, 4, 9, 9), (8, 2, 3, 3), 2),     # groups, 18 taps per group
+    ((9, 3, 10, 12), (6, 1, 2, 3), 3),    # depthwise, 6 taps
+])
+def test_short_patches_per_sample_do_not_depend_on_the_chunking(case, dtype, monkeypatch):
+    """Patches shorter than SMALL_K are multiplied per sample (forward straight into NCHW,
+    weight gradient added per sample in float64): every chunking of the samples gives the
+    same bits, close to the float64 references."""
+    xs, ws, groups = case
+    assert ws[1] * ws[2] * ws[3] < C.SMALL_K
+    rng = np.random.default_rng(3)
+    x, w, b = _rand(rng, xs, dtype), _rand(rng, ws, dtype), _rand(rng, ws[:1], dtype)
+    geo = dict(stride=(1, 1), padding=(1, 1, 1, 1), dilation=(1, 1), groups=groups)
+    g = _rand(rng, (xs[0], ws[0]) + C._out_hw(xs[2:], ws[2:], (1, 1), (1, 1, 1, 1), (1, 1)),
+              dtype)
+    per_sample = xs[1] * ws[2] * ws[3] * g.shape[2] * g.shape[3]
+    results = []
+    for samples_per_chunk in (xs[0], 4, 1):
+        monkeypatch.setattr(C, "COLS_CHUNK", per_sample * samples_per_chunk)
+        assert len(C._chunks(xs[0], per_sample)) == -(-xs[0] // samples_per_chunk)
+        results.append((C._conv_fwd(x, w, b, **geo),
+                        C._conv_bwd_weight(g, x, ws[2:], **geo)))
+    for y, dw in results[1:]:
+        np.testing.assert_array_equal(y, results[0][0])
+        np.testing.assert_array_equal(dw, results[0][1])
+    f64 = [a.astype(F64) for a in (x, w, b, g)]
+    tol = 1e-5 if dtype == F32 else 1e-12
+    y_ref = C._conv_ref(*f64[:3], **geo)
+    dw_ref = C._conv_bwd_weight_ref(f64[3], f64[0], ws[2:], **geo)
+    np.testing.assert_allclose(results[0][0], y_ref, rtol=tol, atol=tol * np.abs(y_ref).max())
+    np.testing.assert_allclose(results[0][1], dw_ref, rtol=tol, atol=tol * np.abs(dw_ref).max())
+
+
 POOL_CASES = [
     ((2, 3, 6, 6), {"kernel_size": 2}),
     ((2, 2, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1}),
