@@ -35,6 +35,7 @@ from .passes import optimize
 from .placement import plan_placements
 from .pysource import build_function
 from .schedule import hoist_sinks
+from .shared_patches import shared_patch_runners
 
 __all__ = ["Plan", "build_plan"]
 
@@ -100,6 +101,13 @@ class Plan:
         shared.update(chains)
         self.inplace = plan_inplace_writes(g, self.steps, self.keep)
         self.placed = plan_placements(g, self.steps, self.keep)
+        #: convolutions whose weight gradient takes its forward's patch matrices
+        self.shared_patches = 0
+        if not self.cuda:
+            pairs = shared_patch_runners(self.steps, self.placed, _args, _slots)
+            self.shared_patches = len(pairs) // 2
+            for k, runner in pairs.items():
+                shared.setdefault(k, runner)
         for k, s in enumerate(self.steps):
             if s.eqn is not None and id(s.eqn) in shared:
                 self.runners.append(shared[id(s.eqn)])

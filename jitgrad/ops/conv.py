@@ -163,9 +163,11 @@ def _geometry(hw, stride, padding, dilation, kernel, ohw):
             *ohw, hw[0] + padding[0] + padding[1], hw[1] + padding[2] + padding[3])
 
 
-def _conv_fwd(x, w, b, stride, padding, dilation, groups):
+def _conv_fwd(x, w, b, stride, padding, dilation, groups, keep_cols=None):
     """``conv(x, w) (+ b)``: per chunk of samples, the patch matrix, one GEMM per group and
-    the result written in NCHW with the bias added."""
+    the result written in NCHW with the bias added. ``keep_cols``: a list that receives each
+    chunk's patch matrix (a plan hands them to the weight gradient, see
+    :func:`conv_with_patches`)."""
     if _is_cuda(x):
         return _on_cuda().conv_fwd(x, w, b, stride, padding, dilation, groups)
     x = np.ascontiguousarray(x)
@@ -180,6 +182,8 @@ def _conv_fwd(x, w, b, stride, padding, dilation, groups):
     small = _small_k(geo, Cg * kh * kw)
     for n0, n1 in _chunks(N, x.shape[1] * kh * kw * P):
         cols = _lowered(x, n0, n1, geo, (kh, kw))
+        if keep_cols is not None:
+            keep_cols.append(cols)
         if small:
             out3 = out.reshape(N, Co, P)[n0:n1]
             _per_sample_forward(cols, w2, groups, out3)
@@ -213,8 +217,10 @@ def _conv_bwd_input(g, w, input_size, stride, padding, dilation, groups):
     return out
 
 
-def _conv_bwd_weight(g, x, kernel_size, stride, padding, dilation, groups):
-    """Gradient of the weight: ``g @ cols^T`` per group, chunks added in order."""
+def _conv_bwd_weight(g, x, kernel_size, stride, padding, dilation, groups, cols_of=None):
+    """Gradient of the weight: ``g @ cols^T`` per group, chunks added in order. ``cols_of``:
+    the chunks' patch matrices of ``x`` made by the forward (``_conv_fwd``'s ``keep_cols``),
+    used instead of lowering ``x`` again: the same arrays, so the same bits."""
     if _is_cuda(g):
         return _on_cuda().conv_bwd_weight(g, x, kernel_size, stride, padding, dilation, groups)
     N, Co, OH, OW = g.shape
@@ -228,7 +234,7 @@ def _conv_bwd_weight(g, x, kernel_size, stride, padding, dilation, groups):
     small = _small_k(geo, Cg * kh * kw)
     acc = np.zeros(dw.shape, np.float64) if small else None
     for k, (n0, n1) in enumerate(_chunks(N, x.shape[1] * kh * kw * OH * OW)):
-        cols = _lowered(x, n0, n1, geo, kernel_size)
+        cols = _lowered(x, n0, n1, geo, kernel_size) if cols_of is None else cols_of[k]
         if small:
             _per_sample_weight_grad(g3[n0:n1], cols, groups, acc)
             continue
@@ -238,6 +244,32 @@ def _conv_bwd_weight(g, x, kernel_size, stride, padding, dilation, groups):
     if small:
         dw[...] = acc
     return dw.reshape(Co, Cg, kh, kw)
+
+
+#: patch-matrix elements a compiled plan may keep from convolutions' forwards for their
+#: weight gradients (64 MiB of float32); a plan shares the patches of the convolutions that
+#: come first until it is spent
+SHARED_PATCHES_MAX = 1 << 24
+
+
+def _patch_elements(x_shape, w_shape, params) -> int:
+    """Elements of the patch matrices ``conv2d(x, w)`` lowers (all chunks)."""
+    ohw = _out_hw(x_shape[2:], w_shape[2:], params["stride"], params["padding"],
+                  params["dilation"])
+    return x_shape[0] * x_shape[1] * w_shape[2] * w_shape[3] * ohw[0] * ohw[1]
+
+
+def conv_with_patches(x, w, b, **params):
+    """``(conv2d(x, w, b), patch matrices)`` on arrays: a plan's forward that keeps its patch
+    matrices for :func:`weight_grad_from_patches` (``compiler/shared_patches.py``)."""
+    cols: list = []
+    return _conv_fwd(x, w, b, **params, keep_cols=cols), cols
+
+
+def weight_grad_from_patches(cols, g, x, **params):
+    """``conv2d_backward_weight(g, x)`` on arrays from the forward's patch matrices of
+    ``x``: the bits of lowering ``x`` again, without the lowering."""
+    return _conv_bwd_weight(g, x, **params, cols_of=cols)
 
 
 def _conv_bwd_bias(g, grad_shape=None):
@@ -353,7 +385,10 @@ def _bwd_weight_vjp(gg, ins, out, p, n):
 _CONV_P = ("stride", "padding", "dilation", "groups")
 CONV2D = defop(name="conv2d", kind=OPAQUE, inputs=("input", "weight", "bias"), params=_CONV_P,
                node="ConvolutionBackward0", ref=_conv_ref, fwd=_conv_fwd, vjp=_conv_vjp,
-               save=(0, 1), samples=S.conv2d)
+               save=(0, 1), samples=S.conv2d,
+               # a plan computing this op's weight gradient too lowers the input once
+               extra={"shares_patches": ("conv2d_backward_weight", conv_with_patches,
+                                         weight_grad_from_patches, _patch_elements)})
 CONV2D_BACKWARD_INPUT = defop(
     name="conv2d_backward_input", kind=OPAQUE, inputs=("grad", "weight"),
     params=("input_size",) + _CONV_P, node="ConvolutionBackwardBackward0",
