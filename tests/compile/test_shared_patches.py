@@ -5,6 +5,7 @@ convolutions get it); not across convolutions of another geometry on the same in
 from __future__ import annotations
 
 import numpy as np
+from helpers import cross_entropy_step
 
 import jitgrad
 import jitgrad.nn as nn
@@ -24,15 +25,8 @@ def _cnn_step(seed: int):
     model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Flatten(), nn.Linear(64, 10))
-    opt = jitgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = cross_entropy_step(model, jitgrad.optim.SGD(model.parameters(), lr=0.05,
+                                                        momentum=0.9))
     rng = np.random.default_rng(seed)
     x = jitgrad.tensor(rng.random((12, 1, 8, 8)).astype(F32))
     y = jitgrad.tensor(rng.integers(0, 10, 12))
