@@ -42,7 +42,8 @@ def shared_patch_runners(steps, placed: dict, args, slots) -> dict:
     out: dict = {}
     for k, e in calls:
         share = e.op.extra.get("shares_patches")
-        if share is None or placed.get(k) is not None or not isinstance(e.ins[0], Var):
+        if (share is None or placed.get(k) is not None or not isinstance(e.ins[0], Var)
+                or not isinstance(e.ins[1], Var)):
             continue
         partner_name, produce, consume, size = share
         x, w = e.ins[0], e.ins[1]
