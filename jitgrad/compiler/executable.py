@@ -136,7 +136,8 @@ class Plan:
         """A transpose only a matrix-product line reads is written into that line as its
         operand (``env[s].T``), not as a step of its own: the view, its environment entry and
         its ``del`` go (an MLP step: 8 of its 17 views). The source's ``del`` moves to the
-        product if the transpose was its last reader (``reads``: what each step reads)."""
+        product if it came before it: the transpose was the source's last reader, or another
+        step between the two was (``reads``: what each step reads)."""
         readers: dict = {}
         for k, ins in enumerate(reads):
             for i in ins:
@@ -156,9 +157,11 @@ class Plan:
             src = id(e.ins[0])
             prod.line = prod.line.replace(f"env[{id(e.out)}]", f"env[{src}].T")
             self.runners[j] = InlineStep("", None)
-            self.drops[m] = [v for v in self.drops[m] if v != id(e.out)] + [
-                v for v in self.drops[j] if v == src]
-            self.drops[j] = [v for v in self.drops[j] if v != src]
+            self.drops[m] = [v for v in self.drops[m] if v != id(e.out)]
+            dropped_at = next((d for d in range(j, m) if src in self.drops[d]), None)
+            if dropped_at is not None:
+                self.drops[dropped_at] = [v for v in self.drops[dropped_at] if v != src]
+                self.drops[m].append(src)
 
     def _drop_baked_consts(self, ends: set) -> None:
         """Constants every reader of which has baked them into its kernel call are not put

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers import ops_helpers
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import jitgrad as jg
@@ -176,6 +176,11 @@ _SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
 # every example compiles new kernels (~1 s each on a cold cache): a few here, many under slow
 @settings(max_examples=6, **_SETTINGS)
 @given(programs(), st.sampled_from([np.float32, np.float64]), st.integers(0, 2**31 - 1))
+# a transpose folded into a later product while its source's last other reader came between
+# them freed the source too early (KeyError in the plan; found by this test)
+@example(([(1, 1), (1,)], [("b", "mul", 0, 0), ("red", "sum", 0, None, True), ("mm", 2),
+                           ("b", "sub", 3, 0), ("b", "sub", 1, 5),
+                           ("red", "sum", 3, -1, True)]), np.float32, 6485)
 def test_random_programs(program, dtype, seed):
     _random_program(program, dtype, seed)
 
