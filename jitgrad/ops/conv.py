@@ -230,9 +230,9 @@ def _conv_bwd_weight(g, x, kernel_size, stride, padding, dilation, groups, cols_
     g3 = np.ascontiguousarray(g).reshape(N, Co, OH * OW)
     geo = _geometry(x.shape[2:], stride, padding, dilation, kernel_size, (OH, OW))
     dw = np.zeros((Co, Cg * kh * kw), g.dtype)
-    part = np.empty_like(dw)
     small = _small_k(geo, Cg * kh * kw)
-    acc = np.zeros(dw.shape, np.float64) if small else None
+    acc = np.zeros(dw.shape, np.float64) if small else None  # per-sample sums
+    part = None if small else np.empty_like(dw)               # later chunks' GEMM results
     for k, (n0, n1) in enumerate(_chunks(N, x.shape[1] * kh * kw * OH * OW)):
         cols = _lowered(x, n0, n1, geo, kernel_size) if cols_of is None else cols_of[k]
         if small:
