@@ -136,6 +136,43 @@ def _keeps_state(f) -> bool:
     return bool(f.__closure__ or f.__defaults__ or f.__kwdefaults__)
 
 
+_COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
+
+
+def _in_caller(code, frame) -> list:
+    """The functions with ``code`` among the local variables of ``frame``'s caller (plain
+    functions and bound methods' functions)."""
+    caller = frame.f_back if frame is not None else None
+    if caller is None:
+        return []
+    found = []
+    for v in caller.f_locals.values():
+        f = v.__func__ if type(v) is types.MethodType else v
+        if type(f) is types.FunctionType and f.__code__ is code and not any(
+                g is f for g in found):
+            found.append(f)
+    return found
+
+
+def _method_of(code, frame) -> list | None:
+    """``[function]`` when ``frame`` runs a method of its first argument's class (the
+    function found under ``code``'s name in that class has ``code``), else None."""
+    if frame is None or not code.co_argcount:
+        return None
+    this = frame.f_locals.get(code.co_varnames[0], _MISSING)
+    if this is _MISSING:
+        return None
+    for klass in type(this).__mro__:
+        attr = klass.__dict__.get(code.co_name)
+        if attr is None:
+            continue
+        func = getattr(attr, "__func__", attr)  # staticmethod / classmethod: the function
+        if isinstance(func, types.FunctionType) and func.__code__ is code:
+            return [func]
+        return None
+    return None
+
+
 def _walk(value, steps) -> tuple:
     """``(value, k)``: ``value`` after the first ``k`` steps of a chain, stopping after the
     first tensor, module or optimizer on the way (their state is guarded as a whole: a
@@ -223,9 +260,9 @@ class Observer:
                 continue
             value, cut = _walk(root, ch.steps)
             func = value.__func__ if type(value) is types.MethodType else value
-            if type(func) is types.FunctionType and _keeps_state(func):
-                known = self._funcs.setdefault(func.__code__, [])  # a function this code
-                if not any(f is func for f in known):  # may call: its cells and defaults
+            if type(func) is types.FunctionType:  # a function this code may call: the
+                known = self._funcs.setdefault(func.__code__, [])  # candidates for its
+                if not any(f is func for f in known):  # frame's cells and defaults
                     known.append(func)
             if ch.write is not None:
                 if code.co_name in _CONSTRUCTORS and ch.kind == "fast" and code.co_argcount \
@@ -319,13 +356,24 @@ class Observer:
         their function: the candidates are the functions the callers' chains read, else
         every function with that code; all are guarded, so none can go stale)."""
         code = frame.f_code
+        if code.co_name in _COMPREHENSIONS and frame.f_back is not None:
+            # a comprehension's function is made afresh by each run of the frame around
+            # it, whose cell it reads: that frame's own variable (computed by the call) or
+            # a cell of that frame's function
+            outer = frame.f_back
+            if name not in outer.f_code.co_freevars:
+                return []
+            if outer.f_code is self.top_code:
+                top = self.top_func
+                return [top.__closure__[top.__code__.co_freevars.index(name)]]
+            return self._inner_cells(outer, name)
         try:
             idx = code.co_freevars.index(name)
         except ValueError:
             return []  # a cell variable of the frame itself: computed by the call
         value = frame.f_locals.get(name, _MISSING)
         cells = []
-        for f in self._functions_of(code):
+        for f in self._functions_of(code, frame):
             cell = f.__closure__[idx]
             try:
                 if cell.cell_contents is value:
@@ -337,18 +385,31 @@ class Observer:
     def _inner_defaults(self, frame, name: str) -> list:
         """The functions running an inner frame's code whose default for argument ``name`` is
         the value the frame sees (the candidates: the functions the callers' chains read)."""
+        code = frame.f_code
+        if name not in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]:
+            return []  # a local variable: no default
         value = frame.f_locals.get(name, _MISSING)
-        return [f for f in self._functions_of(frame.f_code)
+        return [f for f in self._functions_of(code, frame)
                 if default_value(f, name, _MISSING) is value]
 
-    def _functions_of(self, code) -> list:
-        """The functions with ``code`` and cells or defaults: those the callers' chains read,
-        else (called some other way) every such function (``gc.get_referrers``: slow)."""
+    def _functions_of(self, code, frame=None) -> list:
+        """The functions with ``code`` and cells or defaults: among those the callers' chains
+        read; else those the calling frame holds in its local variables (``fn = table[k];
+        fn(x)``: the chain was read before ``fn`` was bound); else, for a method's frame, the
+        function its ``self``'s class has under the code's name (``Module.__call__`` calls
+        ``forward``: no user chain reads it); else (called some other way) every such
+        function (``gc.get_referrers``: its time grows with the heap, ~10 ms a call at 150k
+        objects, seconds per trace in a large process)."""
+        if code.co_name in _COMPREHENSIONS:
+            return []  # made afresh by each run of the enclosing frame: nothing to guard
         funcs = self._funcs.get(code)
         if funcs is None:
-            funcs = self._funcs[code] = [f for f in gc.get_referrers(code) if isinstance(
-                f, types.FunctionType) and f.__code__ is code and _keeps_state(f)]
-        return funcs
+            funcs = _in_caller(code, frame) or _method_of(code, frame)
+            if funcs is None:
+                funcs = [f for f in gc.get_referrers(code)
+                         if isinstance(f, types.FunctionType) and f.__code__ is code]
+            self._funcs[code] = funcs
+        return [f for f in funcs if _keeps_state(f)]
 
     def _add(self, holder, ch, steps: tuple, value) -> None:
         key = (holder[0], id(holder[1]), holder[2] if len(holder) > 2 else None, steps)
