@@ -202,6 +202,26 @@ def test_short_patches_per_sample_do_not_depend_on_the_chunking(case, dtype, mon
     np.testing.assert_allclose(results[0][1], dw_ref, rtol=tol, atol=tol * np.abs(dw_ref).max())
 
 
+@pytest.mark.parametrize("groups", [1, 2])
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_weight_gradient_with_the_patches_first(groups, dtype, monkeypatch):
+    """Few output channels over long patches and many columns: the weight gradient is
+    ``(cols @ gc.T).T`` (``_patches_first``), per group and chunk, close to the float64
+    reference in one chunk and in several."""
+    xs, ws = (128, 32, 4, 4), (64, 32 // groups, 3, 3)
+    assert C._patches_first(ws[0] // groups, ws[1] * 9, 64 * 16)  # a chunk of 64 samples
+    rng = np.random.default_rng(5)
+    x, g = _rand(rng, xs, dtype), _rand(rng, (xs[0], ws[0], 4, 4), dtype)
+    geo = dict(stride=(1, 1), padding=(1, 1, 1, 1), dilation=(1, 1), groups=groups)
+    dw_ref = C._conv_bwd_weight_ref(g.astype(F64), x.astype(F64), ws[2:], **geo)
+    tol = 1e-5 if dtype == F32 else 1e-12
+    for chunk in (C.COLS_CHUNK, xs[1] * 9 * 16 * 64):  # one chunk; two of 64 samples
+        monkeypatch.setattr(C, "COLS_CHUNK", chunk)
+        dw = C._conv_bwd_weight(g, x, ws[2:], **geo)
+        assert dw.shape == ws and dw.dtype == dtype and dw.flags.c_contiguous
+        np.testing.assert_allclose(dw, dw_ref, rtol=tol, atol=tol * np.abs(dw_ref).max())
+
+
 POOL_CASES = [
     ((2, 3, 6, 6), {"kernel_size": 2}),
     ((2, 2, 7, 6), {"kernel_size": 3, "stride": 2, "padding": 1}),
