@@ -21,6 +21,11 @@ With the weight as a matrix ``w2`` (O, C/groups*kh*kw), per group:
 - input gradient: ``dcols = w2.T @ gc``, added back to the pixels the patches came from by
   :func:`unlower`.
 
+Ungrouped convolutions with patches of at least ``SMALL_K`` taps use *patch rows* instead
+(the transposed layout, taps in (i, j, c) order: :func:`lower_rows`, :func:`unlower_rows`,
+:func:`rows_to_nc`, :func:`nc_to_rows`, their parts samples), whose GEMMs OpenBLAS runs
+faster.
+
 The GEMMs are NumPy's (OpenBLAS, near the machine's peak); the kernels here move data only.
 Short patches (a first layer's 9 taps) in sample-major order skip the layout kernels:
 :mod:`jitgrad.ops.conv` multiplies them per sample, a stack of small GEMMs straight into
@@ -38,7 +43,8 @@ from numba import njit
 
 from .cached import cached_njit
 
-__all__ = ["lower", "unlower", "cn_to_nc", "nc_to_cn", "bias_grad"]
+__all__ = ["lower", "unlower", "cn_to_nc", "nc_to_cn", "bias_grad", "lower_rows", "unlower_rows",
+           "rows_to_nc", "nc_to_rows"]
 
 #: unsigned indices: Numba then skips the negative-index wraparound, which otherwise blocks
 #: vectorisation of the inner loops (4x slower lowering)
@@ -264,3 +270,103 @@ def bias_grad(lo, hi, g, out):
         for p in range(P):
             s += lanes[U(p)]
         out[o] = s
+
+
+# ------------------------------------------------------------------ the row layout
+# Patches as rows (used by jitgrad.ops.conv for ungrouped convolutions with patches of at
+# least SMALL_K taps): ``rows[n*P + p, (i*kw + j)*C + c]`` = ``xp[n, c, oh*sh + i*dh,
+# ow*sw + j*dw]`` -- one row per output pixel ``p = oh*OW + ow`` of sample ``n`` of a chunk,
+# its taps in (i, j, c) order, so a tap's channels are one contiguous run (the input moved
+# channels-last first). OpenBLAS multiplies the GEMMs of this form (pixels as the long
+# first dimension) faster: see jitgrad.ops.conv.ROWS_MIN_K. A part is a sample: it owns
+# its rows and its output image.
+
+
+@njit(inline="always")
+def _hwc_padded(x, n, pt, pl, xs):
+    """``xs`` (Hp, Wp, C): sample ``n`` of ``x`` (N, C, H, W) channels-last at offset
+    ``(pt, pl)``, zeros around."""
+    C, H, W = x.shape[1], x.shape[2], x.shape[3]
+    xs[:] = 0
+    for c in range(C):
+        for h in range(H):
+            src = x[U(n), U(c), U(h)]
+            dst = xs[U(h + pt)]
+            for w in range(W):
+                dst[U(w + pl), U(c)] = src[U(w)]
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def lower_rows(lo, hi, x, n0, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, Hp, Wp, rows):
+    """The rows of samples ``n0 + lo <= n < n0 + hi`` of the patch rows ``rows``
+    (nb*OH*OW, kh*kw*C) of ``x`` (N, C, H, W) padded to ``Hp x Wp``."""
+    C = x.shape[1]
+    xs = np.empty((Hp, Wp, C), x.dtype)
+    for n in range(max(lo, 0), hi):
+        _hwc_padded(x, n0 + n, pt, pl, xs)
+        for oh in range(OH):
+            for ow in range(OW):
+                row = rows[U((n * OH + oh) * OW + ow)]
+                for i in range(kh):
+                    for j in range(kw):
+                        src = xs[U(oh * sh + i * dh), U(ow * sw + j * dw)]
+                        base = (i * kw + j) * C
+                        for c in range(C):
+                            row[U(base + c)] = src[U(c)]
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def unlower_rows(lo, hi, drows, n0, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, Hp, Wp, out):
+    """Adjoint of :func:`lower_rows`: samples ``n0 + lo <= n < n0 + hi`` of ``out``
+    (N, C, H, W) set to the sum of the patch entries of ``drows`` taken from them (output
+    pixels in order, then taps in (i, j) order; a sample owns its image)."""
+    C, H, W = out.shape[1], out.shape[2], out.shape[3]
+    acc = np.empty((Hp, Wp, C), drows.dtype)
+    for n in range(max(lo, 0), hi):
+        acc[:] = 0
+        for oh in range(OH):
+            for ow in range(OW):
+                row = drows[U((n * OH + oh) * OW + ow)]
+                for i in range(kh):
+                    for j in range(kw):
+                        dst = acc[U(oh * sh + i * dh), U(ow * sw + j * dw)]
+                        base = (i * kw + j) * C
+                        for c in range(C):
+                            dst[U(c)] += row[U(base + c)]
+        img = out[U(n0 + n)]
+        for c in range(C):
+            for h in range(H):
+                src = acc[U(h + pt)]
+                dst = img[U(c), U(h)]
+                for w in range(W):
+                    dst[U(w)] = src[U(w + pl), U(c)]
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def rows_to_nc(lo, hi, y, b, n0, out):
+    """``out[n0 + n, o, p] = y[n*P + p, o] (+ b[o])`` for the samples ``lo <= n < hi`` of a
+    chunk: a GEMM result in the row layout (nb*P, O) in NCHW (``out`` (N, O, P))."""
+    Co, P = out.shape[1], out.shape[2]
+    for n in range(max(lo, 0), hi):
+        img = out[U(n0 + n)]
+        for p in range(P):
+            src = y[U(n * P + p)]
+            if b is None:
+                for o in range(Co):
+                    img[U(o), U(p)] = src[U(o)]
+            else:
+                for o in range(Co):
+                    img[U(o), U(p)] = src[U(o)] + b[U(o)]
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def nc_to_rows(lo, hi, g, n0, gr):
+    """The adjoint move: ``gr[n*P + p, o] = g[n0 + n, o, p]`` for the samples ``lo <= n <
+    hi`` of a chunk of the NCHW gradient ``g`` (N, O, P)."""
+    Co, P = g.shape[1], g.shape[2]
+    for n in range(max(lo, 0), hi):
+        img = g[U(n0 + n)]
+        for p in range(P):
+            dst = gr[U(n * P + p)]
+            for o in range(Co):
+                dst[U(o)] = img[U(o), U(p)]

@@ -144,13 +144,17 @@ def test_conv2d_pooled_equals_sequential(case, dt):
         y.backward(jitgrad.tensor(np.random.default_rng(4).standard_normal(y.shape).astype(dt)))
         return [y, x.grad, w.grad, b.grad]
 
-    # the lowering kernels' parts are input channels, the layout kernels' output channels;
-    # short patches in sample-major columns are multiplied per sample (no layout kernel)
+    # patch columns: the lowering kernels' parts are input channels, the layout kernels'
+    # output channels; short patches in sample-major columns are multiplied per sample (no
+    # layout kernel); patch rows (ungrouped, not short): every kernel's parts are samples
     ow = conv2d(jitgrad.zeros(1, *xs[1:]), jitgrad.zeros(ws), stride=s, padding=p, dilation=d,
                 groups=grp).shape[-1]
     small = ws[1] * ws[2] * ws[3] < 32 and ow >= 8
-    _assert_same_bits(fn, ["nc_to_cn"] + (["lower", "unlower"] if xs[1] >= 3 else [])
-                      + ([] if small else ["cn_to_nc"]))
+    if grp == 1 and not small:
+        _assert_same_bits(fn, ["lower_rows", "unlower_rows", "nc_to_rows", "rows_to_nc"])
+    else:
+        _assert_same_bits(fn, ["nc_to_cn"] + (["lower", "unlower"] if xs[1] >= 3 else [])
+                          + ([] if small else ["cn_to_nc"]))
 
 
 @pytest.mark.parametrize("dt", [F32, F64], ids=["f32", "f64"])

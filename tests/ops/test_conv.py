@@ -143,12 +143,14 @@ def test_conv2d_matches_naive_reference(case, dtype):
                                atol=tol * max(1, np.abs(ref).max(initial=0)))
 
 
-@pytest.mark.parametrize("batch_last", [False, True], ids=["sample-major", "batch-last"])
+@pytest.mark.parametrize("layout", ["rows", "sample-major", "batch-last"])
 @pytest.mark.parametrize("case", CONV_CASES, ids=CONV_IDS)
-def test_both_patch_column_orders_match_the_references(case, batch_last, monkeypatch):
-    """Forward, input and weight gradients with every case forced onto one column order of
-    the patch matrix (the threshold picks by output width otherwise)."""
-    monkeypatch.setattr(C, "BATCH_LAST_BELOW_OW", 1 << 30 if batch_last else 0)
+def test_every_patch_layout_matches_the_references(case, layout, monkeypatch):
+    """Forward, input and weight gradients with every case forced onto one layout of the
+    patches: rows (an ungrouped convolution's patches unless short), or columns in one of
+    their two orders (the threshold picks by output width otherwise)."""
+    monkeypatch.setattr(C, "ROWS", layout == "rows")
+    monkeypatch.setattr(C, "BATCH_LAST_BELOW_OW", 1 << 30 if layout == "batch-last" else 0)
     x, w, b, kw = _conv_args(np.random.default_rng(1), case, F64)
     jx, jw = jitgrad.tensor(x, requires_grad=True), jitgrad.tensor(w, requires_grad=True)
     out = C.conv2d(jx, jw, None if b is None else jitgrad.tensor(b), **kw)
@@ -202,12 +204,42 @@ def test_short_patches_per_sample_do_not_depend_on_the_chunking(case, dtype, mon
     np.testing.assert_allclose(results[0][1], dw_ref, rtol=tol, atol=tol * np.abs(dw_ref).max())
 
 
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_patch_rows_in_chunks_match_the_references(dtype, monkeypatch):
+    """An ungrouped convolution with patches of at least SMALL_K taps multiplies patch rows
+    (pixels first): in one chunk and in several, with stride and padding, forward and both
+    gradients are close to the float64 references."""
+    xs, ws = (10, 6, 7, 9), (5, 6, 3, 2)
+    geo = dict(stride=(2, 1), padding=(1, 0, 2, 1), dilation=(1, 2), groups=1)
+    ohw = C._out_hw(xs[2:], ws[2:], geo["stride"], geo["padding"], geo["dilation"])
+    assert C._rows_layout(1, ws[1] * ws[2] * ws[3], C._geometry(
+        xs[2:], geo["stride"], geo["padding"], geo["dilation"], ws[2:], ohw))
+    rng = np.random.default_rng(7)
+    x, w, b = _rand(rng, xs, dtype), _rand(rng, ws, dtype), _rand(rng, ws[:1], dtype)
+    g = _rand(rng, (xs[0], ws[0]) + ohw, dtype)
+    f64 = [a.astype(F64) for a in (x, w, b, g)]
+    refs = (C._conv_ref(*f64[:3], **geo),
+            C._conv_bwd_input_ref(f64[3], f64[1], xs[2:], **geo),
+            C._conv_bwd_weight_ref(f64[3], f64[0], ws[2:], **geo))
+    tol = 1e-5 if dtype == F32 else 1e-12
+    per_sample = xs[1] * ws[2] * ws[3] * ohw[0] * ohw[1]
+    for samples_per_chunk in (xs[0], 3, 1):
+        monkeypatch.setattr(C, "COLS_CHUNK", per_sample * samples_per_chunk)
+        got = (C._conv_fwd(x, w, b, **geo), C._conv_bwd_input(g, w, xs[2:], **geo),
+               C._conv_bwd_weight(g, x, ws[2:], **geo))
+        for a, ref in zip(got, refs):
+            assert a.dtype == dtype and a.shape == ref.shape and a.flags.c_contiguous
+            np.testing.assert_allclose(a, ref, rtol=tol, atol=tol * np.abs(ref).max())
+
+
 @pytest.mark.parametrize("groups", [1, 2])
 @pytest.mark.parametrize("dtype", [F32, F64])
 def test_weight_gradient_with_the_patches_first(groups, dtype, monkeypatch):
-    """Few output channels over long patches and many columns: the weight gradient is
-    ``(cols @ gc.T).T`` (``_patches_first``), per group and chunk, close to the float64
-    reference in one chunk and in several."""
+    """Patch columns (``ROWS`` off; grouped convolutions take them), few output channels
+    over long patches and many columns: the weight gradient is ``(cols @ gc.T).T``
+    (``_patches_first``), per group and chunk, close to the float64 reference in one chunk
+    and in several."""
+    monkeypatch.setattr(C, "ROWS", False)
     xs, ws = (128, 32, 4, 4), (64, 32 // groups, 3, 3)
     assert C._patches_first(ws[0] // groups, ws[1] * 9, 64 * 16)  # a chunk of 64 samples
     rng = np.random.default_rng(5)
