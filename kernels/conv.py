@@ -296,6 +296,27 @@ def _hwc_padded(x, n, pt, pl, xs):
                 dst[U(w + pl), U(c)] = src[U(w)]
 
 
+@njit(inline="always")
+def _row_taps(rows, n, plane, sh, sw, dh, dw, kh, kw, OH, OW, adjoint):
+    """The patch rows of sample ``n`` of a chunk and its padded channels-last image
+    ``plane`` (Hp, Wp, C): each row gets its taps' channel runs from the image, or
+    (``adjoint``) they are added to the image (pixels in order, then taps)."""
+    C = plane.shape[2]
+    for oh in range(OH):
+        for ow in range(OW):
+            row = rows[U((n * OH + oh) * OW + ow)]
+            for i in range(kh):
+                for j in range(kw):
+                    px = plane[U(oh * sh + i * dh), U(ow * sw + j * dw)]
+                    base = (i * kw + j) * C
+                    if adjoint:
+                        for c in range(C):
+                            px[U(c)] += row[U(base + c)]
+                    else:
+                        for c in range(C):
+                            row[U(base + c)] = px[U(c)]
+
+
 @cached_njit(nogil=True, error_model="numpy")
 def lower_rows(lo, hi, x, n0, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, Hp, Wp, rows):
     """The rows of samples ``n0 + lo <= n < n0 + hi`` of the patch rows ``rows``
@@ -304,15 +325,7 @@ def lower_rows(lo, hi, x, n0, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, Hp, Wp, ro
     xs = np.empty((Hp, Wp, C), x.dtype)
     for n in range(max(lo, 0), hi):
         _hwc_padded(x, n0 + n, pt, pl, xs)
-        for oh in range(OH):
-            for ow in range(OW):
-                row = rows[U((n * OH + oh) * OW + ow)]
-                for i in range(kh):
-                    for j in range(kw):
-                        src = xs[U(oh * sh + i * dh), U(ow * sw + j * dw)]
-                        base = (i * kw + j) * C
-                        for c in range(C):
-                            row[U(base + c)] = src[U(c)]
+        _row_taps(rows, n, xs, sh, sw, dh, dw, kh, kw, OH, OW, False)
 
 
 @cached_njit(nogil=True, error_model="numpy")
@@ -324,15 +337,7 @@ def unlower_rows(lo, hi, drows, n0, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, Hp, 
     acc = np.empty((Hp, Wp, C), drows.dtype)
     for n in range(max(lo, 0), hi):
         acc[:] = 0
-        for oh in range(OH):
-            for ow in range(OW):
-                row = drows[U((n * OH + oh) * OW + ow)]
-                for i in range(kh):
-                    for j in range(kw):
-                        dst = acc[U(oh * sh + i * dh), U(ow * sw + j * dw)]
-                        base = (i * kw + j) * C
-                        for c in range(C):
-                            dst[U(c)] += row[U(base + c)]
+        _row_taps(drows, n, acc, sh, sw, dh, dw, kh, kw, OH, OW, True)
         img = out[U(n0 + n)]
         for c in range(C):
             for h in range(H):
