@@ -142,8 +142,9 @@ def _gemm(a, b, out, groups, b_t=False):
 
 
 def _patches_first(og: int, kg: int, s: int) -> bool:
-    """Whether the weight gradient ``gc @ cols.T`` (per group: ``og`` output channels,
-    ``kg`` taps, ``s`` patch columns) is faster as ``(cols @ gc.T).T``: with few output
+    """Whether a patch-column weight gradient (grouped convolutions, or ``ROWS`` off)
+    ``gc @ cols.T`` (per group: ``og`` output channels, ``kg`` taps, ``s`` patch columns)
+    is faster as ``(cols @ gc.T).T``: with few output
     channels and long patches the tall operand first suits OpenBLAS's kernels (float32,
     SkylakeX and Haswell kernels alike, one process, medians; the two forms gave the same
     bits in every case): og=64 kg=288 s=2048 (the digits CNN's second layer) 553 -> 484 us,
@@ -220,10 +221,10 @@ def _geometry(hw, stride, padding, dilation, kernel, ohw):
 
 
 def _conv_fwd(x, w, b, stride, padding, dilation, groups, keep_cols=None):
-    """``conv(x, w) (+ b)``: per chunk of samples, the patch matrix, one GEMM per group and
-    the result written in NCHW with the bias added. ``keep_cols``: a list that receives each
-    chunk's patch matrix (a plan hands them to the weight gradient, see
-    :func:`conv_with_patches`)."""
+    """``conv(x, w) (+ b)``: per chunk of samples, the patch matrix (or patch rows,
+    :func:`_rows_layout`), one GEMM per group and the result written in NCHW with the bias
+    added. ``keep_cols``: a list that receives each chunk's patches (a plan hands them to the
+    weight gradient, see :func:`conv_with_patches`)."""
     if _is_cuda(x):
         return _on_cuda().conv_fwd(x, w, b, stride, padding, dilation, groups)
     x = np.ascontiguousarray(x)
@@ -264,15 +265,14 @@ def _conv_fwd(x, w, b, stride, padding, dilation, groups, keep_cols=None):
 
 def _conv_bwd_input(g, w, input_size, stride, padding, dilation, groups):
     """Gradient of the input: per chunk, ``w2^T @ g`` in patch form added back to the
-    pixels (:func:`~jitgrad.kernels.conv.unlower`)."""
+    pixels (:func:`~jitgrad.kernels.conv.unlower`; in the row layout ``g_rows @ wr`` and
+    :func:`~jitgrad.kernels.conv.unlower_rows`)."""
     if _is_cuda(g):
         return _on_cuda().conv_bwd_input(g, w, input_size, stride, padding, dilation, groups)
     N, Co, OH, OW = g.shape
     _, Cg, kh, kw = w.shape
     C = Cg * groups
     out = np.empty((N, C) + tuple(input_size), g.dtype)
-    w2t = np.ascontiguousarray(w).reshape(groups, Co // groups, Cg * kh * kw).transpose(0, 2, 1)
-    w2t = np.ascontiguousarray(w2t).reshape(C * kh * kw, Co // groups)
     g3 = np.ascontiguousarray(g).reshape(N, Co, OH * OW)
     geo = _geometry(input_size, stride, padding, dilation, (kh, kw), (OH, OW))
     if _rows_layout(groups, Cg * kh * kw, geo):
@@ -282,6 +282,8 @@ def _conv_bwd_input(g, w, input_size, stride, padding, dilation, groups):
             note_blas(drows.size * Co)
             _launch(_k().unlower_rows, n1 - n0, (drows, n0, *geo[1:], out), _big(drows.size))
         return out
+    w2t = np.ascontiguousarray(w).reshape(groups, Co // groups, Cg * kh * kw).transpose(0, 2, 1)
+    w2t = np.ascontiguousarray(w2t).reshape(C * kh * kw, Co // groups)
     for n0, n1 in _chunks(N, C * kh * kw * OH * OW):
         gc = _as_cn(g3, n0, n1, geo[0])
         dcols = np.empty((C * kh * kw, gc.shape[1]), g.dtype)
@@ -291,8 +293,9 @@ def _conv_bwd_input(g, w, input_size, stride, padding, dilation, groups):
 
 
 def _conv_bwd_weight(g, x, kernel_size, stride, padding, dilation, groups, cols_of=None):
-    """Gradient of the weight: ``g @ cols^T`` per group, chunks added in order. ``cols_of``:
-    the chunks' patch matrices of ``x`` made by the forward (``_conv_fwd``'s ``keep_cols``),
+    """Gradient of the weight: ``g @ cols^T`` per group (``rows.T @ g_rows`` in the row
+    layout), chunks added in order. ``cols_of``: the chunks' patches of ``x`` made by the
+    forward (``_conv_fwd``'s ``keep_cols``),
     used instead of lowering ``x`` again: the same arrays, so the same bits."""
     if _is_cuda(g):
         return _on_cuda().conv_bwd_weight(g, x, kernel_size, stride, padding, dilation, groups)
