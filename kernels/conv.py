@@ -278,7 +278,7 @@ def bias_grad(lo, hi, g, out):
 # ow*sw + j*dw]`` -- one row per output pixel ``p = oh*OW + ow`` of sample ``n`` of a chunk,
 # its taps in (i, j, c) order, so a tap's channels are one contiguous run (the input moved
 # channels-last first). OpenBLAS multiplies the GEMMs of this form (pixels as the long
-# first dimension) faster: see jitgrad.ops.conv.ROWS_MIN_K. A part is a sample: it owns
+# first dimension) faster: see jitgrad.ops.conv.ROWS. A part is a sample: it owns
 # its rows and its output image.
 
 

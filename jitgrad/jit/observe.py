@@ -384,7 +384,7 @@ class Observer:
 
     def _inner_defaults(self, frame, name: str) -> list:
         """The functions running an inner frame's code whose default for argument ``name`` is
-        the value the frame sees (the candidates: the functions the callers' chains read)."""
+        the value the frame sees (the candidates: :meth:`_functions_of`)."""
         code = frame.f_code
         if name not in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]:
             return []  # a local variable: no default

@@ -232,11 +232,9 @@ def _conv_fwd(x, w, b, stride, padding, dilation, groups, keep_cols=None):
     Co, Cg, kh, kw = w.shape
     ohw = _out_hw(x.shape[2:], (kh, kw), stride, padding, dilation)
     P = ohw[0] * ohw[1]
-    w2 = np.ascontiguousarray(w).reshape(Co, Cg * kh * kw)
     b = None if b is None else np.ascontiguousarray(b)
     out = np.empty((N, Co) + ohw, x.dtype)
     geo = _geometry(x.shape[2:], stride, padding, dilation, (kh, kw), ohw)
-    small = _small_k(geo, Cg * kh * kw)
     if _rows_layout(groups, Cg * kh * kw, geo):
         wt = np.ascontiguousarray(w.transpose(2, 3, 1, 0)).reshape(kh * kw * Cg, Co)
         for n0, n1 in _chunks(N, x.shape[1] * kh * kw * P):
@@ -247,6 +245,8 @@ def _conv_fwd(x, w, b, stride, padding, dilation, groups, keep_cols=None):
             note_blas(y.size * wt.shape[0])
             _launch(_k().rows_to_nc, n1 - n0, (y, b, n0, out.reshape(N, Co, P)), _big(y.size))
         return out
+    w2 = np.ascontiguousarray(w).reshape(Co, Cg * kh * kw)
+    small = _small_k(geo, Cg * kh * kw)
     for n0, n1 in _chunks(N, x.shape[1] * kh * kw * P):
         cols = _lowered(x, n0, n1, geo, (kh, kw))
         if keep_cols is not None:
