@@ -135,7 +135,8 @@ def test_layer_norm_runs_the_row_kernel_with_the_same_bits_compiled(monkeypatch)
 
     loss = f(x, w)
     gx, gw = torch.autograd.grad(loss, (x, w))
-    assert calls == ["layer_norm", "layer_norm_backward"]
+    # the weight's gradient reads x normalised by the forward's kernel (no weight, no bias)
+    assert sorted(calls) == ["layer_norm", "layer_norm", "layer_norm_backward"]
     cf = torch.compile(f)
     loss_c = cf(x, w)
     gx_c, gw_c = torch.autograd.grad(cf(x, w), (x, w))

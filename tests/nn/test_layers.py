@@ -239,3 +239,37 @@ def test_gelu_and_dropout_bad_arguments(torch):
         with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, "
                                              "but got 1.5"):
             M.nn.functional.dropout(M.ones(2), 1.5)
+
+
+def test_layer_norm_weight_gradient_reads_the_forward_kernel():
+    """The weight's gradient multiplies by x normalised by layer norm's own row kernel (one
+    call), not by x rebuilt from mean and var ops; compiled mode gives eager mode's bits, and
+    the weight's gradient passes gradcheck (with its second derivative)."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((4, 5, 16)).astype(np.float32)
+
+    def step(ln, x):
+        loss = (ln(x) ** 2).sum()
+        loss.backward()
+        return loss
+
+    grads = []
+    for compiled in (False, True):
+        jitgrad.manual_seed(0)
+        ln = jnn.LayerNorm(16)
+        with jitgrad.no_grad():
+            ln.weight.copy_(jitgrad.from_numpy(np.linspace(0.5, 1.5, 16, dtype=np.float32)))
+        x = jitgrad.tensor(a, requires_grad=True)
+        fn = jitgrad.compile(step) if compiled else step
+        fn(ln, x)
+        grads.append([t.grad.numpy().copy() for t in (x, ln.weight, ln.bias)])
+        if compiled:
+            graph = str(fn.lower(ln, x)).split("== fusion groups ==")[0]
+            assert " var(" not in graph and "layer_norm(" in graph
+    for e, c in zip(*grads):
+        np.testing.assert_array_equal(c, e)
+    x64 = jitgrad.tensor(a[:2, :3].astype(np.float64), requires_grad=True)
+    w64 = jitgrad.tensor(np.linspace(0.5, 1.5, 16), requires_grad=True)
+    f = lambda x, w: jitgrad.nn.functional.layer_norm(x, (16,), w, None)  # noqa: E731
+    assert gradcheck(f, (x64, w64))
+    assert jitgrad.autograd.gradgradcheck(f, (x64, w64))

@@ -205,7 +205,9 @@ def _ln_vjp(g, ins, out, p, n):
     gx = layer_norm_backward(g, x, w, ns, eps) if n[0] else None
     gw = gb = None
     if n[1]:
-        xh, _ = _xhat(x, _ln_dims(x, ns), eps)
+        # x normalised by the forward's row kernel (layer norm without weight and bias: one
+        # call, its VJP layer_norm_backward(., x, None)), not rebuilt from mean and var ops
+        xh = layer_norm(x, ns, None, None, eps)
         gw = _sum_except(g * xh, batch, ns)
     if n[2]:
         gb = _sum_except(g, batch, ns)
