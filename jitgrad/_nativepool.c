@@ -152,6 +152,9 @@ announce(_Atomic uint32_t *word, uint32_t value, _Atomic uint32_t *sleeping)
 /* ------------------------------------------------------------------ the pool */
 typedef struct pool pool_t;
 
+/* OpenBLAS's job runner (``exec_threads``), handed to its threads callback */
+typedef void (*blas_job_fn)(int thread_num, void *jobdata, int dojob_data);
+
 typedef struct {
     _Alignas(64) _Atomic uint32_t go;        /* generation to run */
     _Atomic uint32_t go_sleeping;
@@ -161,6 +164,9 @@ typedef struct {
     int noop;                                 /* a wake-up only: run nothing */
     int32_t status;
     pool_t *pool;
+    blas_job_fn blas_job;                     /* an OpenBLAS job instead of a share */
+    void *blas_data;
+    int blas_num, blas_arg;
 } worker_t;
 
 struct pool {
@@ -173,8 +179,12 @@ struct pool {
     worker_t *workers;                        /* threads - 1 */
 };
 
-static pool_t *the_pool;                      /* guarded by the GIL */
+/* Set under ``creating`` (the GIL does not cover OpenBLAS's callback); read atomically. */
+static _Atomic(pool_t *) the_pool;
+static _Atomic int creating;
 static unsigned long long launches;           /* kernels run on the pool (tests, stats) */
+static _Atomic unsigned long long blas_runs;  /* OpenBLAS job sets run on the pool */
+static _Atomic unsigned long long blas_spawned; /* ... on threads started for them instead */
 
 static void *
 worker_main(void *arg)
@@ -187,21 +197,31 @@ worker_main(void *arg)
         seen = atomic_load_explicit(&w->go, memory_order_acquire);
         if (atomic_load(&p->quit))
             return NULL;                      /* the pool was replaced; its memory stays */
-        if (!w->noop)
+        if (w->noop) {
+        } else if (w->blas_job != NULL) {
+            w->blas_job(w->blas_num, w->blas_data, w->blas_arg);
+            w->blas_job = NULL;
+            w->status = 0;
+        } else {
             w->status = call_share(&p->task, w->lo, w->hi);
+        }
         announce(&w->done, seen, &w->done_sleeping);
     }
 }
+
+static void reset_blas_slots(void);
 
 static void
 after_fork_child(void)
 {
     /* the parent's workers do not exist here: the next launch starts a new pool */
     the_pool = NULL;
+    atomic_store(&creating, 0);
+    reset_blas_slots();
 }
 
 static pool_t *
-pool_for(int threads, int64_t spin_ns)
+pool_for_locked(int threads, int64_t spin_ns)
 {
     pool_t *p = the_pool;
     if (p != NULL && p->threads == threads) {
@@ -244,6 +264,18 @@ pool_for(int threads, int64_t spin_ns)
     }
     pthread_attr_destroy(&attr);
     the_pool = p;
+    return p;
+}
+
+/* The pool of ``threads`` threads (the caller's included), made or remade as needed; NULL
+ * when it cannot be had now (threads failed to start, or the old pool is in use). */
+static pool_t *
+pool_for(int threads, int64_t spin_ns)
+{
+    while (atomic_exchange(&creating, 1))
+        _mm_pause();
+    pool_t *p = pool_for_locked(threads, spin_ns);
+    atomic_store(&creating, 0);
     return p;
 }
 
@@ -415,6 +447,239 @@ run(PyObject *mod, PyObject *const *argv, Py_ssize_t argc)
 #endif
 }
 
+/* ------------------------------------------------------------------ OpenBLAS's threads
+ * OpenBLAS (0.3.27+) hands its parallel work to a callback when one is set, instead of waking
+ * its own threads: ``callback(sync, job, n, size, jobs, arg)`` must run ``job(k, jobs + k *
+ * size, arg)`` for k < n concurrently (a GEMM's jobs wait for each other's packed panels) and
+ * return when all have finished. Its own workers spin for ~0.1 s after each threaded call
+ * (``sched_yield``), holding a core that a parallel kernel launched meanwhile waits for; run
+ * on this pool instead, a GEMM leaves the pool's workers spinning for the next kernel, and no
+ * other thread competes. The split of the work is OpenBLAS's own, so the bits are too.
+ * Job 0 runs on the calling thread, the next ones on the pool's workers; jobs beyond the
+ * pool's threads, or all of them while another thread holds the pool, run on threads started
+ * for them (correct, and slower: ~tens of microseconds each). */
+#ifdef NATIVE_POOL
+typedef struct {
+    blas_job_fn job;
+    void *data;
+    int num, arg;
+} spawned_job_t;
+
+static void *
+spawned_main(void *a)
+{
+    spawned_job_t *j = (spawned_job_t *)a;
+    j->job(j->num, j->data, j->arg);
+    return NULL;
+}
+
+static int route_threads;                     /* the pool's threads when routing began */
+static int64_t route_spin_ns;
+
+/* OpenBLAS's job runner takes a thread slot: the per-thread packing buffer of that index and
+ * the status word of its own worker of that index (set to "busy" while the job runs; an awake
+ * worker of OpenBLAS spins while its word says so). Jobs running at the same time need
+ * distinct slots (two callers' jobs would otherwise pack into one buffer), and slots past
+ * OpenBLAS's own workers keep those asleep: slots are taken from [workers, max) first.
+ * ``blas_workers`` points at OpenBLAS's ``blas_num_threads`` (its workers are that minus 1). */
+#define MAX_SLOTS 64
+#define MAX_BLAS_LIBS 4                       /* OpenBLAS copies routed (NumPy's, SciPy's...) */
+typedef struct {
+    void *setter;                             /* its openblas_set_threads_callback_function */
+    const int *workers;
+    int max_slots;
+    _Atomic uint64_t slots_used;
+} blas_lib_t;
+static blas_lib_t blas_libs[MAX_BLAS_LIBS];
+
+/* after fork: the slots of jobs running in other threads, which the child does not have */
+static void
+reset_blas_slots(void)
+{
+    for (int i = 0; i < MAX_BLAS_LIBS; i++)
+        atomic_store(&blas_libs[i].slots_used, 0);
+}
+
+static void
+take_slots(blas_lib_t *lib, int n, int *slot)
+{
+    for (;;) {
+        int first = lib->workers != NULL ? *lib->workers - 1 : 0;
+        if (first < 0 || first >= lib->max_slots)
+            first = 0;
+        uint64_t used = atomic_load(&lib->slots_used), mine = 0;
+        int got = 0;
+        for (int pass = 0; pass < 2 && got < n; pass++) {
+            int lo = pass == 0 ? first : 0, hi = pass == 0 ? lib->max_slots : first;
+            for (int i = lo; i < hi && got < n; i++) {
+                if (!(used & (1ULL << i))) {
+                    mine |= 1ULL << i;
+                    slot[got++] = i;
+                }
+            }
+        }
+        if (got == n && atomic_compare_exchange_weak(&lib->slots_used, &used, used | mine))
+            return;
+        sched_yield();                        /* taken meanwhile, or all in use: retry */
+    }
+}
+
+static void
+give_slots(blas_lib_t *lib, int n, const int *slot)
+{
+    uint64_t mine = 0;
+    for (int k = 0; k < n; k++)
+        mine |= 1ULL << slot[k];
+    atomic_fetch_and(&lib->slots_used, ~mine);
+}
+
+static void
+blas_threads_run(blas_lib_t *lib, int sync, blas_job_fn job, int numjobs, size_t size,
+                 void *jobs, int arg)
+{
+    (void)sync;                               /* always run to completion */
+    char *data = (char *)jobs;
+    int slot[MAX_SLOTS];
+    if (numjobs > lib->max_slots) {           /* never: OpenBLAS's jobs fit its tables */
+        for (int k = 0; k < numjobs; k++)
+            job(k, data + (size_t)k * size, arg);
+        return;
+    }
+    take_slots(lib, numjobs, slot);
+    pool_t *p = the_pool;
+    if (p == NULL && route_threads > 1)
+        p = pool_for(route_threads, route_spin_ns);   /* e.g. first GEMM after a fork */
+    if (p != NULL && (atomic_load(&p->quit) || atomic_exchange(&p->busy, 1)))
+        p = NULL;                             /* replaced, or in use by another thread */
+    int on_pool = p == NULL ? 1 : (numjobs < p->threads ? numjobs : p->threads);
+    uint32_t gen = 0;
+    if (p != NULL) {
+        gen = ++p->generation;
+        for (int k = 1; k < on_pool; k++) {
+            worker_t *w = &p->workers[k - 1];
+            await_word(&w->done, atomic_load(&w->go), 1, &w->done_sleeping, p->spin_ns);
+            w->noop = 0;
+            w->blas_job = job;
+            w->blas_data = data + (size_t)k * size;
+            w->blas_num = slot[k];
+            w->blas_arg = arg;
+            announce(&w->go, gen, &w->go_sleeping);
+        }
+    }
+    int extra = numjobs - on_pool;
+    pthread_t *threads = NULL;
+    spawned_job_t *spawned = NULL;
+    int started = 0;
+    if (extra > 0) {
+        threads = malloc(sizeof(pthread_t) * (size_t)extra);
+        spawned = malloc(sizeof(spawned_job_t) * (size_t)extra);
+        if (threads != NULL && spawned != NULL) {
+            for (int e = 0; e < extra; e++) {
+                int k = on_pool + e;
+                spawned[e] = (spawned_job_t){job, data + (size_t)k * size, slot[k], arg};
+                if (pthread_create(&threads[e], NULL, spawned_main, &spawned[e]) != 0)
+                    break;
+                started++;
+            }
+        }
+        atomic_fetch_add(&blas_spawned, 1);
+    }
+    job(slot[0], data, arg);
+    /* no thread could be started for these: run them here (a GEMM's jobs that wait for
+     * each other could then wait forever; OpenBLAS itself exits when it cannot start its
+     * threads, so this is only reached where it would have failed too) */
+    for (int e = started; e < extra; e++)
+        job(slot[on_pool + e], data + (size_t)(on_pool + e) * size, arg);
+    if (p != NULL) {
+        for (int k = 1; k < on_pool; k++) {
+            worker_t *w = &p->workers[k - 1];
+            await_word(&w->done, gen, 1, &w->done_sleeping, p->spin_ns);
+        }
+        atomic_store(&p->busy, 0);
+        atomic_fetch_add(&blas_runs, 1);
+    }
+    for (int e = 0; e < started; e++)
+        pthread_join(threads[e], NULL);
+    free(threads);
+    free(spawned);
+    give_slots(lib, numjobs, slot);
+}
+
+/* one callback per routed library (the callback is not told which library calls it) */
+#define BLAS_CALLBACK(i)                                                                    \
+    static void blas_callback_##i(int sync, blas_job_fn job, int n, size_t size, void *jobs, \
+                                  int arg)                                                   \
+    {                                                                                        \
+        blas_threads_run(&blas_libs[i], sync, job, n, size, jobs, arg);                      \
+    }
+BLAS_CALLBACK(0)
+BLAS_CALLBACK(1)
+BLAS_CALLBACK(2)
+BLAS_CALLBACK(3)
+static void *const blas_callbacks[MAX_BLAS_LIBS] = {
+    (void *)blas_callback_0, (void *)blas_callback_1, (void *)blas_callback_2,
+    (void *)blas_callback_3};
+#endif /* NATIVE_POOL */
+
+typedef void (*blas_setter_fn)(void *callback);
+
+/* route_blas(setter, threads, spin_us, workers, max_slots) -> bool: make OpenBLAS run its
+ * parallel work on this pool (``setter``: the address of its
+ * ``openblas_set_threads_callback_function``; ``workers``: of its ``blas_num_threads``, or 0;
+ * ``max_slots``: its MAX_THREADS), starting the pool now; threads < 2 gives OpenBLAS its own
+ * threads back. */
+static PyObject *
+route_blas(PyObject *mod, PyObject *args)
+{
+    PyObject *addr, *workers;
+    int threads, max_slots;
+    double spin_us;
+    if (!PyArg_ParseTuple(args, "OidOi", &addr, &threads, &spin_us, &workers, &max_slots))
+        return NULL;
+    void *workers_addr = PyLong_AsVoidPtr(workers);
+    if (PyErr_Occurred())
+        return NULL;
+    blas_setter_fn setter = (blas_setter_fn)PyLong_AsVoidPtr(addr);
+    if (setter == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "route_blas: null setter");
+        return NULL;
+    }
+#ifndef NATIVE_POOL
+    Py_RETURN_FALSE;
+#else
+    if (threads < 2) {
+        setter(NULL);                         /* its own threads again; the entry stays */
+        Py_RETURN_FALSE;
+    }
+    int i = 0;
+    while (i < MAX_BLAS_LIBS && blas_libs[i].setter != NULL && blas_libs[i].setter != setter)
+        i++;
+    /* (an OpenBLAS with tables past MAX_SLOTS could hand more jobs than slots: not routed) */
+    if (i == MAX_BLAS_LIBS || threads > MAX_THREADS || max_slots < 1 || max_slots > MAX_SLOTS ||
+            pool_for(threads, (int64_t)(spin_us * 1000.0)) == NULL)
+        Py_RETURN_FALSE;
+    blas_libs[i].workers = (const int *)workers_addr;
+    blas_libs[i].max_slots = max_slots;
+    blas_libs[i].setter = (void *)setter;
+    route_threads = threads;
+    route_spin_ns = (int64_t)(spin_us * 1000.0);
+    setter(blas_callbacks[i]);
+    Py_RETURN_TRUE;
+#endif
+}
+
+static PyObject *
+blas_counts(PyObject *mod, PyObject *unused)
+{
+#ifdef NATIVE_POOL
+    return Py_BuildValue("KK", (unsigned long long)atomic_load(&blas_runs),
+                         (unsigned long long)atomic_load(&blas_spawned));
+#else
+    return Py_BuildValue("KK", 0ULL, 0ULL);
+#endif
+}
+
 /* key(args) -> bytes naming each argument's Numba type as the dispatcher types it (an array's
  * dtype, ndim, contiguity, writability, alignment; a Python int, bool or float; a NumPy
  * float32/float64 number), or None for an argument the native path does not pass. */
@@ -487,6 +752,11 @@ static PyMethodDef methods[] = {
      "failing status."},
     {"key", key, METH_O, "key(args): bytes naming the arguments' types, or None."},
     {"launches", launch_count, METH_NOARGS, "Kernels run on the C pool so far."},
+    {"route_blas", route_blas, METH_VARARGS,
+     "route_blas(setter_address, threads, spin_us, workers_address, max_threads): OpenBLAS's "
+     "parallel work on the C pool (threads < 2: on its own threads again); whether routed."},
+    {"blas_counts", blas_counts, METH_NOARGS,
+     "(OpenBLAS job sets run on the pool, sets that started threads of their own)."},
     {"supported", supported, METH_NOARGS, "Whether this platform has the native pool."},
     {NULL, NULL, 0, NULL},
 };

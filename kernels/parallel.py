@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from time import perf_counter
 
-__all__ = ["PARALLEL_MIN_SIZE", "HOT_MIN_SIZE", "note_blas", "parallel_ok", "parallel_mode"]
+__all__ = ["PARALLEL_MIN_SIZE", "HOT_MIN_SIZE", "note_blas", "parallel_ok", "parallel_mode",
+           "set_blas_on_pool"]
 
 #: size from which the parallel kernels are used; below it threads cost more than they save.
 #: Measured on the 2-core project machine (best of 9, float32, OpenMP layer with passive
@@ -49,10 +50,22 @@ def note_blas(work: int) -> None:
         _blas_at[0] = perf_counter()
 
 
+#: whether OpenBLAS runs its threaded work on jitgrad's pool (``kernels/blas_threads.py``):
+#: then no worker of its own spins after a GEMM, and the rule above does not apply
+_blas_on_pool = [False]
+
+
+def set_blas_on_pool(routed: bool) -> None:
+    """Record whether OpenBLAS's threaded work runs on jitgrad's pool."""
+    _blas_on_pool[0] = routed
+
+
 def parallel_ok(n: int) -> bool:
     """Whether a parallel kernel over ``n`` elements (already above its size threshold) may
-    run now: not while OpenBLAS's workers may still be spinning, unless ``n`` is huge."""
-    return n >= BLAS_PARALLEL_MIN or perf_counter() - _blas_at[0] > BLAS_SPIN_S
+    run now: not while OpenBLAS's own workers may still be spinning, unless ``n`` is huge
+    (always, when OpenBLAS runs on jitgrad's pool)."""
+    return _blas_on_pool[0] or n >= BLAS_PARALLEL_MIN or \
+        perf_counter() - _blas_at[0] > BLAS_SPIN_S
 
 
 def parallel_mode(n: int) -> int:

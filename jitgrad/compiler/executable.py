@@ -15,6 +15,7 @@ import numpy as np
 from .. import config
 from .._malloc import tune_allocator
 from ..devices import CUDA0, as_array, is_cpu_array, to_device
+from ..kernels.blas_threads import route_blas_threads
 from ..kernels.parallel import BLAS_THREADED_WORK, note_blas
 from ..trace.interpreter import (
     apply_effects,
@@ -82,6 +83,7 @@ class Plan:
         # plans allocate their outputs fresh each call: keep freed blocks for reuse (a
         # process that runs native kernels only never loads the eager kernels, which tune it)
         tune_allocator()
+        route_blas_threads()  # OpenBLAS's threaded work on the kernels' pool
         g = self.graph
         needed: set = set()
         for s in self.steps:

@@ -24,7 +24,7 @@ from .pysource import build_function, log_source
 from .recycle import RECYCLE_MIN_BYTES, Recycler
 from .render_cpu import module_source
 
-__all__ = ["GroupRunner", "PARALLEL_MIN_WORK"]
+__all__ = ["GroupRunner", "PARALLEL_MIN_WORK", "HOT_MIN_WORK"]
 
 #: A pool launch costs ~30 us (kernels/pool.py); a kernel runs on all threads when its
 #: estimated work, elements x ``GroupBinding.cost`` (arrays touched + 0.5 per line + 4 per
@@ -32,6 +32,12 @@ __all__ = ["GroupRunner", "PARALLEL_MIN_WORK"]
 #: (~150 us sequential): a plain ``a * b`` from ~430k elements (eager mode: 524k), the W2
 #: kernel (2 transcendentals, 15 lines) from ~65k.
 PARALLEL_MIN_WORK = 1_500_000
+
+#: ...and from this much work (~20 us sequential) when the pool's workers are awake, spinning
+#: after a launch or a GEMM run on the pool (``kernels/blas_threads.py``): a launch then costs
+#: ~1 us, not a wake-up; otherwise the kernel runs on the calling thread (``run_parts``'s
+#: ``hot_only``). The eager kernels' HOT_MIN_SIZE (64k elements of a multiply) in work units.
+HOT_MIN_WORK = 200_000
 _EXPORT_LOCK = threading.Lock()
 
 
@@ -59,6 +65,7 @@ class GroupRunner:
         self.kernel = self._kernel(cache_dir)
         # parallel when worth a pool launch and no BLAS worker may be spinning
         self.big = self.n * binding.cost >= PARALLEL_MIN_WORK
+        self.warm = not self.big and self.n * binding.cost >= HOT_MIN_WORK and self.parts > 1
         self.run = self._caller()
 
     def _kernel(self, cache_dir):
@@ -198,6 +205,9 @@ class GroupRunner:
         call = ", ".join(args)
         if self.big:
             body += ["if parallel_ok(N):", f"    run_parts(K, P, ({call},))", "else:",
+                     f"    K(0, P, {call})"]
+        elif self.warm:  # on the pool's workers only while they are awake
+            body += ["if parallel_ok(N):", f"    run_parts(K, P, ({call},), True)", "else:",
                      f"    K(0, P, {call})"]
         else:
             body.append(f"K(0, P, {call})")

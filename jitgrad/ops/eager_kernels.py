@@ -81,8 +81,10 @@ _prepared = []
 def _prepare() -> None:
     if not _prepared:
         from .._malloc import tune_allocator
+        from ..kernels.blas_threads import route_blas_threads
 
         tune_allocator()  # fresh outputs reuse freed heap blocks instead of page-faulting
+        route_blas_threads()  # OpenBLAS's threaded work on the kernels' pool
         _prepared.append(True)
 
 

@@ -1,0 +1,137 @@
+"""OpenBLAS's parallel work on jitgrad's thread pool.
+
+A threaded GEMM wakes OpenBLAS's own worker threads, which then spin (``sched_yield``) for
+~0.1 s waiting for the next one (``OPENBLAS_THREAD_TIMEOUT``). On a machine with as many
+cores as threads, a spinner holds a core: a kernel that follows a GEMM shares its core with
+it, and a parallel kernel waits up to a scheduler slice for the core (``kernels/parallel.py``
+kept kernels on one thread for 0.1 s after every GEMM because of it). OpenBLAS 0.3.27+ can
+hand its parallel work to the caller instead (``openblas_set_threads_callback_function``);
+:func:`route_blas_threads` gives it the C pool of ``jitgrad._nativepool``, the one the fused
+kernels run on. A GEMM then leaves the pool's workers spinning for the next kernel, and no
+other thread competes for the cores. OpenBLAS still splits the work itself, so every
+product has the same bits either way.
+
+It applies to the OpenBLAS NumPy is linked against, for every caller in the process (NumPy's
+own products too). Applied once, when jitgrad first loads kernels (as the allocator tuning),
+where that OpenBLAS has the callback and the native pool runs; ``JITGRAD_BLAS_THREADS=openblas``
+leaves OpenBLAS's threads alone.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+from .parallel import set_blas_on_pool
+
+__all__ = ["route_blas_threads", "blas_routed", "unroute_blas_threads", "blas_counts"]
+
+#: the setter's name in the builds NumPy's wheels ship (scipy-openblas: prefixed, with the
+#: 64-bit-integer suffix) and in plain OpenBLAS builds
+_SETTERS = ("scipy_openblas_set_threads_callback_function64_",
+            "scipy_openblas_set_threads_callback_function",
+            "openblas_set_threads_callback_function64_",
+            "openblas_set_threads_callback_function")
+
+_state: dict = {"off": False, "routed": {}}  # path -> (setter, workers, max_threads)
+
+
+def _openblas_libraries() -> list[str]:
+    """Paths of the OpenBLAS libraries mapped into this process (NumPy's is loaded with it)."""
+    paths: list[str] = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.rsplit(None, 1)[-1] if "/" in line else ""
+                name = os.path.basename(path).lower()
+                if "openblas" in name and ".so" in name and path not in paths:
+                    paths.append(path)
+    except OSError:
+        pass
+    return paths
+
+
+_CONFIGS = ("scipy_openblas_get_config64_", "scipy_openblas_get_config",
+            "openblas_get_config64_", "openblas_get_config")
+
+
+def _max_threads(lib) -> int | None:
+    """OpenBLAS's MAX_THREADS (the size of its per-thread tables), from its config string."""
+    for name in _CONFIGS:
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            fn.restype = ctypes.c_char_p
+            for word in (fn() or b"").decode(errors="replace").split():
+                if word.startswith("MAX_THREADS="):
+                    return int(word.split("=", 1)[1])
+    return None
+
+
+def _openblas_entry(path: str) -> tuple[int, int, int] | None:
+    """(address of the callback setter, address of ``blas_num_threads``, MAX_THREADS) of the
+    OpenBLAS at ``path``, or None (an OpenBLAS without the callback: older than 0.3.27)."""
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError:
+        return None
+    setter = next((getattr(lib, n) for n in _SETTERS if hasattr(lib, n)), None)
+    max_threads = _max_threads(lib)
+    try:
+        workers = ctypes.addressof(ctypes.c_int.in_dll(lib, "blas_num_threads"))
+    except ValueError:
+        return None
+    if setter is None or not max_threads:
+        return None
+    return ctypes.cast(setter, ctypes.c_void_p).value, workers, max_threads
+
+
+def route_blas_threads() -> bool:
+    """Route the parallel work of every OpenBLAS loaded in the process (NumPy's; SciPy's,
+    which Numba loads for its ``np.dot``) to the C pool; called again, it routes the copies
+    loaded since. Whether any is routed."""
+    if _state["off"]:
+        return False
+    if os.environ.get("JITGRAD_BLAS_THREADS", "pool").lower() == "openblas":
+        _state["off"] = True
+        return False
+    from .native_launch import _ext, _spin_us, native_pool_enabled
+    from .pool import pool_threads
+
+    threads = pool_threads()
+    if not native_pool_enabled() or threads < 2:
+        _state["off"] = True
+        return False
+    import numpy  # noqa: F401  (loads its BLAS)
+
+    for path in _openblas_libraries():
+        if path in _state["routed"]:
+            continue
+        entry = _openblas_entry(path)
+        if entry is not None and _ext.route_blas(entry[0], threads, _spin_us, entry[1],
+                                                 entry[2]):
+            _state["routed"][path] = entry
+    set_blas_on_pool(bool(_state["routed"]))
+    return bool(_state["routed"])
+
+
+def unroute_blas_threads() -> None:
+    """Give every routed OpenBLAS its own threads back (tests; ``route_blas_threads`` then
+    routes again)."""
+    from .native_launch import _ext
+
+    for setter, workers, max_threads in _state["routed"].values():
+        _ext.route_blas(setter, 0, 0.0, workers, max_threads)
+    _state.update(off=False, routed={})
+    set_blas_on_pool(False)
+
+
+def blas_routed() -> bool:
+    """Whether OpenBLAS's parallel work runs on the C pool."""
+    return bool(_state["routed"])
+
+
+def blas_counts() -> tuple[int, int]:
+    """(OpenBLAS job sets run on the pool, sets that had to start threads of their own)."""
+    from .native_launch import _ext
+
+    return tuple(_ext.blas_counts()) if _ext is not None else (0, 0)
