@@ -58,6 +58,13 @@ LINES = 16  # lines per timed call in per_op (amortises the loop and call overhe
 
 
 # ------------------------------------------------------------------------------ timing
+def blas_on_pool() -> str:
+    """Whether NumPy's OpenBLAS ran its threaded products on jitgrad's pool in this run
+    (``jitgrad/kernels/blas_threads.py``; every implementation's products, NumPy's too)."""
+    mod = sys.modules.get("jitgrad.kernels.blas_threads")
+    return "yes" if mod is not None and mod.blas_routed() else "no"
+
+
 def calibrate(fn, target_s: float, max_number: int = 1_000_000) -> int:
     """Calls per repeat so that one repeat lasts about ``target_s`` (best of 3 timings)."""
     best = float("inf")
@@ -1160,7 +1167,7 @@ def main(argv=None) -> int:
     print(f"\n{'quick' if q else 'full'} run, {elapsed:.0f} s; cpu busy before start: {busy:.2f};"
           f" loadavg {load0:.2f} at start, {os.getloadavg()[0]:.2f} at end; numba "
           f"{info.get('numba_threading_layer', '?')} layer, {info['numba_threads']} threads; "
-          f"env {info['env'] or '{}'}")
+          f"OpenBLAS on jitgrad's pool: {blas_on_pool()}; env {info['env'] or '{}'}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"quick": q, "elapsed_s": elapsed, "cpu_busy_before": busy,

@@ -114,14 +114,14 @@ def route_blas_threads() -> bool:
     return bool(_state["routed"])
 
 
-def unroute_blas_threads() -> None:
-    """Give every routed OpenBLAS its own threads back (tests; ``route_blas_threads`` then
-    routes again)."""
+def unroute_blas_threads(stay_off: bool = False) -> None:
+    """Give every routed OpenBLAS its own threads back (tests, benchmarks);
+    ``route_blas_threads`` then routes again, unless ``stay_off``."""
     from .native_launch import _ext
 
     for setter, workers, max_threads in _state["routed"].values():
         _ext.route_blas(setter, 0, 0.0, workers, max_threads)
-    _state.update(off=False, routed={})
+    _state.update(off=stay_off, routed={})
     set_blas_on_pool(False)
 
 

@@ -96,6 +96,37 @@ class MLPStepVsNumPy:
     track_ratio_to_numpy.unit = "ratio"
 
 
+class MLPStepBlasThreads:
+    """The compiled MLP step with OpenBLAS's threaded products on jitgrad's pool (the
+    default where OpenBLAS has the threads callback) and on OpenBLAS's own threads, which
+    spin after each product (``kernels/blas_threads.py``)."""
+
+    params = [[128, 1024], ["pool", "openblas"]]
+    param_names = ["batch", "blas_threads"]
+    quick_params = [[16], ["pool", "openblas"]]
+
+    def setup(self, batch, blas_threads):
+        from jitgrad.kernels import blas_threads as bt
+
+        self.step, _ = tw.jitgrad_mlp_step(jitgrad, batch, compiled=True)
+        if blas_threads == "openblas":
+            bt.unroute_blas_threads(stay_off=True)
+        elif not bt.route_blas_threads():
+            raise NotImplementedError("NumPy's OpenBLAS has no threads callback")
+        for _ in range(3):
+            self.step()
+
+    def time_step(self, batch, blas_threads):
+        self.step()
+
+    def teardown(self, batch, blas_threads):
+        from jitgrad.kernels import blas_threads as bt
+
+        if blas_threads == "openblas":  # (one process may run both: the default again)
+            bt.unroute_blas_threads()
+            bt.route_blas_threads()
+
+
 class MLPStepPlan:
     """What the compiled MLP step's plan holds."""
 
