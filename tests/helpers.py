@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import subprocess
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -120,3 +122,17 @@ def newest_plan(step):
 
     _key, entry = next(reversed(compiled_function_of(step)._lru.values()))
     return entry.plan
+
+
+def run_python(code: str, timeout: float = 300, **env: str) -> subprocess.CompletedProcess:
+    """``code`` run by a fresh interpreter with these environment variables added (text
+    output captured): what a process that starts with those settings does."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, **env), timeout=timeout)
+
+
+def python_prints(code: str, **env: str) -> list[str]:
+    """The words ``code`` prints, run as :func:`run_python` runs it (which must succeed)."""
+    r = run_python(code, **env)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.split()

@@ -5,13 +5,11 @@ and a call with an evicted signature traces again and computes the same values."
 from __future__ import annotations
 
 import gc
-import os
-import subprocess
-import sys
 import weakref
 
 import numpy as np
 import pytest
+from helpers import python_prints, run_python
 
 import jitgrad as jg
 
@@ -90,14 +88,8 @@ def test_limit_from_the_environment():
             "f = jg.compile(lambda x: x * 3)\n"
             "for n in range(1, 6): f(jg.ones(n))\n"
             "print(jg.config.cache_size_limit, len(f._lru), f.stats['evictions'])\n")
-    env = dict(os.environ, JITGRAD_CACHE_SIZE_LIMIT="2")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["2", "2", "3"]
-    env["JITGRAD_CACHE_SIZE_LIMIT"] = "0"
-    r = subprocess.run([sys.executable, "-c", "import jitgrad"], capture_output=True,
-                       text=True, env=env, timeout=300)
+    assert python_prints(code, JITGRAD_CACHE_SIZE_LIMIT="2") == ["2", "2", "3"]
+    r = run_python("import jitgrad", JITGRAD_CACHE_SIZE_LIMIT="0")
     assert r.returncode != 0 and "JITGRAD_CACHE_SIZE_LIMIT must be a positive integer" in \
         r.stderr
 

@@ -6,12 +6,11 @@ kernels on one thread after a GEMM (OpenBLAS's spinning workers) off while route
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import threading
 
 import numpy as np
 import pytest
+from helpers import python_prints
 from jitgrad.kernels import blas_threads, native_launch, parallel, pool
 
 import jitgrad
@@ -116,11 +115,7 @@ def test_the_environment_switch_leaves_openblas_threads_alone():
             "from jitgrad.kernels import blas_threads, parallel\n"
             "(jitgrad.ones(8) * 2).sum()\n"
             "print(blas_threads.route_blas_threads(), parallel._blas_on_pool[0])\n")
-    env = dict(os.environ, JITGRAD_BLAS_THREADS="openblas")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["False", "False"]
+    assert python_prints(code, JITGRAD_BLAS_THREADS="openblas") == ["False", "False"]
 
 
 @needs_callback
