@@ -9,7 +9,9 @@ __all__ = ["set_num_threads", "get_num_threads"]
 
 def set_num_threads(n: int) -> None:
     """Use ``n`` threads for parallel kernels (every kernel of jitgrad, eager or compiled, runs
-    its parts on one thread pool, ``kernels/pool.py``); the default is every usable CPU, or
+    its parts on one thread pool, ``kernels/pool.py``) and, where NumPy's OpenBLAS runs its
+    products on that pool (``kernels/blas_threads.py``), for matrix products too, as
+    PyTorch's ``set_num_threads`` governs its BLAS; the default is every usable CPU, or
     ``NUMBA_NUM_THREADS`` when set.
 
     >>> import jitgrad

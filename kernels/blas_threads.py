@@ -24,7 +24,8 @@ import os
 
 from .parallel import set_blas_on_pool
 
-__all__ = ["route_blas_threads", "blas_routed", "unroute_blas_threads", "blas_counts"]
+__all__ = ["route_blas_threads", "blas_routed", "unroute_blas_threads", "blas_counts",
+           "set_blas_threads"]
 
 #: the setter's name in the builds NumPy's wheels ship (scipy-openblas: prefixed, with the
 #: 64-bit-integer suffix) and in plain OpenBLAS builds
@@ -53,6 +54,8 @@ def _openblas_libraries() -> list[str]:
 
 _CONFIGS = ("scipy_openblas_get_config64_", "scipy_openblas_get_config",
             "openblas_get_config64_", "openblas_get_config")
+_THREAD_SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                   "openblas_set_num_threads64_", "openblas_set_num_threads")
 
 
 def _max_threads(lib) -> int | None:
@@ -67,22 +70,25 @@ def _max_threads(lib) -> int | None:
     return None
 
 
-def _openblas_entry(path: str) -> tuple[int, int, int] | None:
-    """(address of the callback setter, address of ``blas_num_threads``, MAX_THREADS) of the
-    OpenBLAS at ``path``, or None (an OpenBLAS without the callback: older than 0.3.27)."""
+def _openblas_entry(path: str) -> tuple | None:
+    """(address of the callback setter, address of ``blas_num_threads``, MAX_THREADS, its
+    ``set_num_threads``) of the OpenBLAS at ``path``, or None (an OpenBLAS without the
+    callback: older than 0.3.27)."""
     try:
         lib = ctypes.CDLL(path)
     except OSError:
         return None
     setter = next((getattr(lib, n) for n in _SETTERS if hasattr(lib, n)), None)
+    set_threads = next((getattr(lib, n) for n in _THREAD_SETTERS if hasattr(lib, n)), None)
     max_threads = _max_threads(lib)
     try:
         workers = ctypes.addressof(ctypes.c_int.in_dll(lib, "blas_num_threads"))
     except ValueError:
         return None
-    if setter is None or not max_threads:
+    if setter is None or set_threads is None or not max_threads:
         return None
-    return ctypes.cast(setter, ctypes.c_void_p).value, workers, max_threads
+    set_threads.argtypes = [ctypes.c_int]
+    return ctypes.cast(setter, ctypes.c_void_p).value, workers, max_threads, set_threads
 
 
 def route_blas_threads() -> bool:
@@ -98,8 +104,10 @@ def route_blas_threads() -> bool:
     from .pool import pool_threads
 
     threads = pool_threads()
-    if not native_pool_enabled() or threads < 2:
+    if not native_pool_enabled():
         _state["off"] = True
+        return False
+    if threads < 2:  # (one thread: nothing to route yet; set_num_threads may add more)
         return False
     import numpy  # noqa: F401  (loads its BLAS)
 
@@ -119,10 +127,24 @@ def unroute_blas_threads(stay_off: bool = False) -> None:
     ``route_blas_threads`` then routes again, unless ``stay_off``."""
     from .native_launch import _ext
 
-    for setter, workers, max_threads in _state["routed"].values():
+    for setter, workers, max_threads, _ in _state["routed"].values():
         _ext.route_blas(setter, 0, 0.0, workers, max_threads)
     _state.update(off=stay_off, routed={})
     set_blas_on_pool(False)
+
+
+def set_blas_threads(n: int) -> None:
+    """``jitgrad.set_num_threads(n)`` where OpenBLAS runs on the pool: its products are then
+    split in ``n`` jobs (one: on the calling thread) on a pool of ``n`` threads, as PyTorch's
+    ``set_num_threads`` governs its BLAS. Nothing where OpenBLAS keeps its own threads."""
+    if not _state["routed"]:
+        return
+    from .native_launch import _ext, _spin_us
+
+    for setter, workers, max_threads, set_threads in _state["routed"].values():
+        set_threads(int(n))
+        if n > 1:  # the C pool made for n threads now (its first products find it)
+            _ext.route_blas(setter, int(n), _spin_us, workers, max_threads)
 
 
 def blas_routed() -> bool:

@@ -133,7 +133,8 @@ if hasattr(os, "register_at_fork"):
 
 
 def set_pool_threads(n: int) -> None:
-    """Use ``n`` threads from now on (the old pool's idle workers exit)."""
+    """Use ``n`` threads from now on (the old pool's idle workers exit), for OpenBLAS's
+    products too where they run on the pool (``blas_threads.set_blas_threads``)."""
     global _pool
     with _pool_lock:
         old, _pool = _pool, _Pool(n)
@@ -142,6 +143,9 @@ def set_pool_threads(n: int) -> None:
             for w in old.workers:
                 w.task = None
                 w.go.release()
+    from .blas_threads import set_blas_threads
+
+    set_blas_threads(n)
 
 
 def pool_threads() -> int:

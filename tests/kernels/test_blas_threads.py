@@ -140,3 +140,26 @@ def test_a_plan_kernel_after_a_product_runs_on_the_awake_workers():
     assert _nativepool.launches() > before           # spin finds them asleep: not all)
     for got in outs:
         assert np.array_equal(got, want)
+
+
+@needs_callback
+def test_set_num_threads_governs_the_products_on_the_pool():
+    """As PyTorch's ``set_num_threads`` governs its BLAS: one thread, no job set on the pool
+    (OpenBLAS multiplies on the calling thread); three, all three jobs on the pool."""
+    blas_threads.route_blas_threads()
+    a, b = _threaded_product(11)
+    want = a @ b
+    before = jitgrad.get_num_threads()
+    try:
+        jitgrad.set_num_threads(1)
+        runs, spawned = blas_threads.blas_counts()
+        assert np.array_equal(a @ b, want)
+        assert blas_threads.blas_counts() == (runs, spawned)
+        jitgrad.set_num_threads(3)
+        assert np.array_equal(a @ b, want)
+        assert blas_threads.blas_counts() == (runs + 1, spawned)  # no thread started for it
+    finally:
+        jitgrad.set_num_threads(before)
+    runs = blas_threads.blas_counts()[0]
+    assert np.array_equal(a @ b, want)
+    assert blas_threads.blas_counts()[0] == runs + 1
