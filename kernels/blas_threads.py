@@ -27,14 +27,8 @@ from .parallel import set_blas_on_pool
 __all__ = ["route_blas_threads", "blas_routed", "unroute_blas_threads", "blas_counts",
            "set_blas_threads"]
 
-#: the setter's name in the builds NumPy's wheels ship (scipy-openblas: prefixed, with the
-#: 64-bit-integer suffix) and in plain OpenBLAS builds
-_SETTERS = ("scipy_openblas_set_threads_callback_function64_",
-            "scipy_openblas_set_threads_callback_function",
-            "openblas_set_threads_callback_function64_",
-            "openblas_set_threads_callback_function")
-
-_state: dict = {"off": False, "routed": {}}  # path -> (setter, workers, max_threads)
+#: path -> (callback setter address, blas_num_threads address, MAX_THREADS, set_num_threads)
+_state: dict = {"off": False, "routed": {}}
 
 
 def _openblas_libraries() -> list[str]:
@@ -52,21 +46,27 @@ def _openblas_libraries() -> list[str]:
     return paths
 
 
-_CONFIGS = ("scipy_openblas_get_config64_", "scipy_openblas_get_config",
-            "openblas_get_config64_", "openblas_get_config")
-_THREAD_SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-                   "openblas_set_num_threads64_", "openblas_set_num_threads")
+def _function(lib, name: str):
+    """OpenBLAS's function ``openblas_<name>`` in ``lib`` as the builds NumPy's wheels ship
+    it (scipy-openblas: prefixed, with the 64-bit-integer suffix) or as plain builds do;
+    None where it has none."""
+    for symbol in (f"scipy_openblas_{name}64_", f"scipy_openblas_{name}",
+                   f"openblas_{name}64_", f"openblas_{name}"):
+        fn = getattr(lib, symbol, None)
+        if fn is not None:
+            return fn
+    return None
 
 
 def _max_threads(lib) -> int | None:
     """OpenBLAS's MAX_THREADS (the size of its per-thread tables), from its config string."""
-    for name in _CONFIGS:
-        fn = getattr(lib, name, None)
-        if fn is not None:
-            fn.restype = ctypes.c_char_p
-            for word in (fn() or b"").decode(errors="replace").split():
-                if word.startswith("MAX_THREADS="):
-                    return int(word.split("=", 1)[1])
+    fn = _function(lib, "get_config")
+    if fn is None:
+        return None
+    fn.restype = ctypes.c_char_p
+    for word in (fn() or b"").decode(errors="replace").split():
+        if word.startswith("MAX_THREADS="):
+            return int(word.split("=", 1)[1])
     return None
 
 
@@ -78,8 +78,8 @@ def _openblas_entry(path: str) -> tuple | None:
         lib = ctypes.CDLL(path)
     except OSError:
         return None
-    setter = next((getattr(lib, n) for n in _SETTERS if hasattr(lib, n)), None)
-    set_threads = next((getattr(lib, n) for n in _THREAD_SETTERS if hasattr(lib, n)), None)
+    setter = _function(lib, "set_threads_callback_function")
+    set_threads = _function(lib, "set_num_threads")
     max_threads = _max_threads(lib)
     try:
         workers = ctypes.addressof(ctypes.c_int.in_dll(lib, "blas_num_threads"))

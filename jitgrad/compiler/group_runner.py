@@ -203,11 +203,9 @@ class GroupRunner:
             args.append(f"r{j}")
             finish.append(f"env[{id(e.out)}] = {value}")
         call = ", ".join(args)
-        if self.big:
-            body += ["if parallel_ok(N):", f"    run_parts(K, P, ({call},))", "else:",
-                     f"    K(0, P, {call})"]
-        elif self.warm:  # on the pool's workers only while they are awake
-            body += ["if parallel_ok(N):", f"    run_parts(K, P, ({call},), True)", "else:",
+        if self.big or self.warm:  # warm: on the pool's workers only while they are awake
+            hot_only = "" if self.big else ", True"
+            body += ["if parallel_ok(N):", f"    run_parts(K, P, ({call},){hot_only})", "else:",
                      f"    K(0, P, {call})"]
         else:
             body.append(f"K(0, P, {call})")
