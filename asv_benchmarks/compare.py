@@ -586,6 +586,76 @@ def matmul_impls(jg, shape=(128, 784, 256, 10)):
     return impls, checks
 
 
+def attention_impls(jg, shape=(32, 4, 64, 32)):
+    """Attention's batched products, forward + backward: ``((q @ k.T) @ v).sum()`` over
+    (batch, heads, tokens, head size) float32 (the GPT "small" step's shapes), gradients of
+    q, k and v: six products of 128 small matrices each."""
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal(shape, dtype=np.float32) for _ in range(3))
+    impls = {}
+
+    def numpy_hand(q=q, k=k, v=v):
+        s = q @ k.swapaxes(-1, -2)
+        o = s @ v
+        g = np.ones_like(o)
+        ds = g @ v.swapaxes(-1, -2)
+        return o.sum(), ds @ k, ds.swapaxes(-1, -2) @ q, s.swapaxes(-1, -2) @ g
+    impls["numpy"] = numpy_hand
+
+    def eager_step(lib, arrays):
+        ts = [lib.from_numpy(a.copy()).requires_grad_() for a in arrays]
+
+        def step():
+            for t in ts:
+                t.grad = None
+            loss = ((ts[0] @ ts[1].transpose(-2, -1)) @ ts[2]).sum()
+            loss.backward()
+            return (loss.item(), *(t.grad for t in ts))
+        return step, ts
+    impls["jitgrad"] = eager_step(jg, (q, k, v))[0]
+    cts = [jg.from_numpy(a.copy()).requires_grad_() for a in (q, k, v)]
+
+    @jg.compile
+    def attn_step():
+        for t in cts:
+            t.grad = None
+        loss = ((cts[0] @ cts[1].transpose(-2, -1)) @ cts[2]).sum()
+        loss.backward()
+        return loss
+    attn_step()
+    impls["jitgrad_compiled"] = lambda: (attn_step().item(), *(t.grad for t in cts))
+    torch = optional("torch")
+    if torch:
+        impls["torch_eager"] = eager_step(torch, (q, k, v))[0]
+    jax = optional("jax")
+    if jax:
+        jnp = jax.numpy
+        vg = jax.jit(jax.value_and_grad(
+            lambda q, k, v: jnp.sum((q @ jnp.swapaxes(k, -1, -2)) @ v), argnums=(0, 1, 2)))
+        ja = [jnp.asarray(a) for a in (q, k, v)]
+
+        def jax_jit():
+            loss, grads = vg(*ja)
+            jax.block_until_ready(grads)
+            return (loss, *grads)
+        impls["jax_jit"] = jax_jit
+    ref = numpy_hand(*(a.astype(np.float64) for a in (q, k, v)))
+
+    def check(f):
+        loss, *grads = f()
+        lerr = abs(float(loss) - ref[0]) / abs(ref[0])
+        return max(lerr, *(rel_err(to_np(g), r) for g, r in zip(grads, ref[1:])))
+
+    checks = {name: (lambda f=f: check(f)) for name, f in impls.items()}
+    return impls, checks
+
+
+def attention_flops(shape=(32, 4, 64, 32)) -> float:
+    """Multiply-adds x 2 of :func:`attention_impls`' six products."""
+    b, h, t, d = shape
+    return 6 * 2.0 * b * h * t * t * d
+
+
 # ------------------------------------------------------------------- training steps (W3)
 def mlp_impls(jg, batch: int, with_torch_compile: bool):
     tw = workloads("training_workloads")
@@ -1021,7 +1091,7 @@ def versions() -> dict:
 
 
 # ------------------------------------------------------------------------------ main
-WORKLOADS = ("per_op", "seed", "matmul", "chain", "mlp", "optim", "cnn", "gpt", "cold",
+WORKLOADS = ("per_op", "seed", "matmul", "attention", "chain", "mlp", "optim", "cnn", "gpt", "cold",
              "compile")
 
 
@@ -1105,6 +1175,15 @@ def main(argv=None) -> int:
         def gflops(row):
             row["gflops"] = matmul_flops() / row["median_s"] / 1e9
         run("matmul", "128x784x256x10 f32", impls, checks, gflops)
+    if "attention" in todo:
+        shape = (4, 4, 32, 16) if q else (32, 4, 64, 32)
+        impls, checks = attention_impls(jg, shape)
+
+        def attn_gflops(row, shape=shape):
+            row["gflops"] = attention_flops(shape) / row["median_s"] / 1e9
+        run("attention", "bmm fwd+bwd " + "x".join(map(str, shape)) + " f32", impls, checks,
+            attn_gflops)
+        del impls, checks
     if "chain" in todo:
         for n, dtype in chain_configs:  # float64 last: it switches jax to x64
             impls, checks, nbytes = chain_impls(jg, n, dtype)

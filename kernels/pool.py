@@ -24,8 +24,9 @@ import os
 import threading
 
 from .native_launch import run_native
+from .parallel import parallel_mode
 
-__all__ = ["run_parts", "pool_threads", "set_pool_threads"]
+__all__ = ["run_parts", "run_sized", "pool_threads", "set_pool_threads"]
 
 
 def _default_threads() -> int:
@@ -173,3 +174,15 @@ def run_parts(fn, parts: int, args: tuple, hot_only: bool = False) -> None:
         fn(0, parts, *args)
     else:
         pool.run(fn, parts, args)
+
+
+def run_sized(fn, parts: int, size: int, args: tuple) -> None:
+    """``fn(lo, hi, *args)`` over ``[0, parts)`` for a kernel over ``size`` elements: on the
+    calling thread, on the pool's workers while they spin (from ``HOT_MIN_SIZE``), or on the
+    pool, waking them (from ``PARALLEL_MIN_SIZE``) -- ``parallel.parallel_mode``. The parts
+    are fixed, so the bits are the same whichever runs them."""
+    mode = parallel_mode(size) if parts > 1 else 0
+    if mode:
+        run_parts(fn, parts, args, mode == 1)
+    else:
+        fn(0, parts, *args)

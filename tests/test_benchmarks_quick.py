@@ -115,8 +115,8 @@ def test_compare_quick(tmp_path):
     assert data["quick"] is True and data["triad"]["gbs_best"] > 0
     rows = data["results"]
     workloads = {r["workload"] for r in rows}
-    assert workloads == {"per_op", "seed", "matmul", "chain", "mlp_step", "optim_step",
-                         "cnn_step", "gpt_step", "cold", "compile"}, workloads
+    assert workloads == {"per_op", "seed", "matmul", "attention", "chain", "mlp_step",
+                         "optim_step", "cnn_step", "gpt_step", "cold", "compile"}, workloads
     optim = {r["impl"] for r in rows if r["workload"] == "optim_step"}
     assert {"jitgrad", "jitgrad_fused"} <= optim, optim
     compile_rows = {(r["config"], r["impl"]) for r in rows if r["workload"] == "compile"}

@@ -251,6 +251,40 @@ class MatmulChain:
         self.step()
 
 
+class AttentionProducts:
+    """Attention's batched products forward + backward, ``((q @ k.T) @ v).sum()`` over
+    (batch, heads, tokens, head size) float32, eager: the batch split across the pool (one
+    single-threaded GEMM per matrix, ``kernels/blas_batch.py``) vs NumPy's loop over the
+    matrices on one core."""
+
+    params = [[(32, 4, 64, 32)], ["pool", "loop"]]
+    param_names = ["shape", "products"]
+    quick_params = [[(4, 4, 32, 16)], ["pool", "loop"]]
+
+    def setup(self, shape, products):
+        from jitgrad.kernels import blas_batch
+
+        blas_batch.set_batched_gemm(products == "pool")
+        rng = np.random.default_rng(3)
+        self.qkv = [_leaf(rng.standard_normal(shape, dtype=np.float32)) for _ in range(3)]
+        self.step()
+
+    def step(self):
+        q, k, v = self.qkv
+        q.grad = k.grad = v.grad = None
+        loss = ((q @ k.transpose(-2, -1)) @ v).sum()
+        loss.backward()
+        return loss
+
+    def time_fwd_bwd(self, shape, products):
+        self.step()
+
+    def teardown(self, shape, products):
+        from jitgrad.kernels import blas_batch
+
+        blas_batch.set_batched_gemm(True)
+
+
 # --------------------------------------------------------------------------- cold start
 FIRST_OP = """
 import jitgrad

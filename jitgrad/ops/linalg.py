@@ -5,12 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from .. import devices
+from ..kernels.blas_batch import batched_matmul
 from ..kernels.parallel import note_blas
 from ..shapes import broadcast_shapes, fmt_shape
 from ..tensor import Tensor
 from .api import api
 from .arithmetic import ADD, MUL
 from .dispatch import as_tensor_arg, call
+from .eager_kernels import PREPARED, prepare_process
 from .inplace import write_out
 from .registry import OPAQUE, defop
 
@@ -33,7 +35,15 @@ def _node_name(p) -> str:
 
 
 def _blas_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` through NumPy's BLAS, noting the call (see ``kernels.parallel.note_blas``)."""
+    """``a @ b`` through NumPy's BLAS, noting the call (see ``kernels.parallel.note_blas``);
+    a batch of small matrices with the batch split across the pool (the same GEMM per
+    matrix: ``kernels.blas_batch``)."""
+    if not PREPARED:
+        prepare_process()
+    if a.ndim > 2 or b.ndim > 2:
+        out = batched_matmul(a, b)
+        if out is not None:
+            return out
     out = np.matmul(a, b)
     if type(out) is not np.ndarray and devices.is_cpu_array(out):  # a NumPy scalar
         out = np.asarray(out)
@@ -44,6 +54,10 @@ def _blas_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _blas_matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, **params) -> np.ndarray:
     """``a @ b`` written into ``out`` (C-contiguous, the product's shape and dtype): the same
     BLAS call as :func:`_blas_matmul`, storing where a plan placed the value."""
+    if not PREPARED:
+        prepare_process()
+    if (a.ndim > 2 or b.ndim > 2) and batched_matmul(a, b, out) is not None:
+        return out
     np.matmul(a, b, out=out)
     note_blas(out.size * (a.shape[-1] if a.ndim else 1))
     return out

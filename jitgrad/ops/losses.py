@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from ..devices import array_namespace
-from ..kernels.parallel import PARALLEL_MIN_SIZE, parallel_ok
-from ..kernels.pool import run_parts
+from ..kernels.parallel import PARALLEL_MIN_SIZE
+from ..kernels.pool import run_parts, run_sized
 from ..shapes import fmt_shape
 from ..tensor import Tensor
 from .api import api
@@ -115,10 +115,7 @@ def _bce_grad_eager(g, x, y, w, pw, reduction, shape):
         fg = x.dtype.type(fg)
     out = np.empty(x.size, x.dtype)
     args = (fx, fy, fw, fpw, fg, out)
-    if x.size >= PARALLEL_MIN_SIZE and parallel_ok(x.size):
-        run_parts(k.bce_logits_grad, x.size, args)  # parts: elements
-    else:
-        k.bce_logits_grad(0, x.size, *args)
+    run_sized(k.bce_logits_grad, x.size, x.size, args)  # parts: elements
     return out.reshape(shape)
 
 

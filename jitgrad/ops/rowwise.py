@@ -1,11 +1,10 @@
 """Eager softmax, log_softmax and logsumexp (and the two backward ops) along one dim, on the
 row kernels of :mod:`jitgrad.kernels.softmax` (CUDA arrays: :mod:`jitgrad.cuda.rowwise`).
 
-A kernel computes rows ``[lo, hi)`` of an ``(R, C)`` array; from :data:`PARALLEL_MIN_SIZE`
-elements (and while no OpenBLAS worker may be spinning, see
-:func:`jitgrad.kernels.parallel.parallel_ok`) the rows are split over the threads of
-:mod:`jitgrad.kernels.pool`, else the calling thread runs them all. A row's result does not
-depend on the split.
+A kernel computes rows ``[lo, hi)`` of an ``(R, C)`` array; the rows are split over the
+threads of :mod:`jitgrad.kernels.pool` from ``PARALLEL_MIN_SIZE`` elements, and from
+``HOT_MIN_SIZE`` while the pool's workers spin (``kernels.pool.run_sized``), else the
+calling thread runs them all. A row's result does not depend on the split.
 """
 
 from __future__ import annotations
@@ -13,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..devices import is_cpu_array
-from ..kernels.parallel import PARALLEL_MIN_SIZE, parallel_ok
-from ..kernels.pool import run_parts
+from ..kernels.pool import run_sized
 from .eager_kernels import use_kernels
 
 __all__ = ["rowwise", "kernel_ok"]
@@ -55,13 +53,8 @@ def rowwise(name: str, arrays: tuple, dim: int, reduce_out: bool = False) -> np.
     R = a0.size // C if C else 0
     two = [a.reshape(R, C) for a in arrs]
     fn = getattr(_softmax_kernels(), name)
-    par = a0.size >= PARALLEL_MIN_SIZE and R > 1 and parallel_ok(a0.size)
     out = np.empty(R if reduce_out else (R, C), a0.dtype)
-    args = (*two, out)
-    if par:
-        run_parts(fn, R, args)
-    else:
-        fn(0, R, *args)
+    run_sized(fn, R, a0.size, (*two, out))  # a row's result does not depend on the split
     if reduce_out:
         return out.reshape(mshape[:-1])
     out = out.reshape(mshape)

@@ -165,6 +165,9 @@ def test_mid_size_eager_ops_go_parallel_while_the_workers_are_awake(two_threads,
 
     # (a GEMM of an earlier test keeps kernels on the calling thread for a while: not here)
     monkeypatch.setattr(parallel, "_blas_at", [float("-inf")])
+    # workers spin longer than one of these ops takes on a slow or busy machine (on the
+    # default 100 us, a host where each op takes longer found them asleep at every launch)
+    monkeypatch.setattr(native_launch, "_spin_us", 20_000.0)
 
     n = (HOT_MIN_SIZE + PARALLEL_MIN_SIZE) // 2
     x = jg.tensor(rng.standard_normal(n), dtype=jg.float32)

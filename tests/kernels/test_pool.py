@@ -122,3 +122,29 @@ def test_set_num_threads_changes_the_pool_and_keeps_results(rng):
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(ValueError, match="positive integer"):
             jg.set_num_threads(bad)
+
+
+@pytest.mark.parametrize("size", [10, 1 << 16, 1 << 19])
+def test_run_sized_runs_every_part_once_at_every_size(size, monkeypatch):
+    """Below HOT_MIN_SIZE on the calling thread; from it on spinning workers only; from
+    PARALLEL_MIN_SIZE on the pool (``parallel.parallel_mode``): every part once either way."""
+    modes = []
+    real = pool.run_parts
+
+    def spy(fn, parts, args, hot_only=False):
+        modes.append(hot_only)
+        real(fn, parts, args, hot_only)
+
+    monkeypatch.setattr(pool, "run_parts", spy)
+    monkeypatch.setattr(pool, "parallel_mode", _mode)  # (no OpenBLAS spinner to wait for)
+    out = np.zeros(64, np.int64)
+    pool.run_sized(_mark, out.size, size, (out, 1))
+    assert (out == 1).all()
+    assert modes == ([] if size < (1 << 16) else [size < (1 << 19)])
+
+
+def _mode(n):
+    """``parallel.parallel_mode`` with no OpenBLAS worker spinning."""
+    from jitgrad.kernels import parallel
+
+    return 0 if n < parallel.HOT_MIN_SIZE else (2 if n >= parallel.PARALLEL_MIN_SIZE else 1)

@@ -27,9 +27,9 @@ from jitgrad.ops.nnops import norm
 
 F32, F64 = np.float32, np.float64
 #: modules that choose between the pool and the calling thread, with their size thresholds
-_CALLERS = [(rowwise, ("PARALLEL_MIN_SIZE",)), (norm, ("PARALLEL_MIN_SIZE",)),
-            (losses, ("PARALLEL_MIN_SIZE",)),
-            (conv_common, ("PARALLEL_MIN_WORK",))]
+_CALLERS = [(losses, ("PARALLEL_MIN_SIZE",)), (conv_common, ("PARALLEL_MIN_WORK",))]
+#: modules that leave the choice to ``kernels.pool.run_sized``
+_SIZED = [rowwise, norm, losses]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -50,12 +50,21 @@ def _run(fn, pooled: bool):
         calls[name] = max(calls.get(name, 0), parts)
         pool.run_parts(kernel, parts, args)
 
+    def sized(kernel, parts, size, args):
+        if pooled and parts > 1:
+            spy(kernel, parts, args)
+        else:
+            kernel(0, parts, *args)
+
     with pytest.MonkeyPatch.context() as mp:
         for mod, names in _CALLERS:
             mp.setattr(mod, "run_parts", spy)
-            mp.setattr(mod, "parallel_ok", lambda n: True)  # as if no OpenBLAS spinner
+            # as if no OpenBLAS spinner
+            mp.setattr(mod, "parallel_ok", lambda n: True, raising=False)
             for name in names:
                 mp.setattr(mod, name, 0 if pooled else 1 << 62)
+        for mod in _SIZED:
+            mp.setattr(mod, "run_sized", sized)
         res = [r.detach().numpy().copy() if isinstance(r, jitgrad.Tensor) else np.array(r)
                for r in fn()]
     return res, calls

@@ -16,8 +16,7 @@ import math
 import numpy as np
 
 from ...devices import array_namespace, is_cpu_array
-from ...kernels.parallel import PARALLEL_MIN_SIZE, parallel_ok
-from ...kernels.pool import run_parts
+from ...kernels.pool import run_sized
 from ...shapes import fmt_shape
 from ...tensor import Tensor
 from .. import samples as S
@@ -125,16 +124,6 @@ def _kernel_ok(*arrays) -> bool:
             and all(a is None or (a.dtype == x.dtype and type(a) is type(x)) for a in arrays))
 
 
-def _run_rows(fn, n_rows: int, size: int, args: tuple) -> None:
-    """``fn(lo, hi, *args)`` over the ``n_rows`` rows: split over the pool's threads from
-    ``PARALLEL_MIN_SIZE`` elements (unless OpenBLAS's workers may be spinning), else on the
-    calling thread. A row's result does not depend on the split."""
-    if size >= PARALLEL_MIN_SIZE and parallel_ok(size):
-        run_parts(fn, n_rows, args)
-    else:
-        fn(0, n_rows, *args)
-
-
 def _ln_eager(x, w, b, normalized_shape, eps):
     if not _kernel_ok(x, w, b):
         return _ln_ref(x, w, b, normalized_shape, eps)
@@ -146,7 +135,7 @@ def _ln_eager(x, w, b, normalized_shape, eps):
     from ...kernels import nn as K
 
     out = np.empty_like(rows)
-    _run_rows(K.layer_norm, rows.shape[0], x.size, (rows, _flat(w), _flat(b), float(eps), out))
+    run_sized(K.layer_norm, rows.shape[0], x.size, (rows, _flat(w), _flat(b), float(eps), out))
     return out.reshape(x.shape)
 
 
@@ -162,7 +151,7 @@ def _ln_grad_eager(g, x, w, normalized_shape, eps):
     from ...kernels import nn as K
 
     out = np.empty_like(rows)
-    _run_rows(K.layer_norm_backward, rows.shape[0], x.size,
+    run_sized(K.layer_norm_backward, rows.shape[0], x.size,
               (_rows(g, normalized_shape), rows, _flat(w), float(eps), out))
     return out.reshape(x.shape)
 
