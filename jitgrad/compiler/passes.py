@@ -294,6 +294,54 @@ def split_biased_matmuls(graph: Graph) -> None:
     graph.eqns = out
 
 
+def assemble_slice_grads(graph: Graph) -> None:
+    """The backward of a split (``q, k, v = qkv.split(C, 2)``) gives each part's gradient
+    as a ``getitem_backward`` (a zero-filled array of the whole value with the part in its
+    slice) and adds them: a zero fill per part, then passes over the whole value. Where a
+    tree of ``add``s sums only such gradients of pairwise disjoint basic slices of one
+    shape, each read once, its root becomes one ``assemble_slices``: every part written into
+    its slice of one array, plus 0 as the adds of zeros compute it (-0.0 -> +0.0), zeros
+    only where no slice reaches: the same bits. The parts' equations are left to ``dce``."""
+    from ..ops.arithmetic import ADD
+    from ..ops.indexing import ASSEMBLE_SLICES, GETITEM_BACKWARD, boxes_disjoint, slice_box
+
+    parts: dict = {}  # id(var) -> [(gradient, index), ...] that the var is the sum of
+
+    def operand(v, e) -> list | None:
+        """``v``'s parts where ``e`` is its one reader (and the tree may take it)."""
+        if not isinstance(v, Var) or list(v.users) != [e]:
+            return None
+        return parts.get(id(v))
+
+    for e in graph.eqns:
+        if isinstance(e.op, str):
+            continue
+        if e.op is GETITEM_BACKWARD and not e.params.get("advanced") and \
+                isinstance(e.ins[0], Var) and \
+                slice_box(e.params["index"], e.out.shape) is not None:
+            parts[id(e.out)] = [(e.ins[0], e.params["index"])]
+        elif e.op is ADD and len(e.ins) == 2 and not e.params and all(
+                isinstance(i, Var) and tuple(i.shape) == tuple(e.out.shape)
+                and np.dtype(i.dtype) == np.dtype(e.out.dtype) for i in e.ins):
+            a, b = (operand(i, e) for i in e.ins)
+            if a is not None and b is not None:
+                parts[id(e.out)] = a + b
+    out = []
+    for e in graph.eqns:
+        found = parts.get(id(e.out)) if not isinstance(e.op, str) and e.op is ADD else None
+        root = found is not None and not any(
+            not isinstance(r.op, str) and r.op is ADD and id(r.out) in parts
+            and list(e.out.users) == [r] for r in e.out.users)
+        if root:
+            boxes = [slice_box(index, e.out.shape) for _, index in found]
+            if boxes_disjoint(boxes):
+                e = Eqn(ASSEMBLE_SLICES, tuple(g for g, _ in found), e.out,
+                        {"indices": tuple(index for _, index in found),
+                         "shape": tuple(e.out.shape)})
+        out.append(e)
+    graph.eqns = out
+
+
 def _fusable_reader(e: Eqn) -> bool:
     return _is_elementwise(e) and e.op.fusable and e.op.expr is not None
 
@@ -411,6 +459,8 @@ def optimize(graph: Graph, keep=()) -> list:
     keep = [rep.get(id(v), v) for v in keep]
     check()
     split_biased_matmuls(graph)
+    check()
+    assemble_slice_grads(graph)
     check()
     transpose_matmuls(graph, keep)
     check()

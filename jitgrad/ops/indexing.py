@@ -109,6 +109,98 @@ def _getitem_backward(g: Tensor, p) -> Tensor:
                                          "advanced": p["advanced"]})
 
 
+def _assemble_ref(*grads, indices, shape):
+    """The sum of ``getitem_backward(g_i, index_i)`` over pairwise disjoint basic slices
+    ``index_i`` of one ``shape``, as the backward's accumulation adds compute it: each
+    ``g_i + 0`` in its slice (the added zeros turn -0.0 into +0.0), +0.0 where no slice
+    reaches; one pass over the output instead of a zero-filled array per slice and the adds."""
+    xp = array_namespace(grads[0])
+    dt = grads[0].dtype
+    covered = sum(_box_size(box) for box in _boxes(indices, shape)) == int(np.prod(shape))
+    out = xp.empty(shape, dt) if covered else xp.zeros(shape, dt)
+    zero = dt.type(0)
+    for g, index in zip(grads, indices):
+        xp.add(g, zero, out=out[index])
+    return out
+
+
+def slice_box(index, shape) -> tuple | None:
+    """``index`` (basic slices of step 1, the trailing dims implied) as per-dim
+    ``(start, stop)`` ranges of ``shape``; None for any other index."""
+    items = index if isinstance(index, tuple) else (index,)
+    if len(items) > len(shape) or not all(type(it) is slice for it in items):
+        return None
+    box = []
+    for d, n in enumerate(shape):
+        if d >= len(items):
+            box.append((0, n))
+            continue
+        start, stop, step = items[d].indices(n)
+        if step != 1:
+            return None
+        box.append((start, max(start, stop)))
+    return tuple(box)
+
+
+def _boxes(indices, shape) -> list:
+    return [slice_box(i, shape) for i in indices]
+
+
+def _box_size(box) -> int:
+    return int(np.prod([hi - lo for lo, hi in box]))
+
+
+def boxes_disjoint(boxes) -> bool:
+    """Whether no two of these per-dim ranges share an element."""
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            if all(max(a0, b0) < min(a1, b1) for (a0, a1), (b0, b1) in zip(a, b)):
+                return False
+    return True
+
+
+def _assemble_vjp(gg, ins, out, p, n):
+    return tuple(getitem(gg, index) if need else None for index, need in zip(p["indices"], n))
+
+
+def _assemble_samples(rng, dt):
+    """A split in three along the last dim (covered: no zero fill), two of three blocks of
+    the first dim (an uncovered part: zeros), and one slice alone."""
+    def r(*shape):
+        return np.asarray(rng.uniform(-2, 2, size=shape), dtype=dt)
+    full = slice(None)
+    return [
+        ((r(2, 3, 2), r(2, 3, 1), r(2, 3, 2)),
+         {"indices": ((full, full, slice(0, 2)), (full, full, slice(2, 3)),
+                      (full, full, slice(3, 5))), "shape": (2, 3, 5)}),
+        ((r(1, 4), r(2, 4)), {"indices": ((slice(0, 1),), (slice(2, 4),)), "shape": (5, 4)}),
+        ((r(2, 2),), {"indices": ((slice(1, 3), slice(0, 2)),), "shape": (3, 3)}),
+    ]
+
+
+ASSEMBLE_SLICES = defop(
+    name="assemble_slices", kind=MOVEMENT, inputs=("*grads",), params=("indices", "shape"),
+    node="IndexPutBackward0", ref=_assemble_ref, vjp=_assemble_vjp,
+    samples=_assemble_samples)
+
+
+@api(ASSEMBLE_SLICES)
+def assemble_slices(grads, indices, shape) -> Tensor:
+    """The sum of the gradients of ``x[indices[i]]`` for output gradients ``grads[i]``
+    (``x`` of ``shape``; pairwise disjoint basic slices of step 1): what a compiled plan
+    runs for the adds of a split's gradients (``compiler.passes.assemble_slice_grads``)."""
+    grads = list(grads)
+    boxes = _boxes(indices, shape)
+    if any(b is None for b in boxes) or not boxes_disjoint(boxes):
+        raise ValueError("assemble_slices: indices must be disjoint basic slices of step 1")
+    for g, box in zip(grads, boxes):
+        if tuple(g._data.shape) != tuple(hi - lo for lo, hi in box):
+            raise ValueError(f"assemble_slices: a gradient of shape {tuple(g._data.shape)} "
+                             f"for the slice {box}")
+    return call(ASSEMBLE_SLICES, tuple(grads), {"indices": tuple(indices),
+                                                "shape": tuple(shape)})
+
+
 def _normalise_index(index, shape):
     """Convert tensors in an index to arrays and check bounds with PyTorch's messages."""
     items = index if isinstance(index, tuple) else (index,)

@@ -146,6 +146,19 @@ def _getitem_backward(M, ts, p):
     return gx
 
 
+def _assemble_slices(M, ts, p):
+    """The summed gradients of ``x[index_i]`` for the output gradients ``ts[i]`` (jitgrad:
+    the ``assemble_slices`` op a plan runs for a split's gradients; PyTorch: autograd's sum
+    of the slices' gradients, built with ``create_graph`` so it is differentiable)."""
+    if is_torch(M):
+        x = M.zeros(p["shape"], dtype=ts[0].dtype, requires_grad=True)
+        (gx,) = M.autograd.grad([x[i] for i in p["indices"]], x, list(ts), create_graph=True)
+        return gx
+    from jitgrad.ops.indexing import assemble_slices
+
+    return assemble_slices(ts, p["indices"], p["shape"])
+
+
 def _index_put(M, ts, p):
     y = ts[0].clone()
     y[_index(M, p["index"])] = ts[1]
@@ -263,6 +276,7 @@ ADAPTERS = {
     "expand": _expand,
     "getitem": _getitem,
     "getitem_backward": _getitem_backward,
+    "assemble_slices": _assemble_slices,
     "index_put": _index_put,
     "cat": lambda M, ts, p: M.cat(list(ts), dim=p["dim"]),
     "stack": lambda M, ts, p: M.stack(list(ts), dim=p["dim"]),
