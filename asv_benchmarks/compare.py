@@ -565,25 +565,32 @@ def matmul_impls(jg, shape=(128, 784, 256, 10)):
     jax = optional("jax")
     if jax:
         jnp = jax.numpy
-        vg = jax.jit(jax.value_and_grad(lambda w1, w2, x: jnp.sum(jnp.tanh(x @ w1) @ w2),
-                                        argnums=(0, 1)))
-        ja = [jnp.asarray(a) for a in (w1, w2, x)]
-
-        def jax_jit():
-            loss, grads = vg(*ja)
-            jax.block_until_ready(grads)
-            return (loss, *grads)
-        impls["jax_jit"] = jax_jit
-
+        impls["jax_jit"] = jax_grad_impl(
+            jax, lambda w1, w2, x: jnp.sum(jnp.tanh(x @ w1) @ w2), (w1, w2, x), (0, 1))
     ref = numpy_hand(*(a.astype(np.float64) for a in (x, w1, w2)))
+    return impls, loss_grad_checks(impls, ref)
 
+
+def jax_grad_impl(jax, loss, arrays, argnums):
+    """``jax.jit`` of ``value_and_grad(loss)`` over ``arrays``: ``() -> (loss, *grads)``."""
+    vg = jax.jit(jax.value_and_grad(loss, argnums=argnums))
+    ja = [jax.numpy.asarray(a) for a in arrays]
+
+    def jax_jit():
+        value, grads = vg(*ja)
+        jax.block_until_ready(grads)
+        return (value, *grads)
+    return jax_jit
+
+
+def loss_grad_checks(impls, ref):
+    """Per impl, the largest relative error of its ``(loss, *grads)`` against ``ref``."""
     def check(f):
         loss, *grads = f()
         lerr = abs(float(loss) - ref[0]) / abs(ref[0])
         return max(lerr, *(rel_err(to_np(g), r) for g, r in zip(grads, ref[1:])))
 
-    checks = {name: (lambda f=f: check(f)) for name, f in impls.items()}
-    return impls, checks
+    return {name: (lambda f=f: check(f)) for name, f in impls.items()}
 
 
 def attention_impls(jg, shape=(32, 4, 64, 32)):
@@ -630,24 +637,11 @@ def attention_impls(jg, shape=(32, 4, 64, 32)):
     jax = optional("jax")
     if jax:
         jnp = jax.numpy
-        vg = jax.jit(jax.value_and_grad(
-            lambda q, k, v: jnp.sum((q @ jnp.swapaxes(k, -1, -2)) @ v), argnums=(0, 1, 2)))
-        ja = [jnp.asarray(a) for a in (q, k, v)]
-
-        def jax_jit():
-            loss, grads = vg(*ja)
-            jax.block_until_ready(grads)
-            return (loss, *grads)
-        impls["jax_jit"] = jax_jit
+        impls["jax_jit"] = jax_grad_impl(
+            jax, lambda q, k, v: jnp.sum((q @ jnp.swapaxes(k, -1, -2)) @ v), (q, k, v),
+            (0, 1, 2))
     ref = numpy_hand(*(a.astype(np.float64) for a in (q, k, v)))
-
-    def check(f):
-        loss, *grads = f()
-        lerr = abs(float(loss) - ref[0]) / abs(ref[0])
-        return max(lerr, *(rel_err(to_np(g), r) for g, r in zip(grads, ref[1:])))
-
-    checks = {name: (lambda f=f: check(f)) for name, f in impls.items()}
-    return impls, checks
+    return impls, loss_grad_checks(impls, ref)
 
 
 def attention_flops(shape=(32, 4, 64, 32)) -> float:

@@ -26,12 +26,10 @@ from llvmlite import ir
 from numba import types
 from numba.core.extending import intrinsic
 
+from .blas_batch import ROW_MAJOR
 from .cached import cached_njit
 
-__all__ = ["gemm_slices", "ROW_MAJOR", "NO_TRANS", "TRANS"]
-
-#: CBLAS's enum values
-ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
+__all__ = ["gemm_slices"]
 
 
 def _gemm_intrinsic(double: bool):

@@ -25,19 +25,25 @@ import numpy as np
 
 from .parallel import BLAS_THREADED_WORK
 
-__all__ = ["batched_matmul", "set_batched_gemm", "BATCH_MIN_WORK", "BATCH_WAKE_WORK"]
+__all__ = ["batched_matmul", "set_batched_gemm", "BATCH_MIN_WORK", "BATCH_WAKE_WORK",
+           "ROW_MAJOR", "NO_TRANS", "TRANS"]
 
-#: total multiply-adds from which a batch runs on the pool: below it a launch costs more
-#: than it saves (NumPy's loop runs it)
-BATCH_MIN_WORK = 1 << 16
+#: total multiply-adds from which a batch runs on the pool: a call costs ~10 us more than
+#: NumPy's loop (three arrays' addresses, the launch). Measured on the 2-core project
+#: machine, pool / NumPy, back-to-back calls: 1.06-1.15 at 1M (8 x 64x32x64, 64 x 32x16x32),
+#: 0.71-0.75 at 1-2M (256 x 16x16x16, 16 x 64x32x64), 0.55 at 4M, 0.54 at 16M
+BATCH_MIN_WORK = 1 << 21
 #: ...and from which it wakes sleeping workers (~30 us); below it the batch is split only
 #: while they are spinning after another launch (``run_parts``'s ``hot_only``)
-BATCH_WAKE_WORK = 1 << 20
+BATCH_WAKE_WORK = 1 << 22
+
+#: CBLAS's enum values
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _state: dict = {"off": os.environ.get("JITGRAD_BATCHED_GEMM", "1") == "0"}
-_offsets: dict = {}   # (batch shape, batch strides) -> byte offsets of each matrix
-_OFFSETS_MAX = 256
+_plans: dict = {}   # (dtype, shapes, strides) -> _Plan, or None where it does not apply
+_PLANS_MAX = 256
 
 
 def _numpy_blas_library() -> str | None:
@@ -77,8 +83,6 @@ def _gemm_addresses() -> tuple | None:
 def _layout(strides: tuple, rows: int, cols: int, item: int) -> tuple | None:
     """(CBLAS transpose flag, leading dimension) of a ``rows x cols`` matrix with these byte
     strides, or None where BLAS cannot read it in place."""
-    from .batched_gemm import NO_TRANS, TRANS
-
     s0, s1 = strides
     if rows == 1:
         s0 = cols * item
@@ -91,31 +95,75 @@ def _layout(strides: tuple, rows: int, cols: int, item: int) -> tuple | None:
     return None
 
 
-def _batch_offsets(shape: tuple, strides: tuple) -> np.ndarray:
-    """Byte offset of each matrix of a batch of ``shape`` with these batch strides."""
-    key = (shape, strides)
-    off = _offsets.get(key)
-    if off is None:
-        off = np.zeros(shape, np.int64)
-        for d, (n, s) in enumerate(zip(shape, strides)):
-            if s and n > 1:
-                axis = [1] * len(shape)
-                axis[d] = n
-                off = off + (np.arange(n, dtype=np.int64) * s).reshape(axis)
-        off = np.ascontiguousarray(off.reshape(-1))
-        if len(_offsets) >= _OFFSETS_MAX:
-            _offsets.clear()
-        _offsets[key] = off
-    return off
+def _batch_offsets(batch: tuple, shape: tuple, strides: tuple) -> np.ndarray:
+    """Byte offset of each matrix of a ``batch``-shaped batch in an operand of ``shape`` and
+    ``strides`` (broadcast: its missing and size-1 batch dims advance by 0)."""
+    lead = len(batch) - (len(shape) - 2)
+    off = np.zeros(batch, np.int64)
+    for d, n in enumerate(batch):
+        if d < lead or shape[d - lead] == 1 or n == 1:
+            continue
+        axis = [1] * len(batch)
+        axis[d] = n
+        off = off + (np.arange(n, dtype=np.int64) * strides[d - lead]).reshape(axis)
+    return np.ascontiguousarray(off.reshape(-1))
 
 
-def _batch_strides(a: np.ndarray, shape: tuple) -> tuple:
-    """``a``'s batch strides broadcast to ``shape`` (0 along broadcast dims)."""
-    lead = len(shape) - (a.ndim - 2)
-    st = [0] * lead
-    for n, s in zip(a.shape[:-2], a.strides[:-2]):
-        st.append(s if n > 1 else 0)
-    return tuple(st)
+def _contiguous_strides(shape: tuple, item: int) -> tuple:
+    """Byte strides of a C-contiguous array of ``shape``."""
+    return tuple(math.prod(shape[d + 1:]) * item for d in range(len(shape)))
+
+
+class _Plan:
+    """How a batched product of one dtype and operand layout runs (found once per layout)."""
+
+    __slots__ = ("shape", "count", "copy_a", "copy_b", "args", "offsets", "hot_only")
+
+    def __init__(self, a_shape, a_strides, b_shape, b_strides, batch, dt, fn) -> None:
+        item = dt.itemsize
+        m, k = a_shape[-2:]
+        n = b_shape[-1]
+        self.shape = batch + (m, n)
+        self.count = math.prod(batch)
+        la = _layout(a_strides[-2:], m, k, item)
+        self.copy_a = la is None  # e.g. an expanded gradient (stride 0): NumPy's loop
+        if la is None:            # would not use BLAS; a contiguous copy does
+            a_strides = _contiguous_strides(a_shape, item)
+            la = _layout(a_strides[-2:], m, k, item)
+        lb = _layout(b_strides[-2:], k, n, item)
+        self.copy_b = lb is None
+        if lb is None:
+            b_strides = _contiguous_strides(b_shape, item)
+            lb = _layout(b_strides[-2:], k, n, item)
+        self.args = (fn, dt == _F64, la[0], lb[0], m, n, k, la[1], lb[1])
+        self.offsets = (_batch_offsets(batch, a_shape, a_strides),
+                        _batch_offsets(batch, b_shape, b_strides),
+                        _batch_offsets(batch, self.shape,
+                                       _contiguous_strides(self.shape, item)))
+        self.hot_only = self.count * m * n * k < BATCH_WAKE_WORK
+
+
+def _plan_for(a, b):
+    """The :class:`_Plan` of ``a @ b``'s layout, or None where the pool does not take it."""
+    dt = a.dtype
+    if (dt != _F32 and dt != _F64) or b.dtype != dt or a.ndim < 2 or b.ndim < 2 \
+            or (a.ndim < 3 and b.ndim < 3):
+        return None
+    m, k = a.shape[-2:]
+    k2, n = b.shape[-2:]
+    work = m * n * k
+    if k != k2 or work == 0 or work > BLAS_THREADED_WORK:  # (OpenBLAS threads each one)
+        return None
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        return None
+    count = math.prod(batch)
+    fns = _gemm_addresses()
+    if count < 2 or count * work < BATCH_MIN_WORK or fns is None:
+        return None
+    return _Plan(a.shape, a.strides, b.shape, b.strides, batch, dt,
+                 fns[1] if dt == _F64 else fns[0])
 
 
 def set_batched_gemm(enabled: bool) -> None:
@@ -130,52 +178,32 @@ def batched_matmul(a, b, out: np.ndarray | None = None) -> np.ndarray | None:
     """``a @ b`` of stacked matrices (``np.matmul``'s broadcasting) with the batch split
     across the pool, written into ``out`` if given (C-contiguous, the product's shape and
     dtype); None where it does not apply (module docstring)."""
-    if type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim < 2 or b.ndim < 2 \
-            or (a.ndim < 3 and b.ndim < 3) or _state["off"]:
+    if type(a) is not np.ndarray or type(b) is not np.ndarray or _state["off"]:
         return None
-    dt = a.dtype
-    if (dt != _F32 and dt != _F64) or b.dtype != dt or not (a.flags.aligned and b.flags.aligned):
+    key = (a.dtype, a.shape, a.strides, b.shape, b.strides)
+    plan = _plans.get(key, False)
+    if plan is False:
+        if len(_plans) >= _PLANS_MAX:
+            _plans.clear()
+        plan = _plans[key] = _plan_for(a, b)
+    if plan is None or not (a.flags.aligned and b.flags.aligned):
         return None
-    m, k = a.shape[-2:]
-    k2, n = b.shape[-2:]
-    work = m * n * k
-    if k != k2 or work == 0 or work > BLAS_THREADED_WORK:
-        return None
-    try:
-        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    except ValueError:
-        return None
-    count = math.prod(batch)
-    if count < 2 or count * work < BATCH_MIN_WORK:
-        return None
-    from .pool import pool_threads, run_parts
+    if "run" not in _state:
+        from .batched_gemm import gemm_slices
+        from .pool import pool_threads, run_parts
 
+        _state["run"] = (gemm_slices, pool_threads, run_parts)
+    kernel, pool_threads, run_parts = _state["run"]
     if pool_threads() < 2:
         return None
-    fns = _gemm_addresses()
-    if fns is None:
-        return None
-    item = dt.itemsize
-    la = _layout(a.strides[-2:], m, k, item)
-    if la is None:  # e.g. an expanded gradient (stride 0): NumPy's loop would not use BLAS
-        a = np.ascontiguousarray(a)
-        la = _layout(a.strides[-2:], m, k, item)
-    lb = _layout(b.strides[-2:], k, n, item)
-    if lb is None:
-        b = np.ascontiguousarray(b)
-        lb = _layout(b.strides[-2:], k, n, item)
-    shape = batch + (m, n)
     if out is None:
-        out = np.empty(shape, dt)
-    elif out.shape != shape or out.dtype != dt or not out.flags.c_contiguous:
+        out = np.empty(plan.shape, a.dtype)
+    elif out.shape != plan.shape or out.dtype != a.dtype or not out.flags.c_contiguous:
         return None
-    from .batched_gemm import gemm_slices
-
-    a_off = _batch_offsets(batch, _batch_strides(a, batch))
-    b_off = _batch_offsets(batch, _batch_strides(b, batch))
-    c_off = _batch_offsets(batch, tuple(s for s in out.strides[:-2]))
-    double = dt == _F64
-    args = (fns[1] if double else fns[0], double, la[0], lb[0], m, n, k, la[1], lb[1],
-            a.ctypes.data, b.ctypes.data, out.ctypes.data, a_off, b_off, c_off)
-    run_parts(gemm_slices, count, args, count * work < BATCH_WAKE_WORK)
+    if plan.copy_a:
+        a = np.ascontiguousarray(a)
+    if plan.copy_b:
+        b = np.ascontiguousarray(b)
+    run_parts(kernel, plan.count, (*plan.args, a.ctypes.data, b.ctypes.data, out.ctypes.data,
+                                   *plan.offsets), plan.hot_only)
     return out
