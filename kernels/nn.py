@@ -39,9 +39,13 @@ def _row_stats(x, i, eps):
 
 @njit(inline="always")
 def _ln_row(x, w, b, eps, out, i):
+    # statistics in float64; the per-element work in the array's type, as PyTorch's CPU
+    # kernel (float32 rows of 128: 171 -> 89 us per 2048 rows, ~1e-6 of the output's scale)
     mean, rstd = _row_stats(x, i, eps)
+    dt = x.dtype.type
+    m, r = dt(mean), dt(rstd)
     for j in range(x.shape[1]):
-        y = (x[i, j] - mean) * rstd
+        y = (x[i, j] - m) * r
         if w is not None:
             y = y * w[j]
         if b is not None:
@@ -59,19 +63,21 @@ def layer_norm(lo, hi, x, w, b, eps, out):
 
 @njit(inline="always")
 def _ln_bwd_row(g, x, w, eps, out, i):
+    # sums in float64, the per-element work in the array's type (as :func:`_ln_row`)
     n = x.shape[1]
     mean, rstd = _row_stats(x, i, eps)
+    dt = x.dtype.type
+    m, r = dt(mean), dt(rstd)
     s1 = 0.0
     s2 = 0.0
     for j in range(n):
         a = g[i, j] * w[j] if w is not None else g[i, j]
         s1 += a
-        s2 += a * ((x[i, j] - mean) * rstd)
-    s1 /= n
-    s2 /= n
+        s2 += a * ((x[i, j] - m) * r)
+    c1, c2 = dt(s1 / n), dt(s2 / n)
     for j in range(n):
         a = g[i, j] * w[j] if w is not None else g[i, j]
-        out[i, j] = rstd * (a - s1 - (x[i, j] - mean) * rstd * s2)
+        out[i, j] = r * (a - c1 - (x[i, j] - m) * r * c2)
 
 
 @cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")

@@ -268,7 +268,13 @@ def split_biased_matmuls(graph: Graph) -> None:
     ``addmm``) whose result only fusable element-wise ops read becomes the matmul and an
     element-wise add of the bias: fusion then adds the bias inside its readers' kernel (the
     bias + ReLU epilogue of a linear layer), one pass over the product instead of an in-place
-    add and then the readers' pass. The add is the op's own float add: the same bits."""
+    add and then the readers' pass. The add is the op's own float add: the same bits.
+
+    A linear layer over more than two dims (``x`` of (B, T, C): ``addmm`` of the (B*T, C)
+    rows, then a reshape) is read through that reshape: where every reader is such a view
+    keeping the last dim, and only fusable element-wise ops read the views, each view is
+    taken of the product instead and the bias added after it (the same element gets the same
+    bias), so the GELU or residual add after it adds the bias in its kernel."""
     from ..ops.registry import REGISTRY
 
     readers: dict = {}
@@ -277,21 +283,47 @@ def split_biased_matmuls(graph: Graph) -> None:
             if isinstance(i, Var):
                 readers.setdefault(id(i), []).append(e)
     n = max((v.n for v in graph.all_vars()), default=0) + 1
+    moved: set = set()  # ids of the views re-emitted after their product
     out = []
     for e in graph.eqns:
+        if id(e) in moved:
+            continue
         split = None if isinstance(e.op, str) else e.op.extra.get("epilogue")
         rs = readers.get(id(e.out), [])
-        if (split is None or not rs or not all(_fusable_reader(r) for r in rs)
-                or not all(isinstance(i, Var) for i in e.ins)
+        if (split is None or not rs or not all(isinstance(i, Var) for i in e.ins)
                 or np.dtype(e.ins[0].dtype) != np.dtype(e.out.dtype)):
             out.append(e)
             continue
         bias, a, b = e.ins
+        views = None
+        if not all(_fusable_reader(r) for r in rs):
+            views = rs if len(bias.shape) == 1 and all(
+                _trailing_view(r, e.out) and readers.get(id(r.out))
+                and all(_fusable_reader(x) for x in readers[id(r.out)]) for r in rs) else None
+            if views is None:
+                out.append(e)
+                continue
         product = Var(n, e.out.shape, e.out.dtype)
         n += 1
         out.append(Eqn(REGISTRY[split[0]], (a, b), product, {"ndims": (2, 2)}))
-        out.append(Eqn(REGISTRY[split[1]], (product, bias), e.out, {}, np.dtype(e.out.dtype)))
+        add = REGISTRY[split[1]]
+        if views is None:
+            out.append(Eqn(add, (product, bias), e.out, {}, np.dtype(e.out.dtype)))
+            continue
+        for r in views:  # view of the product, then the bias: the view's value, as before
+            view = Var(n, r.out.shape, r.out.dtype)
+            n += 1
+            out.append(Eqn(r.op, (product,), view, dict(r.params)))
+            out.append(Eqn(add, (view, bias), r.out, {}, np.dtype(r.out.dtype)))
+            moved.add(id(r))
     graph.eqns = out
+
+
+def _trailing_view(e: Eqn, src: Var) -> bool:
+    """Whether ``e`` is a reshape of ``src`` (elements in order) keeping its last dim."""
+    return (not isinstance(e.op, str) and e.op.keeps_order and len(e.ins) == 1
+            and e.ins[0] is src and len(e.out.shape) >= 1 and len(src.shape) >= 1
+            and e.out.shape[-1] == src.shape[-1])
 
 
 def assemble_slice_grads(graph: Graph) -> None:

@@ -190,8 +190,9 @@ def layer_norm(x, w, b, has_w, has_b, eps, out):
     slanes = cuda.shared.array(L, float64)
     for r in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
         mean, rstd = row_stats(x, r, eps, slanes)
+        m, rs = F(mean), F(rstd)  # per element in the array's type, as the CPU's kernel
         for c in range(cuda.threadIdx.x, x.shape[1], cuda.blockDim.x):
-            y = (x[r, c] - mean) * rstd
+            y = (x[r, c] - m) * rs
             if has_w:
                 y = y * w[c]
             if has_b:
@@ -206,20 +207,21 @@ def layer_norm_backward(g, x, w, has_w, eps, out):
     n = x.shape[1]
     for r in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
         mean, rstd = row_stats(x, r, eps, slanes)
+        m, rs = F(mean), F(rstd)  # per element in the array's type, as the CPU's kernel
         for q in range(cuda.threadIdx.x, L, cuda.blockDim.x):
             s1 = float64(0.0)
             s2 = float64(0.0)
             for c in range(q, n, L):
                 a = g[r, c] * w[c] if has_w else g[r, c]
                 s1 += a
-                s2 += a * ((x[r, c] - mean) * rstd)
+                s2 += a * ((x[r, c] - m) * rs)
             slanes[q] = s1
             s2lanes[q] = s2
-        s1 = lanes_total(slanes) / n
-        s2 = lanes_total(s2lanes) / n
+        c1 = F(lanes_total(slanes) / n)
+        c2 = F(lanes_total(s2lanes) / n)
         for c in range(cuda.threadIdx.x, n, cuda.blockDim.x):
             a = g[r, c] * w[c] if has_w else g[r, c]
-            out[r, c] = rstd * (a - s1 - (x[r, c] - mean) * rstd * s2)
+            out[r, c] = rs * (a - c1 - (x[r, c] - m) * rs * c2)
 '''
 
 _modules: dict = {}
