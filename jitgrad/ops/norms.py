@@ -18,6 +18,7 @@ from ..tensor import Tensor
 from . import samples as S
 from .api import api
 from .dispatch import as_tensor_arg, call
+from .eager_kernels import use_kernels
 from .inplace import write_out
 from .reduce_base import kept_shape, reduce_params
 from .registry import REDUCE, defop
@@ -42,6 +43,24 @@ def _vector_norm_ref(a, dims, keepdim, shape, ord=2.0):
         else:
             r = np.sum(x ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
     return array_namespace(a).asarray(r, dtype=a.dtype)
+
+
+def _vector_norm_eager(a, dims, keepdim, shape, ord=2.0):
+    """The 2-norm of a whole float array (what ``clip_grad_norm_`` takes of each gradient)
+    on one kernel: squares summed in float64 in a fixed order (``kernels/reduce.
+    sum_squares``), its square root rounded to ``a``'s dtype; eager mode and plans both run
+    it. Other norms, partial reductions, devices: NumPy's formulation."""
+    if (ord != 2.0 or type(a) is not np.ndarray or a.dtype not in (_F32, _F64)
+            or a.size == 0 or len(dims) != a.ndim or not use_kernels()):
+        return _vector_norm_ref(a, dims, keepdim, shape, ord)
+    from ..kernels.reduce import sum_squares
+
+    flat = a.reshape(-1) if a.flags.c_contiguous else np.ascontiguousarray(a).reshape(-1)
+    r = np.asarray(math.sqrt(sum_squares(flat)), dtype=a.dtype)
+    return r.reshape((1,) * a.ndim) if keepdim else r
+
+
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 
 def _vector_norm_vjp(g, ins, out, p, n):
@@ -71,7 +90,8 @@ def _vector_norm_vjp(g, ins, out, p, n):
 
 VECTOR_NORM = defop(
     name="vector_norm", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "shape", "ord"),
-    node="LinalgVectorNormBackward0", ref=_vector_norm_ref, vjp=_vector_norm_vjp, save=(0,),
+    node="LinalgVectorNormBackward0", ref=_vector_norm_ref, fwd=_vector_norm_eager,
+    vjp=_vector_norm_vjp, save=(0,),
     save_out=True, samples=S.vector_norm)
 
 
