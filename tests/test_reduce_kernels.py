@@ -74,13 +74,16 @@ def test_parallel_sums_are_deterministic_across_thread_counts():
 def test_sequential_and_parallel_kernels_give_the_same_bits(shape, dims, rng, monkeypatch):
     """Eager sums run on the calling thread or on the pool, decided at run time (sequential
     while BLAS workers may spin): both must produce identical results."""
+    from jitgrad.kernels import pool as kernel_pool
+
     from jitgrad.ops import eager_reduce
 
     a = jg.tensor(rng.standard_normal(shape).astype(np.float32))
     outs = []
     for pool in (False, True):
         monkeypatch.setattr(eager_reduce, "HOT_MIN_SIZE", 1 if pool else 1 << 62)
-        monkeypatch.setattr(eager_reduce, "parallel_mode", lambda n, pool=pool: 2 if pool else 0)
+        # (eager sums choose through kernels.pool.run_sized)
+        monkeypatch.setattr(kernel_pool, "parallel_mode", lambda n, pool=pool: 2 if pool else 0)
         outs.append((a.sum() if dims is None else a.sum(dims)).numpy())
     np.testing.assert_array_equal(outs[0], outs[1])
 

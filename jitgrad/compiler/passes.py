@@ -295,14 +295,12 @@ def split_biased_matmuls(graph: Graph) -> None:
             out.append(e)
             continue
         bias, a, b = e.ins
-        views = None
-        if not all(_fusable_reader(r) for r in rs):
-            views = rs if len(bias.shape) == 1 and all(
+        views = None if all(_fusable_reader(r) for r in rs) else rs
+        if views is not None and not (len(bias.shape) == 1 and all(
                 _trailing_view(r, e.out) and readers.get(id(r.out))
-                and all(_fusable_reader(x) for x in readers[id(r.out)]) for r in rs) else None
-            if views is None:
-                out.append(e)
-                continue
+                and all(_fusable_reader(x) for x in readers[id(r.out)]) for r in rs)):
+            out.append(e)
+            continue
         product = Var(n, e.out.shape, e.out.dtype)
         n += 1
         out.append(Eqn(REGISTRY[split[0]], (a, b), product, {"ndims": (2, 2)}))
@@ -346,8 +344,6 @@ def assemble_slice_grads(graph: Graph) -> None:
         return parts.get(id(v))
 
     for e in graph.eqns:
-        if isinstance(e.op, str):
-            continue
         if e.op is GETITEM_BACKWARD and not e.params.get("advanced") and \
                 isinstance(e.ins[0], Var) and \
                 slice_box(e.params["index"], e.out.shape) is not None:
@@ -360,11 +356,10 @@ def assemble_slice_grads(graph: Graph) -> None:
                 parts[id(e.out)] = a + b
     out = []
     for e in graph.eqns:
-        found = parts.get(id(e.out)) if not isinstance(e.op, str) and e.op is ADD else None
-        root = found is not None and not any(
-            not isinstance(r.op, str) and r.op is ADD and id(r.out) in parts
-            and list(e.out.users) == [r] for r in e.out.users)
-        if root:
+        found = parts.get(id(e.out)) if e.op is ADD else None
+        users = list(e.out.users)
+        inner = len(users) == 1 and users[0].op is ADD and id(users[0].out) in parts
+        if found is not None and not inner:  # the root of a tree
             boxes = [slice_box(index, e.out.shape) for _, index in found]
             if boxes_disjoint(boxes):
                 e = Eqn(ASSEMBLE_SLICES, tuple(g for g, _ in found), e.out,

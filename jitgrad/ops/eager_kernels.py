@@ -26,7 +26,8 @@ import sys
 
 import numpy as np
 
-from ..kernels.parallel import HOT_MIN_SIZE, PARALLEL_MIN_SIZE, parallel_mode
+from ..kernels.parallel import HOT_MIN_SIZE, PARALLEL_MIN_SIZE
+from ..kernels.pool import run_sized
 from ..trace.state import STATE as _TRACE
 from .registry import OpDef
 
@@ -143,14 +144,7 @@ def flat_entry(op: OpDef, dt, second: str = "full"):
 def run_kernel(fn, n: int, args: tuple) -> None:
     """A flat kernel over ``n`` elements: on the calling thread, or on the pool when large
     (same bits either way: the parts are fixed)."""
-    parts = (n + (1 << CHUNK_SHIFT) - 1) >> CHUNK_SHIFT
-    mode = parallel_mode(n) if n >= HOT_MIN_SIZE else 0
-    if mode:
-        from ..kernels.pool import run_parts
-
-        run_parts(fn, parts, (n, *args), mode == 1)
-    else:
-        fn(0, parts, n, *args)
+    run_sized(fn, (n + (1 << CHUNK_SHIFT) - 1) >> CHUNK_SHIFT, n, (n, *args))
 
 
 def on_device(arrays) -> bool:
@@ -244,8 +238,6 @@ def _run_broadcast(op, operands, pargs, cdt, odt, out):
 
 
 def _run_rows(fn, R: int, C: int, args: tuple) -> None:
-    from ..kernels.pool import run_sized
-
     run_sized(fn, R, R * C, (R, C, *args))
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.parallel import HOT_MIN_SIZE, parallel_mode
+from ..kernels.parallel import HOT_MIN_SIZE
+from ..kernels.pool import run_sized
 from .eager_kernels import on_device, sum_kind, sum_layout, use_kernels
 
 __all__ = ["sum_float", "sum_all_small"]
@@ -112,7 +113,6 @@ def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> 
     a, kind, R, C = sum_layout(a, dims, kind)
     n = a.size
     fn = _sum_fn(dt, kind)
-    mode = parallel_mode(n)  # same bits either way
     flat = a.reshape(-1)
     if kind == "all":
         parts = (n + CHUNK - 1) // CHUNK
@@ -122,11 +122,6 @@ def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> 
         parts = R if kind == "rows" else (C + COLBLOCK - 1) // COLBLOCK
         r = np.empty(R if kind == "rows" else C)
         args = (R, C, flat, r)
-    if mode and parts > 1:
-        from ..kernels.pool import run_parts
-
-        run_parts(fn, parts, args, mode == 1)
-    else:
-        fn(0, parts, *args)
+    run_sized(fn, parts, n, args)  # same bits either way
     return finish_sum(r, kind, scale, dt, out_shape)
 

@@ -45,6 +45,9 @@ def _vector_norm_ref(a, dims, keepdim, shape, ord=2.0):
     return array_namespace(a).asarray(r, dtype=a.dtype)
 
 
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
 def _vector_norm_eager(a, dims, keepdim, shape, ord=2.0):
     """The 2-norm of a whole float array (what ``clip_grad_norm_`` takes of each gradient)
     on one kernel: squares summed in float64 in a fixed order (``kernels/reduce.
@@ -58,9 +61,6 @@ def _vector_norm_eager(a, dims, keepdim, shape, ord=2.0):
     flat = a.reshape(-1) if a.flags.c_contiguous else np.ascontiguousarray(a).reshape(-1)
     r = np.asarray(math.sqrt(sum_squares(flat)), dtype=a.dtype)
     return r.reshape((1,) * a.ndim) if keepdim else r
-
-
-_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 
 def _vector_norm_vjp(g, ins, out, p, n):
