@@ -127,6 +127,35 @@ class MLPStepBlasThreads:
             bt.route_blas_threads()
 
 
+class MLPStepFusedHead:
+    """The compiled MLP step with its classifier head (last linear layer, cross-entropy,
+    the product into the layer below) as one step (``compiler/classifier_head.py``, the
+    default) and as three (``JITGRAD_FUSED_HEAD=0``, read when the step is compiled)."""
+
+    params = [[128, 1024], ["fused", "separate"]]
+    param_names = ["batch", "head"]
+    quick_params = [[16], ["fused", "separate"]]
+
+    def setup(self, batch, head):
+        import os
+
+        before = os.environ.get("JITGRAD_FUSED_HEAD")
+        os.environ["JITGRAD_FUSED_HEAD"] = "1" if head == "fused" else "0"
+        try:
+            self.step, _ = tw.jitgrad_mlp_step(jitgrad, batch, compiled=True)
+            self.step()  # traces and builds the plan
+        finally:
+            if before is None:
+                del os.environ["JITGRAD_FUSED_HEAD"]
+            else:
+                os.environ["JITGRAD_FUSED_HEAD"] = before
+        for _ in range(2):
+            self.step()
+
+    def time_step(self, batch, head):
+        self.step()
+
+
 class MLPStepPlan:
     """What the compiled MLP step's plan holds."""
 

@@ -23,10 +23,11 @@ def _is_none(x) -> bool:
     return x is None or (isinstance(x, Lit) and x.value is None)
 
 
-def fused_chains(steps: list, ends: set) -> tuple[dict, dict]:
-    """``(runners, reads)``: id(eqn) -> the runner of its step, and -> what that step
-    reads now (for liveness), for each chain found among ``steps``' calls (``ends``: ids of
-    values the plan must keep: its intermediates must not be among them)."""
+def fused_chains(steps: list, ends: set) -> tuple[dict, dict, list]:
+    """``(runners, reads, found)``: id(eqn) -> the runner of its step, and -> what that
+    step reads now (for liveness), for each chain found among ``steps``' calls (``ends``:
+    ids of values the plan must keep: its intermediates must not be among them); ``found``:
+    each chain's calls ``(input, middle, grad, input_grad)``."""
     calls = [(k, s.eqn) for k, s in enumerate(steps)
              if s.kind == "call" and s.eqn is not None and not isinstance(s.eqn.op, str)]
     readers: dict = {}
@@ -43,6 +44,7 @@ def fused_chains(steps: list, ends: set) -> tuple[dict, dict]:
                 position[id(e.out)] = k
     runners: dict = {}
     reads: dict = {}
+    found_all: list = []
     for k_mid, mid in calls:
         chain = mid.op.extra.get("chain")
         if chain is None or id(mid) in runners:
@@ -59,7 +61,8 @@ def fused_chains(steps: list, ends: set) -> tuple[dict, dict]:
         for e in (mid, e_g, e_ig):
             runners[id(e)] = nothing
             reads[id(e)] = ()
-    return runners, reads
+        found_all.append((e_in, mid, e_g, e_ig))
+    return runners, reads, found_all
 
 
 def _match(chain, mid, k_mid, calls, readers, position, ends):

@@ -27,6 +27,7 @@ from ..trace.interpreter import (
 )
 from ..trace.ir import Graph, Lit, Var
 from .chains import fused_chains, nothing
+from .classifier_head import fused_heads
 from .describe import describe_group
 from .effect_lines import bump_lines, effect_lines, fresh_grad_values
 from .fusion import describe, partition
@@ -95,14 +96,19 @@ class Plan:
                 needed |= {id(i) for i in e.ins if isinstance(i, Var)}
         ends = graph_ends(g, self.keep)
         needed |= ends
-        chains, chain_reads = fused_chains(self.steps, ends)
+        self.inplace = plan_inplace_writes(g, self.steps, self.keep)
+        self.placed = plan_placements(g, self.steps, self.keep)
+        chains, chain_reads, found = fused_chains(self.steps, ends)
+        if not self.cuda:  # a classifier head around a chain: one step
+            claimed = set(self.inplace) | set(self.placed)  # steps writing given arrays
+            heads, head_reads = fused_heads(self.steps, found, ends, claimed)
+            chains.update(heads)
+            chain_reads.update(head_reads)
         reads = [s.group.operands() if s.kind == "group" else
                  chain_reads.get(id(s.eqn), s.eqn.ins) for s in self.steps]
         self.drops = last_uses(reads, ends)
         shared = _shared_kernels(self.steps)
         shared.update(chains)
-        self.inplace = plan_inplace_writes(g, self.steps, self.keep)
-        self.placed = plan_placements(g, self.steps, self.keep)
         #: convolutions whose weight gradient takes its forward's patch matrices
         self.shared_patches = 0
         if not self.cuda:

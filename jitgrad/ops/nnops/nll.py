@@ -139,8 +139,18 @@ def _plain_cross_entropy(input: Tensor, target: Tensor, reduction: str,
                   {"reduction": reduction, "ignore_index": ignore_index, "spatial": False})
 
 
+def _check_target_values(t, classes: int, ignore_index: int) -> None:
+    """PyTorch's error for a target outside ``[0, classes)`` that is not ``ignore_index``.
+    The functions check at the call; a plan's calls check their values here (a compiled
+    step given a bad target raises what eager mode does)."""
+    bad = (t != ignore_index) & ((t < 0) | (t >= classes))
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
+
+
 def _nll_ref(x, t, w, reduction, ignore_index, spatial=False):
     xp = array_namespace(x)
+    _check_target_values(t, x.shape[1] if x.ndim >= 2 else x.shape[0], ignore_index)
     if _plain(x.ndim, t, w, ignore_index):
         loss = -x[xp.arange(t.shape[0]), t].astype(np.float64)
         if reduction == "none":
@@ -284,10 +294,7 @@ def _check_nll(x: Tensor, t: Tensor, w, ignore_index: int) -> None:
     if w is not None and w._data.shape != (c,):
         raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no "
                            f"classes but got weight tensor of shape: {list(w._data.shape)}")
-    a = t._data
-    bad = (a != ignore_index) & ((a < 0) | (a >= c))
-    if bad.any():
-        raise IndexError(f"Target {int(a[bad].reshape(-1)[0])} is out of bounds.")
+    _check_target_values(t._data, c, ignore_index)
 
 
 @api(NLL_LOSS)
