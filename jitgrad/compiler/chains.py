@@ -16,20 +16,16 @@ import numpy as np
 
 from ..trace.ir import Lit, Var
 
-__all__ = ["fused_chains", "nothing"]
+__all__ = ["fused_chains", "nothing", "step_readers_and_positions"]
 
 
 def _is_none(x) -> bool:
     return x is None or (isinstance(x, Lit) and x.value is None)
 
 
-def fused_chains(steps: list, ends: set) -> tuple[dict, dict, list]:
-    """``(runners, reads, found)``: id(eqn) -> the runner of its step, and -> what that
-    step reads now (for liveness), for each chain found among ``steps``' calls (``ends``:
-    ids of values the plan must keep: its intermediates must not be among them); ``found``:
-    each chain's calls ``(input, middle, grad, input_grad)``."""
-    calls = [(k, s.eqn) for k, s in enumerate(steps)
-             if s.kind == "call" and s.eqn is not None and not isinstance(s.eqn.op, str)]
+def step_readers_and_positions(steps: list) -> tuple[dict, dict]:
+    """``(readers, position)``: id(value) -> the indices of the steps reading it, and ->
+    the index of the step computing it (inputs and constants have none)."""
     readers: dict = {}
     position: dict = {}
     for k, s in enumerate(steps):
@@ -42,6 +38,17 @@ def fused_chains(steps: list, ends: set) -> tuple[dict, dict, list]:
         elif s.group is not None:
             for e in s.group.eqns + s.group.reductions:
                 position[id(e.out)] = k
+    return readers, position
+
+
+def fused_chains(steps: list, ends: set) -> tuple[dict, dict, list]:
+    """``(runners, reads, found)``: id(eqn) -> the runner of its step, and -> what that
+    step reads now (for liveness), for each chain found among ``steps``' calls (``ends``:
+    ids of values the plan must keep: its intermediates must not be among them); ``found``:
+    each chain's calls ``(input, middle, grad, input_grad)``."""
+    calls = [(k, s.eqn) for k, s in enumerate(steps)
+             if s.kind == "call" and s.eqn is not None and not isinstance(s.eqn.op, str)]
+    readers, position = step_readers_and_positions(steps)
     runners: dict = {}
     reads: dict = {}
     found_all: list = []

@@ -6,8 +6,8 @@ A training step ends in ``x = addmm(b, h, w)`` (or ``h @ w``), the cross-entropy
 layer below). Where a plan holds these and nothing else reads ``x``, the ``addmm`` step runs
 the three in one kernel over ranges of rows (``kernels/classifier_head``), each range's data
 still in its core's cache (MLP step, batch 1024: 375-394 us in the plan as three steps,
-249-272 us as one). The other steps do nothing. The weight's gradient ``gx.T @ h`` and the bias's ``sum(gx)``
-stay where they are: they read ``gx``, which the head sets.
+249-272 us as one). The other steps do nothing. The weight's gradient ``gx.T @ h`` and
+the bias's ``sum(gx)`` stay where they are: they read ``gx``, which the head sets.
 
 The kernel's GEMMs are NumPy's own ``cblas_?gemm`` calls, so with one part (the whole batch)
 the step computes what the separate calls do, bit for bit. Split into ranges of rows across
@@ -27,7 +27,7 @@ import numpy as np
 
 from ..kernels.parallel import BLAS_THREADED_WORK, note_blas
 from ..trace.ir import Lit, Var
-from .chains import nothing
+from .chains import nothing, step_readers_and_positions
 
 __all__ = ["fused_heads", "head_parts", "MIN_PART_ROWS"]
 
@@ -51,18 +51,7 @@ def fused_heads(steps: list, chains: list, ends: set, claimed: set = frozenset()
 
     if os.environ.get("JITGRAD_FUSED_HEAD", "1") == "0":
         return {}, {}
-    position: dict = {}
-    readers: dict = {}
-    for k, s in enumerate(steps):
-        ins = s.group.operands() if s.kind == "group" else (s.eqn.ins if s.eqn else ())
-        for i in ins:
-            if isinstance(i, Var):
-                readers.setdefault(id(i), []).append(k)
-        if s.eqn is not None:
-            position[id(s.eqn.out)] = k
-        elif s.group is not None:
-            for e in s.group.eqns + s.group.reductions:
-                position[id(e.out)] = k
+    readers, position = step_readers_and_positions(steps)
     runners: dict = {}
     reads: dict = {}
     for e_in, mid, e_g, e_ig in chains:
