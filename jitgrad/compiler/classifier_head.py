@@ -70,6 +70,8 @@ def fused_heads(steps: list, chains: list, ends: set, claimed: set = frozenset()
         else:
             continue
         t, g = mid.ins[1], e_g.ins[0]
+        if x.shape[1] > _small_c():  # wide rows: the kernel would decline every call
+            continue
         dt = np.dtype(x.dtype)
         if not all(isinstance(v, Var) and len(v.shape) == 2 and np.dtype(v.dtype) == dt
                    for v in (h, w)) or dt.kind != "f" or \
@@ -90,6 +92,12 @@ def fused_heads(steps: list, chains: list, ends: set, claimed: set = frozenset()
             runners[id(e)] = nothing
             reads[id(e)] = ()
     return runners, reads
+
+
+def _small_c() -> int:
+    from ..kernels.softmax import SMALL_C  # (the chain's kernels load these anyway)
+
+    return SMALL_C
 
 
 def _before(v, k: int, position: dict) -> bool:

@@ -110,7 +110,7 @@ def test_wide_rows_keep_the_separate_steps():
     models = _pair(lambda: _mlp(8, 16, 40, True, np.float32))  # 40 classes > SMALL_C
     x, y = jg.randn(64, 8), jg.randint(0, 40, (64,))
     compiled = _assert_same_steps(models, x, y, steps=2)
-    assert _runs_head(compiled)  # the step is the head's; its kernel does not take it
+    assert not _runs_head(compiled)
 
 
 def test_disabled_by_environment(monkeypatch):
