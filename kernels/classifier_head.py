@@ -30,6 +30,7 @@ calls before it uses more than one part (``compiler/classifier_head.py``).
 from __future__ import annotations
 
 import ctypes
+import threading
 
 import numpy as np
 from numba import njit
@@ -67,6 +68,26 @@ def blas_thread_count() -> tuple | None:
             get.restype, put.argtypes = ctypes.c_int, [ctypes.c_int]
             _state["threads"] = (get, put)
     return _state["threads"]
+
+
+_one_thread = {"depth": 0, "before": 1}
+_one_thread_lock = threading.Lock()
+
+
+def _one_blas_thread(threads: tuple, enter: bool) -> None:
+    """OpenBLAS's thread count set to 1 by the first of the heads running at once (Python
+    threads may run plans concurrently) and set back by the last."""
+    get, put = threads
+    with _one_thread_lock:
+        if enter:
+            if _one_thread["depth"] == 0:
+                _one_thread["before"] = get()
+                put(1)
+            _one_thread["depth"] += 1
+        else:
+            _one_thread["depth"] -= 1
+            if _one_thread["depth"] == 0:
+                put(_one_thread["before"])
 
 
 # the kernel's int64 ``geo`` vector: the GEMMs' CBLAS flags, leading dimensions and sizes
@@ -178,13 +199,11 @@ class HeadPlan:
                 x[0] if bias is None else bias, t, self.ignore_index, scale, x, y, gy, gx,
                 picked, gx if dh is None else dh, bad)
         if self.threads is not None:  # each part's GEMMs on its own thread: OpenBLAS
-            get, put = self.threads   # threads none meanwhile
-            before = get()
-            put(1)
+            _one_blas_thread(self.threads, True)  # threads none meanwhile
             try:
                 run_sized(head_rows, self.parts, self.size, args)
             finally:
-                put(before)
+                _one_blas_thread(self.threads, False)
         else:
             head_rows(0, 1, *args)
         ok = not bad.any()

@@ -182,3 +182,36 @@ def test_plan_head_declines_what_it_does_not_take():
     bad[3] = 3
     plan = plan_head(h, w, None, bad, None, "mean", -100)
     assert plan.run(h, w, None, bad, np.asarray(1.0, np.float32), None) is None
+
+
+def test_heads_run_at_once_on_threads_restore_openblas_thread_count():
+    threads = blas_thread_count()
+    if threads is None:
+        pytest.skip("NumPy's BLAS is not OpenBLAS")
+    import threading
+
+    get, _ = threads
+    before = get()
+    rng = np.random.default_rng(1)
+    h = rng.standard_normal((1024, 64)).astype(np.float32)
+    w = rng.standard_normal((64, 10)).astype(np.float32)
+    t = rng.integers(0, 10, 1024)
+    plans = [plan_head(h, w, None, t, None, "mean", -100, 2) for _ in range(2)]
+    g = np.asarray(1.0, np.float32)
+    want = plans[0].run(h, w, None, t, g, None)
+
+    def loop(plan, out):
+        for _ in range(50):
+            out.append(plan.run(h, w, None, t, g, None))
+
+    outs = [[], []]
+    workers = [threading.Thread(target=loop, args=(p, o)) for p, o in zip(plans, outs)]
+    for th in workers:
+        th.start()
+    for th in workers:
+        th.join()
+    assert get() == before
+    for out in outs:
+        for got in out:
+            assert got[0].tobytes() == want[0].tobytes()
+            assert got[1].tobytes() == want[1].tobytes()
