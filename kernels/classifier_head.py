@@ -13,7 +13,10 @@ range of rows in one go, while the range's data is in the core's cache:
    then the bias added in place);
 2. cross-entropy of those rows by the code of :func:`.softmax.cross_entropy_small` (its
    inlined row functions, compiled with its flags);
-3. ``dh[r0:r1] = gx[r0:r1] @ w2`` by the same GEMM.
+3. ``dh[r0:r1] = gx[r0:r1] @ w2`` by the same GEMM;
+
+then (:func:`head_weight_grad`, a second launch) the weight's gradient ``gx.T @ h`` over
+ranges of its columns.
 
 With one part the GEMMs are the whole products, NumPy's own calls (OpenBLAS threads them on
 the pool as it does for ``np.matmul``). With more, each part's GEMMs run single-threaded on
@@ -36,7 +39,7 @@ import numpy as np
 from numba import njit
 
 from .batched_gemm import _dgemm, _sgemm
-from .blas_batch import _gemm_addresses, _layout, _numpy_blas_library
+from .blas_batch import TRANS, _gemm_addresses, _layout, _numpy_blas_library
 from .blas_threads import _function
 from .cached import cached_njit
 from .pool import run_sized
@@ -157,26 +160,50 @@ def _head_range(r0, r1, fn, double, geo, h, w, w2, bias, t, scale, x, y, gy, gx,
             _sgemm(fn, geo[TA2], geo[TB2], rows, p, n, ga, geo[LDA2], w2a, geo[LDB2], da, p)
 
 
+@cached_njit(nogil=True)
+def head_weight_grad(lo, hi, parts, fn, double, geo, gx, h, dw):
+    """Parts ``[lo, hi)`` of ``dw = gx.T @ h`` (``gx``: ``M x N`` C-contiguous, ``h``:
+    ``M x K``, ``dw``: ``N x K`` C-contiguous): part ``u`` is columns ``[u * cols, (u + 1) *
+    cols)`` of ``dw``, the last one all columns left (``geo``: ``[tb, ldb, cols]``, the flags
+    of ``h`` as NumPy passes them for the whole product)."""
+    m, n = gx.shape
+    k = dw.shape[1]
+    item = dw.itemsize
+    for u in range(lo, hi):
+        c0 = u * geo[2]
+        c1 = k if u == parts - 1 else c0 + geo[2]
+        ga, ha = _address(gx, 0, 0), _address(h, 0, 0) + c0 * h.strides[1]
+        da = _address(dw, 0, 0) + c0 * item
+        if double:
+            _dgemm(fn, TRANS, geo[0], n, c1 - c0, m, ga, n, ha, geo[1], da, k)
+        else:
+            _sgemm(fn, TRANS, geo[0], n, c1 - c0, m, ga, n, ha, geo[1], da, k)
+
+
 class HeadPlan:
     """How the head of one set of shapes, layouts and dtype runs (:func:`plan_head`):
     ``run(h, w, bias, t, g, w2)`` -> ``(loss, gx, dh)``, or None where a target is out of
     range or ignored (nothing returned is computed: run the separate functions)."""
 
-    __slots__ = ("parts", "geo", "fn", "double", "dtype", "m", "n", "p", "total", "free",
-                 "threads", "size", "ignore_index")
+    __slots__ = ("parts", "geo", "fn", "double", "dtype", "m", "n", "k", "p", "total",
+                 "free", "threads", "size", "ignore_index", "dw_geo", "dw_parts")
 
-    def __init__(self, h, w, w2, has_bias, reduction, ignore_index, parts, layouts) -> None:
+    def __init__(self, h, w, w2, has_bias, reduction, ignore_index, parts, layouts,
+                 dw_parts) -> None:
         (m, k), n = h.shape, w.shape[1]
         p = 0 if w2 is None else w2.shape[1]
         dt = h.dtype
         fns = _gemm_addresses()
         la, lb, lg, l2 = layouts
-        self.parts, self.dtype, self.m, self.n, self.p = parts, dt, m, n, p
+        self.parts, self.dtype, self.m, self.n, self.k, self.p = parts, dt, m, n, k, p
         self.fn, self.double = (fns[1], True) if dt == _F64 else (fns[0], False)
         self.geo = np.array([la[0], lb[0], la[1], lb[1], k, n, p, lg[0], l2[0], lg[1], l2[1],
                              has_bias, w2 is not None, m // parts], np.int64)
         self.total = m if reduction == "mean" else 1
         self.ignore_index = ignore_index
+        # dw = gx.T @ h in column ranges: h's flags as for the whole product
+        self.dw_parts = dw_parts  # 0: no weight gradient
+        self.dw_geo = np.array([la[0], la[1], k // max(dw_parts, 1)], np.int64)
         # logits, log_softmax, its gradient's seed, the loss terms, the parts' target
         # checks: arrays of the plan's own, reused by the next call (a call running meanwhile
         # on another thread takes new ones)
@@ -190,6 +217,8 @@ class HeadPlan:
                 np.empty(m, np.float64), np.zeros(self.parts, np.int64))
 
     def run(self, h, w, bias, t, g, w2):
+        """``(loss, gx, dh, dw)`` (``dh`` None without ``w2``, ``dw`` -- ``gx.T @ h`` --
+        None unless planned), or None where a target is out of range or ignored."""
         scratch = self.free.pop() if self.free else self._scratch()
         x, y, gy, picked, bad = scratch
         gx = np.empty((self.m, self.n), self.dtype)
@@ -198,30 +227,39 @@ class HeadPlan:
         args = (self.parts, self.fn, self.double, self.geo, h, w, w if w2 is None else w2,
                 x[0] if bias is None else bias, t, self.ignore_index, scale, x, y, gy, gx,
                 picked, gx if dh is None else dh, bad)
+        dw = np.empty((self.n, self.k), self.dtype) if self.dw_parts else None
+        dw_args = (self.dw_parts, self.fn, self.double, self.dw_geo, gx, h, dw)
         if self.threads is not None:  # each part's GEMMs on its own thread: OpenBLAS
             _one_blas_thread(self.threads, True)  # threads none meanwhile
             try:
                 run_sized(head_rows, self.parts, self.size, args)
+                if self.dw_parts > 1 and not bad.any():
+                    run_sized(head_weight_grad, self.dw_parts, self.size, dw_args)
             finally:
                 _one_blas_thread(self.threads, False)
         else:
             head_rows(0, 1, *args)
         ok = not bad.any()
+        if self.dw_parts == 1 and ok:  # the whole product (OpenBLAS threads it)
+            head_weight_grad(0, 1, *dw_args)
         loss = np.asarray(picked.sum() / self.total, dtype=self.dtype) if ok else None
         self.free.append(scratch)
-        return (loss, gx, dh) if ok else None
+        return (loss, gx, dh, dw) if ok else None
 
 
-def plan_head(h, w, bias, t, w2, reduction: str, ignore_index: int, parts: int = 1):
+def plan_head(h, w, bias, t, w2, reduction: str, ignore_index: int, parts: int = 1,
+              dw_parts: int = 1, weight_grad: bool = False):
     """The :class:`HeadPlan` of a classifier head over these operands: ``x = h @ w
     (+ bias)`` (``bias`` 1-D or None), ``cross_entropy(x, t)`` (``reduction`` "mean" or
     "sum") and its gradient ``gx``, ``dh = gx @ w2`` (``w2`` None: no ``dh``) -- what
     ``addmm``/``matmul``, the cross-entropy chain and ``np.matmul`` compute -- in ``parts``
-    ranges of rows (see the module docstring for when more than one gives their bits). None
-    where it does not apply: not NumPy float arrays of one dtype, operands BLAS cannot read in
-    place, fewer than two rows or columns in a product (NumPy runs those as GEMV), rows wider
-    than ``SMALL_C``, no ``cblas_?gemm``, or (``parts > 1``) no way to set OpenBLAS's thread
-    count. Its layouts are those of these operands: a plan keys it by their strides."""
+    ranges of rows, and with ``weight_grad`` ``dw = gx.T @ h`` in ``dw_parts`` ranges of its
+    columns (1 or ``parts``; see the module docstring for when more than one part gives
+    their bits). None where it does not apply: not NumPy float arrays of one dtype,
+    operands BLAS cannot read in place, fewer than two rows or columns in a product (NumPy
+    runs those as GEMV), rows wider than ``SMALL_C``, no ``cblas_?gemm``, or (``parts > 1``)
+    no way to set OpenBLAS's thread count. Its layouts are those of these operands: a plan
+    keys it by their strides."""
     arrays = (h, w, t) + (() if bias is None else (bias,)) + (() if w2 is None else (w2,))
     if any(type(a) is not np.ndarray for a in arrays) or reduction not in ("mean", "sum"):
         return None
@@ -234,10 +272,13 @@ def plan_head(h, w, bias, t, w2, reduction: str, ignore_index: int, parts: int =
         return None
     if bias is not None and (bias.dtype != dt or bias.shape != (n,)):
         return None
+    if weight_grad and k < 2:  # (NumPy runs a one-column product as GEMV)
+        return None
     if w2 is not None and (w2.dtype != dt or w2.ndim != 2 or w2.shape[0] != n or
                            w2.shape[1] < 2):
         return None
     parts = max(1, min(parts, m // 2))
+    dw_parts = 1 if dw_parts < 2 else max(1, min(parts, k // 2))
     item = dt.itemsize
     layouts = (_layout(h.strides, m, k, item), _layout(w.strides, k, n, item),
                _layout((n * item, item), m, n, item),
@@ -246,4 +287,5 @@ def plan_head(h, w, bias, t, w2, reduction: str, ignore_index: int, parts: int =
             (parts > 1 and blas_thread_count() is None) or \
             not all(a.flags.aligned for a in arrays):
         return None
-    return HeadPlan(h, w, w2, bias is not None, reduction, ignore_index, parts, layouts)
+    return HeadPlan(h, w, w2, bias is not None, reduction, ignore_index, parts, layouts,
+                    dw_parts if weight_grad else 0)

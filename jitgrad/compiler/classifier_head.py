@@ -5,9 +5,10 @@ A training step ends in ``x = addmm(b, h, w)`` (or ``h @ w``), the cross-entropy
 ``x`` (``chains.py``: ``loss`` and ``gx``) and ``dh = gx @ w2`` (``w2`` the weight, for the
 layer below). Where a plan holds these and nothing else reads ``x``, the ``addmm`` step runs
 the three in one kernel over ranges of rows (``kernels/classifier_head``), each range's data
-still in its core's cache (MLP step, batch 1024: 375-394 us in the plan as three steps,
-249-272 us as one). The other steps do nothing. The weight's gradient ``gx.T @ h`` and
-the bias's ``sum(gx)`` stay where they are: they read ``gx``, which the head sets.
+still in its core's cache, then the weight's gradient ``gx.T @ h`` in ranges of its
+columns (MLP step, batch 1024: 375-454 us in the plan as four steps, 256-314 us as one).
+The other steps do nothing. The bias's ``sum(gx)`` stays where it is: it reads ``gx``,
+which the head sets.
 
 The kernel's GEMMs are NumPy's own ``cblas_?gemm`` calls, so with one part (the whole batch)
 the step computes what the separate calls do, bit for bit. Split into ranges of rows across
@@ -85,12 +86,16 @@ def fused_heads(steps: list, chains: list, ends: set, claimed: set = frozenset()
             () if dh_eqn is None else (dh_eqn,))]
         if claimed.intersection(mine):
             continue
-        runner, read = _head_runner(prod, bias, h, w, t, g, mid, e_in, e_ig, dh_eqn, w2)
+        dw_eqn = _weight_grad_product(steps, e_ig.out, h, MATMUL)
+        if dw_eqn is not None and position[id(dw_eqn.out)] in claimed:
+            dw_eqn = None  # (written into a given array: its own step)
+        runner, read = _head_runner(prod, bias, h, w, t, g, mid, e_ig, dh_eqn, w2, dw_eqn)
         runners[id(prod)] = runner
         reads[id(prod)] = read
-        for e in (e_in, mid, e_g, e_ig) + (() if dh_eqn is None else (dh_eqn,)):
-            runners[id(e)] = nothing
-            reads[id(e)] = ()
+        for e in (e_in, mid, e_g, e_ig, dh_eqn, dw_eqn):
+            if e is not None:
+                runners[id(e)] = nothing
+                reads[id(e)] = ()
     return runners, reads
 
 
@@ -134,7 +139,23 @@ def _input_grad_product(steps, gx, k_x: int, position: dict, matmul):
     return None, None
 
 
-def _head_runner(prod, bias, h, w, t, g, mid, e_in, e_ig, dh_eqn, w2):
+def _weight_grad_product(steps, gx, h, matmul):
+    """The 2-D product ``gx.T @ h`` (a linear layer's weight gradient in its ``(out, in)``
+    layout, ``linalg.rhs_grad``) among the plan's calls, or None."""
+    transposes = {id(s.eqn.out) for s in steps if s.kind == "view" and s.eqn is not None
+                  and not isinstance(s.eqn.op, str) and s.eqn.op.permutes
+                  and tuple(s.eqn.params.get("dims", ())) == (1, 0) and s.eqn.ins[0] is gx}
+    for s in steps:
+        e = s.eqn
+        if s.kind == "call" and e is not None and e.op is matmul and \
+                not e.params.get("bmm") and len(e.ins) == 2 and e.ins[1] is h and \
+                id(e.ins[0]) in transposes and \
+                np.dtype(e.out.dtype) == np.dtype(gx.dtype):
+            return e
+    return None
+
+
+def _head_runner(prod, bias, h, w, t, g, mid, e_ig, dh_eqn, w2, dw_eqn):
     """The step running the head (``head`` or, where it does not apply, the separate
     functions) and what it reads."""
     from ..kernels.classifier_head import plan_head
@@ -150,6 +171,7 @@ def _head_runner(prod, bias, h, w, t, g, mid, e_in, e_ig, dh_eqn, w2):
     ig = id(g) if g_var else g.value
     loss_id, gx_id = id(mid.out), id(e_ig.out)
     dh_id = None if dh_eqn is None else id(dh_eqn.out)
+    dw_id = None if dw_eqn is None else id(dw_eqn.out)
     i2, flip = (None, False) if w2 is None else (id(w2[0]), w2[1])
     dtype = np.dtype(prod.out.dtype)
     m, k = (int(d) for d in h.shape)
@@ -166,12 +188,16 @@ def _head_runner(prod, bias, h, w, t, g, mid, e_in, e_ig, dh_eqn, w2):
                 note_blas(m * n * k)
         x = x if x.dtype == dtype else x.astype(dtype)
         loss, gx = run_chain(x, tv, gv, **params)
-        dh = None
+        dh = dw = None
         if w2v is not None:
             dh = np.matmul(gx, w2v)
             if m * n * p >= BLAS_THREADED_WORK:
                 note_blas(m * n * p)
-        return loss, gx, dh
+        if dw_id is not None:
+            dw = np.matmul(gx.T, hv)
+            if m * n * k >= BLAS_THREADED_WORK:
+                note_blas(m * n * k)
+        return loss, gx, dh, dw
 
     plans: dict = {}  # operands' strides -> HeadPlan, or None: the separate functions
 
@@ -186,14 +212,18 @@ def _head_runner(prod, bias, h, w, t, g, mid, e_in, e_ig, dh_eqn, w2):
         if plan is False:
             if len(plans) >= 8:
                 plans.clear()
-            parts = head_parts(hv, wv, bv, w2v, reduction, ignore_index, separate)
-            plan = plans[key] = plan_head(hv, wv, bv, tv, w2v, reduction, ignore_index, parts)
+            split = head_parts(hv, wv, bv, w2v, reduction, ignore_index, separate,
+                               dw_id is not None)
+            plan = plans[key] = plan_head(hv, wv, bv, tv, w2v, reduction, ignore_index, *split,
+                                          dw_id is not None)
         out = None if plan is None else plan.run(hv, wv, bv, tv, gv, w2v)
         if out is None:
             out = separate(hv, wv, bv, tv, gv, w2v)
         env[loss_id], env[gx_id] = out[0], out[1]
         if dh_id is not None:
             env[dh_id] = out[2]
+        if dw_id is not None:
+            env[dw_id] = out[3]
 
     read = tuple(v for v in (bias, h, w, t, g) if isinstance(v, Var))
     if w2 is not None:
@@ -205,33 +235,40 @@ def _layout_key(a) -> tuple:
     return (a.shape, a.strides) if a is not None else None
 
 
-def head_parts(h, w, bias, w2, reduction: str, ignore_index: int, separate) -> int:
-    """How many ranges of rows the head of these operands runs in: the pool's threads (at
-    most one per ``MIN_PART_ROWS`` rows) where that gives the bits of ``separate`` (the
-    separate calls) on random data of the same shapes and layouts, else 1. Checked once per
-    shapes, layouts, dtype and part count."""
+def head_parts(h, w, bias, w2, reduction: str, ignore_index: int, separate,
+               weight_grad: bool = False) -> tuple[int, int]:
+    """``(rows, columns)``: how many ranges of rows the head of these operands runs in, and
+    of columns its weight gradient (with ``weight_grad``): the pool's threads (at most one
+    per ``MIN_PART_ROWS`` rows) where that gives the bits of ``separate`` (the separate
+    calls) on random data of the same shapes and layouts -- first with the weight gradient
+    split too, then whole -- else ``(1, 1)``. Checked once per shapes, layouts, dtype and
+    part counts."""
     from ..kernels.classifier_head import blas_thread_count, plan_head
     from ..kernels.pool import pool_threads
 
     parts = min(pool_threads(), h.shape[0] // MIN_PART_ROWS)
     if parts < 2 or type(h) is not np.ndarray or blas_thread_count() is None:
-        return 1
-    key = (h.dtype, parts, reduction, ignore_index, _layout_key(h), _layout_key(w),
-           _layout_key(bias), _layout_key(w2))
-    same = _parts_checked.get(key)
-    if same is None:
-        if len(_parts_checked) >= _CHECKED_MAX:
-            _parts_checked.clear()
-        same = _parts_checked[key] = _same_bits(h, w, bias, w2, reduction, ignore_index,
-                                                parts, separate, plan_head)
-    return parts if same else 1
+        return 1, 1
+    for split in ((parts, parts), (parts, 1)) if weight_grad else ((parts, 1),):
+        key = (h.dtype, split, reduction, ignore_index, _layout_key(h), _layout_key(w),
+               _layout_key(bias), _layout_key(w2), weight_grad)
+        same = _parts_checked.get(key)
+        if same is None:
+            if len(_parts_checked) >= _CHECKED_MAX:
+                _parts_checked.clear()
+            same = _parts_checked[key] = _same_bits(h, w, bias, w2, reduction, ignore_index,
+                                                    split, separate, plan_head, weight_grad)
+        if same:
+            return split
+    return 1, 1
 
 
-def _same_bits(h, w, bias, w2, reduction, ignore_index, parts, separate, plan_head) -> bool:
-    """Whether the head (``plan_head``) in ``parts`` ranges gives ``separate``'s bits on
-    random operands of the layouts of ``h``, ``w``, ``bias``, ``w2`` (``np.empty_like``
-    keeps a transposed operand transposed; a view into a wider array is checked as a
-    compact one)."""
+def _same_bits(h, w, bias, w2, reduction, ignore_index, split, separate, plan_head,
+               weight_grad) -> bool:
+    """Whether the head (``plan_head``) in ``split`` ranges (rows, columns) gives
+    ``separate``'s bits on random operands of the layouts of ``h``, ``w``, ``bias``, ``w2``
+    (``np.empty_like`` keeps a transposed operand transposed; a view into a wider array is
+    checked as a compact one)."""
     rng = np.random.default_rng(0)
     dt = h.dtype
 
@@ -246,7 +283,7 @@ def _same_bits(h, w, bias, w2, reduction, ignore_index, parts, separate, plan_he
     np.maximum(hp, 0, out=hp)  # a ReLU's output, as a head's input mostly is
     tp = rng.integers(0, w.shape[1], h.shape[0]).astype(np.int64)
     gp = np.asarray(1.0, dt)
-    plan = plan_head(hp, wp, bp, tp, w2p, reduction, ignore_index, parts)
+    plan = plan_head(hp, wp, bp, tp, w2p, reduction, ignore_index, *split, weight_grad)
     fused = None if plan is None else plan.run(hp, wp, bp, tp, gp, w2p)
     if fused is None:
         return False

@@ -55,9 +55,9 @@ def test_mlp_step_equals_eager_bit_for_bit(batch, dtype):
     y = jg.randint(0, 10, (batch,))
     compiled = _assert_same_steps(models, x, y)
     assert _runs_head(compiled)
-    # the linear layer, the chain's first call and the input gradient's product run in
-    # the head's step; the chain's other three calls did nothing already
-    assert sum(r is nothing for r in newest_plan(compiled).runners) == 5
+    # the linear layer, the chain's first call and the gradients' products (input, weight)
+    # run in the head's step; the chain's other three calls did nothing already
+    assert sum(r is nothing for r in newest_plan(compiled).runners) == 6
 
 
 @pytest.mark.parametrize("ce", [{"reduction": "sum"}, {"label_smoothing": 0.0}])
@@ -74,7 +74,7 @@ def test_head_over_the_input_has_no_input_gradient_product():
     x, y = jg.randn(513, 30), jg.randint(0, 5, (513,))
     compiled = _assert_same_steps(models, x, y)
     assert _runs_head(compiled)
-    assert sum(r is nothing for r in newest_plan(compiled).runners) == 4
+    assert sum(r is nothing for r in newest_plan(compiled).runners) == 5  # no input grad
 
 
 def test_ignored_targets_take_the_separate_calls():
@@ -124,12 +124,12 @@ def test_disabled_by_environment(monkeypatch):
 def _separate(h, w, b, t, g, w2):
     x = _addmm_eager(b, h, w) if b is not None else np.matmul(h, w)
     loss, gx = _cross_entropy_chain(x, t, g, "mean", -100)
-    return loss, gx, None if w2 is None else np.matmul(gx, w2)
+    return loss, gx, None if w2 is None else np.matmul(gx, w2), np.matmul(gx.T, h)
 
 
-@pytest.mark.parametrize("parts", [1, 2, 3])
+@pytest.mark.parametrize("parts,dw_parts", [(1, 1), (2, 1), (2, 2), (3, 3)])
 @pytest.mark.parametrize("layout", ["transposed", "plain"])
-def test_kernel_against_the_separate_calls(parts, layout):
+def test_kernel_against_the_separate_calls(parts, dw_parts, layout):
     """One part is the separate calls themselves; more give their bits where the probe
     (``head_parts``) says so -- either way the result is checked here."""
     rng = np.random.default_rng(parts)
@@ -140,31 +140,18 @@ def test_kernel_against_the_separate_calls(parts, layout):
     b = rng.standard_normal(n).astype(np.float32)
     t = rng.integers(0, n, m)
     g = np.asarray(1.0, np.float32)
-    plan = plan_head(h, w, b, t, w_nk, "mean", -100, parts)
+    plan = plan_head(h, w, b, t, w_nk, "mean", -100, parts, dw_parts, weight_grad=True)
     got = plan.run(h, w, b, t, g, w_nk)
     want = _separate(h, w, b, t, g, w_nk)
+    assert len(got) == len(want) == 4
     same = all(np.array_equal(a, c) for a, c in zip(got, want))
-    probed = ch.head_parts(h, w, b, w_nk, "mean", -100, _separate)
+    probed = ch.head_parts(h, w, b, w_nk, "mean", -100, _separate, True)
     if parts == 1:
         assert same
     for a, c in zip(got, want):  # any split: the same values to rounding
         np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-6)
-    assert probed in (1, min(jg.get_num_threads(), m // ch.MIN_PART_ROWS))
-
-
-def test_parts_leave_openblas_thread_count_as_it_was():
-    threads = blas_thread_count()
-    if threads is None:
-        pytest.skip("NumPy's BLAS is not OpenBLAS")
-    get, _ = threads
-    before = get()
-    rng = np.random.default_rng(0)
-    h = rng.standard_normal((1024, 64)).astype(np.float32)
-    w = rng.standard_normal((64, 10)).astype(np.float32)
-    t = rng.integers(0, 10, 1024)
-    plan = plan_head(h, w, None, t, None, "mean", -100, 2)
-    assert plan.run(h, w, None, t, np.asarray(1.0, np.float32), None) is not None
-    assert get() == before
+    n_parts = min(jg.get_num_threads(), m // ch.MIN_PART_ROWS)
+    assert probed in ((1, 1), (n_parts, 1), (n_parts, n_parts))
 
 
 def test_plan_head_declines_what_it_does_not_take():
@@ -184,7 +171,7 @@ def test_plan_head_declines_what_it_does_not_take():
     assert plan.run(h, w, None, bad, np.asarray(1.0, np.float32), None) is None
 
 
-def test_heads_run_at_once_on_threads_restore_openblas_thread_count():
+def test_heads_leave_openblas_thread_count_as_it_was_alone_and_at_once():
     threads = blas_thread_count()
     if threads is None:
         pytest.skip("NumPy's BLAS is not OpenBLAS")
@@ -199,6 +186,7 @@ def test_heads_run_at_once_on_threads_restore_openblas_thread_count():
     plans = [plan_head(h, w, None, t, None, "mean", -100, 2) for _ in range(2)]
     g = np.asarray(1.0, np.float32)
     want = plans[0].run(h, w, None, t, g, None)
+    assert want is not None and get() == before  # one head on its own
 
     def loop(plan, out):
         for _ in range(50):
