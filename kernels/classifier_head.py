@@ -42,6 +42,7 @@ from .batched_gemm import _dgemm, _sgemm
 from .blas_batch import TRANS, _gemm_addresses, _layout, _numpy_blas_library
 from .blas_threads import _function
 from .cached import cached_njit
+from .parallel import note_blas
 from .pool import run_sized
 from .scratch import scratch_f64
 from .softmax import BLOCK, SMALL_C, _log_softmax_block, _log_softmax_bwd_row
@@ -242,6 +243,7 @@ class HeadPlan:
         ok = not bad.any()
         if self.dw_parts == 1 and ok:  # the whole product (OpenBLAS threads it)
             head_weight_grad(0, 1, *dw_args)
+        note_blas(self.m * self.n * self.k)  # as the separate products would
         loss = np.asarray(picked.sum() / self.total, dtype=self.dtype) if ok else None
         self.free.append(scratch)
         return (loss, gx, dh, dw) if ok else None

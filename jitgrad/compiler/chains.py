@@ -16,11 +16,17 @@ import numpy as np
 
 from ..trace.ir import Lit, Var
 
-__all__ = ["fused_chains", "nothing", "step_readers_and_positions"]
+__all__ = ["fused_chains", "is_2d_transpose", "nothing", "step_readers_and_positions"]
 
 
 def _is_none(x) -> bool:
     return x is None or (isinstance(x, Lit) and x.value is None)
+
+
+def is_2d_transpose(e) -> bool:
+    """Whether equation ``e`` is a view transposing a 2-D value (``permute(x, (1, 0))``)."""
+    return (e is not None and not isinstance(e.op, str) and e.op.view and e.op.permutes
+            and tuple(e.params.get("dims", ())) == (1, 0) and isinstance(e.ins[0], Var))
 
 
 def step_readers_and_positions(steps: list) -> tuple[dict, dict]:

@@ -26,9 +26,8 @@ import os
 
 import numpy as np
 
-from ..kernels.parallel import BLAS_THREADED_WORK, note_blas
 from ..trace.ir import Lit, Var
-from .chains import nothing, step_readers_and_positions
+from .chains import is_2d_transpose, nothing, step_readers_and_positions
 
 __all__ = ["fused_heads", "head_parts", "MIN_PART_ROWS"]
 
@@ -131,9 +130,7 @@ def _input_grad_product(steps, gx, k_x: int, position: dict, matmul):
             return e, (b, False)
         k_b = position.get(id(b))
         src = steps[k_b].eqn if k_b is not None else None
-        if src is not None and not isinstance(src.op, str) and src.op.view and \
-                src.op.permutes and tuple(src.params.get("dims", ())) == (1, 0) and \
-                isinstance(src.ins[0], Var) and _before(src.ins[0], k_x, position):
+        if is_2d_transpose(src) and _before(src.ins[0], k_x, position):
             return e, (src.ins[0], True)
         return None, None
     return None, None
@@ -142,9 +139,8 @@ def _input_grad_product(steps, gx, k_x: int, position: dict, matmul):
 def _weight_grad_product(steps, gx, h, matmul):
     """The 2-D product ``gx.T @ h`` (a linear layer's weight gradient in its ``(out, in)``
     layout, ``linalg.rhs_grad``) among the plan's calls, or None."""
-    transposes = {id(s.eqn.out) for s in steps if s.kind == "view" and s.eqn is not None
-                  and not isinstance(s.eqn.op, str) and s.eqn.op.permutes
-                  and tuple(s.eqn.params.get("dims", ())) == (1, 0) and s.eqn.ins[0] is gx}
+    transposes = {id(s.eqn.out) for s in steps
+                  if s.kind == "view" and is_2d_transpose(s.eqn) and s.eqn.ins[0] is gx}
     for s in steps:
         e = s.eqn
         if s.kind == "call" and e is not None and e.op is matmul and \
@@ -156,9 +152,11 @@ def _weight_grad_product(steps, gx, h, matmul):
 
 
 def _head_runner(prod, bias, h, w, t, g, mid, e_ig, dh_eqn, w2, dw_eqn):
-    """The step running the head (``head`` or, where it does not apply, the separate
-    functions) and what it reads."""
+    """The step running the head (``plan_head``'s kernel or, where it does not apply, the
+    separate functions: eager ``addmm``, the chain, ``linalg._blas_matmul``) and what it
+    reads."""
     from ..kernels.classifier_head import plan_head
+    from ..ops.linalg import _blas_matmul
     from ..ops.nnops.linear import ADDMM
 
     chain = mid.op.extra["chain"]
@@ -174,29 +172,14 @@ def _head_runner(prod, bias, h, w, t, g, mid, e_ig, dh_eqn, w2, dw_eqn):
     dw_id = None if dw_eqn is None else id(dw_eqn.out)
     i2, flip = (None, False) if w2 is None else (id(w2[0]), w2[1])
     dtype = np.dtype(prod.out.dtype)
-    m, k = (int(d) for d in h.shape)
-    n = int(w.shape[1])
-    p = 0 if dh_eqn is None else int(dh_eqn.out.shape[1])
     addmm = ADDMM.fwd if bias is not None else None
 
     def separate(hv, wv, bv, tv, gv, w2v):
-        if addmm is not None:
-            x = addmm(bv, hv, wv)
-        else:
-            x = np.matmul(hv, wv)
-            if m * n * k >= BLAS_THREADED_WORK:
-                note_blas(m * n * k)
+        x = addmm(bv, hv, wv) if addmm is not None else _blas_matmul(hv, wv)
         x = x if x.dtype == dtype else x.astype(dtype)
         loss, gx = run_chain(x, tv, gv, **params)
-        dh = dw = None
-        if w2v is not None:
-            dh = np.matmul(gx, w2v)
-            if m * n * p >= BLAS_THREADED_WORK:
-                note_blas(m * n * p)
-        if dw_id is not None:
-            dw = np.matmul(gx.T, hv)
-            if m * n * k >= BLAS_THREADED_WORK:
-                note_blas(m * n * k)
+        dh = None if w2v is None else _blas_matmul(gx, w2v)
+        dw = None if dw_id is None else _blas_matmul(gx.T, hv)
         return loss, gx, dh, dw
 
     plans: dict = {}  # operands' strides -> HeadPlan, or None: the separate functions

@@ -26,7 +26,7 @@ from ..trace.interpreter import (
     run_eqn,
 )
 from ..trace.ir import Graph, Lit, Var
-from .chains import fused_chains, nothing
+from .chains import fused_chains, is_2d_transpose, nothing
 from .classifier_head import fused_heads
 from .describe import describe_group
 from .effect_lines import bump_lines, effect_lines, fresh_grad_values
@@ -153,7 +153,7 @@ class Plan:
                     readers.setdefault(id(i), []).append(k)
         for j, (s, r) in enumerate(zip(self.steps, self.runners)):
             e = s.eqn
-            if not isinstance(r, InlineStep) or s.kind != "view" or not _is_2d_transpose(e):
+            if not isinstance(r, InlineStep) or s.kind != "view" or not is_2d_transpose(e):
                 continue
             use = readers.get(id(e.out), [])
             if len(use) != 1 or id(e.out) in ends:
@@ -322,11 +322,6 @@ class InlineStep:
     def __init__(self, line: str, param, product: bool = False) -> None:
         self.line, self.param = line, param
         self.product = product  # a matrix product (its transposed operands fold in)
-
-
-def _is_2d_transpose(e) -> bool:
-    return (e is not None and not isinstance(e.op, str) and e.op.view and e.op.permutes
-            and tuple(e.params.get("dims", ())) == (1, 0) and isinstance(e.ins[0], Var))
 
 
 def _inline_view(e) -> InlineStep | None:
