@@ -65,6 +65,16 @@ def blas_on_pool() -> str:
     return "yes" if mod is not None and mod.blas_routed() else "no"
 
 
+def blas_kernels() -> str:
+    """The kernel set NumPy's OpenBLAS ran in this run, and why (``kernels/blas_core.py``:
+    jitgrad's import picks it; every implementation's products, NumPy's too)."""
+    mod = sys.modules.get("jitgrad.kernels.blas_core")
+    if mod is None:
+        return "?"
+    core, why = mod.blas_core()
+    return f"{core or '?'} ({why})"
+
+
 def calibrate(fn, target_s: float, max_number: int = 1_000_000) -> int:
     """Calls per repeat so that one repeat lasts about ``target_s`` (best of 3 timings)."""
     best = float("inf")
@@ -1071,6 +1081,7 @@ def versions() -> dict:
     except ValueError:  # no parallel kernel ran
         pass
     out["numba_threads"] = numba.get_num_threads()
+    out["openblas_kernels"] = blas_kernels()
     if sys.modules.get("torch") is not None:
         out["torch_threads"] = sys.modules["torch"].get_num_threads()
     out["env"] = {k: v for k, v in os.environ.items()
@@ -1240,7 +1251,8 @@ def main(argv=None) -> int:
     print(f"\n{'quick' if q else 'full'} run, {elapsed:.0f} s; cpu busy before start: {busy:.2f};"
           f" loadavg {load0:.2f} at start, {os.getloadavg()[0]:.2f} at end; numba "
           f"{info.get('numba_threading_layer', '?')} layer, {info['numba_threads']} threads; "
-          f"OpenBLAS on jitgrad's pool: {blas_on_pool()}; env {info['env'] or '{}'}")
+          f"OpenBLAS on jitgrad's pool: {blas_on_pool()}, kernels {info['openblas_kernels']}; "
+          f"env {info['env'] or '{}'}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"quick": q, "elapsed_s": elapsed, "cpu_busy_before": busy,

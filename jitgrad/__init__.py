@@ -80,6 +80,7 @@ from .dtypes import (
 )
 from .dtypes import bool_ as bool  # noqa: A001 - PyTorch's name
 from .jit import compile, explain, grad, value_and_grad
+from .kernels.blas_core import choose_blas_core as _choose_blas_core
 from .ops.api import export_table as _export_table
 from .ops.reduce import prod  # a NumPy reduction with no op: exported by hand
 from .random import Generator, default_generator, initial_seed, manual_seed, seed
@@ -96,6 +97,10 @@ from .tensor_types import (
     ShortTensor,
 )
 from .threads import get_num_threads, set_num_threads
+
+# NumPy's OpenBLAS kernel set for this CPU, before jitgrad runs any product (eager and
+# compiled then run the same kernels): kernels/blas_core.py
+_choose_blas_core()
 
 float = float32  # noqa: A001 - PyTorch's aliases
 double = float64

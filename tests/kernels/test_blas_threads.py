@@ -145,7 +145,9 @@ def test_a_plan_kernel_after_a_product_runs_on_the_awake_workers():
 @needs_callback
 def test_set_num_threads_governs_the_products_on_the_pool():
     """As PyTorch's ``set_num_threads`` governs its BLAS: one thread, no job set on the pool
-    (OpenBLAS multiplies on the calling thread); three, all three jobs on the pool."""
+    (OpenBLAS multiplies on the calling thread); three, all three jobs on the pool. (Another
+    split of the product may round differently: OpenBLAS's Haswell kernels, which
+    ``kernels/blas_core.py`` picks on Zen 4, give 3 threads other bits than 2.)"""
     blas_threads.route_blas_threads()
     a, b = _threaded_product(11)
     want = a @ b
@@ -153,11 +155,13 @@ def test_set_num_threads_governs_the_products_on_the_pool():
     try:
         jitgrad.set_num_threads(1)
         runs, spawned = blas_threads.blas_counts()
-        assert np.array_equal(a @ b, want)
+        np.testing.assert_allclose(a @ b, want, rtol=1e-5, atol=1e-4)
         assert blas_threads.blas_counts() == (runs, spawned)
         jitgrad.set_num_threads(3)
-        assert np.array_equal(a @ b, want)
-        assert blas_threads.blas_counts() == (runs + 1, spawned)  # no thread started for it
+        three = a @ b
+        np.testing.assert_allclose(three, want, rtol=1e-5, atol=1e-4)
+        assert np.array_equal(a @ b, three)  # the same split: the same bits
+        assert blas_threads.blas_counts() == (runs + 2, spawned)  # no thread started for it
     finally:
         jitgrad.set_num_threads(before)
     runs = blas_threads.blas_counts()[0]
