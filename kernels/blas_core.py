@@ -99,13 +99,9 @@ def _numpy_openblas():
 
 
 def _corename(lib) -> str | None:
-    from .blas_threads import _function
+    from .blas_threads import _text
 
-    fn = _function(lib, "get_corename")
-    if fn is None:
-        return None
-    fn.restype = ctypes.c_char_p
-    return (fn() or b"").decode(errors="replace")
+    return _text(lib, "get_corename")
 
 
 def _switch(lib, core: str) -> bool:

@@ -58,13 +58,19 @@ def _function(lib, name: str):
     return None
 
 
-def _max_threads(lib) -> int | None:
-    """OpenBLAS's MAX_THREADS (the size of its per-thread tables), from its config string."""
-    fn = _function(lib, "get_config")
+def _text(lib, name: str) -> str | None:
+    """What OpenBLAS's string function ``openblas_<name>`` (``get_config``,
+    ``get_corename``) returns; None where ``lib`` has none."""
+    fn = _function(lib, name)
     if fn is None:
         return None
     fn.restype = ctypes.c_char_p
-    for word in (fn() or b"").decode(errors="replace").split():
+    return (fn() or b"").decode(errors="replace")
+
+
+def _max_threads(lib) -> int | None:
+    """OpenBLAS's MAX_THREADS (the size of its per-thread tables), from its config string."""
+    for word in (_text(lib, "get_config") or "").split():
         if word.startswith("MAX_THREADS="):
             return int(word.split("=", 1)[1])
     return None

@@ -6,6 +6,7 @@ compiled training step still equals eager mode bit for bit), and a user's choice
 from __future__ import annotations
 
 import ctypes
+import os
 
 import pytest
 from helpers import python_prints, run_python
@@ -63,8 +64,10 @@ def test_this_process_runs_the_set_it_reports():
         assert why.startswith(("jitgrad's choice", "JITGRAD_OPENBLAS_CORE"))
 
 
-_CHECK = """
+_CHECK = f"""
+import sys
 import numpy as np, jitgrad as jg
+TESTS = {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))!r}
 from jitgrad.kernels.blas_core import blas_core
 core, why = blas_core()
 rng = np.random.default_rng(0)
@@ -78,16 +81,10 @@ jg.manual_seed(0)
 models = [jg.nn.Sequential(jg.nn.Linear(64, 128), jg.nn.ReLU(), jg.nn.Linear(128, 10))
           for _ in range(2)]
 models[1].load_state_dict(models[0].state_dict())
-def make(model):
-    opt = jg.optim.SGD(model.parameters(), lr=0.1)
-    def step(x, y):
-        opt.zero_grad()
-        loss = jg.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
-eager, compiled = make(models[0]), jg.compile(make(models[1]))
+sys.path.insert(0, TESTS)
+from helpers import cross_entropy_step
+eager, compiled = (cross_entropy_step(m, jg.optim.SGD(m.parameters(), lr=0.1)) for m in models)
+compiled = jg.compile(compiled)
 x, y = jg.randn(300, 64), jg.randint(0, 10, (300,))
 for _ in range(3):
     assert eager(x, y)._data.tobytes() == compiled(x, y)._data.tobytes()
