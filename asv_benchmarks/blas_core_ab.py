@@ -3,8 +3,8 @@
     python asv_benchmarks/blas_core_ab.py [--sets Haswell SkylakeX] [--rounds 11] [--no-step]
 
 Each round times every GEMM shape once under each set, switching NumPy's OpenBLAS between
-them (``blas_core._switch``: OpenBLAS's own ``gotoblas_dynamic_init`` for a set's first use,
-then its table pointer), so background load hits all sets alike; medians over the rounds
+them (``blas_core.select_core``: OpenBLAS's own ``gotoblas_dynamic_init`` for a set's first
+use, then its table pointer), so background load hits all sets alike; medians over the rounds
 and their ratio to the first set. The shapes are the MLP training step's eight products at
 batch 128 and 1024 (``nn.Linear``'s layouts), GPT's, squares, and float64. Then the compiled
 MLP step (``training_workloads.jitgrad_mlp_step``) the same way, unless ``--no-step``.
@@ -13,7 +13,6 @@ MLP step (``training_workloads.jitgrad_mlp_step``) the same way, unless ``--no-s
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import sys
 import time
@@ -29,18 +28,12 @@ import jitgrad as jg  # noqa: E402  (picks its set at import; this script then f
 
 def selector(sets: list[str]):
     """``select(name)``: NumPy's OpenBLAS runs set ``name`` from now on."""
-    lib = blas_core._numpy_openblas()
-    if lib is None:
-        raise SystemExit("NumPy's BLAS is no OpenBLAS this script can switch")
-    pointer = ctypes.c_void_p.in_dll(lib, "gotoblas")
-    tables = {}
-    for name in sets:
-        if not blas_core._switch(lib, name):
+    for name in sets:  # each set initialised once, up front
+        if not blas_core.select_core(name):
             raise SystemExit(f"cannot select {name} (CPU flags or this OpenBLAS build)")
-        tables[name] = pointer.value
 
     def select(name: str) -> None:
-        pointer.value = tables[name]
+        blas_core.select_core(name)
     return select
 
 

@@ -31,7 +31,7 @@ import ctypes
 import os
 import warnings
 
-__all__ = ["choose_blas_core", "blas_core", "preferred_core", "cpu_info"]
+__all__ = ["choose_blas_core", "blas_core", "preferred_core", "cpu_info", "select_core"]
 
 #: the instructions each selectable kernel set needs (from /proc/cpuinfo's flags)
 REQUIRED_FLAGS = {
@@ -104,19 +104,28 @@ def _corename(lib) -> str | None:
     return _text(lib, "get_corename")
 
 
+_tables: dict = {}  # kernel set name (lower case) -> its table's address, once initialised
+
+
 def _switch(lib, core: str) -> bool:
-    """Point OpenBLAS's ``gotoblas`` at the ``core`` set, initialised by OpenBLAS's own
-    ``gotoblas_dynamic_init``; whether it now runs that set (else the previous one is kept)."""
+    """Point OpenBLAS's ``gotoblas`` at the ``core`` set -- initialised by OpenBLAS's own
+    ``gotoblas_dynamic_init`` the first time, a pointer write after that; whether it now runs
+    that set (else the previous one is kept)."""
     try:
         current = ctypes.c_void_p.in_dll(lib, "gotoblas")
         table = ctypes.addressof(ctypes.c_char.in_dll(lib, "gotoblas_" + core.upper()))
         init = lib.gotoblas_dynamic_init
     except (ValueError, AttributeError):
         return False
-    before, env = current.value, os.environ.get("OPENBLAS_CORETYPE")
+    before = current.value
     if before is None:
         return False
+    _tables.setdefault((_corename(lib) or "").lower(), before)
+    if _tables.get(core.lower()) == table:
+        current.value = table
+        return True
     init.restype, init.argtypes = None, []
+    env = os.environ.get("OPENBLAS_CORETYPE")
     os.environ["OPENBLAS_CORETYPE"] = core
     try:
         current.value = None  # dynamic_init selects only while none is selected
@@ -128,7 +137,22 @@ def _switch(lib, core: str) -> bool:
             os.environ["OPENBLAS_CORETYPE"] = env
         if current.value != table:  # not that set after all: back to the previous one
             current.value = before
+    if current.value == table:
+        _tables[core.lower()] = table
     return current.value == table
+
+
+def select_core(core: str) -> bool:
+    """Run NumPy's OpenBLAS on the kernel set ``core`` from now on (for A/B measurements:
+    ``asv_benchmarks/blas_core_ab.py``, asv's ``MLPStepOpenBLASCore``); no product may be
+    running in another thread meanwhile. Whether it runs that set (the CPU must have its
+    instructions, the build the set)."""
+    lib = _numpy_openblas()
+    known = next((c for c in REQUIRED_FLAGS if c.lower() == core.lower()), None)
+    if lib is None or known is None or not REQUIRED_FLAGS[known] <= cpu_info().get("flags",
+                                                                                  set()):
+        return False
+    return _switch(lib, known)
 
 
 def choose_blas_core() -> str | None:

@@ -127,6 +127,35 @@ class MLPStepBlasThreads:
             bt.route_blas_threads()
 
 
+class MLPStepOpenBLASCore:
+    """The compiled MLP step on OpenBLAS's Haswell (AVX2) and SkylakeX (AVX-512) kernel sets
+    (``kernels/blas_core.py``: ``import jitgrad`` picks Haswell on AMD Zen 4); the set is
+    selected before the step is built, so its plan probes the kernels it runs."""
+
+    params = [[128, 1024], ["Haswell", "SkylakeX"]]
+    param_names = ["batch", "core"]
+    quick_params = [[16], ["Haswell", "SkylakeX"]]
+
+    def setup(self, batch, core):
+        from jitgrad.kernels import blas_core
+
+        self.before = blas_core.blas_core()[0]
+        if not blas_core.select_core(core):
+            raise NotImplementedError(f"no {core} kernel set to select on this machine")
+        self.step, _ = tw.jitgrad_mlp_step(jitgrad, batch, compiled=True)
+        for _ in range(3):
+            self.step()
+
+    def time_step(self, batch, core):
+        self.step()
+
+    def teardown(self, batch, core):
+        from jitgrad.kernels import blas_core
+
+        if self.before:  # (one process may run both: the import's set again)
+            blas_core.select_core(self.before)
+
+
 class MLPStepFusedHead:
     """The compiled MLP step with its classifier head (last linear layer, cross-entropy,
     the product into the layer below) as one step (``compiler/classifier_head.py``, the

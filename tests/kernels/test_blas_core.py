@@ -129,3 +129,26 @@ def test_a_set_the_cpu_cannot_run_warns_and_keeps_openblas_choice():
     r = run_python("import jitgrad\nfrom jitgrad.kernels.blas_core import blas_core\n"
                    "print(blas_core()[1])", JITGRAD_OPENBLAS_CORE="Pentium4")
     assert r.returncode == 0 and "not usable" in r.stdout and "RuntimeWarning" in r.stderr
+
+
+def test_select_core_switches_both_ways_and_back():
+    if not (_has_set("Haswell") and _has_set("SkylakeX")):
+        pytest.skip("needs both kernel sets (an AVX-512 CPU, NumPy's scipy-openblas)")
+    import numpy as np
+
+    lib = blas_core._numpy_openblas()
+    before = blas_core._corename(lib)
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((300, 200)), rng.standard_normal((200, 100))
+    ref = a @ b
+    try:
+        for core in ("SkylakeX", "Haswell", "SkylakeX"):
+            assert blas_core.select_core(core)
+            assert blas_core._corename(lib) == core
+            np.testing.assert_allclose(a.astype(np.float32) @ b.astype(np.float32), ref,
+                                       rtol=1e-4, atol=1e-3)
+        assert not blas_core.select_core("Pentium4")
+        assert blas_core._corename(lib) == "SkylakeX"  # unchanged by a set it cannot select
+    finally:
+        assert blas_core.select_core(before)
+    assert blas_core._corename(lib) == before
