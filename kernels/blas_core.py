@@ -6,7 +6,8 @@ NumPy's OpenBLAS is built for many CPUs at once (``DYNAMIC_ARCH``) and picks one
 float32 products of training faster there (measured in one process, switching the set between
 repeats, 2 threads, EPYC 9004): MLP products 1024x784x256 0.93x the time, 1024x256x256
 0.91-0.98x, 1024x256x10 0.82x, 32x1024x1024 0.80x, 1024^3 0.93x, GPT's 2048x384x1536 0.96x;
-the compiled MLP training step 0.96x at batch 1024, 0.98x at 128. It costs float64 products
+the compiled MLP training step less (in a plan the operands come from further away): ~0.96x
+at batch 1024, 0.95-1.00x at 128 (docs/benchmarks/blas_core_ab.txt). It costs float64 products
 of 256^3 and up ~5% (1024x784x256: 0.97x, 2048^3: 1.06x) and products of 64^3 and smaller
 ~0.2 us (SkylakeX's small-matrix kernels).
 
