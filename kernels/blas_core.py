@@ -12,14 +12,16 @@ of 256^3 and up ~5% (1024x784x256: 0.97x, 2048^3: 1.06x) and products of 64^3 an
 ~0.2 us (SkylakeX's small-matrix kernels).
 
 :func:`choose_blas_core` switches NumPy's OpenBLAS to the Haswell set on Zen 4 (AMD family
-25 with AVX-512), once, before jitgrad's first kernel or product (as the allocator tuning and
-the thread routing), so every product of eager and compiled code runs the same kernels and
-eager == compiled stays bitwise. It applies to every caller in the process: NumPy products
-after that point use the same set (their last bits may differ from before it, as they do
-between machines). It re-runs OpenBLAS's own selection (``gotoblas_dynamic_init``, which
-initialises the set's block sizes) with ``OPENBLAS_CORETYPE`` set, holding the GIL; a product
-already running in another thread at that moment is the one hazard (a process imports and
-first uses jitgrad before such threads, as a rule).
+25 with AVX-512), once, at ``import jitgrad`` (before any product of jitgrad's), so every
+product of eager and compiled code runs the same kernels and eager == compiled stays
+bitwise. The Haswell set's bits depend on how a product is split (thread count, a range of
+rows alone): the classifier head then runs as one part (``compiler/classifier_head.py``). It
+applies to every caller in the process: NumPy products after that point use the same set
+(their last bits may differ from before it, as they do between machines). It re-runs
+OpenBLAS's own selection (``gotoblas_dynamic_init``, which initialises the set's block
+sizes) with ``OPENBLAS_CORETYPE`` set, holding the GIL; a product already running in another
+thread at that moment is the one hazard (a process imports and first uses jitgrad before
+such threads, as a rule).
 
 ``JITGRAD_OPENBLAS_CORE``: unset or ``auto`` as above; ``keep`` leaves OpenBLAS's choice; a
 core name (``Haswell``, ``SkylakeX``, ``SandyBridge``) asks for that set where the CPU has
