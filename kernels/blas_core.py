@@ -31,6 +31,7 @@ its instructions and the build has it. A user's ``OPENBLAS_CORETYPE`` is always 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import warnings
 
@@ -43,9 +44,10 @@ REQUIRED_FLAGS = {
     "SandyBridge": {"avx"},
 }
 
-_state: dict = {"done": False, "switched": False, "core": None, "why": "not chosen yet"}
+_state: dict = {"done": False, "switched": None, "why": "not chosen yet"}
 
 
+@functools.lru_cache(maxsize=4)
 def cpu_info(path: str = "/proc/cpuinfo") -> dict:
     """``{"vendor", "family", "flags"}`` of the first CPU in ``path`` (empty where unreadable)."""
     info: dict = {}
@@ -77,6 +79,16 @@ def preferred_core(info: dict) -> str | None:
     return None
 
 
+def _runnable(name: str, info: dict) -> str | None:
+    """The selectable set ``name`` spells (any case) where the CPU ``info`` describes has
+    its instructions; None otherwise."""
+    known = next((c for c in REQUIRED_FLAGS if c.lower() == name.lower()), None)
+    if known is None or not REQUIRED_FLAGS[known] <= info.get("flags", set()):
+        return None
+    return known
+
+
+@functools.lru_cache(maxsize=1)
 def _numpy_openblas():
     """NumPy's OpenBLAS as a ``ctypes.PyDLL`` (its calls keep the GIL), or None: the wheel's
     copy under ``numpy.libs`` (found by name, fast at import) or the one mapped from NumPy's
@@ -150,12 +162,8 @@ def select_core(core: str) -> bool:
     ``asv_benchmarks/blas_core_ab.py``, asv's ``MLPStepOpenBLASCore``); no product may be
     running in another thread meanwhile. Whether it runs that set (the CPU must have its
     instructions, the build the set)."""
-    lib = _numpy_openblas()
-    known = next((c for c in REQUIRED_FLAGS if c.lower() == core.lower()), None)
-    if lib is None or known is None or not REQUIRED_FLAGS[known] <= cpu_info().get("flags",
-                                                                                  set()):
-        return False
-    return _switch(lib, known)
+    lib, known = _numpy_openblas(), _runnable(core, cpu_info())
+    return lib is not None and known is not None and _switch(lib, known)
 
 
 def choose_blas_core() -> str | None:
@@ -164,7 +172,7 @@ def choose_blas_core() -> str | None:
     where OpenBLAS keeps its own choice (:func:`blas_core` says which and why). Where there
     is nothing to switch (another CPU, ``keep``) it reads /proc/cpuinfo's first lines only."""
     if _state["done"]:
-        return _state["core"] if _state["switched"] else None
+        return _state["switched"]
     _state["done"] = True
     asked = os.environ.get("JITGRAD_OPENBLAS_CORE", "auto").strip()
     if asked.lower() == "keep":
@@ -180,8 +188,8 @@ def choose_blas_core() -> str | None:
             _state["why"] = "OpenBLAS's choice"
             return None
     else:
-        want = next((c for c in REQUIRED_FLAGS if c.lower() == asked.lower()), None)
-        if want is None or not REQUIRED_FLAGS[want] <= info.get("flags", set()):
+        want = _runnable(asked, info)
+        if want is None:
             warnings.warn(f"JITGRAD_OPENBLAS_CORE={asked!r} is not a kernel set this CPU "
                           f"runs (one of {', '.join(REQUIRED_FLAGS)} where the CPU has its "
                           "instructions); OpenBLAS keeps its own choice",
@@ -192,23 +200,21 @@ def choose_blas_core() -> str | None:
     if lib is None:
         _state["why"] = "OpenBLAS's choice (NumPy's BLAS is no OpenBLAS jitgrad can see)"
         return None
-    now = _state["core"] = _corename(lib)
+    now = _corename(lib)
     if now is not None and now.lower() == want.lower():
         _state["why"] = "OpenBLAS's choice (the set jitgrad prefers)"
         return None
     if not _switch(lib, want):
         _state["why"] = f"OpenBLAS's choice (its build has no {want} set jitgrad can select)"
         return None
-    _state.update(core=_corename(lib), switched=True, why=(
+    _state.update(switched=_corename(lib), why=(
         f"jitgrad's choice for this CPU (OpenBLAS picked {now})" if asked.lower() in
         ("", "auto") else f"JITGRAD_OPENBLAS_CORE (OpenBLAS picked {now})"))
-    return _state["core"]
+    return _state["switched"]
 
 
 def blas_core() -> tuple[str | None, str]:
-    """(the kernel set NumPy's OpenBLAS runs, why it runs that one); the name is looked up
-    here where :func:`choose_blas_core` had no need to (None: no OpenBLAS jitgrad can see)."""
-    if _state["core"] is None:
-        lib = _numpy_openblas()
-        _state["core"] = _corename(lib) if lib is not None else None
-    return _state["core"], _state["why"]
+    """(the kernel set NumPy's OpenBLAS runs now, why the import left it that one); None
+    where there is no OpenBLAS jitgrad can see."""
+    lib = _numpy_openblas()
+    return (_corename(lib) if lib is not None else None), _state["why"]
