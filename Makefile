@@ -22,10 +22,16 @@ demo: $(EXAMPLES_STAMP)  # trains an MLP and a CNN on scikit-learn's digits
 quickstart: $(STAMP)
 	$(BIN)/python examples/quickstart.py
 
+# the suite logs every CUDA kernel its simulator tests launch; each is then compiled for a
+# GPU (sm_90) with NVVM, which the simulator never does (tools/cuda_ptx_check.py)
+LAUNCH_LOG := $(CURDIR)/$(VENV)/cuda-launches.jsonl
+
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m jitgrad.kernels.vmath --check
-	$(BIN)/pytest
+	rm -f $(LAUNCH_LOG)
+	JITGRAD_CUDA_LAUNCH_LOG=$(LAUNCH_LOG) $(BIN)/pytest
+	$(BIN)/python tools/cuda_ptx_check.py --cc 9.0 $(if $(CI),--require) $(LAUNCH_LOG)
 
 test-all: $(STAMP)  # includes the slow sweeps (dense ulp sweeps: ~15 min)
 	$(BIN)/pytest -m "slow or not slow"

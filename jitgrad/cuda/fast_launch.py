@@ -132,3 +132,9 @@ def _packer(ty, array_type):
             return True
         return pack_bool
     raise TypeError(f"no fast packing of {ty}")
+
+
+if os.environ.get("JITGRAD_CUDA_LAUNCH_LOG"):  # every kernel launched, for the PTX check
+    from . import launch_log
+
+    call = launch_log.logged(call, os.environ[launch_log.ENV])

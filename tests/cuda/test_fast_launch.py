@@ -76,3 +76,89 @@ def test_the_simulator_launches_through_the_dispatcher(monkeypatch):
     assert ((x + x) * 2).cpu().tolist() == [0.0, 4.0, 8.0, 12.0, 16.0]
     if torch.cuda.is_simulated():
         assert fast_launch._launchers and not any(fast_launch._launchers.values())
+
+
+_ABI_CHECK = r'''
+import ctypes, re, sys
+import numpy as np
+from numba import cuda
+from numba.core import types
+sys.path.insert(0, TOOLS)
+import cuda_ptx_check
+from jitgrad.cuda import fast_launch
+try:
+    from cuda.core._kernel_arg_handler import ParamHolder
+except ImportError:
+    from cuda.core.cu13._kernel_arg_handler import ParamHolder
+
+cuda_ptx_check._without_a_gpu((9, 0))
+
+class Mem:
+    def __init__(self, ptr): self.ptr = ptr
+class Flags:
+    def __init__(self, c): self.c_contiguous = c
+class Dev:  # what the packer reads of a CuPy array
+    def __init__(self, a, ptr):
+        self.ndim, self.dtype, self.size, self.itemsize = a.ndim, a.dtype, a.size, a.itemsize
+        self.shape, self.strides = a.shape, a.strides
+        self.flags, self.data = Flags(a.flags.c_contiguous), Mem(ptr)
+
+def kernel(n, a, b, s, f, d, flag, out):
+    i = cuda.grid(1)
+    if i < n and flag:
+        out[i] = a[i] * f + b[i, 0] * d + s + a.shape[0] + b.strides[1] + out.shape[1]
+
+sig = (types.int64, types.Array(types.float32, 1, "C"), types.Array(types.float64, 2, "C"),
+       types.int64, types.float32, types.float64, types.boolean,
+       types.Array(types.float64, 3, "C"))
+ptx, _ = cuda.compile_ptx(kernel, sig, cc=(9, 0))
+entry = ptx[ptx.index(".entry"):]
+params = re.findall(r"\.param \.(\w+) ", entry[:entry.index(")")])
+A = Dev(np.zeros(7, np.float32), 0x7F00_1234_5600)
+B = Dev(np.zeros((3, 4)), 0x7F00_AAAA_0000)
+O = Dev(np.zeros((2, 3, 5)), 0x7F00_BBBB_0000)
+values = (11, A, B, -(1 << 40), np.float32(0.75), -2.5, True, O)
+packed = []
+for t, v in zip(sig, values):
+    assert fast_launch._packer(t, Dev)(v, packed), t
+def arr(d):
+    return [0, 0, d.size, d.itemsize, d.data.ptr, *d.shape, *d.strides]
+expected = [11, *arr(A), *arr(B), -(1 << 40), 0.75, -2.5, True, *arr(O)]
+assert len(params) == len(packed) == len(expected), (params, len(packed), len(expected))
+holder = ParamHolder(packed)
+ptrs = (ctypes.c_void_p * len(params)).from_address(holder.ptr)
+read = {"u64": ctypes.c_int64, "b64": ctypes.c_int64, "s64": ctypes.c_int64,
+        "f32": ctypes.c_float, "f64": ctypes.c_double, "u8": ctypes.c_uint8,
+        "b8": ctypes.c_uint8, "u32": ctypes.c_int32, "s32": ctypes.c_int32}
+got = [read[p].from_address(ptr).value for p, ptr in zip(params, ptrs)]
+assert got == [int(e) if isinstance(e, bool) else e for e in expected], (params, got, expected)
+print("ABI OK", len(params), "parameters:", " ".join(params))
+'''
+
+
+def test_packed_arguments_match_the_compiled_kernels_parameters():
+    """The packing checked against the real ABI without a GPU: a kernel compiled to PTX by
+    NVVM (its ``.param`` list: each parameter's type, in order) and cuda.core's own argument
+    packing (``ParamHolder``, what ``cuda.core.launch`` hands the driver), read back
+    parameter by parameter with the PTX type. A count, an order or a width that differs
+    (say a Python int packed in 4 bytes where the kernel reads 8) fails here."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    tools = os.path.join(root, "tools")
+    env = {k: v for k, v in os.environ.items() if k != "JITGRAD_CUDA_LAUNCH_LOG"}
+    env["NUMBA_ENABLE_CUDASIM"] = "0"
+    probe = subprocess.run(
+        [sys.executable, "-c", f"import sys; sys.path.insert(0, {tools!r}); "
+         "import cuda_ptx_check as c; c._without_a_gpu((9, 0)); print(c._nvvm_reason())"],
+        capture_output=True, text=True, env=env, cwd=root, timeout=120)
+    if probe.returncode != 0 or probe.stdout.strip():
+        pytest.skip(f"NVVM cannot compile here: {probe.stdout.strip() or probe.stderr[-300:]}")
+    r = subprocess.run([sys.executable, "-c", f"TOOLS = {tools!r}\n" + _ABI_CHECK],
+                       capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    if "No module named 'cuda.core" in r.stderr:
+        pytest.skip("cuda.core is not installed")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ABI OK 32 parameters" in r.stdout  # 1 + 7 + 9 + 4 + 11
