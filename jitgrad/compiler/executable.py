@@ -116,13 +116,22 @@ class Plan:
             self.shared_patches = len(pairs) // 2
             for k, runner in pairs.items():
                 shared.setdefault(k, runner)
+        described = {k: describe_group(s.group, needed) for k, s in enumerate(self.steps)
+                     if s.kind == "group" and not (s.eqn is not None and id(s.eqn) in shared)}
+        host_scalars = _host_scalars(self.steps, described, ends) if self.cuda else frozenset()
         for k, s in enumerate(self.steps):
             if s.eqn is not None and id(s.eqn) in shared:
                 self.runners.append(shared[id(s.eqn)])
+            elif s.kind != "group" and id(s.eqn.out) in host_scalars:
+                # a captured host number moved to the device only for kernels that take
+                # it by value: the host value itself (no copy to the device per call)
+                self.runners.append(InlineStep(
+                    f"env[{id(s.eqn.out)}] = env[{id(s.eqn.ins[0])}]", None))
             elif s.kind == "group":
-                desc, binding = describe_group(s.group, needed)
+                desc, binding = described[k]
                 if self.cuda:
-                    gr = _cuda_runner()(s.group, desc, binding, cache_dir)
+                    gr = _cuda_runner()(s.group, desc, binding, cache_dir, host_scalars,
+                                           self.inplace.get(k))
                 else:
                     gr = GroupRunner(s.group, desc, binding, cache_dir,
                                      inplace=self.inplace.get(k), placed=self.placed.get(k))
@@ -294,6 +303,31 @@ class Plan:
 def _on_device(a):
     """A CUDA plan's constant: on the device (kernels and CuPy take no host arrays)."""
     return to_device(as_array(a), CUDA0)
+
+
+def _host_scalars(steps, described: dict, ends: set) -> frozenset:
+    """Ids of the values a CUDA plan keeps on the host: ``to_device`` of a one-value host
+    array (a hyperparameter captured as a CPU tensor, such as an optimizer's learning rate)
+    that only fused kernels read, each by value (pattern ``scalar``), and that the plan
+    does not return. Moving them to the device per call would copy 8 bytes and then, for
+    the kernel's by-value argument, copy them back (a wait for the device each time)."""
+    moved = {id(s.eqn.out): s.eqn for s in steps if s.kind != "group" and s.eqn is not None
+             and getattr(s.eqn.op, "name", None) == "to_device"
+             and isinstance(s.eqn.ins[0], Var) and s.eqn.ins[0].shape == ()
+             and str(s.eqn.params.get("in_device")) == "cpu"}
+    if not moved:
+        return frozenset()
+    by_value, other = set(), set(ends)
+    for k, s in enumerate(steps):
+        if k in described:
+            desc, binding = described[k]
+            for v, op in zip(binding.operands, desc.operands):
+                (by_value if op.pattern == "scalar" else other).add(id(v))
+        elif s.kind == "group":  # a shared runner: reads its operands as arrays
+            other.update(id(v) for v in s.group.operands())
+        else:
+            other.update(id(i) for i in s.eqn.ins if isinstance(i, Var))
+    return frozenset(k for k in moved if k in by_value and k not in other)
 
 
 def _cuda_runner():

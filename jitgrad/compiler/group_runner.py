@@ -24,7 +24,7 @@ from .pysource import build_function, log_source
 from .recycle import RECYCLE_MIN_BYTES, Recycler
 from .render_cpu import module_source
 
-__all__ = ["GroupRunner", "PARALLEL_MIN_WORK", "HOT_MIN_WORK"]
+__all__ = ["GroupRunner", "PARALLEL_MIN_WORK", "HOT_MIN_WORK", "alias_inplace_stores"]
 
 #: A pool launch costs ~30 us (kernels/pool.py); a kernel runs on all threads when its
 #: estimated work, elements x ``GroupBinding.cost`` (arrays touched + 0.5 per line + 4 per
@@ -49,7 +49,7 @@ class GroupRunner:
         self.group = group
         self.inplace = inplace or {}  # id(output Var) -> destination Var (inplace_writes)
         self.placed = placed or {}    # id(output or sum Var) -> array (placement.py)
-        self.desc = desc = _aliased(desc, binding, self.inplace, self.placed)
+        self.desc = desc = alias_inplace_stores(desc, binding, self.inplace, self.placed)
         self.binding = binding
         self.baked: set = set()  # ids of constant operands passed as values (not from env)
         self.source = module_source(desc)
@@ -212,8 +212,8 @@ class GroupRunner:
         return build_function("group", ["env"], body + finish, ns)
 
 
-def _aliased(desc: KernelDesc, binding: GroupBinding, inplace: dict, placed: dict
-             ) -> KernelDesc:
+def alias_inplace_stores(desc: KernelDesc, binding: GroupBinding, inplace: dict,
+                         placed: dict) -> KernelDesc:
     """``desc`` with its stores into their destinations aliased to the operands that read
     them (``KernelDesc.aliases``): the kernel loads and stores one array, which the compiler
     vectorises; given two arrays over the same memory it keeps the scalar loop its overlap

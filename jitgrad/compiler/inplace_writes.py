@@ -39,7 +39,7 @@ def source_key(src) -> tuple:
 def plan_inplace_writes(graph: Graph, steps: list, keep: list) -> dict:
     """``{step index: {id(value): destination Var}}`` for the group steps that may store a
     written value straight into its destination (see the module docstring)."""
-    if not graph.writes or graph.device == "cuda":
+    if not graph.writes:
         return {}
     by_source = {}
     for v in list(graph.inputs) + list(graph.externals):

@@ -21,8 +21,9 @@ caller can split the parts over threads; its arguments are ``lo, hi``, the sizes
   expresses), a part is a row; no reductions.
 
 **Operand patterns.** ``full`` (one value per element), ``row`` (varies along C only),
-``col`` (along R only), ``scalar`` (passed by value), ``strided`` (a 2-D array indexed
-``[i, j]``, any strides).
+``col`` (along R only), ``scalar`` (passed by value), ``item`` (one value, read from a
+one-element array: a device scalar, which passing by value would first copy to the host),
+``strided`` (a 2-D array indexed ``[i, j]``, any strides).
 
 **Expressions** are Python expression syntax over the loads ``x0, x1...``, the scalar
 arguments ``s0...``, earlier lines' targets, typed literals and casts (``f32(1.5)``,
@@ -60,7 +61,7 @@ RBLOCK = 32         # rows summed per column likewise in column sums
 COLBLOCK = 256      # columns per part of a cols kernel
 
 MODES = ("flat", "rows", "cols", "strided")
-PATTERNS = ("full", "row", "col", "scalar", "strided")
+PATTERNS = ("full", "row", "col", "scalar", "item", "strided")
 _MATH_CALL = re.compile(r"\b(" + "|".join(
     [f"{f}_{t}" for f in FUNCTIONS for t in DTYPE_SUFFIXES.values()] + list(SCALAR_HELPERS))
     + r")\(")

@@ -64,7 +64,8 @@ def _np(dtype: str) -> str:
 def render_cpu(desc: KernelDesc, name: str = "kernel") -> str:
     """The source of the kernel function ``name``."""
     m = desc.mode
-    idx = {"full": "[t]", "row": "[uj]", "col": "[ui]", "scalar": "", "strided": "[i, j]"}
+    idx = {"full": "[t]", "row": "[uj]", "col": "[ui]", "scalar": "", "item": "[0]",
+           "strided": "[i, j]"}
     if m == "flat":
         idx["row"] = idx["col"] = "[t]"
     loads = [f"x{k} = a{k}{idx[op.pattern]}" for k, op in enumerate(desc.operands)]

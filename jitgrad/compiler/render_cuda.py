@@ -74,7 +74,7 @@ def render_cuda(desc: KernelDesc, name: str = "kernel") -> str:
     if m == "strided":
         raise ValueError("strided kernels have no CUDA rendering (eager CUDA ops make such "
                          "operands contiguous first)")
-    idx = {"full": "[t]", "row": "[j]", "col": "[i]", "scalar": ""}
+    idx = {"full": "[t]", "row": "[j]", "col": "[i]", "scalar": "", "item": "[0]"}
     if m == "flat":
         idx["row"] = idx["col"] = "[t]"
     body = [f"x{k} = a{k}{idx[op.pattern]}" for k, op in enumerate(desc.operands)]

@@ -108,8 +108,8 @@ def elementwise(op, operands: tuple, params, cdt, odt):
 
 def _elementwise_first(op, operands: tuple, params, cdt, odt, key):
     """:func:`elementwise` for a layout not seen before (or one it cannot reuse: a reference
-    implementation, an empty result, a broadcast copied first, a one-element array read by
-    value); remembers the launch under ``key`` where it can be reused."""
+    implementation, an empty result, a broadcast copied first); remembers the launch under
+    ``key`` where it can be reused."""
     from ..compiler.describe import describe_op
     from ..compiler.fusion import operand_fits, pattern
 
@@ -125,8 +125,10 @@ def _elementwise_first(op, operands: tuple, params, cdt, odt, key):
     if out.size == 0:
         return out
     pargs = tuple(cdt.type(params[p]) for p in op.params) if op.params else ()
-    big = [x for x in arrays if x.size != 1]  # one-element arrays go by value, as on the CPU
-    reusable = len(big) == len(arrays)
+    # a one-element array is read by the kernel ("item"; the CPU passes its value, the same
+    # value): passing it by value would copy it to the host, a wait for the device per op
+    big = [x for x in arrays if x.size != 1]
+    reusable = True
     split = len(shape)
     if not all(x.shape == shape and x.flags.c_contiguous for x in big):
         for p in range(len(shape) - 1, 0, -1):
@@ -142,13 +144,13 @@ def _elementwise_first(op, operands: tuple, params, cdt, odt, key):
     mode = "flat" if split == len(shape) else "rows"
     pats, args, numbers = [], [], []
     for x in operands:
-        if runtime.is_device_array(x) and x.size != 1:
-            pats.append("full" if mode == "flat" else pattern(x.shape, shape, split))
+        if runtime.is_device_array(x):
+            pats.append("item" if x.size == 1 else
+                        "full" if mode == "flat" else pattern(x.shape, shape, split))
             args.append(x.reshape(-1))
-        else:  # a number, or a one-element array read by value
+        else:  # a number
             pats.append("arg")
-            numbers.append(cdt.type(x.reshape(-1)[0].item()) if runtime.is_device_array(x)
-                           else x)
+            numbers.append(x)
     desc = describe_op(op, cdt, tuple(pats), mode, odt)
     R = math.prod(shape[:split])
     C = math.prod(shape[split:])

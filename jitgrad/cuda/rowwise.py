@@ -39,13 +39,14 @@ SIM_THREADS = 2
 _TEMPLATE = '''import math
 
 import numpy as np
-from numba import cuda, float64, {F}
+from numba import cuda, float64, int64, {F}
 
-from jitgrad.cuda.device_math import exp_{s} as exp, log_{s} as log
+from jitgrad.cuda.device_math import exp_{s} as exp, log_{s} as log, mul_{s} as mul
 
 F = np.{F}
 L = {lanes}
 NAN = F(np.nan)
+NAN64 = np.float64(np.nan)
 INF = F(np.inf)
 ZERO = F(0.0)
 
@@ -163,7 +164,132 @@ def log_softmax_backward(g, y, out):
     for r in range(cuda.blockIdx.x, g.shape[0], cuda.gridDim.x):
         t = row_sum(g, y, r, False, slanes)
         for c in range(cuda.threadIdx.x, g.shape[1], cuda.blockDim.x):
-            out[r, c] = g[r, c] - exp(y[r, c]) * t
+            out[r, c] = g[r, c] - mul(exp(y[r, c]), t)  # (no FMA: the chain's bits)
+
+
+@cuda.jit(device=True)
+def count_targets(t, ignore_index, C, nlanes, blanes):
+    """(targets not ignored, first row whose target is outside [0, C) and not ignored --
+    the batch size if none), in every thread of the block."""
+    R = t.shape[0]
+    for q in range(cuda.threadIdx.x, L, cuda.blockDim.x):
+        n = 0
+        bad = R
+        for r in range(q, R, L):
+            v = t[r]
+            if v != ignore_index:
+                if v < 0 or v >= C:
+                    bad = min(bad, r)
+                else:
+                    n += 1
+        nlanes[q] = n
+        blanes[q] = bad
+    cuda.syncthreads()
+    n = 0
+    bad = R
+    for q in range(L):
+        n += nlanes[q]
+        bad = min(bad, blanes[q])
+    cuda.syncthreads()
+    return n, bad
+
+
+@cuda.jit(device=True)
+def target_grad(gv, v, ignore_index, c, n, mean):
+    """The NLL gradient at column c of a row whose target is v (``-g / n`` at the target,
+    as the CPU computes it: an ignored row's weight 0 at column 0; NaN where a mean has no
+    target), else 0; in float64."""
+    valid = v != ignore_index
+    if c != (v if valid else 0):
+        return 0.0
+    w = -gv if valid else -gv * 0.0
+    if not mean:
+        return w
+    return NAN64 if n == 0 else w / n
+
+
+@cuda.jit(device=True)
+def ordered_loss(picked, n, mean):
+    """The picks added in row order in float64 (one thread), divided by the count for a
+    mean (NaN where nothing counts), rounded once to the dtype."""
+    s = float64(0.0)
+    for r in range(picked.shape[0]):
+        s += picked[r]
+    if mean:
+        s = NAN64 if n == 0 else s / n
+    return F(s)
+
+
+@cuda.jit(cache=True)
+def nll_targets(t, ignore_index, C, stats):
+    """stats = (targets counted, first out-of-range row): one block."""
+    nlanes = cuda.shared.array(L, int64)
+    blanes = cuda.shared.array(L, int64)
+    n, bad = count_targets(t, ignore_index, C, nlanes, blanes)
+    if cuda.threadIdx.x == 0:
+        stats[0] = n
+        stats[1] = bad
+
+
+@cuda.jit(cache=True)
+def nll_forward(x, t, ignore_index, mean, stats, picked, out):
+    """The NLL of log-probabilities x (N, C) at targets t: one block."""
+    nlanes = cuda.shared.array(L, int64)
+    blanes = cuda.shared.array(L, int64)
+    C = x.shape[1]
+    n, bad = count_targets(t, ignore_index, C, nlanes, blanes)
+    for r in range(cuda.threadIdx.x, t.shape[0], cuda.blockDim.x):
+        v = t[r]
+        picked[r] = -float64(x[r, v]) if v != ignore_index and v >= 0 and v < C else 0.0
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        stats[0] = n
+        stats[1] = bad
+        out[0] = ordered_loss(picked, n, mean)
+
+
+@cuda.jit(cache=True)
+def nll_backward(g, t, ignore_index, mean, stats, out):
+    """The NLL's input gradient (N, C) for output gradient g[0], stats from nll_targets."""
+    n = stats[0]
+    gv = float64(g[0])
+    C = out.shape[1]
+    start = cuda.grid(1)
+    for e in range(start, out.shape[0] * C, cuda.gridsize(1)):
+        r = e // C
+        c = e - r * C
+        out[r, c] = F(target_grad(gv, t[r], ignore_index, c, n, mean))
+
+
+@cuda.jit(cache=True)
+def cross_entropy_rows(x, t, ignore_index, mean, g, stats, picked, gx):
+    """log_softmax -> nll_loss -> its backward -> log_softmax's backward, a block per row,
+    with the bits of the four kernels: each row's picked -log-probability (for
+    nll_sum) and its input gradient ``gy - exp(y) * sum(gy)``."""
+    mlanes = cuda.shared.array(L, {F})
+    slanes = cuda.shared.array(L, float64)
+    n = stats[0]
+    gv = float64(g[0])
+    C = x.shape[1]
+    for r in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
+        shift = row_logsumexp(x, r, mlanes, slanes)
+        v = t[r]
+        valid = v != ignore_index and v >= 0 and v < C
+        col = v if v != ignore_index else 0
+        tot = ZERO  # log_softmax_backward's row sum of gy, float64 rounded once
+        if col >= 0 and col < C:
+            tot = F(float64(0.0) + float64(F(target_grad(gv, v, ignore_index, col, n, mean))))
+        if cuda.threadIdx.x == 0:
+            picked[r] = -float64(x[r, v] - shift) if valid else 0.0
+        for c in range(cuda.threadIdx.x, C, cuda.blockDim.x):
+            gy = F(target_grad(gv, v, ignore_index, c, n, mean))
+            gx[r, c] = gy - mul(exp(x[r, c] - shift), tot)
+
+
+@cuda.jit(cache=True)
+def nll_sum(picked, stats, mean, out):
+    """The loss from cross_entropy_rows' picks: one thread."""
+    out[0] = ordered_loss(picked, stats[0], mean)
 
 
 @cuda.jit(device=True)

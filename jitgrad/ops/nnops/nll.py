@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...creation import full
-from ...devices import array_namespace
+from ...devices import array_namespace, is_cpu_array
 from ...shapes import fmt_shape
 from ...tensor import Tensor, wrap
 from .. import samples as S
@@ -54,10 +54,21 @@ def _losses_kernels():
 
 
 
+def _cuda_nll(x, t, w, reduction):
+    """``jitgrad.cuda.nll`` where its kernels take this case (device arrays), else None."""
+    if is_cpu_array(x):
+        return None
+    from ...cuda import nll as cuda_nll
+
+    return cuda_nll if cuda_nll.applies(x, t, w, reduction) else None
+
+
 def _nll_fwd(x, t, w, reduction, ignore_index, spatial=False):
     """:func:`_nll_ref`'s plain case (a batch of valid class indices, no class weights) on
     a kernel: the same float64 values summed by the same NumPy sum (the same bits), one
-    pass instead of a mask, an index array and a gather."""
+    pass instead of a mask, an index array and a gather. On CUDA: ``cuda/nll.py``."""
+    if type(x) is not np.ndarray and (k := _cuda_nll(x, t, w, reduction)) is not None:
+        return k.nll_forward(x, t, reduction, ignore_index)
     if (type(x) is np.ndarray and x.ndim == 2 and w is None and reduction != "none"
             and t.size > 0 and type(t) is np.ndarray and t.dtype == np.int64):
         picked = np.empty(t.shape[0], np.float64)
@@ -69,6 +80,12 @@ def _nll_fwd(x, t, w, reduction, ignore_index, spatial=False):
 
 def _nll_grad_fwd(g, t, w, reduction, ignore_index, shape):
     """:func:`_nll_grad_ref`'s plain case on a kernel (the same values)."""
+    if type(t) is not np.ndarray and len(shape) == 2 and not is_cpu_array(t):
+        from ...cuda import nll as cuda_nll
+        from ...cuda.runtime import empty
+
+        if cuda_nll.applies(empty(shape, g.dtype), t, w, reduction):
+            return cuda_nll.nll_backward(g, t, reduction, ignore_index, tuple(shape), g.dtype)
     if (type(g) is np.ndarray and len(shape) == 2 and w is None and reduction != "none"
             and t.size > 0 and type(t) is np.ndarray and t.dtype == np.int64):
         out = np.zeros(shape, dtype=g.dtype)
@@ -85,7 +102,9 @@ def _cross_entropy_chain(x, t, g, reduction: str, ignore_index: int) -> tuple:
     ``(loss, gradient of x)``: for a plain batch (class indices, no weights) in one kernel
     pass over the rows (``kernels/softmax.cross_entropy``: the same row code, so the same
     bits), else the four functions one after the other. A plan runs it where a compiled
-    step's graph holds that chain (``compiler/chains.py``)."""
+    step's graph holds that chain (``compiler/chains.py``). On CUDA: ``cuda/nll.py``."""
+    if type(x) is not np.ndarray and (k := _cuda_nll(x, t, None, reduction)) is not None:
+        return k.cross_entropy_chain(x, t, g, reduction, ignore_index)
     n = x.shape[0] if x.ndim == 2 else 0
     if (type(x) is np.ndarray and x.ndim == 2 and x.dtype in (_F32, _F64)
             and 0 < x.size < PARALLEL_MIN_SIZE and use_kernels() and reduction != "none"
@@ -294,7 +313,8 @@ def _check_nll(x: Tensor, t: Tensor, w, ignore_index: int) -> None:
     if w is not None and w._data.shape != (c,):
         raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no "
                            f"classes but got weight tensor of shape: {list(w._data.shape)}")
-    _check_target_values(t._data, c, ignore_index)
+    if is_cpu_array(x._data) or x.ndim != 2 or w is not None:  # (CUDA's kernels check)
+        _check_target_values(t._data, c, ignore_index)
 
 
 @api(NLL_LOSS)

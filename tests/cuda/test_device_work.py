@@ -1,0 +1,217 @@
+"""What a CUDA training step asks of the host: reads of device memory (each a wait for the
+GPU), copies and launches. In the simulator a read of device memory is a conversion of a
+device array to a Python value or a host array, which these tests count:
+
+* a compiled step reads the device once (the cross-entropy's target check), where the NumPy
+  formulation read it eight times (target masks, the output gradient as a float, the
+  learning rate as each optimizer kernel's by-value argument);
+* an optimizer's update is stored into the parameter by its fused kernel (no copy-back);
+* an eager op reads a one-element device operand in the kernel, not on the host;
+* cross-entropy and NLL on CUDA (``jitgrad/cuda/nll.py``) agree with the CPU, the compiled
+  chain has the four eager kernels' bits, and a bad target raises before anything changes.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import jitgrad as torch
+import jitgrad.nn as nn
+import jitgrad.nn.functional as F
+from jitgrad.cuda import runtime
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_simulated(),
+                                reason="counts the simulator's device arrays")
+
+
+class HostReads:
+    """Counts conversions of device arrays to host values while active."""
+
+    METHODS = ("__bool__", "__float__", "__int__", "__index__", "item", "tolist")
+
+    def __init__(self, monkeypatch) -> None:
+        self.n = 0
+        self.on = False
+        for m in self.METHODS:
+            monkeypatch.setattr(runtime.SimArray, m, self._counted(getattr(np.ndarray, m)),
+                                raising=False)
+        to_host = runtime.to_host
+
+        def counted_to_host(a):
+            if self.on and runtime.is_device_array(a):
+                self.n += 1
+            return to_host(a)
+        monkeypatch.setattr(runtime, "to_host", counted_to_host)
+
+    def _counted(self, method):
+        def read(arr, *args, **kwargs):
+            if self.on:
+                self.n += 1
+            return method(arr, *args, **kwargs)
+        return read
+
+    def __enter__(self):
+        self.n, self.on = 0, True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.on = False
+
+
+def _mlp_step(dev, opt_name="sgd", seed=0):
+    torch.manual_seed(seed)
+    m = nn.Sequential(nn.Linear(12, 8), nn.ReLU(), nn.Linear(8, 5)).to(dev)
+    opt = torch.optim.SGD(m.parameters(), lr=0.05) if opt_name == "sgd" else \
+        torch.optim.Adam(m.parameters(), lr=0.01)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return m, opt, step
+
+
+def _data(dev, bad=False):
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((6, 12)).astype(np.float32)
+    Y = rng.integers(0, 5, 6)
+    if bad:
+        Y[4] = 9
+    return torch.tensor(X, device=dev), torch.tensor(Y, device=dev)
+
+
+@pytest.mark.parametrize("opt_name", ["sgd", "adam"])
+def test_a_compiled_cuda_step_reads_the_device_once_and_updates_parameters_in_place(
+        monkeypatch, opt_name):
+    m, opt, step = _mlp_step("cuda", opt_name)
+    f = torch.compile(step)
+    x, y = _data("cuda")
+    f(x, y)
+    f(x, y)  # traced (the first step creates optimizer state): now the plan runs
+    arrays = [p._data for p in m.parameters()]
+    copies = []  # the plan's copy-backs into written tensors (trace/interpreter.py)
+    real_copyto = np.copyto
+
+    def copyto(*a, **k):
+        if sys._getframe(1).f_code.co_filename.endswith("interpreter.py"):
+            copies.append(a[0])
+        return real_copyto(*a, **k)
+    monkeypatch.setattr(np, "copyto", copyto)
+    before = [a.copy() for a in arrays]
+    with HostReads(monkeypatch) as reads:
+        f(x, y)
+    assert reads.n == 1  # the cross-entropy's target check
+    assert [p._data for p in m.parameters()] == arrays  # the same memory, updated
+    assert all(not np.array_equal(a, b) for a, b in zip(arrays, before))
+    if opt_name == "sgd":
+        assert copies == []  # the fused kernels stored p - lr * g into p
+
+
+def test_a_changed_learning_rate_reaches_the_compiled_cuda_step():
+    """The learning rate stays on the host (the kernels take it by value): read afresh at
+    every call, so the compiled step follows each change as eager mode does."""
+    results = {}
+    for compiled in (False, True):
+        m, opt, step = _mlp_step("cuda")
+        f = torch.compile(step) if compiled else step
+        x, y = _data("cuda")
+        losses = []
+        for lr in (0.05, 0.5, 0.0, 0.2):
+            opt.param_groups[0]["lr"] = lr
+            losses.append(f(x, y).item())
+        results[compiled] = losses, [p.detach().cpu().numpy() for p in m.parameters()]
+    assert results[True][0] == results[False][0]
+    for a, b in zip(results[True][1], results[False][1]):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_bad_target_raises_before_any_parameter_changes(compiled):
+    m, opt, step = _mlp_step("cuda")
+    f = torch.compile(step) if compiled else step
+    x, y = _data("cuda")
+    f(x, y)
+    f(x, y)
+    state = [p.detach().cpu().numpy().copy() for p in m.parameters()]
+    versions = [p._version for p in m.parameters()]
+    xb, yb = _data("cuda", bad=True)
+    with pytest.raises(IndexError, match="Target 9 is out of bounds."):
+        f(xb, yb)
+    for p, s, v in zip(m.parameters(), state, versions):
+        np.testing.assert_array_equal(p.detach().cpu().numpy(), s)
+        assert p._version == v
+
+
+def test_an_eager_op_reads_a_one_element_device_operand_in_the_kernel(monkeypatch):
+    x = torch.arange(6.0, device="cuda").reshape(2, 3)
+    s = torch.tensor(2.5, device="cuda")
+    x * s  # the op's launch, remembered
+    with HostReads(monkeypatch) as reads:
+        r = x * s
+        s2 = torch.tensor([[-1.0]], device="cuda")
+        r2 = x + s2
+    assert reads.n == 0
+    np.testing.assert_array_equal(r.cpu().numpy(), np.arange(6.0).reshape(2, 3) * 2.5)
+    np.testing.assert_array_equal(r2.cpu().numpy(), np.arange(6.0).reshape(2, 3) - 1.0)
+    s.data.fill_(4.0)  # a new value through the same launch
+    np.testing.assert_array_equal((x * s).cpu().numpy(), np.arange(6.0).reshape(2, 3) * 4.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("targets", [[0, 4, 2, 1, 3, 2, 4], [0, -100, 2, 1, -100, 2, 4],
+                                     [-100] * 7, [7, 0, 1, 2, 3, 4, 0]])
+def test_cross_entropy_on_cuda_agrees_with_the_cpu(dtype, reduction, targets):
+    """``ignore_index`` rows, every row ignored (a mean of nothing: NaN), and a target
+    equal to ``ignore_index`` outside [0, C) counting as ignored."""
+    rng = np.random.default_rng(len(targets))
+    X = (rng.standard_normal((7, 5)) * 3).astype(dtype)
+    ignore = 7 if targets[0] == 7 else -100
+    got = {}
+    for dev in ("cpu", "cuda"):
+        x = torch.tensor(X, device=dev, requires_grad=True)
+        t = torch.tensor(targets, device=dev)
+        loss = F.cross_entropy(x, t, reduction=reduction, ignore_index=ignore)
+        loss.backward()
+        got[dev] = loss.item(), x.grad.cpu().numpy()
+    tol = 1e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(got["cuda"][0], got["cpu"][0], rtol=tol)
+    np.testing.assert_allclose(got["cuda"][1], got["cpu"][1], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("targets", [[0, 4, 2, 1, 3, 2, 4], [0, -100, 2, 1, -100, 2, 4],
+                                     [-100] * 7])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_the_cuda_chain_has_the_four_eager_kernels_bits(dtype, targets, reduction):
+    from jitgrad.ops.nnops import nll
+    from jitgrad.ops.softmax_ops import _log_softmax_bwd_eager, _log_softmax_eager
+
+    rng = np.random.default_rng(5)
+    x = runtime.to_device((rng.standard_normal((7, 300)) * 4).astype(dtype))
+    t = runtime.to_device(np.array(targets))
+    g = runtime.to_device(np.array(0.75, dtype))
+    loss, gx = nll._cross_entropy_chain(x, t, g, reduction, -100)
+    y = _log_softmax_eager(x, 1)
+    loss4 = nll._nll_fwd(y, t, None, reduction, -100)
+    gy = nll._nll_grad_fwd(g, t, None, reduction, -100, x.shape)
+    gx4 = _log_softmax_bwd_eager(gy, y, 1)
+    assert all(runtime.is_device_array(a) for a in (loss, gx, loss4, gx4))
+    np.testing.assert_array_equal(runtime.to_host(loss), runtime.to_host(loss4))
+    np.testing.assert_array_equal(runtime.to_host(gx), runtime.to_host(gx4))
+
+
+def test_nll_loss_on_cuda_checks_its_targets_once_and_names_the_bad_one(monkeypatch):
+    logp = F.log_softmax(torch.randn(4, 3, device="cuda"), 1)
+    t = torch.tensor([0, 2, 1, 0], device="cuda")
+    F.nll_loss(logp, t)
+    with HostReads(monkeypatch) as reads:
+        F.nll_loss(logp, t)
+    assert reads.n == 1
+    with pytest.raises(IndexError, match="Target -3 is out of bounds."):
+        F.nll_loss(logp, torch.tensor([0, -3, 5, 0], device="cuda"))
