@@ -114,6 +114,8 @@ class Tensor:
     _accumulator = None     # weakref to this leaf's AccumulateGrad node
     _acc_lock = None        # lock of .grad's accumulation (autograd/accumulate.py)
     _is_param = False
+    _ones_seed = False      # the implicit gradient backward() made: ones, known without
+    #                         reading device memory (autograd/engine._seed)
 
     __array_priority__ = 1000  # so ndarray (op) Tensor defers to Tensor's reflected ops
 

@@ -24,7 +24,8 @@ from ..trace.state import STATE as _TRACE
 from . import fused_regions, grad_mode
 from .accumulate import accumulate_into_leaf
 
-__all__ = ["backward", "grad", "queue_callback", "ExecutionEngine", "execution_engine"]
+__all__ = ["is_ones_seed", "backward", "grad", "queue_callback", "ExecutionEngine",
+           "execution_engine"]
 
 
 class _Frames(threading.local):
@@ -143,8 +144,10 @@ def _seed(d) -> Tensor:
     """The implicit gradient of a one-element output ``d``: ones, one shared tensor per
     dtype and shape over a read-only array (a leaf that would keep it as its ``.grad``
     copies it: ``accumulate._must_copy``; an in-place op on it raises)."""
-    if type(d) is not np.ndarray:  # CUDA memory: ones on its device, not shared
-        return ones_like(wrap(d))
+    if type(d) is not np.ndarray:  # CUDA memory: ones on its device, not shared (no
+        t = ones_like(wrap(d))       # read-only device memory), marked as the seed
+        t._ones_seed = True
+        return t
     key = (d.dtype, d.shape)
     t = _SEEDS.get(key)
     if t is None:
@@ -152,6 +155,13 @@ def _seed(d) -> Tensor:
         a.flags.writeable = False
         t = _SEEDS[key] = wrap(a)
     return t
+
+
+def is_ones_seed(g: Tensor) -> bool:
+    """Whether gradient ``g`` is known to be ones without reading it: an implicit seed
+    :func:`_seed` made, unchanged since (a CUDA seed's value read on the host would wait for
+    the device)."""
+    return g._ones_seed and g._vc[0] == 0
 
 
 def _leaf_edges_plain(edges) -> bool:

@@ -41,8 +41,17 @@ def call(kernel, blocks: int, threads: int, args: tuple) -> None:
         kernel[blocks, threads](*args)
         return
     fast = _launchers.get(kernel)
-    if fast and fast(blocks, threads, args):
-        return
+    if fast:
+        try:
+            if fast(blocks, threads, args):
+                return
+        except Exception as e:  # the launch API refused it (nothing ran): the dispatcher
+            _launchers[kernel] = False  # launches this kernel from now on
+            import warnings
+
+            warnings.warn(f"jitgrad: the packed CUDA launch of {kernel.__name__} failed "
+                          f"({type(e).__name__}: {e}); launching it through Numba's "
+                          "dispatcher", RuntimeWarning, stacklevel=2)
     kernel[blocks, threads](*args)
     if fast is None:
         _launchers[kernel] = _launcher(kernel)

@@ -25,6 +25,7 @@ __all__ = ["launch", "run", "read_only", "grid", "elementwise", "sum_float", "fi
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
+_NUMBERS = (np.float32, np.float64, np.int64, np.bool_, float, int, bool)
 _kernels: dict = {}
 _plans: dict = {}   # (op, dtypes, operand layouts) -> an eager op's launch (elementwise)
 MAX_PLANS = 4096
@@ -74,10 +75,10 @@ def read_only(desc: KernelDesc, n_args: int) -> tuple:
 
 def run(k, blocks: int, threads: int, sizes: tuple, read_only: tuple, args) -> None:
     """Launch compiled kernel ``k`` over ``sizes`` with ``args`` (``read_only`` per arg)."""
-    argv = (*sizes, *[runtime.kernel_arg(a, ro) for a, ro in zip(args, read_only)])
-    if runtime.backend() == "gpu":
-        fast_launch.call(k, blocks, threads, argv)
+    if runtime.backend() == "gpu":  # CuPy arrays are the kernel's arguments as they are
+        fast_launch.call(k, blocks, threads, (*sizes, *args))
     else:
+        argv = (*sizes, *[runtime.kernel_arg(a, ro) for a, ro in zip(args, read_only)])
         with np.errstate(all="ignore"):  # the simulator computes with NumPy scalars
             fast_launch.call(k, blocks, threads, argv)
 
@@ -97,11 +98,13 @@ def elementwise(op, operands: tuple, params, cdt, odt):
         return _elementwise_first(op, operands, params, np.dtype(cdt), np.dtype(odt), key)
     k, blocks, threads, sizes, read_only, out_shape = plan
     out = runtime.empty(out_shape, odt)
-    args = [x.reshape(-1) for x in operands if is_dev(x)]
-    args += [x for x in operands if not is_dev(x)]  # numbers, in order
+    flat = [x for x in operands if x is not None and type(x) not in _NUMBERS and is_dev(x)]
+    args = [x if x.ndim == 1 else x.reshape(-1) for x in flat]
+    if len(flat) != len(operands):
+        args += [x for x in operands if not is_dev(x)]  # numbers, in order
     if op.params:
         args += [cdt.type(params[p]) for p in op.params]
-    args.append(out.reshape(-1))
+    args.append(out if out.ndim == 1 else out.reshape(-1))
     run(k, blocks, threads, sizes, read_only, args)
     return out
 

@@ -92,8 +92,8 @@ class CudaGroupRunner:
             a = env[id(v)]
             if op.pattern == "scalar":  # a host value
                 args.append(np.dtype(v.dtype).type(a.reshape(-1)[0].item()))
-            elif a.ndim == 1 and a.flags.c_contiguous:
-                args.append(a)
+            elif a.flags.c_contiguous:
+                args.append(a if a.ndim == 1 else a.reshape(-1))
             else:
                 args.append(xp.ascontiguousarray(a).reshape(-1))
         args += self._scalars

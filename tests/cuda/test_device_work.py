@@ -215,3 +215,27 @@ def test_nll_loss_on_cuda_checks_its_targets_once_and_names_the_bad_one(monkeypa
     assert reads.n == 1
     with pytest.raises(IndexError, match="Target -3 is out of bounds."):
         F.nll_loss(logp, torch.tensor([0, -3, 5, 0], device="cuda"))
+
+
+def test_a_compiled_loss_backward_on_cuda_reads_nothing_from_the_device(monkeypatch):
+    """``f(x).backward()`` through a compiled ``f``: the speculated joint plan's gradients
+    are used when the seed is backward()'s own ones -- known without reading it."""
+    def w2(x, w):
+        return (torch.tanh(x * w) ** 2).sum()
+
+    f = torch.compile(w2)
+    X, W = np.linspace(-1, 1, 40, dtype=np.float32), np.linspace(0.5, 2, 40, dtype=np.float32)
+    x = torch.tensor(X, device="cuda", requires_grad=True)
+    w = torch.tensor(W, device="cuda", requires_grad=True)
+    for _ in range(3):
+        x.grad = None
+        f(x, w).backward()
+    expect = x.grad.cpu().numpy()
+    with HostReads(monkeypatch) as reads:
+        x.grad = None
+        f(x, w).backward()
+    assert reads.n == 0
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), expect)
+    x.grad = None  # another output gradient: not what was speculated, recomputed
+    f(x, w).backward(torch.tensor(2.0, device="cuda"))
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 2 * expect, rtol=1e-6)

@@ -162,3 +162,27 @@ def test_packed_arguments_match_the_compiled_kernels_parameters():
         pytest.skip("cuda.core is not installed")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ABI OK 32 parameters" in r.stdout  # 1 + 7 + 9 + 4 + 11
+
+
+def test_a_launch_the_api_refuses_falls_back_to_the_dispatcher(monkeypatch):
+    """A packed launch that raises (cuda.core refusing an argument, say) launched nothing:
+    the dispatcher launches that call and every later one of the kernel, with a warning."""
+    monkeypatch.setattr(fast_launch, "ENABLED", True)
+    calls = []
+
+    class Refusing:
+        def __call__(self, blocks, threads, args):
+            calls.append(args)
+            raise TypeError("unsupported argument")
+
+    x = torch.arange(4.0, device="cuda")
+    (x + x).cpu()  # the op's kernel, compiled and remembered
+    kernels = [k for k in list(fast_launch._launchers) if not fast_launch._launchers[k]]
+    assert kernels
+    monkeypatch.setattr(fast_launch, "_launchers",
+                        {k: Refusing() for k in fast_launch._launchers})
+    with pytest.warns(RuntimeWarning, match="packed CUDA launch .* failed"):
+        y = (x + x).cpu().tolist()
+    assert y == [0.0, 2.0, 4.0, 6.0] and len(calls) == 1
+    assert not any(fast_launch._launchers.values())  # the dispatcher from now on
+    assert ((x + x).cpu().tolist()) == [0.0, 2.0, 4.0, 6.0] and len(calls) == 1
