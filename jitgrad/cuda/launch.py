@@ -20,8 +20,8 @@ from numba import cuda, float64
 from ..compiler.kernel_desc import CHUNK, KernelDesc
 from . import fast_launch, runtime
 
-__all__ = ["launch", "run", "read_only", "grid", "elementwise", "sum_float", "finish_sum",
-           "kernel", "finish_all"]
+__all__ = ["launch", "run", "read_only", "grid", "elementwise", "elementwise_into",
+           "sum_float", "finish_sum", "kernel", "finish_all"]
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -168,6 +168,42 @@ def _elementwise_first(op, operands: tuple, params, cdt, odt, key):
         _plans[key] = plan
     run(*plan[:5], args)
     return out
+
+
+def elementwise_into(op, a, rest: tuple, params) -> bool:
+    """``a`` (a C-contiguous float32/float64 device array) becomes ``op(a, *rest)``,
+    computed into its own memory by one kernel (no result array, no copy back): ``rest``
+    holds device arrays of ``a``'s shape and dtype that do not overlap it (``a`` itself may
+    be among them) and Python numbers. The out-of-place kernel's arithmetic (each element
+    is read before it is written). False, with nothing done, when the case does not apply."""
+    dt = a.dtype
+    if op.expr is None or (dt != _F32 and dt != _F64) or op.dtype_rule == "bool" \
+            or op.nin != 1 + len(rest) or not a.flags.c_contiguous:
+        return False
+    xp = runtime.xp()
+    kinds, arrays, numbers = ["full"], [a.reshape(-1)], []
+    for b in rest:
+        if runtime.is_device_array(b):
+            if b.dtype != dt or b.shape != a.shape or not b.flags.c_contiguous or (
+                    b is not a and xp.may_share_memory(a, b)):
+                return False
+            kinds.append("full")
+            arrays.append(b.reshape(-1))
+        elif type(b) in (float, int):
+            kinds.append("arg")
+            numbers.append(dt.type(b))
+        else:
+            return False
+    if op.params:
+        numbers += [dt.type(params[p]) for p in op.params]
+    key = ("into", op, dt, tuple(kinds))
+    desc = _plans.get(key)
+    if desc is None:
+        from ..compiler.describe import describe_op
+
+        desc = _plans[key] = describe_op(op, dt, tuple(kinds), "flat", dt, into=True)
+    launch(desc, (*arrays, *numbers), n=a.size)
+    return True
 
 
 def sum_float(a, dims: tuple, keepdim: bool, scale: float = 1.0):

@@ -338,8 +338,10 @@ def elementwise_into(op: OpDef, a: Tensor, rest: tuple, params: dict | None = No
         return False
     ad = a._data
     recording = _STATE.enabled
-    if type(ad) is not _ndarray or (recording and a._requires_grad):
-        return False  # CUDA memory (or a NumPy subclass): the general in-place path
+    if recording and a._requires_grad:
+        return False
+    if type(ad) is not _ndarray:  # CUDA memory: its in-place kernel (or a NumPy subclass:
+        return _device_into(op, a, rest, params, recording)  # the general path)
     flags = ad.flags
     if not (flags.c_contiguous and flags.writeable):
         return False
@@ -379,6 +381,29 @@ def elementwise_into(op: OpDef, a: Tensor, rest: tuple, params: dict | None = No
 
 
 _INTO: dict = {}  # (op name, dtype, operand kinds) -> in-place kernel or None
+
+
+def _device_into(op: OpDef, a: Tensor, rest: tuple, params, recording: bool) -> bool:
+    """:func:`elementwise_into` for a CUDA tensor ``a`` (``cuda/launch.elementwise_into``):
+    the other tensors on its device, none recording."""
+    if is_cpu_array(a._data):
+        return False
+    data = []
+    for b in rest:
+        if type(b) is Tensor:
+            if (recording and b._requires_grad) or is_cpu_array(b._data):
+                return False
+            data.append(b._data)
+        elif type(b) is float or type(b) is int:
+            data.append(b)
+        else:
+            return False
+    from ..cuda.launch import elementwise_into as into
+
+    if not into(op, a._data, tuple(data), params):
+        return False
+    a._vc[0] += 1
+    return True
 
 
 def _binary_general(op: OpDef, a, b, params) -> Tensor:

@@ -239,3 +239,37 @@ def test_a_compiled_loss_backward_on_cuda_reads_nothing_from_the_device(monkeypa
     x.grad = None  # another output gradient: not what was speculated, recomputed
     f(x, w).backward(torch.tensor(2.0, device="cuda"))
     np.testing.assert_allclose(x.grad.cpu().numpy(), 2 * expect, rtol=1e-6)
+
+
+def test_eager_in_place_updates_on_cuda_run_one_kernel_into_the_tensor(monkeypatch):
+    """``p.add_(g, alpha=-lr)`` (an optimizer's update) and ``addcdiv_``: computed into
+    ``p``'s memory (no result array, no copy back), the out-of-place op's values; an
+    overlapping operand takes the general path, with the same values."""
+    from jitgrad.cuda import launch
+
+    P = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    G = np.linspace(2, 3, 12, dtype=np.float32).reshape(3, 4)
+    p, g = torch.tensor(P, device="cuda"), torch.tensor(G, device="cuda")
+    before, version = p._data, p._version
+    into = []
+    real_into = launch.elementwise_into
+    monkeypatch.setattr(launch, "elementwise_into",
+                        lambda *a: into.append(a[0].name) or real_into(*a))
+    with torch.no_grad():
+        p.add_(g, alpha=-0.1)
+        p.addcdiv_(g, g + 1.0, value=0.5)
+        p.mul_(p)
+    assert into == ["add_scaled", "addcdiv", "mul"] and p._data is before
+    assert p._version == version + 3
+    cpu = torch.tensor(P)
+    with torch.no_grad():
+        cpu.add_(torch.tensor(G), alpha=-0.1)
+        cpu.addcdiv_(torch.tensor(G), torch.tensor(G) + 1.0, value=0.5)
+        cpu.mul_(cpu)
+    np.testing.assert_array_equal(p.cpu().numpy(), cpu.numpy())
+    q = torch.tensor(P, device="cuda")
+    with torch.no_grad():
+        q[:, 1:].add_(q[:, :3])  # overlapping: the general path
+    expect = P.copy()
+    expect[:, 1:] = expect[:, 1:] + P[:, :3]
+    np.testing.assert_array_equal(q.cpu().numpy(), expect)
