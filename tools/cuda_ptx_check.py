@@ -38,6 +38,8 @@ def _records(paths: list[str]) -> tuple[list, dict]:
     """(unique (module, name, argument types), source of each generated module)."""
     recs, sources = set(), {}
     for p in paths:
+        if not os.path.exists(p):
+            continue  # (no CUDA kernel launched: nothing written)
         with open(p, encoding="utf-8") as f:
             for line in f:
                 if line.strip():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import cross_entropy_step
 
 import jitgrad as torch
 import jitgrad.nn as nn
@@ -161,18 +162,6 @@ def _cnn(dev, dtype):
                          nn.Conv2d(3, 2, 2), nn.Flatten(), nn.Linear(2 * 3 * 3, 4)).to(dev, dtype)
 
 
-def _training_step(m, opt):
-    """The step, referring to the model and optimizer through its closure (which the
-    compiled function guards)."""
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(m(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_compiled_cnn_training_step_on_cuda_equals_eager_cuda_and_the_cpu(dtype):
     """conv -> relu -> max pool -> conv -> linear -> cross entropy with SGD: the compiled
@@ -185,7 +174,7 @@ def test_compiled_cnn_training_step_on_cuda_equals_eager_cuda_and_the_cpu(dtype)
         opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
         x, y = torch.tensor(X, dtype=dtype, device=dev), torch.tensor(Y, device=dev)
 
-        step = _training_step(m, opt)
+        step = cross_entropy_step(m, opt)  # (model and optimizer in its closure)
         f = torch.compile(step) if compiled else step
         losses[dev, compiled] = [f(x, y).item() for _ in range(3)]
         if compiled:  # the first step creates the momentum buffers: a second trace

@@ -17,6 +17,7 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import cross_entropy_step
 
 import jitgrad as torch
 import jitgrad.nn as nn
@@ -66,14 +67,7 @@ def _mlp_step(dev, opt_name="sgd", seed=0):
     m = nn.Sequential(nn.Linear(12, 8), nn.ReLU(), nn.Linear(8, 5)).to(dev)
     opt = torch.optim.SGD(m.parameters(), lr=0.05) if opt_name == "sgd" else \
         torch.optim.Adam(m.parameters(), lr=0.01)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(m(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return m, opt, step
+    return m, opt, cross_entropy_step(m, opt)
 
 
 def _data(dev, bad=False):
