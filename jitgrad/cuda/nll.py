@@ -8,9 +8,9 @@ chain), int64 class indices, no class weights, a ``mean`` or ``sum`` -- runs the
 kernels of ``cuda/rowwise.py``:
 
 * :func:`nll_forward`: one block checks and counts the targets and adds the picked
-  ``-y[i, t_i]`` in row order in float64 (one launch); the host then reads the first
-  out-of-range row (one wait: a bad target raises PyTorch's ``IndexError`` before anything
-  uses the loss);
+  ``-y[i, t_i]`` in float64 lanes combined in a fixed order (one launch); the host then
+  reads the first out-of-range row (one wait: a bad target raises PyTorch's ``IndexError``
+  before anything uses the loss);
 * :func:`nll_backward`: one block counts the targets (into device memory), then the gradient
   is written in one pass (two launches, no wait);
 * :func:`cross_entropy_chain` (what a compiled step runs for ``log_softmax -> nll_loss ->
@@ -20,7 +20,8 @@ kernels of ``cuda/rowwise.py``:
 
 The arithmetic is the four eager kernels' (the same device functions, products without FMA
 contraction), so a compiled step has eager CUDA's bits; against the CPU the sums' order
-differs (NumPy adds the picks pairwise), a rounding of the float64 total.
+differs (NumPy adds the picks pairwise), a rounding of the float64 total; the order does
+not depend on the block size.
 """
 
 from __future__ import annotations

@@ -209,12 +209,17 @@ def target_grad(gv, v, ignore_index, c, n, mean):
 
 
 @cuda.jit(device=True)
-def ordered_loss(picked, n, mean):
-    """The picks added in row order in float64 (one thread), divided by the count for a
-    mean (NaN where nothing counts), rounded once to the dtype."""
-    s = float64(0.0)
-    for r in range(picked.shape[0]):
-        s += picked[r]
+def ordered_loss(picked, n, mean, slanes):
+    """The float64 picks added in lanes (lane q: rows q, q + L, ...) combined in order,
+    divided by the count for a mean (NaN where nothing counts), rounded once to the dtype;
+    in every thread of the block, once each pick is written."""
+    cuda.syncthreads()
+    for q in range(cuda.threadIdx.x, L, cuda.blockDim.x):
+        s = float64(0.0)
+        for r in range(q, picked.shape[0], L):
+            s += picked[r]
+        slanes[q] = s
+    s = lanes_total(slanes)
     if mean:
         s = NAN64 if n == 0 else s / n
     return F(s)
@@ -236,16 +241,17 @@ def nll_forward(x, t, ignore_index, mean, stats, picked, out):
     """The NLL of log-probabilities x (N, C) at targets t: one block."""
     nlanes = cuda.shared.array(L, int64)
     blanes = cuda.shared.array(L, int64)
+    slanes = cuda.shared.array(L, float64)
     C = x.shape[1]
     n, bad = count_targets(t, ignore_index, C, nlanes, blanes)
     for r in range(cuda.threadIdx.x, t.shape[0], cuda.blockDim.x):
         v = t[r]
         picked[r] = -float64(x[r, v]) if v != ignore_index and v >= 0 and v < C else 0.0
-    cuda.syncthreads()
+    loss = ordered_loss(picked, n, mean, slanes)
     if cuda.threadIdx.x == 0:
         stats[0] = n
         stats[1] = bad
-        out[0] = ordered_loss(picked, n, mean)
+        out[0] = loss
 
 
 @cuda.jit(cache=True)
@@ -288,8 +294,11 @@ def cross_entropy_rows(x, t, ignore_index, mean, g, stats, picked, gx):
 
 @cuda.jit(cache=True)
 def nll_sum(picked, stats, mean, out):
-    """The loss from cross_entropy_rows' picks: one thread."""
-    out[0] = ordered_loss(picked, stats[0], mean)
+    """The loss from cross_entropy_rows' picks: one block."""
+    slanes = cuda.shared.array(L, float64)
+    loss = ordered_loss(picked, stats[0], mean, slanes)
+    if cuda.threadIdx.x == 0:
+        out[0] = loss
 
 
 @cuda.jit(device=True)
