@@ -111,9 +111,11 @@ def _cpu_scalar_to_device(a: Tensor, b: Tensor) -> tuple:
     from .copies import to_device
 
     ca, cb = is_cpu_array(a._data), is_cpu_array(b._data)
-    if ca and not cb and a._data.ndim == 0:
+    if ca == cb:
+        return a, b
+    if ca and a._data.ndim == 0:
         a = to_device(a, b.device)
-    elif cb and not ca and b._data.ndim == 0:
+    elif cb and b._data.ndim == 0:
         b = to_device(b, a.device)
     return a, b
 
@@ -421,7 +423,8 @@ def _binary_general(op: OpDef, a, b, params) -> Tensor:
     if ta and tb:
         if type(a._data) is not _ndarray or type(b._data) is not _ndarray:
             a, b = _cpu_scalar_to_device(a, b)
-            check_same_device((a._data, b._data))
+            if is_cpu_array(a._data) != is_cpu_array(b._data):  # (one GPU: same kind,
+                check_same_device((a._data, b._data))            # same device) raises
         sa, sb = a._data.shape, b._data.shape
         if sa != sb:
             broadcast_shapes(sa, sb, op.name)
