@@ -106,12 +106,18 @@ def _module(name: str, sources: dict, tmp: str):
     return mod
 
 
+class ToolchainMismatch(Exception):
+    """ptxas is older than the PTX NVVM writes (not a kernel's fault)."""
+
+
 def _ptxas(ptx: str, cc: tuple, tmp: str) -> tuple[bool, str]:
     path = os.path.join(tmp, "k.ptx")
     with open(path, "w", encoding="utf-8") as f:
         f.write(ptx)
     r = subprocess.run(["ptxas", f"-arch=sm_{cc[0]}{cc[1]}", "-v", path, "-o", os.devnull],
                        capture_output=True, text=True)
+    if r.returncode != 0 and "Unsupported .version" in r.stderr:
+        raise ToolchainMismatch(r.stderr.strip().splitlines()[0])
     info = " ".join(ln.split(":", 1)[-1].strip() for ln in r.stderr.splitlines()
                     if "Used" in ln or "spill" in ln)
     return r.returncode == 0, info if r.returncode == 0 else r.stderr.strip()
@@ -155,6 +161,10 @@ def main(argv=None) -> int:
                     sig = tuple(_numba_type(t) for t in args)
                     ptx, _ = cuda.compile_ptx(getattr(fn, "py_func", fn), sig, cc=cc)
                     ok, info = _ptxas(ptx, cc, tmp) if a.ptxas else (True, "")
+                except ToolchainMismatch as e:
+                    print(f"cuda_ptx_check: ptxas cannot read NVVM's PTX ({e}): use a ptxas "
+                          "of NVVM's CUDA version (nvidia-cuda-nvcc), or no --ptxas")
+                    return 2
                 except Exception as e:
                     ok, info = False, f"{type(e).__name__}: {e}"
                 if not ok:

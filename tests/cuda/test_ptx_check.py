@@ -159,3 +159,21 @@ def test_jitgrads_own_kernels_compile_for_the_gpu(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "2 of 2 kernel compilations passed" in r.stdout
 
+
+
+def test_a_ptxas_older_than_nvvms_ptx_is_a_toolchain_error_not_a_kernel_failure(tmp_path):
+    _nvvm_or_skip()
+    fake = tmp_path / "bin" / "ptxas"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho \"ptxas k.ptx, line 9; fatal   : Unsupported .version 9.5;"
+                    " current version is '9.0'\" >&2\nexit 255\n")
+    fake.chmod(0o755)
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"module": "jg_good_module", "name": "scale", "source": _GOOD,
+                               "args": ["array(float32, 1d, C)", "float32",
+                                        "array(float32, 1d, C)"]}) + "\n")
+    env = _env(NUMBA_ENABLE_CUDASIM="0", PATH=f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    r = subprocess.run([sys.executable, TOOL, str(log), "--ptxas"], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "ptxas cannot read NVVM's PTX" in r.stdout and "FAILED" not in r.stdout
