@@ -25,7 +25,6 @@ __all__ = ["launch", "run", "read_only", "grid", "elementwise", "elementwise_int
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
-_NUMBERS = (np.float32, np.float64, np.int64, np.bool_, float, int, bool)
 _kernels: dict = {}
 _plans: dict = {}   # (op, dtypes, operand layouts) -> an eager op's launch (elementwise)
 MAX_PLANS = 4096
@@ -98,9 +97,9 @@ def elementwise(op, operands: tuple, params, cdt, odt):
         return _elementwise_first(op, operands, params, np.dtype(cdt), np.dtype(odt), key)
     k, blocks, threads, sizes, read_only, out_shape = plan
     out = runtime.empty(out_shape, odt)
-    flat = [x for x in operands if x is not None and type(x) not in _NUMBERS and is_dev(x)]
-    args = [x if x.ndim == 1 else x.reshape(-1) for x in flat]
-    if len(flat) != len(operands):
+    arrays = [x for x in operands if is_dev(x)]
+    args = [x if x.ndim == 1 else x.reshape(-1) for x in arrays]
+    if len(arrays) != len(operands):
         args += [x for x in operands if not is_dev(x)]  # numbers, in order
     if op.params:
         args += [cdt.type(params[p]) for p in op.params]

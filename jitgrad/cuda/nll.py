@@ -28,32 +28,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import fast_launch, runtime
-from .rowwise import SIM_THREADS, kernels
+from . import launch, runtime
+from .rowwise import kernels, row_grid
 
 __all__ = ["applies", "nll_forward", "nll_backward", "cross_entropy_chain"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def applies(x, t, w, reduction: str) -> bool:
-    """Whether these kernels take the case: device arrays, ``x`` (N, C) float, ``t`` (N,)
-    int64, no class weights, a ``mean`` or ``sum`` over a non-empty batch."""
-    return (w is None and reduction in ("mean", "sum") and runtime.is_device_array(x)
-            and runtime.is_device_array(t) and x.ndim == 2 and x.dtype in _FLOATS
-            and t.dtype == np.int64 and t.shape == (x.shape[0],) and x.size > 0)
-
-
-def _threads() -> int:
-    return SIM_THREADS if runtime.backend() == "sim" else runtime.THREADS["gpu"]
+def applies(shape: tuple, dtype, t, w, reduction: str) -> bool:
+    """Whether these kernels take the case: an input of ``shape`` (N, C) and float
+    ``dtype``, targets ``t`` an (N,) int64 device array, no class weights, a ``mean`` or
+    ``sum`` over a non-empty batch."""
+    return (w is None and reduction in ("mean", "sum") and len(shape) == 2
+            and np.dtype(dtype) in _FLOATS and runtime.is_device_array(t)
+            and t.dtype == np.int64 and t.shape == (shape[0],) and shape[0] * shape[1] > 0)
 
 
 def _launch(fn, blocks: int, args: tuple, read_only: tuple) -> None:
-    arg = runtime.kernel_arg
-    argv = tuple(arg(a, ro) if runtime.is_device_array(a) else a
-                 for a, ro in zip(args, read_only))
-    with np.errstate(all="ignore"):  # the simulator computes with NumPy scalars
-        fast_launch.call(fn, blocks, _threads(), argv)
+    launch.run(fn, blocks, row_grid(1)[1], (), read_only, args)
 
 
 def _contiguous(a):
@@ -93,7 +86,7 @@ def nll_backward(g, t, reduction: str, ignore_index: int, shape: tuple, dtype):
     _launch(k.nll_targets, 1, (t, np.int64(ignore_index), np.int64(shape[1]), stats),
             (True, False, False, False))
     out = runtime.empty(shape, dtype)
-    blocks = max(1, min(-(-out.size // _threads()), runtime.max_blocks()))
+    blocks = max(1, min(-(-out.size // row_grid(1)[1]), runtime.max_blocks()))
     _launch(k.nll_backward, blocks, (_grad_scalar(g, dtype), t, np.int64(ignore_index),
                                      reduction == "mean", stats, out),
             (True, True, False, False, True, False))
@@ -112,7 +105,7 @@ def cross_entropy_chain(x, t, g, reduction: str, ignore_index: int) -> tuple:
             (True, False, False, False))
     picked = runtime.empty(R, np.float64)
     gx = runtime.empty(x.shape, x.dtype)
-    _launch(k.cross_entropy_rows, max(1, min(R, runtime.max_blocks())),
+    _launch(k.cross_entropy_rows, row_grid(R)[0],
             (x, t, np.int64(ignore_index), mean, _grad_scalar(g, x.dtype), stats, picked, gx),
             (True, True, False, False, True, True, False, False))
     out = runtime.empty(1, x.dtype)

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import fast_launch, runtime
 
-__all__ = ["rowwise_cuda", "layer_norm_cuda", "LANES", "kernels"]
+__all__ = ["rowwise_cuda", "layer_norm_cuda", "LANES", "kernels", "row_grid"]
 
 #: lanes of a row's maximum and sums
 LANES = 128
@@ -375,7 +375,7 @@ def kernels(dtype):
     return mod
 
 
-def _grid(R: int) -> tuple[int, int]:
+def row_grid(R: int) -> tuple[int, int]:
     """(blocks, threads) of a launch over ``R`` rows: a block per row, at most
     ``runtime.max_blocks()`` (grid-stride over the rest)."""
     backend = runtime.backend()
@@ -396,7 +396,7 @@ def rowwise_cuda(name: str, arrays: tuple, dim: int, reduce_out: bool = False):
     R = a0.size // C
     out = runtime.empty((R,) if reduce_out else (R, C), a0.dtype)
     fn = getattr(kernels(a0.dtype), name)
-    blocks, threads = _grid(R)
+    blocks, threads = row_grid(R)
     with np.errstate(all="ignore"):  # the simulator computes with NumPy scalars
         fast_launch.call(fn, blocks, threads,
                          (*[runtime.kernel_arg(a.reshape(R, C), True) for a in arrs],
@@ -416,7 +416,7 @@ def layer_norm_cuda(name: str, rows, w, b, eps: float, g=None):
     dummy = rows.reshape(-1)[:1]
     wa = dummy if w is None else w
     fn = getattr(kernels(rows.dtype), name)
-    blocks, threads = _grid(R)
+    blocks, threads = row_grid(R)
     arg = runtime.kernel_arg
     if name == "layer_norm":
         args = (arg(rows, True), arg(wa, True), arg(dummy if b is None else b, True),

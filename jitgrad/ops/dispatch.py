@@ -105,18 +105,20 @@ def call(op: OpDef, inputs: tuple, params: dict | None = None, view_of: Tensor |
     return record(op, out, inputs, params)
 
 
-def _cpu_scalar_to_device(a: Tensor, b: Tensor) -> tuple:
-    """PyTorch's exception to the same-device rule: a 0-dim CPU tensor combines with a CUDA
-    tensor (as a number would); it is moved there by the differentiable ``to_device``."""
+def _on_one_device(a: Tensor, b: Tensor) -> tuple:
+    """``(a, b)`` on one device, or PyTorch's same-device error. Its exception: a 0-dim CPU
+    tensor combines with a CUDA tensor (as a number would), moved there by the
+    differentiable ``to_device``. (One GPU: two device arrays share it.)"""
     from .copies import to_device
 
     ca, cb = is_cpu_array(a._data), is_cpu_array(b._data)
     if ca == cb:
         return a, b
     if ca and a._data.ndim == 0:
-        a = to_device(a, b.device)
-    elif cb and b._data.ndim == 0:
-        b = to_device(b, a.device)
+        return to_device(a, b.device), b
+    if cb and b._data.ndim == 0:
+        return a, to_device(b, a.device)
+    check_same_device((a._data, b._data))  # raises
     return a, b
 
 
@@ -422,9 +424,7 @@ def _binary_general(op: OpDef, a, b, params) -> Tensor:
             tb = True
     if ta and tb:
         if type(a._data) is not _ndarray or type(b._data) is not _ndarray:
-            a, b = _cpu_scalar_to_device(a, b)
-            if is_cpu_array(a._data) != is_cpu_array(b._data):  # (one GPU: same kind,
-                check_same_device((a._data, b._data))            # same device) raises
+            a, b = _on_one_device(a, b)
         sa, sb = a._data.shape, b._data.shape
         if sa != sb:
             broadcast_shapes(sa, sb, op.name)

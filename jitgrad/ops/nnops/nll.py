@@ -54,20 +54,21 @@ def _losses_kernels():
 
 
 
-def _cuda_nll(x, t, w, reduction):
-    """``jitgrad.cuda.nll`` where its kernels take this case (device arrays), else None."""
-    if is_cpu_array(x):
+def _cuda_nll(a, shape, dtype, t, w, reduction):
+    """``jitgrad.cuda.nll`` where its kernels take this case (``a``, the input or the
+    targets, a device array; ``shape``/``dtype`` the input's), else None."""
+    if type(a) is np.ndarray or is_cpu_array(a):
         return None
     from ...cuda import nll as cuda_nll
 
-    return cuda_nll if cuda_nll.applies(x, t, w, reduction) else None
+    return cuda_nll if cuda_nll.applies(shape, dtype, t, w, reduction) else None
 
 
 def _nll_fwd(x, t, w, reduction, ignore_index, spatial=False):
     """:func:`_nll_ref`'s plain case (a batch of valid class indices, no class weights) on
     a kernel: the same float64 values summed by the same NumPy sum (the same bits), one
     pass instead of a mask, an index array and a gather. On CUDA: ``cuda/nll.py``."""
-    if type(x) is not np.ndarray and (k := _cuda_nll(x, t, w, reduction)) is not None:
+    if (k := _cuda_nll(x, x.shape, x.dtype, t, w, reduction)) is not None:
         return k.nll_forward(x, t, reduction, ignore_index)
     if (type(x) is np.ndarray and x.ndim == 2 and w is None and reduction != "none"
             and t.size > 0 and type(t) is np.ndarray and t.dtype == np.int64):
@@ -80,12 +81,8 @@ def _nll_fwd(x, t, w, reduction, ignore_index, spatial=False):
 
 def _nll_grad_fwd(g, t, w, reduction, ignore_index, shape):
     """:func:`_nll_grad_ref`'s plain case on a kernel (the same values)."""
-    if type(t) is not np.ndarray and len(shape) == 2 and not is_cpu_array(t):
-        from ...cuda import nll as cuda_nll
-        from ...cuda.runtime import empty
-
-        if cuda_nll.applies(empty(shape, g.dtype), t, w, reduction):
-            return cuda_nll.nll_backward(g, t, reduction, ignore_index, tuple(shape), g.dtype)
+    if (k := _cuda_nll(t, shape, g.dtype, t, w, reduction)) is not None:
+        return k.nll_backward(g, t, reduction, ignore_index, tuple(shape), g.dtype)
     if (type(g) is np.ndarray and len(shape) == 2 and w is None and reduction != "none"
             and t.size > 0 and type(t) is np.ndarray and t.dtype == np.int64):
         out = np.zeros(shape, dtype=g.dtype)
@@ -103,7 +100,7 @@ def _cross_entropy_chain(x, t, g, reduction: str, ignore_index: int) -> tuple:
     pass over the rows (``kernels/softmax.cross_entropy``: the same row code, so the same
     bits), else the four functions one after the other. A plan runs it where a compiled
     step's graph holds that chain (``compiler/chains.py``). On CUDA: ``cuda/nll.py``."""
-    if type(x) is not np.ndarray and (k := _cuda_nll(x, t, None, reduction)) is not None:
+    if (k := _cuda_nll(x, x.shape, x.dtype, t, None, reduction)) is not None:
         return k.cross_entropy_chain(x, t, g, reduction, ignore_index)
     n = x.shape[0] if x.ndim == 2 else 0
     if (type(x) is np.ndarray and x.ndim == 2 and x.dtype in (_F32, _F64)
