@@ -136,3 +136,25 @@ def python_prints(code: str, **env: str) -> list[str]:
     r = run_python(code, **env)
     assert r.returncode == 0, r.stderr
     return r.stdout.split()
+
+
+def real_cuda_env() -> dict:
+    """This environment for a child process that compiles for the real CUDA target (not
+    Numba's simulator) and logs no kernel launches."""
+    env = {k: v for k, v in os.environ.items() if k != "JITGRAD_CUDA_LAUNCH_LOG"}
+    env["NUMBA_ENABLE_CUDASIM"] = "0"
+    return env
+
+
+def skip_without_nvvm() -> None:
+    """Skip the test where NVVM cannot compile a kernel to PTX (tools/cuda_ptx_check.py's
+    probe, in a child process: this one runs the simulator)."""
+    import pytest
+
+    r = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, "
+                        f"{str(ROOT / 'tools')!r}); import cuda_ptx_check as c; "
+                        "print(c._nvvm_reason())"],
+                       capture_output=True, text=True, env=real_cuda_env(), cwd=ROOT,
+                       timeout=120)
+    if r.returncode != 0 or r.stdout.strip():
+        pytest.skip(f"NVVM cannot compile here: {r.stdout.strip() or r.stderr[-300:]}")

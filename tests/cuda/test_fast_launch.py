@@ -142,22 +142,15 @@ def test_packed_arguments_match_the_compiled_kernels_parameters():
     packing (``ParamHolder``, what ``cuda.core.launch`` hands the driver), read back
     parameter by parameter with the PTX type. A count, an order or a width that differs
     (say a Python int packed in 4 bytes where the kernel reads 8) fails here."""
-    import os
     import subprocess
     import sys
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    tools = os.path.join(root, "tools")
-    env = {k: v for k, v in os.environ.items() if k != "JITGRAD_CUDA_LAUNCH_LOG"}
-    env["NUMBA_ENABLE_CUDASIM"] = "0"
-    probe = subprocess.run(
-        [sys.executable, "-c", f"import sys; sys.path.insert(0, {tools!r}); "
-         "import cuda_ptx_check as c; c._without_a_gpu((9, 0)); print(c._nvvm_reason())"],
-        capture_output=True, text=True, env=env, cwd=root, timeout=120)
-    if probe.returncode != 0 or probe.stdout.strip():
-        pytest.skip(f"NVVM cannot compile here: {probe.stdout.strip() or probe.stderr[-300:]}")
-    r = subprocess.run([sys.executable, "-c", f"TOOLS = {tools!r}\n" + _ABI_CHECK],
-                       capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    from helpers import ROOT, real_cuda_env, skip_without_nvvm
+
+    skip_without_nvvm()
+    r = subprocess.run([sys.executable, "-c", f"TOOLS = {str(ROOT / 'tools')!r}\n" + _ABI_CHECK],
+                       capture_output=True, text=True, env=real_cuda_env(), cwd=ROOT,
+                       timeout=300)
     if "No module named 'cuda.core" in r.stderr:
         pytest.skip("cuda.core is not installed")
     assert r.returncode == 0, r.stdout + r.stderr

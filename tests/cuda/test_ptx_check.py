@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
+from helpers import skip_without_nvvm
 
 from jitgrad.cuda import launch_log
 
@@ -94,16 +94,8 @@ def smallest(a, out):
 '''
 
 
-def _nvvm_or_skip() -> None:
-    r = _run(f"import sys; sys.path.insert(0, {os.path.dirname(TOOL)!r}); "
-             "import cuda_ptx_check as c; print(c._nvvm_reason())",
-             _env(NUMBA_ENABLE_CUDASIM="0"))
-    if r.returncode != 0 or r.stdout.strip():
-        pytest.skip(f"NVVM cannot compile here: {r.stdout.strip() or r.stderr[-300:]}")
-
-
 def test_the_check_compiles_logged_kernels_and_fails_on_one_a_gpu_cannot_compile(tmp_path):
-    _nvvm_or_skip()
+    skip_without_nvvm()
     # the bad kernel runs in the simulator
     ns: dict = {}
     path = tmp_path / "jg_bad_module.py"
@@ -144,7 +136,7 @@ def test_an_empty_log_is_an_error_not_a_pass(tmp_path):
 def test_jitgrads_own_kernels_compile_for_the_gpu(tmp_path):
     """The hand-written kernels (a sum's finish, scatter-add, convolution lowering) by their
     module names, as the suite's log names them."""
-    _nvvm_or_skip()
+    skip_without_nvvm()
     log = tmp_path / "own.jsonl"
     recs = [
         {"module": "jitgrad.cuda.launch", "name": "finish_all",
@@ -162,7 +154,7 @@ def test_jitgrads_own_kernels_compile_for_the_gpu(tmp_path):
 
 
 def test_a_ptxas_older_than_nvvms_ptx_is_a_toolchain_error_not_a_kernel_failure(tmp_path):
-    _nvvm_or_skip()
+    skip_without_nvvm()
     fake = tmp_path / "bin" / "ptxas"
     fake.parent.mkdir()
     fake.write_text("#!/bin/sh\necho \"ptxas k.ptx, line 9; fatal   : Unsupported .version 9.5;"
