@@ -32,6 +32,7 @@ from .describe import describe_group
 from .effect_lines import bump_lines, effect_lines, fresh_grad_values
 from .fusion import describe, partition
 from .group_runner import GroupRunner
+from .host_values import host_values
 from .inplace_writes import plan_inplace_writes
 from .passes import optimize
 from .placement import plan_placements
@@ -55,7 +56,10 @@ class Plan:
         self.consts = [(id(v), _on_device(v.source) if self.cuda else v.source)
                        for v in graph.all_vars() + ends
                        if isinstance(v, Var) and v.kind == "const"]
-        self.steps = hoist_sinks(graph, partition(graph)) if not self.reference else []
+        #: values a CUDA plan holds on the host (a CPU step counter): CPU kernels for them
+        self.host = host_values(graph)
+        self.steps = hoist_sinks(graph, partition(graph, self.host)) \
+            if not self.reference else []
         self.calls = any(s.kind not in ("group", "view") for s in self.steps)
         self.out_ids = [id(v) for v in list(graph.outputs) + list(self.keep)]
         # outputs the caller owns that the plan holds too are copies: a constant (returned
@@ -118,18 +122,19 @@ class Plan:
                 shared.setdefault(k, runner)
         described = {k: describe_group(s.group, needed) for k, s in enumerate(self.steps)
                      if s.kind == "group" and not (s.eqn is not None and id(s.eqn) in shared)}
-        host_scalars = _host_scalars(self.steps, described, ends) if self.cuda else frozenset()
+        moved = _host_scalars(self.steps, described, ends) if self.cuda else frozenset()
+        host_scalars = moved | self.host  # taken by value by CUDA kernels
         for k, s in enumerate(self.steps):
             if s.eqn is not None and id(s.eqn) in shared:
                 self.runners.append(shared[id(s.eqn)])
-            elif s.kind != "group" and id(s.eqn.out) in host_scalars:
+            elif s.kind != "group" and id(s.eqn.out) in moved:
                 # a captured host number moved to the device only for kernels that take
                 # it by value: the host value itself (no copy to the device per call)
                 self.runners.append(InlineStep(
                     f"env[{id(s.eqn.out)}] = env[{id(s.eqn.ins[0])}]", None))
             elif s.kind == "group":
                 desc, binding = described[k]
-                if self.cuda:
+                if self.cuda and not s.group.host:
                     gr = _cuda_runner()(s.group, desc, binding, cache_dir, host_scalars,
                                            self.inplace.get(k))
                 else:

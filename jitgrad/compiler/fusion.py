@@ -36,6 +36,7 @@ class Group:
     reductions: list = field(default_factory=list)
     splits: set = field(default_factory=set)     # split points still possible
     members: set = field(default_factory=set)    # id(Var) of values computed in the loop
+    host: bool = False  # a CUDA plan's group of host values (host_values.py): a CPU kernel
 
     def operands(self) -> list:
         """Vars read by the loop but computed outside it, in first-use order."""
@@ -131,8 +132,10 @@ def _constrain(group: Group, e: Eqn, is_reduction: bool) -> set:
     return ok
 
 
-def partition(graph: Graph) -> list:
-    """Steps of the plan for ``graph`` (in execution order)."""
+def partition(graph: Graph, host: frozenset = frozenset()) -> list:
+    """Steps of the plan for ``graph`` (in execution order). ``host``: ids of the values a
+    CUDA graph computes on the host (``host_values.py``); they are fused only with each
+    other, into groups marked ``host``."""
     steps: list[Step] = []
     pos: dict = {}                # id(Var) -> index of the step producing it
     group_of: dict = {}           # id(Var) -> Group computing it in its loop
@@ -141,26 +144,28 @@ def partition(graph: Graph) -> list:
         if _fusable(e) or _fusable_reduction(e):
             is_red = not _fusable(e)
             shape = e.ins[0].shape if is_red else e.out.shape
-            host = _find_group(steps, e, shape, is_red, pos, group_of, reduced_in)
-            if host is None:
-                host = Group(shape=shape, index=len(steps), splits=set(range(len(shape) + 1)))
-                new_ok = _constrain(host, e, is_red)
+            on_host = id(e.out) in host
+            g = _find_group(steps, e, shape, is_red, pos, group_of, reduced_in, on_host)
+            if g is None:
+                g = Group(shape=shape, index=len(steps), splits=set(range(len(shape) + 1)),
+                          host=on_host)
+                new_ok = _constrain(g, e, is_red)
                 if not new_ok:  # not expressible even alone: run it as a call
                     steps.append(Step("call", eqn=e))
                     pos[id(e.out)] = len(steps) - 1
                     continue
-                steps.append(Step("group", group=host))
+                steps.append(Step("group", group=g))
             else:
-                new_ok = _constrain(host, e, is_red)
-            host.splits = new_ok
+                new_ok = _constrain(g, e, is_red)
+            g.splits = new_ok
             if is_red:
-                host.reductions.append(e)
-                reduced_in[id(e.out)] = host
+                g.reductions.append(e)
+                reduced_in[id(e.out)] = g
             else:
-                host.eqns.append(e)
-                host.members.add(id(e.out))
-                group_of[id(e.out)] = host
-            pos[id(e.out)] = host.index
+                g.eqns.append(e)
+                g.members.add(id(e.out))
+                group_of[id(e.out)] = g
+            pos[id(e.out)] = g.index
             continue
         kind = "view" if (not isinstance(e.op, str) and e.op.view) else "call"
         steps.append(Step(kind, eqn=e))
@@ -176,11 +181,13 @@ def partition(graph: Graph) -> list:
 MAX_GROUP_EQNS = 64
 
 
-def _find_group(steps, e, shape, is_red, pos, group_of, reduced_in):
-    """The most recent group ``e`` can legally join (inputs computed in it or before it)."""
+def _find_group(steps, e, shape, is_red, pos, group_of, reduced_in, on_host=False):
+    """The most recent group ``e`` can legally join (inputs computed in it or before it;
+    the group on the host when ``on_host``, on the plan's device when not)."""
     for step in reversed(steps):
         g = step.group
-        if g is None or g.shape != shape or len(g.eqns) + len(g.reductions) >= MAX_GROUP_EQNS:
+        if g is None or g.shape != shape or g.host != on_host or \
+                len(g.eqns) + len(g.reductions) >= MAX_GROUP_EQNS:
             continue
         legal = True
         for i in e.ins:

@@ -278,8 +278,15 @@ def zeros(shape, dtype) -> object:
 
 def kernel_arg(a, read_only: bool = False):
     """What a generated kernel is given for device array ``a`` (``read_only``: an input;
-    the simulator then copies nothing back into it, which may be a read-only array)."""
+    the simulator then copies nothing back into it, which may be a read-only array).
+
+    A host (NumPy) array is refused in the simulator: on a GPU numba-cuda would copy it to
+    the device and back at every launch, waiting for the GPU each time -- slow where the
+    simulator is silent (a device array that was turned into a host array on the way)."""
     if type(a) is not SimArray:
+        if isinstance(a, np.ndarray):
+            raise TypeError(f"a host array ({a.dtype}, shape {a.shape}) was passed to a CUDA "
+                            "kernel: kernels take device arrays only")
         return a
     if read_only:
         from numba import cuda

@@ -267,3 +267,46 @@ def test_eager_in_place_updates_on_cuda_run_one_kernel_into_the_tensor(monkeypat
     expect = P.copy()
     expect[:, 1:] = expect[:, 1:] + P[:, :3]
     np.testing.assert_array_equal(q.cpu().numpy(), expect)
+
+
+def test_a_kernel_is_never_given_a_host_array():
+    """On a GPU numba-cuda copies a host array given to a kernel to the device and back at
+    every launch (the host waiting each time); the simulator refuses one outright."""
+    with pytest.raises(TypeError, match="host array .* passed to a CUDA kernel"):
+        runtime.kernel_arg(np.zeros(3))
+    assert runtime.kernel_arg(np.float32(2.5)) == np.float32(2.5)  # numbers go by value
+    d = runtime.to_device(np.arange(3.0))
+    assert type(runtime.kernel_arg(d)) is np.ndarray  # the simulator's view of it
+
+
+def test_a_cuda_plan_computes_host_values_on_the_host_and_reads_them_afresh():
+    """A captured 0-d CPU tensor (an optimizer's step counter) updated and used by a
+    compiled CUDA function: its arithmetic runs as a CPU kernel, the CUDA kernel takes the
+    result by value, and every call sees the counter's new value, as in eager mode."""
+    from helpers import newest_plan
+
+    from jitgrad.compiler.group_runner import GroupRunner
+    from jitgrad.cuda.plan_runner import CudaGroupRunner
+
+    results = {}
+    for compiled in (False, True):
+        count = torch.zeros((), dtype=torch.float32)  # on the CPU
+        w = torch.arange(5.0, device="cuda")
+
+        def f(x, count=count, w=w):
+            count.add_(1)
+            return x * w * (count * 0.5 + 1)
+        g = torch.compile(f) if compiled else f
+        x = torch.ones(5, device="cuda")
+        results[compiled] = [g(x).cpu().numpy() for _ in range(4)], count.item()
+        if compiled:
+            runners = newest_plan(g).group_runners
+            on_host = [r for r in runners if type(r) is GroupRunner]
+            on_device = [r for r in runners if isinstance(r, CudaGroupRunner)]
+            assert on_host and on_device
+            assert all(r.group.host for r in on_host)
+            assert {op.pattern for r in on_device for op in r.desc.operands
+                    if op.dtype == "float32" and op.pattern in ("scalar", "item")} == {"scalar"}
+    assert results[True][1] == results[False][1] == 4.0
+    for a, b in zip(results[True][0], results[False][0]):
+        np.testing.assert_array_equal(a, b)
