@@ -213,7 +213,8 @@ def describe(steps: list) -> list:
         if s.kind == "group":
             g = s.group
             names = [f"{e.out!r}={e.name}" for e in g.eqns + g.reductions]
-            out.append(f"step {k}: fused loop over {list(g.shape)}: " + ", ".join(names))
+            where = " on the host" if g.host else ""
+            out.append(f"step {k}: fused loop over {list(g.shape)}{where}: " + ", ".join(names))
         else:
             out.append(f"step {k}: {s.kind} {s.eqn.out!r}={s.eqn.name}")
     return out

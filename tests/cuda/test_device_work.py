@@ -307,6 +307,7 @@ def test_a_cuda_plan_computes_host_values_on_the_host_and_reads_them_afresh():
             assert all(r.group.host for r in on_host)
             assert {op.pattern for r in on_device for op in r.desc.operands
                     if op.dtype == "float32" and op.pattern in ("scalar", "item")} == {"scalar"}
+            assert "fused loop over [] on the host: " in str(g.lower(x))
     assert results[True][1] == results[False][1] == 4.0
     for a, b in zip(results[True][0], results[False][0]):
         np.testing.assert_array_equal(a, b)
