@@ -15,7 +15,10 @@ and nothing depends on the launch configuration:
 * ``rows`` sums: a block per row, in segments of :data:`CHUNK` whose lane totals add up in
   float64, as on the CPU;
 * ``cols`` sums: a thread per column, :data:`RBLOCK` rows at a time in the value's dtype,
-  then float64, rows in order (coalesced: neighbouring threads read neighbouring columns).
+  then float64, rows in order (coalesced: neighbouring threads read neighbouring columns);
+* element loops and sum lanes take :data:`UNROLL` elements a turn, all their loads first
+  (then the remainder one by one): the compiler cannot move a load above a store to an
+  array it cannot tell apart, so without it a thread has one element's loads in flight.
 
 No float atomics; no fast-math (a fastmath *set* would turn on approximate division and
 flush-to-zero). NVVM contracts ``a * b + c`` into an FMA by default (its ``-fma=1``), which
@@ -87,15 +90,16 @@ def render_cuda(desc: KernelDesc, name: str = "kernel") -> str:
         note = f"  # {ln.note}" if ln.note else ""
         body.append(f"{ln.target} = {expr}{note}")
     body += [f"{desc.store_array(k)}[t] = {v}" for k, (v, _) in enumerate(desc.stores)]
+    n_loads = len(desc.operands)
     src = [f"def {name}({', '.join(signature_cuda(desc))}):"]
     if desc.title:
         src.append(f"    # {desc.title}")
     if not desc.reductions:
-        src += _elements(m, body)
+        src += _elements(m, body, n_loads)
     elif m == "cols":
         src += _column_sums(desc, body)
     else:
-        src += _lane_sums(desc, body)
+        src += _lane_sums(desc, body, n_loads)
     return "\n".join(src)
 
 
@@ -118,21 +122,57 @@ def _uncontracted(expr: str, mul: str) -> str:
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
+#: elements a thread loads before it computes any of them. A GPU keeps its memory busy only
+#: with enough loads in flight; one element's loads per thread at a time (a store between
+#: two elements' loads is a barrier the compiler keeps: it cannot tell the arrays apart)
+#: leave an H100/H200 below its copy bandwidth at the occupancy a fused kernel allows.
+UNROLL = 4
+
+
 def _indent(lines, n: int) -> list:
     return [" " * (4 * n) + s for s in lines]
 
 
-def _elements(mode: str, body: list) -> list:
+def _per_element(lines: list, u: int, names: str) -> list:
+    """``lines`` for the ``u``-th of :data:`UNROLL` elements: each per-element name (the
+    loads and values ``x*``/``v*``, the indices in ``names``) suffixed ``_u``, comments
+    dropped."""
+    pat = re.compile(rf"\b(x\d+|v\d+|{names})\b")
+    return [pat.sub(lambda mt: f"{mt.group(1)}_{u}", ln.split("  #")[0]) for ln in lines]
+
+
+def _unrolled(body: list, n_loads: int, index, names: str, after: list = ()) -> list:
+    """:data:`UNROLL` elements at once: each element's ``index(u)`` lines and loads first
+    (a thread then has all their loads in flight), then each element's lines, stores and
+    ``after``, in element order: the order of the loop it replaces, so the same bits."""
+    out = []
+    for u in range(UNROLL):
+        out += _per_element(index(u), u, names)
+    for u in range(UNROLL):
+        out += _per_element(body[:n_loads], u, names)
+    for u in range(UNROLL):
+        out += _per_element(list(body[n_loads:]) + list(after), u, names)
+    return out
+
+
+def _elements(mode: str, body: list, n_loads: int) -> list:
+    """A grid-stride loop, :data:`UNROLL` elements a turn (``t0, t0 + step, ...``: each
+    coalesced across the threads), then the remaining elements one by one."""
     size = "n" if mode == "flat" else "R * C"
-    out = ["    start = cuda.grid(1)", "    step = cuda.gridsize(1)",
-           f"    for t in range(start, {size}, step):"]
-    if mode != "flat":
-        out += ["        i = t // C", "        j = t - i * C"]
-    return out + _indent(body, 2)
+    rows = [] if mode == "flat" else ["i = t // C", "j = t - i * C"]
+
+    def index(u):
+        return [f"t = t0 + {u} * step" if u else "t = t0"] + rows
+    out = ["    start = cuda.grid(1)", "    step = cuda.gridsize(1)", "    t0 = start",
+           f"    while t0 + {UNROLL - 1} * step < {size}:"]
+    out += _indent(_unrolled(body, n_loads, index, "t|i|j"), 2)
+    out += [f"        t0 += {UNROLL} * step", f"    for t in range(t0, {size}, step):"]
+    return out + _indent(rows + body, 2)
 
 
-def _lane_sums(desc: KernelDesc, body: list) -> list:
-    """``all`` sums (a block per chunk) and ``rows`` sums (a block per row, in segments)."""
+def _lane_sums(desc: KernelDesc, body: list, n_loads: int) -> list:
+    """``all`` sums (a block per chunk) and ``rows`` sums (a block per row, in segments).
+    A lane adds its positions :data:`UNROLL` at a time (loads first), then the rest."""
     flat = desc.mode == "flat"
     reds = list(enumerate(desc.reductions))
     out = [f"    lanes{k} = cuda.shared.array({LANES}, {_nb(r.dtype)})" for k, r in reds]
@@ -151,12 +191,18 @@ def _lane_sums(desc: KernelDesc, body: list) -> list:
     p = "    " * pad
     out += [p + f"for q in range(tid, {LANES}, nt):"]
     out += [p + f"    lane_acc{k} = {_nb(r.dtype)}(0.0)" for k, r in reds]
-    out += [p + f"    for b0 in range(0, m - q, {LANES}):",
-            p + f"        t = {start} + b0 + q"]
-    if not flat:
-        out.append(p + "        j = seg + b0 + q")
-    out += _indent(body, pad + 2)
-    out += [p + f"        lane_acc{k} += {r.value}" for k, r in reds]
+    names = "t" if flat else "t|j"
+
+    def index(u):
+        off = f" + {u * LANES}" if u else ""
+        return [f"t = {start} + b0 + q{off}"] + ([] if flat else [f"j = seg + b0 + q{off}"])
+    accumulate = [f"lane_acc{k} += {r.value}" for k, r in reds]
+    out += [p + "    b0 = 0", p + f"    while b0 + {(UNROLL - 1) * LANES} < m - q:"]
+    out += _indent(_unrolled(body, n_loads, index, names, accumulate), pad + 2)
+    out += [p + f"        b0 += {UNROLL * LANES}"]
+    out += [p + f"    for b0 in range(b0, m - q, {LANES}):"]
+    out += _indent(index(0), pad + 2) + _indent(body, pad + 2)
+    out += [p + f"        {a}" for a in accumulate]
     out += [p + f"    lanes{k}[q] = lane_acc{k}" for k, _ in reds]
     out += [p + "cuda.syncthreads()", p + "if tid == 0:"]
     if flat:
