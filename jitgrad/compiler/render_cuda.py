@@ -14,8 +14,9 @@ and nothing depends on the launch configuration:
   finishes the partials (``cuda/launch.finish_sum``: in order, float64, on the device);
 * ``rows`` sums: a block per row, in segments of :data:`CHUNK` whose lane totals add up in
   float64, as on the CPU;
-* ``cols`` sums: a thread per column, :data:`RBLOCK` rows at a time in the value's dtype,
-  then float64, rows in order (coalesced: neighbouring threads read neighbouring columns);
+* ``cols`` sums: a thread per column and segment of :data:`RBLOCK` rows, adding them in the
+  value's dtype into a float64 partial; ``finish_cols`` adds each column's partials in row
+  order in float64 (coalesced: neighbouring threads read neighbouring columns);
 * element loops and sum lanes take :data:`UNROLL` elements a turn, all their loads first
   (then the remainder one by one): the compiler cannot move a load above a store to an
   array it cannot tell apart, so without it a thread has one element's loads in flight.
@@ -97,7 +98,7 @@ def render_cuda(desc: KernelDesc, name: str = "kernel") -> str:
     if not desc.reductions:
         src += _elements(m, body, n_loads)
     elif m == "cols":
-        src += _column_sums(desc, body)
+        src += _column_sums(desc, body, n_loads)
     else:
         src += _lane_sums(desc, body, n_loads)
     return "\n".join(src)
@@ -221,20 +222,30 @@ def _lane_sums(desc: KernelDesc, body: list, n_loads: int) -> list:
     return out
 
 
-def _column_sums(desc: KernelDesc, body: list) -> list:
-    """A thread per column: RBLOCK rows at a time in the value's dtype, then float64."""
+def _column_sums(desc: KernelDesc, body: list, n_loads: int) -> list:
+    """A thread per (segment of :data:`RBLOCK` rows, column): the segment's rows added in
+    the value's dtype into float64 partial ``r[s * C + j]``; ``cuda/launch.finish_cols``
+    then adds each column's partials in row order in float64 -- the CPU's order (segments
+    in the value's dtype, float64 across them), with ``ceil(R / RBLOCK) * C`` threads
+    instead of ``C`` (a thread per column left a bias gradient of a 4096-row batch to 10 or
+    256 threads each walking every row)."""
     reds = list(enumerate(desc.reductions))
     out = ["    start = cuda.grid(1)", "    step = cuda.gridsize(1)",
-           "    for j in range(start, C, step):"]
-    out += [f"        col_acc{k} = 0.0" for k, _ in reds]
-    out += [f"        for i0 in range(0, R, {RBLOCK}):"]
-    out += [f"            col_part{k} = {_nb(r.dtype)}(0.0)" for k, r in reds]
-    out += [f"            for i in range(i0, min(i0 + {RBLOCK}, R)):",
-            "                t = i * C + j"]
-    out += _indent(body, 4)
-    out += [f"                col_part{k} += {r.value}" for k, r in reds]
-    out += [f"            col_acc{k} += f64(col_part{k})" for k, _ in reds]
-    out += [f"        r{k}[j] = col_acc{k}" for k, _ in reds]
+           f"    segs = (R + {RBLOCK - 1}) // {RBLOCK}",
+           "    for u in range(start, segs * C, step):",
+           "        s = u // C", "        j = u - s * C",
+           f"        i0 = s * {RBLOCK}", f"        i1 = min(i0 + {RBLOCK}, R)"]
+    out += [f"        col_part{k} = {_nb(r.dtype)}(0.0)" for k, r in reds]
+
+    def index(u):
+        return [f"i = i0 + {u}" if u else "i = i0", "t = i * C + j"]
+    accumulate = [f"col_part{k} += {r.value}" for k, r in reds]
+    out += [f"        while i0 + {UNROLL - 1} < i1:"]
+    out += _indent(_unrolled(body, n_loads, index, "t|i", accumulate), 3)
+    out += [f"            i0 += {UNROLL}", "        for i in range(i0, i1):",
+            "            t = i * C + j"]
+    out += _indent(body + accumulate, 3)
+    out += [f"        r{k}[u] = f64(col_part{k})" for k, _ in reds]
     return out
 
 

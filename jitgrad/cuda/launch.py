@@ -17,7 +17,7 @@ import math
 import numpy as np
 from numba import cuda, float64
 
-from ..compiler.kernel_desc import CHUNK, KernelDesc
+from ..compiler.kernel_desc import CHUNK, RBLOCK, KernelDesc
 from . import fast_launch, runtime
 
 __all__ = ["launch", "run", "read_only", "grid", "elementwise", "elementwise_into",
@@ -45,12 +45,23 @@ def grid(desc: KernelDesc, n: int, R: int, C: int) -> tuple[int, int]:
     ``runtime.max_blocks()`` (grid-stride loops cover the rest)."""
     threads = runtime.THREADS[runtime.backend()]
     if desc.mode == "cols":
-        work = C
+        work = col_segments(R) * C
     elif desc.reductions:
         work = ((n + CHUNK - 1) // CHUNK if desc.mode == "flat" else R) * threads
     else:
         work = n if desc.mode == "flat" else R * C
     return max(1, min((work + threads - 1) // threads, runtime.max_blocks())), threads
+
+
+def col_segments(R: int) -> int:
+    """Row segments of a ``cols`` sum over ``R`` rows (each a float64 partial per column)."""
+    return (R + RBLOCK - 1) // RBLOCK
+
+
+def partials_size(desc: KernelDesc, kind: str, n: int, R: int, C: int) -> int:
+    """Length of the float64 partials a CUDA kernel of ``desc`` writes for a sum of
+    ``kind``: a ``cols`` sum's per row segment and column; the others' as on the CPU."""
+    return col_segments(R) * C if kind == "cols" else desc.partials(kind, n, R, C)
 
 
 def launch(desc: KernelDesc, args: tuple, n: int = 0, R: int = 0, C: int = 0) -> None:
@@ -225,16 +236,15 @@ def sum_float(a, dims: tuple, keepdim: bool, scale: float = 1.0):
     a, kind, R, C = sum_layout(a, dims, kind, xp)
     n = a.size
     desc = describe_sum(dt, kind)
-    size = (n + CHUNK - 1) // CHUNK if kind == "all" else (R if kind == "rows" else C)
-    r = runtime.empty(size, np.float64)
+    r = runtime.empty(partials_size(desc, kind, n, R, C), np.float64)
     launch(desc, (a.reshape(-1), r), n=n, R=R, C=C)
     return finish_sum(r, kind, scale, dt, out_shape)
 
 
 def finish_sum(partials, kind: str, scale: float, dtype, shape):
     """A sum's value from its kernel's float64 partials, on the device: ``all`` adds the
-    partials in order in float64 (one thread); then ``* scale`` in float64, rounded once to
-    ``dtype``."""
+    partials in order in float64 (one thread), ``cols`` each column's (a thread per
+    column); then ``* scale`` in float64, rounded once to ``dtype``."""
     dtype = np.dtype(dtype)
     if kind == "all":
         out = runtime.empty(1, dtype)
@@ -244,12 +254,37 @@ def finish_sum(partials, kind: str, scale: float, dtype, shape):
                              (runtime.kernel_arg(partials, True),
                               np.float64(scale), runtime.kernel_arg(out)))
         return out.reshape(shape)
+    if kind == "cols":
+        C = math.prod(shape)
+        out = runtime.empty(C, dtype)
+        if C:
+            threads = runtime.THREADS[runtime.backend()]
+            blocks = max(1, min((C + threads - 1) // threads, runtime.max_blocks()))
+            with np.errstate(all="ignore"):
+                fast_launch.call(finish_cols, blocks, threads,
+                                 (runtime.kernel_arg(partials, True), partials.size // C,
+                                  np.float64(scale), runtime.kernel_arg(out)))
+        return out.reshape(shape)
     val = partials * scale if scale != 1.0 else partials
     return val.astype(dtype).reshape(shape)
 
 
 #: partials staged in shared memory per pass of :func:`finish_all`
 FINISH_SEGMENT = 1024
+
+
+@cuda.jit(cache=True)
+def finish_cols(partials, segs, scale, out):
+    """Column ``j``'s partials ``partials[s * C + j]`` added in row order in float64 (a
+    thread per column: neighbours read neighbouring partials), scaled, rounded once."""
+    C = out.shape[0]
+    start = cuda.grid(1)
+    step = cuda.gridsize(1)
+    for j in range(start, C, step):
+        s = 0.0
+        for q in range(segs):
+            s += partials[q * C + j]
+        out[j] = s * scale
 
 
 @cuda.jit(cache=True)

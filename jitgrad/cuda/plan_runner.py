@@ -116,7 +116,7 @@ class CudaGroupRunner:
             args.append(o.reshape(-1))
         partials = []
         for _, kind, _ in b.reductions:
-            size = d.partials(kind, self.n, self.R, self.C)
+            size = launch.partials_size(d, kind, self.n, self.R, self.C)
             # every part writes its partial; an empty flat space has one partial, 0
             r = runtime.empty(size, np.float64) if self._parts_written else \
                 runtime.zeros(size, np.float64)

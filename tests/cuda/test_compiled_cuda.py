@@ -160,3 +160,27 @@ def test_state_the_first_compiled_step_creates_holds_the_plans_values(dev, monke
                           for p in m.parameters()]
     for a, b in zip(bufs[True], bufs[False]):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (31, 5), (33, 2), (100, 40), (257, 3)])
+def test_column_sums_over_row_segments_have_the_cpus_bits(shape, dtype):
+    """A fused ``cols`` sum runs a thread per (segment of RBLOCK rows, column) and adds each
+    column's segment partials in row order afterwards (``launch.finish_cols``): the CPU's
+    order, so its bits, with the fused element-wise output computed by the same threads."""
+    rng = np.random.default_rng(sum(shape))
+    X = rng.standard_normal(shape).astype(dtype)
+    W = rng.standard_normal(shape[1]).astype(dtype)
+
+    def f(x, w):
+        y = torch.relu(x * w)
+        return y, y.sum(0), (y * x).mean(0, keepdim=True)
+    got = {}
+    for dev in ("cpu", "cuda"):
+        outs = torch.compile(f)(torch.tensor(X, device=dev), torch.tensor(W, device=dev))
+        got[dev] = [o.cpu().numpy() for o in outs]
+    for a, b in zip(got["cpu"], got["cuda"]):
+        np.testing.assert_array_equal(a, b)
+    if shape[0]:  # the eager sum: one kernel of the same renderer
+        x = torch.tensor(X, device="cuda")
+        np.testing.assert_array_equal(x.sum(0).cpu().numpy(), torch.tensor(X).sum(0).numpy())
