@@ -94,12 +94,24 @@ def bias_lanes(g, zero64, lanes):
     """``lanes[o, p]``: ``g[:, o, p]`` (N, O, P) added over the samples in order, in
     float64 (the CPU's ``bias_grad`` lanes)."""
     Co, P = lanes.shape
+    N = g.shape[0]
     for e in range(cuda.grid(1), Co * P, cuda.gridsize(1)):
         o = e // P
         p = e - o * P
         s = zero64
-        for n in range(g.shape[0]):
-            s += g[n, o, p]
+        n = 0
+        while n + 3 < N:  # four samples' loads in flight, added in order
+            v0 = g[n, o, p]
+            v1 = g[n + 1, o, p]
+            v2 = g[n + 2, o, p]
+            v3 = g[n + 3, o, p]
+            s += v0
+            s += v1
+            s += v2
+            s += v3
+            n += 4
+        for m in range(n, N):
+            s += g[m, o, p]
         lanes[o, p] = s
 
 

@@ -282,8 +282,19 @@ def finish_cols(partials, segs, scale, out):
     step = cuda.gridsize(1)
     for j in range(start, C, step):
         s = 0.0
-        for q in range(segs):
-            s += partials[q * C + j]
+        q = 0
+        while q + 3 < segs:  # four partials' loads in flight, added in order
+            v0 = partials[q * C + j]
+            v1 = partials[(q + 1) * C + j]
+            v2 = partials[(q + 2) * C + j]
+            v3 = partials[(q + 3) * C + j]
+            s += v0
+            s += v1
+            s += v2
+            s += v3
+            q += 4
+        for r in range(q, segs):
+            s += partials[r * C + j]
         out[j] = s * scale
 
 

@@ -84,6 +84,19 @@ def test_conv2d_forward_and_gradients_equal_the_cpu(dtype, kw):
     np.testing.assert_array_equal(g_cuda[2], g_cpu[2], err_msg="bias grad")
 
 
+@pytest.mark.parametrize("batch", [3, 4, 9])
+def test_the_bias_gradient_adds_the_samples_in_order_four_loads_at_a_time(batch):
+    """``bias_lanes`` loads four samples ahead and adds them in order (then the rest one by
+    one): the CPU's float64 sums, bit for bit (float64 inputs: another order would show)."""
+    rng = np.random.default_rng(batch)
+    x = rng.standard_normal((batch, 2, 5, 4))
+    w = rng.standard_normal((3, 2, 2, 2))
+    b = rng.standard_normal(3)
+    _, g_cpu, _ = _run(lambda x, w, b: F.conv2d(x, w, b), (x, w, b), "cpu")
+    _, g_cuda, _ = _run(lambda x, w, b: F.conv2d(x, w, b), (x, w, b), "cuda")
+    np.testing.assert_array_equal(g_cuda[2], g_cpu[2])
+
+
 def test_conv2d_in_chunks_of_samples_equals_one_chunk(monkeypatch):
     """A batch lowered in several chunks (a patch matrix per chunk, weight gradients added in
     order) gives the one-chunk values."""
