@@ -63,16 +63,17 @@ def load(desc: KernelDesc, cache_dir: str | None = None, log: bool = True,
     return k
 
 
+def ordered_total(partials: np.ndarray):
+    """The float64 partials of an ``all`` sum added one after another, first to last (what
+    the CUDA finish does; NumPy's ``add.reduce`` would add them pairwise)."""
+    return partials[0] if partials.size == 1 else np.cumsum(partials)[-1]
+
+
 def finish_sum(partials: np.ndarray, kind: str, scale: float, dtype, shape) -> np.ndarray:
     """A sum's value from its kernel's float64 partials: ``all`` adds the parts' partials
-    in order (NumPy's pairwise sum of a fixed-length array), ``rows``/``cols`` are the
-    totals; then ``* scale`` (a mean) in float64, rounded once to ``dtype``."""
-    if kind != "all":
-        val = partials
-    elif partials.size == 1:  # its partial is the sum (np.add.reduce: the same, ~0.8 us)
-        val = partials[0]
-    else:
-        val = np.add.reduce(partials)
+    in order (:func:`ordered_total`), ``rows``/``cols`` are the totals; then ``* scale`` (a
+    mean) in float64, rounded once to ``dtype``."""
+    val = partials if kind != "all" else ordered_total(partials)
     if scale != 1.0:
         val = val * scale
     return np.asarray(val, dtype).reshape(shape)

@@ -139,8 +139,14 @@ def _lane_sums(desc: KernelDesc, body: list) -> list:
         out += [pad + "        uj = u64(base + b0 + q)", pad + "        t = row + uj"]
     out += _indent(body, ind + 2)
     out += [pad + f"        lanes{k}[uq] += {r.value}" for k, r in reds]
-    out += [pad + "for j in range(w):"]
-    out += [pad + f"    acc{k} += lanes{k}[j]" for k, _ in reds]
+    if flat:  # the chunk's partial
+        out += [pad + "for j in range(w):"]
+        out += [pad + f"    acc{k} += lanes{k}[j]" for k, _ in reds]
+    else:  # the segment's partial, added to the row's in order (as CUDA's segments)
+        out += [pad + f"part{k} = 0.0" for k, _ in reds]
+        out += [pad + "for j in range(w):"]
+        out += [pad + f"    part{k} += lanes{k}[j]" for k, _ in reds]
+        out += [pad + f"acc{k} += part{k}" for k, _ in reds]
     del seg
     out += [f"        r{k}[{done}] = acc{k}" for k, _ in reds]
     return out

@@ -12,10 +12,11 @@ and nothing depends on the launch configuration:
   dtype (a thread adds lanes ``tid, tid + blockDim...``: any block size gives the same
   lanes); thread 0 adds the lanes in order in float64 into the chunk's partial; the caller
   finishes the partials (``cuda/launch.finish_sum``: in order, float64, on the device);
-* ``rows`` sums: a block per row, in segments of :data:`CHUNK` whose lane totals add up in
-  float64, as on the CPU;
+* ``rows`` sums: a block per row and segment of :data:`CHUNK` columns, whose lane totals
+  add up in float64 into the segment's partial; ``finish_segments`` adds a row's partials
+  in order, as the CPU adds its segments;
 * ``cols`` sums: a thread per column and segment of :data:`RBLOCK` rows, adding them in the
-  value's dtype into a float64 partial; ``finish_cols`` adds each column's partials in row
+  value's dtype into a float64 partial; ``finish_segments`` adds each column's partials in row
   order in float64 (coalesced: neighbouring threads read neighbouring columns);
 * element loops and sum lanes take :data:`UNROLL` elements a turn, all their loads first
   (then the remainder one by one): the compiler cannot move a load above a store to an
@@ -172,8 +173,10 @@ def _elements(mode: str, body: list, n_loads: int) -> list:
 
 
 def _lane_sums(desc: KernelDesc, body: list, n_loads: int) -> list:
-    """``all`` sums (a block per chunk) and ``rows`` sums (a block per row, in segments).
-    A lane adds its positions :data:`UNROLL` at a time (loads first), then the rest."""
+    """``all`` sums (a block per chunk) and ``rows`` sums (a block per row and segment of
+    :data:`CHUNK` columns, each a float64 partial that ``cuda/launch.finish_segments`` adds
+    in order per row: a few long rows no longer leave most of the GPU idle). A lane adds
+    its positions :data:`UNROLL` at a time (loads first), then the rest."""
     flat = desc.mode == "flat"
     reds = list(enumerate(desc.reductions))
     out = [f"    lanes{k} = cuda.shared.array({LANES}, {_nb(r.dtype)})" for k, r in reds]
@@ -183,12 +186,12 @@ def _lane_sums(desc: KernelDesc, body: list, n_loads: int) -> list:
                 "    for c in range(cuda.blockIdx.x, nblocks, cuda.gridDim.x):",
                 f"        base = c * {CHUNK}", f"        m = min({CHUNK}, n - base)"]
         pad, start = 2, "base"
-    else:
-        out += ["    for i in range(cuda.blockIdx.x, R, cuda.gridDim.x):"]
-        out += [f"        row_acc{k} = 0.0" for k, _ in reds]
-        out += [f"        for seg in range(0, C, {CHUNK}):",
-                f"            m = min({CHUNK}, C - seg)"]
-        pad, start = 3, "i * C + seg"
+    else:  # a block per (segment, row): partial r[sg * R + i]
+        out += [f"    segs = (C + {CHUNK - 1}) // {CHUNK}",
+                "    for u in range(cuda.blockIdx.x, segs * R, cuda.gridDim.x):",
+                "        sg = u // R", "        i = u - sg * R",
+                f"        seg = sg * {CHUNK}", f"        m = min({CHUNK}, C - seg)"]
+        pad, start = 2, "i * C + seg"
     p = "    " * pad
     out += [p + f"for q in range(tid, {LANES}, nt):"]
     out += [p + f"    lane_acc{k} = {_nb(r.dtype)}(0.0)" for k, r in reds]
@@ -206,25 +209,17 @@ def _lane_sums(desc: KernelDesc, body: list, n_loads: int) -> list:
     out += [p + f"        {a}" for a in accumulate]
     out += [p + f"    lanes{k}[q] = lane_acc{k}" for k, _ in reds]
     out += [p + "cuda.syncthreads()", p + "if tid == 0:"]
-    if flat:
-        out += [p + f"    part{k} = 0.0" for k, _ in reds]
-        out += [p + f"    for q in range(min(m, {LANES})):"]
-        out += [p + f"        part{k} += f64(lanes{k}[q])" for k, _ in reds]
-        out += [p + f"    r{k}[c] = part{k}" for k, _ in reds]
-    else:
-        out += [p + f"    part{k} = 0.0" for k, _ in reds]
-        out += [p + f"    for q in range(min(m, {LANES})):"]
-        out += [p + f"        part{k} += f64(lanes{k}[q])" for k, _ in reds]
-        out += [p + f"    row_acc{k} += part{k}" for k, _ in reds]
+    out += [p + f"    part{k} = 0.0" for k, _ in reds]
+    out += [p + f"    for q in range(min(m, {LANES})):"]
+    out += [p + f"        part{k} += f64(lanes{k}[q])" for k, _ in reds]
+    out += [p + f"    r{k}[{'c' if flat else 'u'}] = part{k}" for k, _ in reds]
     out.append(p + "cuda.syncthreads()")
-    if not flat:
-        out += ["        if tid == 0:"] + [f"            r{k}[i] = row_acc{k}" for k, _ in reds]
     return out
 
 
 def _column_sums(desc: KernelDesc, body: list, n_loads: int) -> list:
     """A thread per (segment of :data:`RBLOCK` rows, column): the segment's rows added in
-    the value's dtype into float64 partial ``r[s * C + j]``; ``cuda/launch.finish_cols``
+    the value's dtype into float64 partial ``r[s * C + j]``; ``cuda/launch.finish_segments``
     then adds each column's partials in row order in float64 -- the CPU's order (segments
     in the value's dtype, float64 across them), with ``ceil(R / RBLOCK) * C`` threads
     instead of ``C`` (a thread per column left a bias gradient of a 4096-row batch to 10 or

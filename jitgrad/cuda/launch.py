@@ -47,7 +47,8 @@ def grid(desc: KernelDesc, n: int, R: int, C: int) -> tuple[int, int]:
     if desc.mode == "cols":
         work = col_segments(R) * C
     elif desc.reductions:
-        work = ((n + CHUNK - 1) // CHUNK if desc.mode == "flat" else R) * threads
+        work = ((n + CHUNK - 1) // CHUNK if desc.mode == "flat" else
+                row_segments(C) * R) * threads
     else:
         work = n if desc.mode == "flat" else R * C
     return max(1, min((work + threads - 1) // threads, runtime.max_blocks())), threads
@@ -58,10 +59,19 @@ def col_segments(R: int) -> int:
     return (R + RBLOCK - 1) // RBLOCK
 
 
+def row_segments(C: int) -> int:
+    """Segments of a ``rows`` sum over ``C`` columns (each a float64 partial per row)."""
+    return (C + CHUNK - 1) // CHUNK
+
+
 def partials_size(desc: KernelDesc, kind: str, n: int, R: int, C: int) -> int:
     """Length of the float64 partials a CUDA kernel of ``desc`` writes for a sum of
-    ``kind``: a ``cols`` sum's per row segment and column; the others' as on the CPU."""
-    return col_segments(R) * C if kind == "cols" else desc.partials(kind, n, R, C)
+    ``kind``: per segment and column (``cols``) or row (``rows``), per chunk (``all``)."""
+    if kind == "cols":
+        return col_segments(R) * C
+    if kind == "rows":
+        return row_segments(C) * R
+    return desc.partials(kind, n, R, C)
 
 
 def launch(desc: KernelDesc, args: tuple, n: int = 0, R: int = 0, C: int = 0) -> None:
@@ -243,8 +253,8 @@ def sum_float(a, dims: tuple, keepdim: bool, scale: float = 1.0):
 
 def finish_sum(partials, kind: str, scale: float, dtype, shape):
     """A sum's value from its kernel's float64 partials, on the device: ``all`` adds the
-    partials in order in float64 (one thread), ``cols`` each column's (a thread per
-    column); then ``* scale`` in float64, rounded once to ``dtype``."""
+    partials in order in float64 (one thread), ``cols`` and ``rows`` each column's or row's
+    (a thread each); then ``* scale`` in float64, rounded once to ``dtype``."""
     dtype = np.dtype(dtype)
     if kind == "all":
         out = runtime.empty(1, dtype)
@@ -254,19 +264,16 @@ def finish_sum(partials, kind: str, scale: float, dtype, shape):
                              (runtime.kernel_arg(partials, True),
                               np.float64(scale), runtime.kernel_arg(out)))
         return out.reshape(shape)
-    if kind == "cols":
-        C = math.prod(shape)
-        out = runtime.empty(C, dtype)
-        if C:
-            threads = runtime.THREADS[runtime.backend()]
-            blocks = max(1, min((C + threads - 1) // threads, runtime.max_blocks()))
-            with np.errstate(all="ignore"):
-                fast_launch.call(finish_cols, blocks, threads,
-                                 (runtime.kernel_arg(partials, True), partials.size // C,
-                                  np.float64(scale), runtime.kernel_arg(out)))
-        return out.reshape(shape)
-    val = partials * scale if scale != 1.0 else partials
-    return val.astype(dtype).reshape(shape)
+    count = math.prod(shape)  # columns or rows
+    out = runtime.empty(count, dtype)
+    if count:
+        threads = runtime.THREADS[runtime.backend()]
+        blocks = max(1, min((count + threads - 1) // threads, runtime.max_blocks()))
+        with np.errstate(all="ignore"):
+            fast_launch.call(finish_segments, blocks, threads,
+                             (runtime.kernel_arg(partials, True), partials.size // count,
+                              np.float64(scale), runtime.kernel_arg(out)))
+    return out.reshape(shape)
 
 
 #: partials staged in shared memory per pass of :func:`finish_all`
@@ -274,9 +281,10 @@ FINISH_SEGMENT = 1024
 
 
 @cuda.jit(cache=True)
-def finish_cols(partials, segs, scale, out):
-    """Column ``j``'s partials ``partials[s * C + j]`` added in row order in float64 (a
-    thread per column: neighbours read neighbouring partials), scaled, rounded once."""
+def finish_segments(partials, segs, scale, out):
+    """Output ``j``'s partials ``partials[s * C + j]`` (a column's row segments, a row's
+    column segments) added in segment order in float64 (a thread per output: neighbours
+    read neighbouring partials), scaled, rounded once."""
     C = out.shape[0]
     start = cuda.grid(1)
     step = cuda.gridsize(1)

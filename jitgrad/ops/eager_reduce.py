@@ -88,8 +88,11 @@ def sum_all_small(a: np.ndarray) -> np.ndarray | None:
     parts = (n + chunk - 1) // chunk
     r = np.empty(parts)
     entry(0, parts, n, a.reshape(-1), r)
-    # one part: its partial is the sum (np.add.reduce of one element returns it, in ~0.8 us)
-    return np.asarray(r[0] if parts == 1 else np.add.reduce(r), dt)
+    if parts == 1:  # its partial is the sum
+        return np.asarray(r[0], dt)
+    from ..compiler.kernels import ordered_total
+
+    return np.asarray(ordered_total(r), dt)
 
 
 def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> np.ndarray:

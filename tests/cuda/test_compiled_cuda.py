@@ -166,7 +166,7 @@ def test_state_the_first_compiled_step_creates_holds_the_plans_values(dev, monke
 @pytest.mark.parametrize("shape", [(0, 3), (1, 1), (31, 5), (33, 2), (100, 40), (257, 3)])
 def test_column_sums_over_row_segments_have_the_cpus_bits(shape, dtype):
     """A fused ``cols`` sum runs a thread per (segment of RBLOCK rows, column) and adds each
-    column's segment partials in row order afterwards (``launch.finish_cols``): the CPU's
+    column's segment partials in row order afterwards (``launch.finish_segments``): the CPU's
     order, so its bits, with the fused element-wise output computed by the same threads."""
     rng = np.random.default_rng(sum(shape))
     X = rng.standard_normal(shape).astype(dtype)
@@ -184,3 +184,41 @@ def test_column_sums_over_row_segments_have_the_cpus_bits(shape, dtype):
     if shape[0]:  # the eager sum: one kernel of the same renderer
         x = torch.tensor(X, device="cuda")
         np.testing.assert_array_equal(x.sum(0).cpu().numpy(), torch.tensor(X).sum(0).numpy())
+
+
+@pytest.mark.parametrize("shape", [(3, 0), (5, 7), (2, 2 * 16384 + 5)])
+def test_row_sums_over_column_segments_have_the_cpus_bits(shape):
+    """A ``rows`` sum runs a block per (segment of CHUNK columns, row) and adds each row's
+    segment partials in order afterwards (``launch.finish_segments``): the CPU's order
+    (float64 inputs and three segments a row: another order would show; the CPU
+    kernel adds each segment's lanes into the segment's partial as CUDA does)."""
+    rng = np.random.default_rng(shape[1])
+    X = rng.standard_normal(shape) * np.exp(rng.uniform(-20, 20, shape))
+
+    def f(x):  # (no product feeding an addition: a CPU kernel may contract it to an FMA)
+        y = torch.abs(x * x)
+        return y.sum(1), (y * 0.5).mean(1, keepdim=True)
+    got = {}
+    for dev in ("cpu", "cuda"):
+        got[dev] = [o.cpu().numpy() for o in torch.compile(f)(torch.tensor(X, device=dev))]
+        got[dev + " eager"] = torch.tensor(X, device=dev).sum(1).cpu().numpy()
+    for a, b in zip(got["cpu"], got["cuda"]):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(got["cpu eager"], got["cuda eager"])
+
+
+def test_the_partials_of_a_sum_are_added_in_order_on_both_devices():
+    """An ``all`` sum's per-chunk partials are added first to last on the CPU
+    (``kernels.finish_sum``) and on CUDA (``launch.finish_all``): the same bits for any
+    number of chunks (NumPy's ``add.reduce`` adds more than eight pairwise)."""
+    from jitgrad.compiler import kernels
+    from jitgrad.cuda import launch, runtime
+
+    p = np.array([1e16] + [1.0] * 36)  # in order each 1 rounds away; pairwise they add up
+    in_order = 0.0
+    for v in p:
+        in_order += v
+    assert in_order != np.add.reduce(p)  # the partials tell the two orders apart
+    cpu = kernels.finish_sum(p, "all", 1.0, np.float64, ())
+    cuda = launch.finish_sum(runtime.to_device(p), "all", 1.0, np.float64, ())
+    assert cpu == in_order == runtime.to_host(cuda)
