@@ -124,10 +124,10 @@ def conv_bwd_bias(g):
     then each channel's lanes added in order."""
     xp = runtime.xp()
     N, Co = g.shape[:2]
-    g3 = xp.ascontiguousarray(g).reshape(N, Co, g.shape[2] * g.shape[3])
-    lanes = runtime.empty((Co, g3.shape[2]), np.float64)
+    g2 = xp.ascontiguousarray(g).reshape(N, Co * g.shape[2] * g.shape[3])
+    lanes = runtime.empty((Co, g.shape[2] * g.shape[3]), np.float64)
     out = runtime.empty(Co, g.dtype)
-    _run(K.bias_lanes, lanes.size, (g3,), (np.float64(0),), (lanes,))
+    _run(K.bias_lanes, lanes.size, (g2,), (np.float64(0),), (lanes,))
     _run(K.add_lanes, Co, (lanes,), (np.float64(0),), (out,))
     return out
 

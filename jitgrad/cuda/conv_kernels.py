@@ -17,6 +17,7 @@ from __future__ import annotations
 from numba import cuda, float64
 
 from ..kernels.pooling import avg_window, window_max
+from .ordered_sum import column_total
 
 __all__ = ["lower", "unlower", "bias_lanes", "add_lanes", "max_pool", "max_pool_backward",
            "avg_pool", "avg_pool_backward"]
@@ -91,28 +92,12 @@ def unlower(dcols, n0, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, zero, out):
 
 @cuda.jit(cache=True)
 def bias_lanes(g, zero64, lanes):
-    """``lanes[o, p]``: ``g[:, o, p]`` (N, O, P) added over the samples in order, in
+    """``lanes[o, p]``: ``g[:, o * P + p]`` (N, O * P) added over the samples in order, in
     float64 (the CPU's ``bias_grad`` lanes)."""
     Co, P = lanes.shape
-    N = g.shape[0]
     for e in range(cuda.grid(1), Co * P, cuda.gridsize(1)):
         o = e // P
-        p = e - o * P
-        s = zero64
-        n = 0
-        while n + 3 < N:  # four samples' loads in flight, added in order
-            v0 = g[n, o, p]
-            v1 = g[n + 1, o, p]
-            v2 = g[n + 2, o, p]
-            v3 = g[n + 3, o, p]
-            s += v0
-            s += v1
-            s += v2
-            s += v3
-            n += 4
-        for m in range(n, N):
-            s += g[m, o, p]
-        lanes[o, p] = s
+        lanes[o, e - o * P] = column_total(g, e, zero64)
 
 
 @cuda.jit(cache=True)

@@ -19,6 +19,7 @@ from numba import cuda, float64
 
 from ..compiler.kernel_desc import CHUNK, RBLOCK, KernelDesc
 from . import fast_launch, runtime
+from .ordered_sum import column_total
 
 __all__ = ["launch", "run", "read_only", "grid", "elementwise", "elementwise_into",
            "sum_float", "finish_sum", "kernel", "finish_all"]
@@ -270,9 +271,10 @@ def finish_sum(partials, kind: str, scale: float, dtype, shape):
         threads = runtime.THREADS[runtime.backend()]
         blocks = max(1, min((count + threads - 1) // threads, runtime.max_blocks()))
         with np.errstate(all="ignore"):
+            parts = partials.reshape(partials.size // count, count)
             fast_launch.call(finish_segments, blocks, threads,
-                             (runtime.kernel_arg(partials, True), partials.size // count,
-                              np.float64(scale), runtime.kernel_arg(out)))
+                             (runtime.kernel_arg(parts, True), np.float64(scale),
+                              runtime.kernel_arg(out)))
     return out.reshape(shape)
 
 
@@ -281,29 +283,12 @@ FINISH_SEGMENT = 1024
 
 
 @cuda.jit(cache=True)
-def finish_segments(partials, segs, scale, out):
-    """Output ``j``'s partials ``partials[s * C + j]`` (a column's row segments, a row's
-    column segments) added in segment order in float64 (a thread per output: neighbours
-    read neighbouring partials), scaled, rounded once."""
-    C = out.shape[0]
-    start = cuda.grid(1)
-    step = cuda.gridsize(1)
-    for j in range(start, C, step):
-        s = 0.0
-        q = 0
-        while q + 3 < segs:  # four partials' loads in flight, added in order
-            v0 = partials[q * C + j]
-            v1 = partials[(q + 1) * C + j]
-            v2 = partials[(q + 2) * C + j]
-            v3 = partials[(q + 3) * C + j]
-            s += v0
-            s += v1
-            s += v2
-            s += v3
-            q += 4
-        for r in range(q, segs):
-            s += partials[r * C + j]
-        out[j] = s * scale
+def finish_segments(partials, scale, out):
+    """Output ``j``'s partials ``partials[:, j]`` (segments x outputs: a column's row
+    segments, a row's column segments) added in segment order in float64 (a thread per
+    output: neighbours read neighbouring partials), scaled, rounded once."""
+    for j in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[j] = column_total(partials, j, 0.0) * scale
 
 
 @cuda.jit(cache=True)
