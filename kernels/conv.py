@@ -252,20 +252,31 @@ def nc_to_cn(lo, hi, g, n0, bl, gc):
                 dst[U(n * sn + p * sp)] = src[U(p)]
 
 
+#: samples per segment of the bias gradient's lanes (see :func:`bias_grad`)
+BIAS_SEGMENT = 32
+
+
 @cached_njit(nogil=True, error_model="numpy")
 def bias_grad(lo, hi, g, out):
     """``out[o] = sum(g[:, o, :])`` for the channels ``lo <= o < hi`` of ``g`` (N, O, P): the
-    bias gradient. Position ``p`` of every sample is added into lane ``p`` in float64 (the
-    lanes are independent, so the loop vectorises without reassociation), then the lanes in
-    order; one rounding to ``out``'s dtype."""
-    P = g.shape[2]
+    bias gradient. Position ``p`` of the samples of each segment of ``BIAS_SEGMENT`` is
+    added into segment lane ``p`` in float64 (the lanes are independent, so the loop
+    vectorises without reassociation), each segment's lanes into the lanes in order, then
+    the lanes in order; one rounding to ``out``'s dtype. (The segments are what a GPU runs
+    in parallel -- ``jitgrad/cuda/conv.py`` -- in this order, with these bits.)"""
+    N, P = g.shape[0], g.shape[2]
     lanes = np.empty(P, np.float64)
+    seg = np.empty(P, np.float64)
     for o in range(max(lo, 0), hi):
         lanes[:] = 0
-        for n in range(g.shape[0]):
-            src = g[U(n), U(o)]
+        for n0 in range(0, N, BIAS_SEGMENT):
+            seg[:] = 0
+            for n in range(n0, min(n0 + BIAS_SEGMENT, N)):
+                src = g[U(n), U(o)]
+                for p in range(P):
+                    seg[U(p)] += src[U(p)]
             for p in range(P):
-                lanes[U(p)] += src[U(p)]
+                lanes[U(p)] += seg[U(p)]
         s = 0.0
         for p in range(P):
             s += lanes[U(p)]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 # (loaded by jitgrad.ops.conv / .pooling for their first CUDA array: after they are imported)
+from ..kernels.conv import BIAS_SEGMENT
 from ..ops.conv import _chunks, _out_hw
 from . import conv_kernels as K
 from . import fast_launch, runtime
@@ -120,14 +121,18 @@ def conv_bwd_weight(g, x, kernel_size, stride, padding, dilation, groups):
 
 
 def conv_bwd_bias(g):
-    """Gradient of the bias: the CPU's float64 lanes (a sample sum per channel and pixel),
-    then each channel's lanes added in order."""
+    """Gradient of the bias in the CPU's order (``kernels/conv.bias_grad``): per segment of
+    ``BIAS_SEGMENT`` samples a float64 sum per channel and pixel (a thread each), the
+    segments added in order into the lanes, then each channel's lanes in order."""
     xp = runtime.xp()
     N, Co = g.shape[:2]
-    g2 = xp.ascontiguousarray(g).reshape(N, Co * g.shape[2] * g.shape[3])
-    lanes = runtime.empty((Co, g.shape[2] * g.shape[3]), np.float64)
+    P = g.shape[2] * g.shape[3]
+    g2 = xp.ascontiguousarray(g).reshape(N, Co * P)
+    parts = runtime.empty(((N + BIAS_SEGMENT - 1) // BIAS_SEGMENT, Co * P), np.float64)
+    lanes = runtime.empty((Co, P), np.float64)
     out = runtime.empty(Co, g.dtype)
-    _run(K.bias_lanes, lanes.size, (g2,), (np.float64(0),), (lanes,))
+    _run(K.bias_segments, parts.size, (g2,), (BIAS_SEGMENT, np.float64(0)), (parts,))
+    _run(K.bias_lanes, lanes.size, (parts,), (np.float64(0),), (lanes,))
     _run(K.add_lanes, Co, (lanes,), (np.float64(0),), (out,))
     return out
 

@@ -19,8 +19,8 @@ from numba import cuda, float64
 from ..kernels.pooling import avg_window, window_max
 from .ordered_sum import column_total
 
-__all__ = ["lower", "unlower", "bias_lanes", "add_lanes", "max_pool", "max_pool_backward",
-           "avg_pool", "avg_pool_backward"]
+__all__ = ["lower", "unlower", "bias_segments", "bias_lanes", "add_lanes", "max_pool",
+           "max_pool_backward", "avg_pool", "avg_pool_backward"]
 
 
 #: the CPU kernels' window rules (max pooling's first maximum; average pooling's bounds and
@@ -91,13 +91,29 @@ def unlower(dcols, n0, pt, pl, sh, sw, dh, dw, kh, kw, OH, OW, zero, out):
 
 
 @cuda.jit(cache=True)
-def bias_lanes(g, zero64, lanes):
-    """``lanes[o, p]``: ``g[:, o * P + p]`` (N, O * P) added over the samples in order, in
-    float64 (the CPU's ``bias_grad`` lanes)."""
+def bias_segments(g, segment, zero64, parts):
+    """``parts[s, e]``: ``g[n, e]`` (N, O * P) over the samples ``n`` of segment ``s``
+    (``segment`` samples each) added in order in float64 from zero: a thread per (segment,
+    channel pixel), so a large batch keeps the GPU busy (the CPU's ``bias_grad`` segments)."""
+    S, E = parts.shape
+    N = g.shape[0]
+    for u in range(cuda.grid(1), S * E, cuda.gridsize(1)):
+        s = u // E
+        e = u - s * E
+        acc = zero64
+        for n in range(s * segment, min(s * segment + segment, N)):
+            acc += g[n, e]
+        parts[s, e] = acc
+
+
+@cuda.jit(cache=True)
+def bias_lanes(parts, zero64, lanes):
+    """``lanes[o, p]``: the segments' partials of channel pixel ``e = o * P + p`` added in
+    order in float64 (the CPU's ``bias_grad`` lanes)."""
     Co, P = lanes.shape
     for e in range(cuda.grid(1), Co * P, cuda.gridsize(1)):
         o = e // P
-        lanes[o, e - o * P] = column_total(g, e, zero64)
+        lanes[o, e - o * P] = column_total(parts, e, zero64)
 
 
 @cuda.jit(cache=True)

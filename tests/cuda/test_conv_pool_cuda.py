@@ -84,10 +84,11 @@ def test_conv2d_forward_and_gradients_equal_the_cpu(dtype, kw):
     np.testing.assert_array_equal(g_cuda[2], g_cpu[2], err_msg="bias grad")
 
 
-@pytest.mark.parametrize("batch", [3, 4, 9])
-def test_the_bias_gradient_adds_the_samples_in_order_four_loads_at_a_time(batch):
-    """``bias_lanes`` loads four samples ahead and adds them in order (then the rest one by
-    one): the CPU's float64 sums, bit for bit (float64 inputs: another order would show)."""
+@pytest.mark.parametrize("batch", [0, 3, 9, 70])
+def test_the_bias_gradient_adds_segments_of_samples_in_the_cpus_order(batch):
+    """A thread per (segment of BIAS_SEGMENT samples, channel pixel), then the segments in
+    order (four loads ahead), then the pixels: the CPU's ``bias_grad`` order, bit for bit
+    (float64 inputs, 70 samples in three segments: another order would show)."""
     rng = np.random.default_rng(batch)
     x = rng.standard_normal((batch, 2, 5, 4))
     w = rng.standard_normal((3, 2, 2, 2))
