@@ -3,11 +3,12 @@
 ``x.mul_(y)`` is ``apply_inplace(x, mul(x, y))``: a new result array, then a copy back (three
 passes over memory and an allocation for one pass of arithmetic). Where nothing needs that
 general path -- no tracer, no autograd recording, a contiguous writeable CPU float tensor,
-operands of its shape and dtype or Python numbers (``dispatch.elementwise_into``) -- the
-methods below run the op's in-place kernel instead: the same op, the same kernel expression,
-the same bits, one pass. An eager optimizer step is made of such calls (Adam: ``lerp_``,
-``mul_``, ``addcmul_``, ``add_``, ``addcdiv_``). Each function returns False when its case
-does not apply; the method then takes the general path, which also raises the errors.
+operands of its shape and dtype or Python numbers (``dispatch.elementwise_into``; on CUDA
+its CUDA kernel) -- the methods below run the op's in-place kernel instead: the same op, the
+same kernel expression, the same bits, one pass. An eager optimizer step is made of such
+calls (Adam: ``lerp_``, ``mul_``, ``addcmul_``, ``add_``, ``addcdiv_``). Each function returns
+False when its case does not apply; the method then takes the general path, which also
+raises the errors.
 
 Only methods whose out-of-place function reads ``self`` in one kernel are listed (a
 composite reading it twice would see its own partial result): ``addcmul_`` computes its
@@ -21,6 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..autograd.grad_mode import STATE as _GRAD
+from ..devices import is_cpu_array
 from ..tensor import Tensor
 from ..trace.state import STATE as _TRACE
 from .arithmetic import ADD, ADD_SCALED, DIV, MUL, SUB
@@ -68,11 +70,11 @@ def _lerp_(self, end, weight) -> bool:
 
 def _addcmul_(self, tensor1, tensor2, *, value=1) -> bool:
     d = self._data
-    if (_TRACE.tracer is not None or type(d) is not np.ndarray or type(tensor1) is not Tensor
+    if (_TRACE.tracer is not None or type(tensor1) is not Tensor
             or type(tensor2) is not Tensor or d.dtype.kind != "f"
             or tensor1._data.shape != d.shape or tensor2._data.shape != d.shape
             or tensor1._data.dtype != d.dtype or tensor2._data.dtype != d.dtype
-            or not (d.flags.c_contiguous and d.flags.writeable)):
+            or not _into_target(d, tensor1._data, tensor2._data)):
         return False
     if grad_recording(self, tensor1, tensor2):
         return False
@@ -82,6 +84,17 @@ def _addcmul_(self, tensor1, tensor2, *, value=1) -> bool:
     if value != 1 and not binary_into(MUL, prod, tensor2):
         prod = prod * tensor2
     return binary_into(ADD, self, prod)
+
+
+def _into_target(d, *others) -> bool:
+    """Whether array ``d`` can be written in place with ``others`` on its device: a
+    contiguous writeable NumPy array, or contiguous CUDA memory with CUDA operands (mixed
+    devices take the general path, which raises PyTorch's error)."""
+    if type(d) is np.ndarray:
+        return d.flags.c_contiguous and d.flags.writeable and all(
+            type(o) is np.ndarray for o in others)
+    return (not is_cpu_array(d) and d.flags.c_contiguous
+            and not any(is_cpu_array(o) for o in others))
 
 
 def grad_recording(*tensors: Tensor) -> bool:

@@ -236,8 +236,9 @@ def test_a_compiled_loss_backward_on_cuda_reads_nothing_from_the_device(monkeypa
 
 
 def test_eager_in_place_updates_on_cuda_run_one_kernel_into_the_tensor(monkeypatch):
-    """``p.add_(g, alpha=-lr)`` (an optimizer's update) and ``addcdiv_``: computed into
-    ``p``'s memory (no result array, no copy back), the out-of-place op's values; an
+    """``p.add_(g, alpha=-lr)`` (an optimizer's update), ``addcdiv_`` and ``addcmul_``:
+    computed into ``p``'s memory (no result array, no copy back), the out-of-place op's
+    values; an
     overlapping operand takes the general path, with the same values."""
     from jitgrad.cuda import launch
 
@@ -249,17 +250,27 @@ def test_eager_in_place_updates_on_cuda_run_one_kernel_into_the_tensor(monkeypat
     real_into = launch.elementwise_into
     monkeypatch.setattr(launch, "elementwise_into",
                         lambda *a: into.append(a[0].name) or real_into(*a))
+    copies = []  # the general path's copy-backs (ops/inplace.py: apply_inplace)
+    real_copyto = np.copyto
+
+    def copyto(*a, **k):
+        if sys._getframe(1).f_code.co_filename.endswith("inplace.py"):
+            copies.append(a[0])
+        return real_copyto(*a, **k)
+    monkeypatch.setattr(np, "copyto", copyto)
     with torch.no_grad():
         p.add_(g, alpha=-0.1)
         p.addcdiv_(g, g + 1.0, value=0.5)
         p.mul_(p)
-    assert into == ["add_scaled", "addcdiv", "mul"] and p._data is before
-    assert p._version == version + 3
+        p.addcmul_(g, g, value=0.25)  # Adam's second moment: the product, then into p
+    assert into == ["add_scaled", "addcdiv", "mul", "mul", "add"] and p._data is before
+    assert p._version == version + 4 and copies == []
     cpu = torch.tensor(P)
     with torch.no_grad():
         cpu.add_(torch.tensor(G), alpha=-0.1)
         cpu.addcdiv_(torch.tensor(G), torch.tensor(G) + 1.0, value=0.5)
         cpu.mul_(cpu)
+        cpu.addcmul_(torch.tensor(G), torch.tensor(G), value=0.25)
     np.testing.assert_array_equal(p.cpu().numpy(), cpu.numpy())
     q = torch.tensor(P, device="cuda")
     with torch.no_grad():
