@@ -62,6 +62,20 @@ class HostReads:
         self.on = False
 
 
+def _copies_from(monkeypatch, module_file: str) -> list:
+    """The destinations of ``np.copyto`` calls made by code in ``module_file`` (a list that
+    fills while the test runs)."""
+    copies = []
+    real_copyto = np.copyto
+
+    def copyto(*a, **k):
+        if sys._getframe(1).f_code.co_filename.endswith(module_file):
+            copies.append(a[0])
+        return real_copyto(*a, **k)
+    monkeypatch.setattr(np, "copyto", copyto)
+    return copies
+
+
 def _mlp_step(dev, opt_name="sgd", seed=0):
     torch.manual_seed(seed)
     m = nn.Sequential(nn.Linear(12, 8), nn.ReLU(), nn.Linear(8, 5)).to(dev)
@@ -88,14 +102,7 @@ def test_a_compiled_cuda_step_reads_the_device_once_and_updates_parameters_in_pl
     f(x, y)
     f(x, y)  # traced (the first step creates optimizer state): now the plan runs
     arrays = [p._data for p in m.parameters()]
-    copies = []  # the plan's copy-backs into written tensors (trace/interpreter.py)
-    real_copyto = np.copyto
-
-    def copyto(*a, **k):
-        if sys._getframe(1).f_code.co_filename.endswith("interpreter.py"):
-            copies.append(a[0])
-        return real_copyto(*a, **k)
-    monkeypatch.setattr(np, "copyto", copyto)
+    copies = _copies_from(monkeypatch, "interpreter.py")  # the plan's copy-backs
     before = [a.copy() for a in arrays]
     with HostReads(monkeypatch) as reads:
         f(x, y)
@@ -250,14 +257,7 @@ def test_eager_in_place_updates_on_cuda_run_one_kernel_into_the_tensor(monkeypat
     real_into = launch.elementwise_into
     monkeypatch.setattr(launch, "elementwise_into",
                         lambda *a: into.append(a[0].name) or real_into(*a))
-    copies = []  # the general path's copy-backs (ops/inplace.py: apply_inplace)
-    real_copyto = np.copyto
-
-    def copyto(*a, **k):
-        if sys._getframe(1).f_code.co_filename.endswith("inplace.py"):
-            copies.append(a[0])
-        return real_copyto(*a, **k)
-    monkeypatch.setattr(np, "copyto", copyto)
+    copies = _copies_from(monkeypatch, "inplace.py")  # apply_inplace's copy-backs
     with torch.no_grad():
         p.add_(g, alpha=-0.1)
         p.addcdiv_(g, g + 1.0, value=0.5)
