@@ -39,7 +39,7 @@ def _run(kernel, work: int, inputs: tuple, scalars: tuple, outputs: tuple) -> No
     if work == 0:
         return
     threads = runtime.THREADS[runtime.backend()]
-    blocks = max(1, min((work + threads - 1) // threads, runtime.max_blocks()))
+    blocks = runtime.blocks_for(work, threads)
     with np.errstate(all="ignore"):  # the simulator computes with NumPy scalars
         fast_launch.call(kernel, blocks, threads,
                          (*[runtime.kernel_arg(a, True) for a in inputs], *scalars,

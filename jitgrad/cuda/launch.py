@@ -52,7 +52,7 @@ def grid(desc: KernelDesc, n: int, R: int, C: int) -> tuple[int, int]:
                 row_segments(C) * R) * threads
     else:
         work = n if desc.mode == "flat" else R * C
-    return max(1, min((work + threads - 1) // threads, runtime.max_blocks())), threads
+    return runtime.blocks_for(work, threads), threads
 
 
 def col_segments(R: int) -> int:
@@ -269,7 +269,7 @@ def finish_sum(partials, kind: str, scale: float, dtype, shape):
     out = runtime.empty(count, dtype)
     if count:
         threads = runtime.THREADS[runtime.backend()]
-        blocks = max(1, min((count + threads - 1) // threads, runtime.max_blocks()))
+        blocks = runtime.blocks_for(count, threads)
         with np.errstate(all="ignore"):
             parts = partials.reshape(partials.size // count, count)
             fast_launch.call(finish_segments, blocks, threads,

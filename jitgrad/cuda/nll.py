@@ -86,7 +86,7 @@ def nll_backward(g, t, reduction: str, ignore_index: int, shape: tuple, dtype):
     _launch(k.nll_targets, 1, (t, np.int64(ignore_index), np.int64(shape[1]), stats),
             (True, False, False, False))
     out = runtime.empty(shape, dtype)
-    blocks = max(1, min(-(-out.size // row_grid(1)[1]), runtime.max_blocks()))
+    blocks = runtime.blocks_for(out.size, row_grid(1)[1])
     _launch(k.nll_backward, blocks, (_grad_scalar(g, dtype), t, np.int64(ignore_index),
                                      reduction == "mean", stats, out),
             (True, True, False, False, True, False))

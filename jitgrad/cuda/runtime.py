@@ -25,7 +25,7 @@ import numpy as np
 
 __all__ = ["backend", "unavailable_reason", "SimArray", "is_device_array", "to_device",
            "to_host", "empty", "zeros", "kernel_arg", "synchronize", "THREADS",
-           "max_blocks", "xp", "require"]
+           "max_blocks", "blocks_for", "xp", "require"]
 
 _lock = threading.Lock()
 _state: dict = {}
@@ -314,3 +314,9 @@ def max_blocks() -> int:
     """Blocks of a grid-stride launch: enough to fill a GPU; few in the simulator (one
     block at a time, serially)."""
     return 4 if backend() == "sim" else 8192
+
+
+def blocks_for(work: int, threads: int) -> int:
+    """Blocks of a grid-stride launch of ``threads`` per block over ``work`` items: one
+    thread per item, at least one block, at most :func:`max_blocks`."""
+    return max(1, min((work + threads - 1) // threads, max_blocks()))

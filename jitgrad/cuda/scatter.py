@@ -36,7 +36,7 @@ def add_at(out, index, values) -> None:
     target = out if out.flags.c_contiguous else xp.ascontiguousarray(out)
     flat = target.reshape(-1)
     threads = runtime.THREADS[runtime.backend()]
-    blocks = max(1, min((out.size + threads - 1) // threads, runtime.max_blocks()))
+    blocks = runtime.blocks_for(out.size, threads)
     with np.errstate(all="ignore"):  # the simulator computes with NumPy scalars
         fast_launch.call(_add_grouped, blocks, threads,
                          (runtime.kernel_arg(flat), runtime.kernel_arg(starts, True),
