@@ -21,11 +21,13 @@ from ..compiler.kernel_desc import CHUNK, RBLOCK, KernelDesc
 from . import fast_launch, runtime
 from .ordered_sum import column_total
 
-__all__ = ["launch", "run", "read_only", "grid", "elementwise", "elementwise_into",
+__all__ = ["launch", "run", "read_only", "grid", "elementwise", "same_layout",
+           "elementwise_into",
            "sum_float", "finish_sum", "kernel", "finish_all"]
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
+_BOOL = np.dtype(np.bool_)
 _kernels: dict = {}
 _plans: dict = {}   # (op, dtypes, operand layouts) -> an eager op's launch (elementwise)
 MAX_PLANS = 4096
@@ -110,14 +112,33 @@ def elementwise(op, operands: tuple, params, cdt, odt):
 
     A call whose operands have the layout of an earlier call (each array's shape and
     contiguity, each number's place) reuses that call's launch (kernel, grid, sizes): an
-    eager op's host work is then the output's allocation and the launch."""
+    eager op's host work is then the output's allocation and the launch. A broadcast view
+    (stride 0, as the backward of a sum or ``expand`` makes) is given to the kernel as the
+    array it was made from, which the kernel broadcasts itself."""
     is_dev = runtime.is_device_array
     key = (op, cdt, odt, *[(x.shape, x.flags.c_contiguous) if is_dev(x) else None
                            for x in operands])
     plan = _plans.get(key)
     if plan is None:
-        return _elementwise_first(op, operands, params, np.dtype(cdt), np.dtype(odt), key)
-    k, blocks, threads, sizes, read_only, out_shape = plan
+        shape = None
+        if any(is_dev(x) and not x.flags.c_contiguous and 0 in x.strides for x in operands):
+            shape = np.broadcast_shapes(*[x.shape for x in operands if is_dev(x)])
+            operands = tuple(_unexpanded(x) if is_dev(x) else x for x in operands)
+            key = (op, cdt, odt, shape, *[(x.shape, x.flags.c_contiguous) if is_dev(x)
+                                          else None for x in operands])
+            plan = _plans.get(key)
+        if plan is None:
+            return _elementwise_first(op, operands, params, np.dtype(cdt), np.dtype(odt),
+                                      key, shape)
+    return _replay(plan, op, operands, params, cdt, odt)
+
+
+def _replay(plan: tuple, op, operands: tuple, params, cdt, odt):
+    """:func:`elementwise` through the launch ``plan`` an earlier call of the layout made."""
+    is_dev = runtime.is_device_array
+    k, blocks, threads, sizes, read_only, out_shape, dense = plan
+    if dense:
+        operands = _dense(operands, out_shape)
     out = runtime.empty(out_shape, odt)
     arrays = [x for x in operands if is_dev(x)]
     args = [x if x.ndim == 1 else x.reshape(-1) for x in arrays]
@@ -130,10 +151,54 @@ def elementwise(op, operands: tuple, params, cdt, odt):
     return out
 
 
-def _elementwise_first(op, operands: tuple, params, cdt, odt, key):
-    """:func:`elementwise` for a layout not seen before (or one it cannot reuse: a reference
-    implementation, an empty result, a broadcast copied first); remembers the launch under
-    ``key`` where it can be reused."""
+def same_layout(op, operands: tuple, params):
+    """Eager ``op`` on ``operands`` -- a float32/float64 device array first, then device
+    arrays of its shape and dtype or NumPy scalars of its dtype, which ``op`` computes in
+    that dtype: the eager hot path of a CUDA op, :func:`elementwise` without the general
+    path's promotion and device checks, its launch found by a key built in one pass. None,
+    with nothing done, when an operand is a host array (the general path raises)."""
+    is_dev = runtime.is_device_array
+    x = operands[0]
+    if not is_dev(x):
+        return None
+    dt = x.dtype
+    key = [op, dt, _BOOL if op.dtype_rule == "bool" else dt]
+    for y in operands:
+        if is_dev(y):
+            key.append((x.shape, y.flags.c_contiguous))
+        elif isinstance(y, np.generic):
+            key.append(None)
+        else:
+            return None
+    plan = _plans.get(tuple(key))
+    if plan is None:
+        return elementwise(op, operands, params, dt, key[2])
+    return _replay(plan, op, operands, params, dt, key[2])
+
+
+def _unexpanded(x):
+    """Device array ``x`` with each broadcast dimension (stride 0, length > 1) cut to
+    length 1: the array a broadcast view was made from (a view, no copy)."""
+    if x.flags.c_contiguous or 0 not in x.strides:
+        return x
+    return x[tuple(slice(0, 1) if st == 0 and n > 1 else slice(None)
+                   for n, st in zip(x.shape, x.strides))]
+
+
+def _dense(operands: tuple, shape: tuple) -> tuple:
+    """``operands`` with each device array of more than one element broadcast to ``shape``
+    and made contiguous on the device (a layout no split of ``shape`` expresses)."""
+    xp = runtime.xp()
+    return tuple(xp.ascontiguousarray(xp.broadcast_to(x, shape))
+                 if runtime.is_device_array(x) and x.size != 1 else x for x in operands)
+
+
+def _elementwise_first(op, operands: tuple, params, cdt, odt, key, shape=None):
+    """:func:`elementwise` for a layout not seen before: describes the op for it, launches
+    it and remembers the launch under ``key`` (operands of a layout no split expresses, a
+    transposed one say, are made contiguous first, at every call). ``shape``: the output's
+    (default: the operands' broadcast). A reference implementation and an empty result are
+    not remembered."""
     from ..compiler.describe import describe_op
     from ..compiler.fusion import operand_fits, pattern
 
@@ -143,8 +208,11 @@ def _elementwise_first(op, operands: tuple, params, cdt, odt, key):
             r = op.ref(*operands, **{k: params[k] for k in op.params}) if op.params else \
                 op.ref(*operands)
         r = r if runtime.is_device_array(r) else runtime.to_device(np.asarray(r))
+        if r.shape != shape and shape is not None:  # unexpanded operands: broadcast back
+            r = runtime.xp().ascontiguousarray(runtime.xp().broadcast_to(r, shape))
         return r if r.dtype == odt else r.astype(odt)
-    shape = np.broadcast_shapes(*[x.shape for x in arrays]) if arrays else ()
+    if shape is None:
+        shape = np.broadcast_shapes(*[x.shape for x in arrays]) if arrays else ()
     out = runtime.empty(shape, odt)
     if out.size == 0:
         return out
@@ -152,19 +220,16 @@ def _elementwise_first(op, operands: tuple, params, cdt, odt, key):
     # a one-element array is read by the kernel ("item"; the CPU passes its value, the same
     # value): passing it by value would copy it to the host, a wait for the device per op
     big = [x for x in arrays if x.size != 1]
-    reusable = True
+    dense = False
     split = len(shape)
     if not all(x.shape == shape and x.flags.c_contiguous for x in big):
         for p in range(len(shape) - 1, 0, -1):
             if all(operand_fits(x.shape, shape, p) and x.flags.c_contiguous for x in big):
                 split = p
                 break
-        else:  # no split expresses the broadcast: made contiguous on the device
-            reusable = False
-            xp = runtime.xp()
-            operands = tuple(xp.ascontiguousarray(xp.broadcast_to(x, shape))
-                             if runtime.is_device_array(x) and x.size != 1 else x
-                             for x in operands)
+        else:  # no split expresses the layout: made contiguous on the device
+            dense = True
+            operands = _dense(operands, shape)
     mode = "flat" if split == len(shape) else "rows"
     pats, args, numbers = [], [], []
     for x in operands:
@@ -182,11 +247,10 @@ def _elementwise_first(op, operands: tuple, params, cdt, odt, key):
     n = out.size
     blocks, threads = grid(desc, n, R, C)
     sizes = (n,) if mode == "flat" else (R, C)
-    plan = (kernel(desc), blocks, threads, sizes, read_only(desc, len(args)), shape)
-    if reusable:
-        if len(_plans) >= MAX_PLANS:  # a program of ever new shapes: start over
-            _plans.clear()
-        _plans[key] = plan
+    plan = (kernel(desc), blocks, threads, sizes, read_only(desc, len(args)), shape, dense)
+    if len(_plans) >= MAX_PLANS:  # a program of ever new shapes: start over
+        _plans.clear()
+    _plans[key] = plan
     run(*plan[:5], args)
     return out
 
@@ -229,7 +293,22 @@ def elementwise_into(op, a, rest: tuple, params) -> bool:
 
 def sum_float(a, dims: tuple, keepdim: bool, scale: float = 1.0):
     """``scale * a.sum(dims)`` of a float32/float64 device array: the CPU's order of the same
-    kind of sum (blocks in ``a``'s dtype, float64 across blocks), on the device."""
+    kind of sum (blocks in ``a``'s dtype, float64 across blocks), on the device. A sum of a
+    C-contiguous array reuses the launch an earlier sum of its shape made."""
+    dt = a.dtype
+    key = ("sum", dt, a.shape, dims, keepdim)
+    plan = _plans.get(key) if a.flags.c_contiguous else None
+    if plan is None:
+        return _sum_first(a, dims, keepdim, scale, key)
+    k, blocks, threads, sizes, ro, n_partials, kind, out_shape = plan
+    r = runtime.empty(n_partials, np.float64)
+    run(k, blocks, threads, sizes, ro, (a if a.ndim == 1 else a.reshape(-1), r))
+    return finish_sum(r, kind, scale, dt, out_shape)
+
+
+def _sum_first(a, dims: tuple, keepdim: bool, scale: float, key: tuple):
+    """:func:`sum_float` without a launch to reuse: describes and launches the sum, and
+    remembers the launch under ``key`` when ``a`` is C-contiguous and not empty."""
     from ..compiler.describe import describe_sum
     from ..ops.eager_kernels import sum_kind, sum_layout
 
@@ -244,11 +323,21 @@ def sum_float(a, dims: tuple, keepdim: bool, scale: float = 1.0):
         with np.errstate(invalid="ignore"):
             r = xp.sum(a, axis=dims, keepdims=keepdim, dtype=np.float64) * scale
         return r.astype(dt).reshape(out_shape)
+    reusable = kind != "general" and a.flags.c_contiguous
     a, kind, R, C = sum_layout(a, dims, kind, xp)
     n = a.size
     desc = describe_sum(dt, kind)
-    r = runtime.empty(partials_size(desc, kind, n, R, C), np.float64)
-    launch(desc, (a.reshape(-1), r), n=n, R=R, C=C)
+    n_partials = partials_size(desc, kind, n, R, C)
+    blocks, threads = grid(desc, n, R, C)
+    sizes = (n,) if desc.mode == "flat" else (R, C)
+    plan = (kernel(desc), blocks, threads, sizes, read_only(desc, 2), n_partials, kind,
+            out_shape)
+    if reusable:
+        if len(_plans) >= MAX_PLANS:
+            _plans.clear()
+        _plans[key] = plan
+    r = runtime.empty(n_partials, np.float64)
+    run(*plan[:5], (a.reshape(-1), r))
     return finish_sum(r, kind, scale, dt, out_shape)
 
 

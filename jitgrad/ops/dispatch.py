@@ -7,6 +7,8 @@ output tensor and one node object. Every other op goes through :func:`call`.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .. import dtypes
@@ -26,6 +28,7 @@ _STATE = grad_mode.STATE
 _new = object.__new__
 _from_np = dtypes.from_numpy_dtype
 _SCALARS = (int, float, bool)
+_modules = sys.modules
 
 
 def record(op: OpDef, out: Tensor, inputs: tuple, params: dict | None, cdt=None) -> Tensor:
@@ -263,6 +266,10 @@ def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
         else:
             _launch(ks[0], out, ad, _NO_ARG, params, op, dt)
         return _finish(op, out, params, a, _NO_ARG, True, dt)
+    if dt.kind == "f" and type(ad) is not _ndarray:
+        res = _device_same_layout(op, (ad,), params)
+        if res is not None:
+            return _finish(op, res, params, a, _NO_ARG, res.dtype == dt, dt)
     if op.dtype_rule == FLOAT and dt.kind != "f":
         cdt = dtypes.get_default_dtype().np
         arr = ad.astype(cdt)
@@ -311,7 +318,20 @@ def binary(op: OpDef, a, b, params: dict | None = None) -> Tensor:
                 else:
                     _launch(ks[k], out, ad, second, params, op, dt)
                 return _finish(op, out, params, a, b, True, dt)
+        elif same and type(ad) is not _ndarray and dt.kind == "f":
+            res = _device_same_layout(op, (ad, second), params)
+            if res is not None:
+                return _finish(op, res, params, a, b, True, dt)
     return _binary_general(op, a, b, params)
+
+
+def _device_same_layout(op: OpDef, operands: tuple, params):
+    """A CUDA op's hot path (:func:`jitgrad.cuda.launch.same_layout`), or None when it does
+    not apply (no CUDA op has run yet, the op is being traced, a host array)."""
+    launch = _modules.get("jitgrad.cuda.launch")
+    if launch is None or (TRACING and _TRACE.tracer is not None):
+        return None
+    return launch.same_layout(op, operands, params)
 
 
 _BY_VALUE_MIN = 1 << 12  # from this size, a broadcast number goes to the kernel by value

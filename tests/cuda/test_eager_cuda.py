@@ -183,3 +183,105 @@ def test_a_reused_launch_takes_each_calls_numbers_and_params():
     y = torch.ones(3, 1, device="cuda")
     assert (x.reshape(2, 3) + y[:2, 0].reshape(2, 1)).tolist() == [[1.0, 2.0, 3.0],
                                                                  [4.0, 5.0, 6.0]]
+
+
+def _no_new_launches(monkeypatch):
+    """Make describing a new eager launch (element-wise or sum) an error."""
+    from jitgrad.cuda import launch
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a launch was described again instead of reused")
+
+    monkeypatch.setattr(launch, "_elementwise_first", refuse)
+    monkeypatch.setattr(launch, "_sum_first", refuse)
+
+
+LAYOUTS = {  # operands a launch cannot take as they are: broadcast views, a transpose
+    "number expanded": lambda x, y: x * y[0, 0].expand(5, 7),
+    "row expanded": lambda x, y: x + y[:1].expand(5, 7),
+    "column expanded": lambda x, y: x - y[:, :1].expand(5, 7),
+    "both expanded": lambda x, y: x[:1].expand(5, 7) * y[:, 2:3].expand(5, 7),
+    "transposed": lambda x, y: x.t().t() * y.t().contiguous().t(),
+    "sum's backward": lambda x, y: torch.autograd.grad((x * y).sum(), x)[0] * y,
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_broadcast_views_and_transposes_reuse_their_launch_with_the_cpus_bits(
+        name, monkeypatch):
+    rng = np.random.default_rng(3)
+    xs, ys = rng.standard_normal((5, 7)), rng.standard_normal((5, 7))
+    fn = LAYOUTS[name]
+
+    def on(dev):
+        x = torch.tensor(xs, device=dev, requires_grad=True)
+        return fn(x, torch.tensor(ys, device=dev)).detach().cpu().numpy()
+
+    ref = on("cpu")
+    np.testing.assert_array_equal(on("cuda"), ref)
+    _no_new_launches(monkeypatch)
+    np.testing.assert_array_equal(on("cuda"), ref)
+
+
+def test_the_hot_path_reuses_the_general_paths_launch(monkeypatch):
+    from jitgrad.ops import dispatch
+
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal(33).astype(np.float32), rng.standard_normal(33).astype(np.float32)
+    ops = [lambda x, y: x + y, lambda x, y: x * 2.5, lambda x, y: torch.relu(-x),
+           lambda x, y: x < y, lambda x, y: torch.clamp(x, -0.5, 0.5) - y]
+
+    def run(dev):
+        x = torch.tensor(a, device=dev, requires_grad=True)
+        y = torch.tensor(b, device=dev)
+        outs = [f(x, y) for f in ops]
+        sum(o for o in outs if o.dtype == torch.float32).sum().backward()
+        return [o.detach().cpu().numpy() for o in outs] + [x.grad.cpu().numpy()]
+
+    ref = run("cpu")
+    for got, want in zip(run("cuda"), ref):
+        np.testing.assert_array_equal(got, want)
+    _no_new_launches(monkeypatch)
+
+    def general(*args):
+        raise AssertionError("the general path ran")
+
+    monkeypatch.setattr(dispatch, "_binary_general", general)
+    for got, want in zip(run("cuda"), ref):  # the same bits through the hot path
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def test_the_hot_path_leaves_mixed_devices_to_the_general_paths_error():
+    x = torch.ones(4, device="cuda")
+    assert (x * 2.0).tolist() == [2.0] * 4   # a launch of (array, number) exists now
+    for other in (torch.ones(4), torch.ones(4, device="cuda")[None].expand(2, 4)[0]):
+        if other.device.type == "cpu":
+            with pytest.raises(RuntimeError, match="Expected all tensors to be on the same"):
+                x * other
+        else:
+            assert (x * other).tolist() == [1.0] * 4
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sums_reuse_their_launch_with_the_cpus_bits(dtype, monkeypatch):
+    rng = np.random.default_rng(6)
+    a = (rng.standard_normal((6, 35)) * 10.0 ** rng.integers(-4, 5, (6, 35))).astype(dtype)
+    calls = [lambda t: t.sum(), lambda t: t.sum(1), lambda t: t.sum(0, keepdim=True),
+             lambda t: t.mean(1), lambda t: t.mean(), lambda t: t[:, 1:].sum(0)]
+
+    def run(dev):
+        t = torch.tensor(a, device=dev)
+        return [f(t).cpu().numpy() for f in calls]
+
+    ref = run("cpu")
+    for got, want in zip(run("cuda"), ref):
+        np.testing.assert_array_equal(got, want)
+    from jitgrad.cuda import launch
+
+    monkeypatch.setattr(launch, "_elementwise_first", lambda *a: 1 / 0)
+    reused = calls[:5]   # the last sums a sliced (non-contiguous) array: described again
+    t = torch.tensor(a, device="cuda")
+    monkeypatch.setattr(launch, "_sum_first", lambda *a: 1 / 0)
+    for f, want in zip(reused, ref):
+        np.testing.assert_array_equal(f(t).cpu().numpy(), want)
