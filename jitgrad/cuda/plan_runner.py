@@ -78,51 +78,67 @@ class CudaGroupRunner:
         self._read_only = launch.read_only(desc, n_args)
         self._empty = (self.n if desc.mode == "flat" else self.R * self.C) == 0 \
             and not desc.reductions
-        self._parts_written = desc.mode != "flat" or self.n > 0
+        parts_written = desc.mode != "flat" or self.n > 0
+        # what run() does per operand, output and sum, decided once: (constant, env key,
+        # type of a host value); (env key, shape, dtype, destination operand, destination
+        # key, whether the kernel updates the destination itself); (partials' size, whether
+        # every part writes its partial -- an empty flat space has one partial, 0 --, env
+        # key of the sum, kind, scale, dtype, shape)
+        self._operand_steps = tuple(
+            (self._fixed.get(j), id(v),
+             np.dtype(v.dtype).type if op.pattern == "scalar" else None)
+            for j, (v, op) in enumerate(zip(binding.operands, desc.operands)))
+        self._output_steps = tuple(
+            (id(v), v.shape, v.dtype, k,
+             None if k is None else id(self.inplace[id(v)]), (j, k) in desc.aliases)
+            for j, v in enumerate(binding.outputs)
+            for k in (self._dst_operand.get(j),))
+        self._sum_steps = tuple(
+            (launch.partials_size(desc, kind, self.n, self.R, self.C), parts_written,
+             id(e.out), kind, scale, e.out.dtype, e.out.shape)
+            for e, kind, scale in binding.reductions)
 
     def run(self, env: dict) -> None:
-        b, d = self.binding, self.desc
-        xp = runtime.xp()
         args = []
-        for j, (v, op) in enumerate(zip(b.operands, d.operands)):
-            fixed = self._fixed.get(j)
+        for fixed, key, host_type in self._operand_steps:
             if fixed is not None:
                 args.append(fixed)
                 continue
-            a = env[id(v)]
-            if op.pattern == "scalar":  # a host value
-                args.append(np.dtype(v.dtype).type(a.reshape(-1)[0].item()))
+            a = env[key]
+            if host_type is not None:  # a host value
+                args.append(host_type(a.reshape(-1)[0].item()))
             elif a.flags.c_contiguous:
                 args.append(a if a.ndim == 1 else a.reshape(-1))
             else:
-                args.append(xp.ascontiguousarray(a).reshape(-1))
+                args.append(runtime.xp().ascontiguousarray(a).reshape(-1))
         args += self._scalars
-        for j, v in enumerate(b.outputs):
-            k = self._dst_operand.get(j)
+        for key, shape, dtype, k, dst_key, aliased in self._output_steps:
             if k is not None:  # into the destination, unless it cannot take it here
-                o = env[id(self.inplace[id(v)])]
+                o = env[dst_key]
                 fits = o.flags.c_contiguous and not any(
-                    xp.may_share_memory(o, args[m]) for m in self._externals if m != k)
-                if (j, k) in d.aliases:  # the kernel updates operand k: no output argument
+                    runtime.xp().may_share_memory(o, args[m])
+                    for m in self._externals if m != k)
+                if aliased:  # the kernel updates operand k: no output argument
                     if not fits:
                         args[k] = args[k].copy()  # (the copy-back then writes o)
-                    env[id(v)] = o if fits else args[k].reshape(v.shape)
+                    env[key] = o if fits else args[k].reshape(shape)
                     continue
                 if fits:
-                    env[id(v)] = o
+                    env[key] = o
                     args.append(o.reshape(-1))
                     continue
-            o = env[id(v)] = runtime.empty(v.shape, v.dtype)
+            o = env[key] = runtime.empty(shape, dtype)
             args.append(o.reshape(-1))
-        partials = []
-        for _, kind, _ in b.reductions:
-            size = launch.partials_size(d, kind, self.n, self.R, self.C)
-            # every part writes its partial; an empty flat space has one partial, 0
-            r = runtime.empty(size, np.float64) if self._parts_written else \
-                runtime.zeros(size, np.float64)
-            partials.append(r)
-            args.append(r)
+        sums = self._sum_steps
+        if sums:
+            partials = []
+            for size, written, *_ in sums:
+                r = runtime.empty(size, np.float64) if written else \
+                    runtime.zeros(size, np.float64)
+                partials.append(r)
+                args.append(r)
         if not self._empty:
             launch.run(self._kernel, *self._grid, self._sizes, self._read_only, args)
-        for r, (e, kind, scale) in zip(partials, b.reductions):
-            env[id(e.out)] = launch.finish_sum(r, kind, scale, e.out.dtype, e.out.shape)
+        if sums:
+            for r, (_, _, key, kind, scale, dtype, shape) in zip(partials, sums):
+                env[key] = launch.finish_sum(r, kind, scale, dtype, shape)
