@@ -13,7 +13,8 @@ Workloads:
   and compiled, PyTorch eager and torch.compile, on the same weights;
 * the digits CNN training step (conv 3x3 -> ReLU -> max pool, twice, -> linear; SGD,
   float32, 1x8x8 images) at batch 128 and 4096: the same four;
-* eager per-op latency ``c = a * b + a`` on 16 elements: jitgrad vs PyTorch.
+* eager per-op latency ``c = a * b + a`` on 16 elements, and ``(a * b + a).sum().backward()``:
+  jitgrad vs PyTorch.
 
 Every timing synchronises the device before reading the clock; each figure is the median
 of repeats after warm-up. ``--smoke`` runs tiny sizes once (the simulator) to check the code.
@@ -187,15 +188,27 @@ def _step_row(make_model, sample_shape, batch, repeat, torch_mod, smoke: bool) -
 
 
 def bench_per_op(repeat, torch_mod) -> dict:
-    """Eager latency of one small op with autograd: ``c = a * b + a`` on 16 float32."""
-    a = jitgrad.ones(16, device="cuda", requires_grad=True)
-    b = jitgrad.ones(16, device="cuda")
-    row = {"jitgrad_us": 1e6 * timeit(lambda: a * b + a, repeat, 20) / 2}
+    """Eager latency of one small op with autograd: ``c = a * b + a`` on 16 float32 (per
+    op), and of its forward and backward as a user writes it,
+    ``(a * b + a).sum().backward()`` (per call)."""
+    def chain(lib):
+        a = lib.ones(16, device="cuda", requires_grad=True)
+        b = lib.ones(16, device="cuda")
+
+        def backward():
+            a.grad = None
+            (a * b + a).sum().backward()
+        return (lambda: a * b + a), backward
+
+    ops, backward = chain(jitgrad)
+    row = {"jitgrad_us": 1e6 * timeit(ops, repeat, 20) / 2,
+           "jitgrad_backward_us": 1e6 * timeit(backward, repeat, 20)}
     if torch_mod is not None:
-        ta = torch_mod.ones(16, device="cuda", requires_grad=True)
-        tb = torch_mod.ones(16, device="cuda")
-        row["torch_us"] = 1e6 * timeit(lambda: ta * tb + ta, repeat, 20, torch_mod) / 2
+        ops, backward = chain(torch_mod)
+        row["torch_us"] = 1e6 * timeit(ops, repeat, 20, torch_mod) / 2
+        row["torch_backward_us"] = 1e6 * timeit(backward, repeat, 20, torch_mod)
         row["ratio"] = row["jitgrad_us"] / row["torch_us"]
+        row["backward_ratio"] = row["jitgrad_backward_us"] / row["torch_backward_us"]
     return row
 
 
@@ -245,7 +258,10 @@ def _section_text(name: str, r, copy_gbps) -> list[str]:
     if name == "per_op":
         return [f"per-op eager: jitgrad {r['jitgrad_us']:.1f} us"
                 + (f", torch {r['torch_us']:.1f} us, ratio {r['ratio']:.2f}"
-                   if "torch_us" in r else "")]
+                   if "torch_us" in r else "") + "   (c = a * b + a, autograd, per op)",
+                f"(a * b + a).sum().backward(): jitgrad {r['jitgrad_backward_us']:.1f} us"
+                + (f", torch {r['torch_backward_us']:.1f} us, ratio "
+                   f"{r['backward_ratio']:.2f}" if "torch_us" in r else "")]
     if name == "w2":
         copy = copy_gbps if isinstance(copy_gbps, float) else float("nan")
         return [f"W2 n={r['n']:.0e}: jitgrad {r['jitgrad_compiled_s'] * 1e6:.1f} us "

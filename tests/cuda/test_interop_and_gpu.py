@@ -53,7 +53,8 @@ def test_the_cuda_benchmark_runs_its_code_path(tmp_path):
     assert res["simulated"] and res["w2"][0]["n"] == 64 and res["mlp"][0]["batch"] == 4
     assert res["cnn"][0]["batch"] == 2 and res["cnn"][0]["jitgrad_compiled_s"] > 0
     text = (tmp_path / "cuda_bench.txt").read_text()
-    assert "W2" in text and "CNN step b=2" in text
+    assert "W2" in text and "CNN step b=2" in text and ".sum().backward(): jitgrad" in text
+    assert res["per_op"]["jitgrad_backward_us"] > 0
 
 
 # ------------------------------------------------------------------- real GPU only
