@@ -281,13 +281,20 @@ def elementwise_into(op, a, rest: tuple, params) -> bool:
             return False
     if op.params:
         numbers += [dt.type(params[p]) for p in op.params]
-    key = ("into", op, dt, tuple(kinds))
-    desc = _plans.get(key)
-    if desc is None:
+    n = a.size
+    key = ("into", op, dt, n, *kinds)
+    plan = _plans.get(key)
+    if plan is None:
         from ..compiler.describe import describe_op
 
-        desc = _plans[key] = describe_op(op, dt, tuple(kinds), "flat", dt, into=True)
-    launch(desc, (*arrays, *numbers), n=a.size)
+        desc = describe_op(op, dt, tuple(kinds), "flat", dt, into=True)
+        if len(_plans) >= MAX_PLANS:
+            _plans.clear()
+        plan = _plans[key] = (kernel(desc), *grid(desc, n, 0, 0), (n,),
+                              read_only(desc, len(arrays) + len(numbers)), n == 0)
+    k, blocks, threads, sizes, ro, empty = plan
+    if not empty:
+        run(k, blocks, threads, sizes, ro, (*arrays, *numbers))
     return True
 
 

@@ -285,3 +285,30 @@ def test_sums_reuse_their_launch_with_the_cpus_bits(dtype, monkeypatch):
     monkeypatch.setattr(launch, "_sum_first", lambda *a: 1 / 0)
     for f, want in zip(reused, ref):
         np.testing.assert_array_equal(f(t).cpu().numpy(), want)
+
+
+@pytest.mark.parametrize("n", [0, 1, 37])
+def test_in_place_updates_reuse_their_launch_with_the_cpus_bits(n, monkeypatch):
+    rng = np.random.default_rng(n)
+    p0, g0, v0 = (rng.standard_normal(n) for _ in range(3))
+
+    def run(dev, steps=2):
+        p, g, v = (torch.tensor(a, device=dev) for a in (p0, g0, v0))
+        with torch.no_grad():
+            for _ in range(steps):  # an optimizer's updates
+                p.add_(g, alpha=-0.1)
+                v.mul_(0.9).addcmul_(g, g, value=0.1)
+                p.addcdiv_(g, v.abs() + 1e-8, value=-0.01)
+        return p.cpu().numpy(), v.cpu().numpy()
+
+    ref = run("cpu")
+    for got, want in zip(run("cuda"), ref):
+        np.testing.assert_array_equal(got, want)
+    import jitgrad.compiler.describe as describe
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("an in-place launch was described again")
+
+    monkeypatch.setattr(describe, "describe_op", refuse)
+    for got, want in zip(run("cuda"), ref):
+        np.testing.assert_array_equal(got, want)
