@@ -13,6 +13,8 @@ Workloads:
   and compiled, PyTorch eager and torch.compile, on the same weights;
 * the digits CNN training step (conv 3x3 -> ReLU -> max pool, twice, -> linear; SGD,
   float32, 1x8x8 images) at batch 128 and 4096: the same four;
+* W2 at 1e7 and 1e8 under other launch configurations (threads per block, elements a
+  thread loads at once), and whether they all give the same bits (``tuning``);
 * eager per-op latency ``c = a * b + a`` on 16 elements, and ``(a * b + a).sum().backward()``:
   jitgrad vs PyTorch.
 
@@ -117,6 +119,71 @@ def _w2_row(n, f, repeat, torch_mod) -> dict:
         row["torch_compile_s"] = timeit(tc, repeat, 3, T)
         row["vs_torch_compile"] = row["jitgrad_compiled_s"] / row["torch_compile_s"]
     return row
+
+
+#: launch configurations the ``tuning`` section compares: (threads per block, elements a
+#: thread loads before computing, ``render_cuda.UNROLL``); the first is the default
+TUNING = ((256, 4), (128, 4), (256, 1), (128, 1))
+
+
+def _kernel_config(threads: int, unroll: int) -> None:
+    """Generated CUDA kernels from now on launch ``threads`` per block and load ``unroll``
+    elements a turn: every rendered CUDA kernel and eager launch forgotten."""
+    from jitgrad.compiler import kernels, render_cuda
+    from jitgrad.cuda import launch, runtime
+
+    render_cuda.UNROLL = unroll
+    runtime.THREADS[runtime.backend()] = threads
+    launch._kernels.clear()
+    launch._plans.clear()
+    for key in [k for k in kernels._table if k[2] == "cuda"]:
+        del kernels._table[key]
+
+
+def bench_tuning(sizes, repeat) -> list:
+    """W2 forward+backward under each launch configuration of :data:`TUNING` (a freshly
+    compiled function each, so its kernels are rendered for it), and whether every
+    configuration gives the same bits (loss and both gradients): results must not depend
+    on the launch configuration."""
+    from jitgrad.compiler import render_cuda
+    from jitgrad.cuda import runtime
+
+    default = (runtime.THREADS[runtime.backend()], render_cuda.UNROLL)
+    rows = []
+    try:
+        for n in sizes:
+            rng = np.random.default_rng(0)
+            X, W, B = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+            row, bits = {"n": n}, []
+            for threads, unroll in TUNING:
+                _kernel_config(threads, unroll)
+                t, got = _w2_timed(X, W, B, repeat)
+                bits.append(got)
+                row[f"t{threads}_u{unroll}_s"] = t
+                row[f"t{threads}_u{unroll}_GBps"] = 24 * n / t / 1e9
+            row["same_bits"] = all(b == bits[0] for b in bits)
+            rows.append(row)
+    finally:
+        _kernel_config(*default)
+    return rows
+
+
+def _w2_timed(X, W, B, repeat) -> tuple:
+    """(seconds per call, bytes of the loss and both gradients) of a freshly compiled W2."""
+    f = jitgrad.compile(lambda x, w, b: w2(x, w, b, jitgrad))
+    x = jitgrad.tensor(X, device="cuda", requires_grad=True)
+    w = jitgrad.tensor(W, device="cuda", requires_grad=True)
+    b = jitgrad.tensor(B, device="cuda")
+
+    def jg():
+        x.grad = w.grad = None
+        f(x, w, b).backward()
+    t = timeit(jg, repeat, 3)
+    x.grad = w.grad = None
+    loss = f(x, w, b)
+    loss.backward()
+    return t, [loss.detach().cpu().numpy().tobytes(), x.grad.cpu().numpy().tobytes(),
+               w.grad.cpu().numpy().tobytes()]
 
 
 def _mlp_lib(lib, device):
@@ -262,6 +329,11 @@ def _section_text(name: str, r, copy_gbps) -> list[str]:
                 f"(a * b + a).sum().backward(): jitgrad {r['jitgrad_backward_us']:.1f} us"
                 + (f", torch {r['torch_backward_us']:.1f} us, ratio "
                    f"{r['backward_ratio']:.2f}" if "torch_us" in r else "")]
+    if name == "tuning":
+        return [f"W2 n={r['n']:.0e} by launch configuration (threads, unroll): "
+                + ", ".join(f"({t}, {u}) {r[f't{t}_u{u}_s'] * 1e6:.1f} us "
+                            f"{r[f't{t}_u{u}_GBps']:.0f} GB/s" for t, u in TUNING)
+                + f"; same bits: {r['same_bits']}" for r in r]
     if name == "w2":
         copy = copy_gbps if isinstance(copy_gbps, float) else float("nan")
         return [f"W2 n={r['n']:.0e}: jitgrad {r['jitgrad_compiled_s'] * 1e6:.1f} us "
@@ -281,7 +353,7 @@ def _vs_torch(r: dict, scale: float, unit: str) -> str:
             f"{r['vs_torch_compile']:.2f}")
 
 
-SECTIONS = ("copy_GBps", "launch", "per_op", "w2", "mlp", "cnn")
+SECTIONS = ("copy_GBps", "launch", "per_op", "w2", "tuning", "mlp", "cnn")
 
 
 def main() -> None:
@@ -302,6 +374,7 @@ def main() -> None:
         "launch": lambda: bench_launch(repeat),
         "per_op": lambda: bench_per_op(repeat, torch_mod),
         "w2": lambda: bench_w2([64] if smoke else [10**6, 10**7, 10**8], repeat, torch_mod),
+        "tuning": lambda: bench_tuning([64] if smoke else [10**7, 10**8], repeat),
         "mlp": lambda: bench_mlp([4] if smoke else [128, 4096], repeat, torch_mod, smoke),
         "cnn": lambda: bench_cnn([2] if smoke else [128, 4096], repeat, torch_mod, smoke),
     }

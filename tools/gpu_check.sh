@@ -14,7 +14,7 @@ set -u
 out="${1:-${OUT:-docs/benchmarks}}"
 test_s="${2:-240}"
 bench_s="${3:-300}"
-sections="${4:-copy_GBps,launch,per_op,w2,mlp,cnn}"
+sections="${4:-copy_GBps,launch,per_op,w2,tuning,mlp,cnn}"
 mkdir -p "$out"
 py="${PYTHON:-python3}"
 export PYTHONUNBUFFERED=1 JITGRAD_TEST_GPU=1 JITGRAD_CACHE_DIR="${JITGRAD_CACHE_DIR:-/tmp/jitgrad-gpu-cache}"

@@ -55,6 +55,7 @@ def test_the_cuda_benchmark_runs_its_code_path(tmp_path):
     text = (tmp_path / "cuda_bench.txt").read_text()
     assert "W2" in text and "CNN step b=2" in text and ".sum().backward(): jitgrad" in text
     assert res["per_op"]["jitgrad_backward_us"] > 0
+    assert res["tuning"][0]["same_bits"] and "by launch configuration" in text
 
 
 # ------------------------------------------------------------------- real GPU only
