@@ -89,9 +89,15 @@ def bench_w2(sizes, repeat, torch_mod) -> list:
     return [_w2_row(n, f, repeat, torch_mod) for n in sizes]
 
 
-def _w2_row(n, f, repeat, torch_mod) -> dict:
+def _w2_data(n: int) -> tuple:
+    """W2's inputs x, w, b: ``n`` standard normal float32 each (host arrays)."""
     rng = np.random.default_rng(0)
-    X, W, B = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+    return tuple(rng.standard_normal(n).astype(np.float32) for _ in range(3))
+
+
+def _w2_timed(f, X, W, B, repeat) -> tuple:
+    """(seconds per ``f(x, w, b).backward()``, bytes of the loss and both gradients) of
+    jitgrad's compiled W2 ``f`` on CUDA copies of ``X, W, B``."""
     x = jitgrad.tensor(X, device="cuda", requires_grad=True)
     w = jitgrad.tensor(W, device="cuda", requires_grad=True)
     b = jitgrad.tensor(B, device="cuda")
@@ -99,7 +105,17 @@ def _w2_row(n, f, repeat, torch_mod) -> dict:
     def jg():
         x.grad = w.grad = None
         f(x, w, b).backward()
-    row = {"n": n, "jitgrad_compiled_s": timeit(jg, repeat, 3)}
+    t = timeit(jg, repeat, 3)
+    x.grad = w.grad = None
+    loss = f(x, w, b)
+    loss.backward()
+    return t, [loss.detach().cpu().numpy().tobytes(), x.grad.cpu().numpy().tobytes(),
+               w.grad.cpu().numpy().tobytes()]
+
+
+def _w2_row(n, f, repeat, torch_mod) -> dict:
+    X, W, B = _w2_data(n)
+    row = {"n": n, "jitgrad_compiled_s": _w2_timed(f, X, W, B, repeat)[0]}
     row["jitgrad_GBps"] = 24 * n / row["jitgrad_compiled_s"] / 1e9
     if torch_mod is not None:
         T = torch_mod
@@ -152,12 +168,12 @@ def bench_tuning(sizes, repeat) -> list:
     rows = []
     try:
         for n in sizes:
-            rng = np.random.default_rng(0)
-            X, W, B = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+            X, W, B = _w2_data(n)
             row, bits = {"n": n}, []
             for threads, unroll in TUNING:
                 _kernel_config(threads, unroll)
-                t, got = _w2_timed(X, W, B, repeat)
+                f = jitgrad.compile(lambda x, w, b: w2(x, w, b, jitgrad))
+                t, got = _w2_timed(f, X, W, B, repeat)
                 bits.append(got)
                 row[f"t{threads}_u{unroll}_s"] = t
                 row[f"t{threads}_u{unroll}_GBps"] = 24 * n / t / 1e9
@@ -166,24 +182,6 @@ def bench_tuning(sizes, repeat) -> list:
     finally:
         _kernel_config(*default)
     return rows
-
-
-def _w2_timed(X, W, B, repeat) -> tuple:
-    """(seconds per call, bytes of the loss and both gradients) of a freshly compiled W2."""
-    f = jitgrad.compile(lambda x, w, b: w2(x, w, b, jitgrad))
-    x = jitgrad.tensor(X, device="cuda", requires_grad=True)
-    w = jitgrad.tensor(W, device="cuda", requires_grad=True)
-    b = jitgrad.tensor(B, device="cuda")
-
-    def jg():
-        x.grad = w.grad = None
-        f(x, w, b).backward()
-    t = timeit(jg, repeat, 3)
-    x.grad = w.grad = None
-    loss = f(x, w, b)
-    loss.backward()
-    return t, [loss.detach().cpu().numpy().tobytes(), x.grad.cpu().numpy().tobytes(),
-               w.grad.cpu().numpy().tobytes()]
 
 
 def _mlp_lib(lib, device):
