@@ -90,9 +90,13 @@ class CudaGroupRunner:
             for j, (v, op) in enumerate(zip(binding.operands, desc.operands)))
         self._output_steps = tuple(
             (id(v), v.shape, v.dtype, k,
-             None if k is None else id(self.inplace[id(v)]), (j, k) in desc.aliases)
+             None if k is None else id(self.inplace[id(v)]), (j, k) in desc.aliases,
+             tuple(id(binding.operands[m]) for m in self._externals if m != k))
             for j, v in enumerate(binding.outputs)
             for k in (self._dst_operand.get(j),))
+        #: per destination key: the destination array, the other external arrays and
+        #: whether one of them shares its memory, as the last call found them
+        self._overlaps: dict = {}
         self._sum_steps = tuple(
             (launch.partials_size(desc, kind, self.n, self.R, self.C), parts_written,
              id(e.out), kind, scale, e.out.dtype, e.out.shape)
@@ -112,12 +116,11 @@ class CudaGroupRunner:
             else:
                 args.append(runtime.xp().ascontiguousarray(a).reshape(-1))
         args += self._scalars
-        for key, shape, dtype, k, dst_key, aliased in self._output_steps:
+        for key, shape, dtype, k, dst_key, aliased, other_keys in self._output_steps:
             if k is not None:  # into the destination, unless it cannot take it here
                 o = env[dst_key]
-                fits = o.flags.c_contiguous and not any(
-                    runtime.xp().may_share_memory(o, args[m])
-                    for m in self._externals if m != k)
+                fits = o.flags.c_contiguous and not self._shares_memory(
+                    dst_key, o, env, other_keys)
                 if aliased:  # the kernel updates operand k: no output argument
                     if not fits:
                         args[k] = args[k].copy()  # (the copy-back then writes o)
@@ -142,3 +145,16 @@ class CudaGroupRunner:
         if sums:
             for r, (_, _, key, kind, scale, dtype, shape) in zip(partials, sums):
                 env[key] = launch.finish_sum(r, kind, scale, dtype, shape)
+
+    def _shares_memory(self, dst_key: int, o, env: dict, other_keys: tuple) -> bool:
+        """Whether destination ``o`` may share memory with another external array of the
+        kernel (then the kernel cannot store into it). The arrays of one call are mostly
+        those of the last (parameters and optimizer state): the answer is kept for them,
+        so a step asks the array module once per destination, not once per call."""
+        others = [env[k] for k in other_keys]
+        last = self._overlaps.get(dst_key)
+        if last is not None and last[0] is o and all(a is b for a, b in zip(last[1], others)):
+            return last[2]
+        shares = any(runtime.xp().may_share_memory(o, a) for a in others)
+        self._overlaps[dst_key] = (o, others, shares)
+        return shares

@@ -5,7 +5,8 @@ device array to a Python value or a host array, which these tests count:
 * a compiled step reads the device once (the cross-entropy's target check), where the NumPy
   formulation read it eight times (target masks, the output gradient as a float, the
   learning rate as each optimizer kernel's by-value argument);
-* an optimizer's update is stored into the parameter by its fused kernel (no copy-back);
+* an optimizer's update is stored into the parameter by its fused kernel (no copy-back),
+  whether a destination overlaps another operand asked once for the same arrays;
 * an eager op reads a one-element device operand in the kernel, not on the host;
 * cross-entropy and NLL on CUDA (``jitgrad/cuda/nll.py``) agree with the CPU, the compiled
   chain has the four eager kernels' bits, and a bad target raises before anything changes.
@@ -322,3 +323,55 @@ def test_a_cuda_plan_computes_host_values_on_the_host_and_reads_them_afresh():
     assert results[True][1] == results[False][1] == 4.0
     for a, b in zip(results[True][0], results[False][0]):
         np.testing.assert_array_equal(a, b)
+
+
+def _momentum_update(p, s):
+    """An optimizer-like update stored into ``p`` and ``s`` (both read by the kernel)."""
+    with torch.no_grad():
+        s.mul_(0.9).add_(p, alpha=0.1)
+        p.sub_(s, alpha=0.5)
+    return p
+
+
+def test_a_plan_asks_whether_destinations_overlap_once_for_the_same_arrays(monkeypatch):
+    import warnings
+
+    asked = []
+    real = np.may_share_memory
+    monkeypatch.setattr(runtime.SIM_NP, "may_share_memory",
+                        lambda a, b: asked.append(1) or real(a, b), raising=False)
+    f = torch.compile(_momentum_update)
+    rng = np.random.default_rng(0)
+    P, S = rng.standard_normal(6), rng.standard_normal(6)
+
+    def both(make):
+        """(eager, compiled) values of p and s after two updates of tensors ``make`` gives."""
+        out = []
+        for fn in (_momentum_update, f):
+            p, s = make()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # (overlapping arguments retrace)
+                fn(p, s)
+                fn(p, s)
+            out.append((p.cpu().numpy(), s.cpu().numpy()))
+        return out
+
+    def separate():
+        return torch.tensor(P, device="cuda"), torch.tensor(S, device="cuda")
+
+    def overlapping():  # one tensor as both: a kernel cannot store into it for the other
+        t = torch.tensor(P, device="cuda")
+        return t, t
+
+    for make in (separate, overlapping, separate):
+        (pe, se), (pc, sc) = both(make)
+        np.testing.assert_array_equal(pc, pe)
+        np.testing.assert_array_equal(sc, se)
+    p, s = separate()
+    f(p, s)
+    n = len(asked)
+    for _ in range(3):  # the same arrays: the last call's answer
+        f(p, s)
+    assert len(asked) == n
+    f(*separate())  # other arrays: asked again
+    assert len(asked) > n
