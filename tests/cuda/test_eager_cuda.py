@@ -201,6 +201,7 @@ LAYOUTS = {  # operands a launch cannot take as they are: broadcast views, a tra
     "row expanded": lambda x, y: x + y[:1].expand(5, 7),
     "column expanded": lambda x, y: x - y[:, :1].expand(5, 7),
     "both expanded": lambda x, y: x[:1].expand(5, 7) * y[:, 2:3].expand(5, 7),
+    "numbers expanded": lambda x, y: x[1, 2].expand(5, 7) + y[3, 4].expand(5, 7),
     "transposed": lambda x, y: x.t().t() * y.t().contiguous().t(),
     "sum's backward": lambda x, y: torch.autograd.grad((x * y).sum(), x)[0] * y,
 }
@@ -312,3 +313,19 @@ def test_in_place_updates_reuse_their_launch_with_the_cpus_bits(n, monkeypatch):
     monkeypatch.setattr(describe, "describe_op", refuse)
     for got, want in zip(run("cuda"), ref):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float16])
+def test_broadcast_views_of_dtypes_without_a_kernel_keep_their_shape(dtype):
+    a = np.arange(35).reshape(5, 7).astype(dtype)
+    want = None
+    for dev in ("cpu", "cuda"):
+        x = torch.tensor(a, device=dev)
+        outs = [x[:1].expand(5, 7) + x, x[0, :1].expand(5, 7) * x[:, 1:2].expand(5, 7),
+                x[2, 3].expand(4) - x[1, 1].expand(4)]
+        got = [o.cpu().numpy() for o in outs]
+        assert [g.shape for g in got] == [(5, 7), (5, 7), (4,)]
+        if want is None:
+            want = got
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
