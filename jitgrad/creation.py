@@ -98,6 +98,21 @@ def _array_from_data(data, dtype) -> np.ndarray:
     return arr
 
 
+def _filled(name: str, shape: tuple, d, dev, *value):
+    """``np.<name>(shape, *value, d)`` (``zeros``, ``ones``, ``empty``, ``full``) in ``dev``'s
+    memory. CUDA memory is filled on the device, with the value NumPy's ``full`` stores: a
+    copy from host memory would wait for every kernel launched before it (``backward()``'s
+    seed is ``ones_like`` of the loss: such a copy made every backward wait for the
+    forward)."""
+    if dev is None or dev.type == "cpu":
+        return getattr(np, name)(shape, *value, d)
+    from .cuda.runtime import xp
+
+    if value:
+        value = (np.full((), value[0], d)[()],)
+    return getattr(xp(), name)(shape, *value, d)
+
+
 def _finish(arr: np.ndarray, requires_grad: bool, regen=None, kind: str = "fill",
             device=None) -> Tensor:
     """Wrap a factory's array, moved to ``device`` (a parsed device; None: the CPU). Under
@@ -247,8 +262,8 @@ def zeros(*sizes, size=None, dtype=None, device=None, requires_grad: bool = Fals
     """A tensor of zeros (``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``)."""
     dev = _device(device)
     shape, d = _size(sizes, size, "zeros"), _dt(dtype)
-    return _out(_finish(np.zeros(shape, d), requires_grad, lambda: np.zeros(shape, d),
-                        device=dev), out, "zeros")
+    return _out(_finish(_filled("zeros", shape, d, dev), requires_grad,
+                        lambda: _filled("zeros", shape, d, dev), device=dev), out, "zeros")
 
 
 def ones(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
@@ -256,15 +271,16 @@ def ones(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False
     """A tensor of ones (sizes as :func:`zeros`)."""
     dev = _device(device)
     shape, d = _size(sizes, size, "ones"), _dt(dtype)
-    return _out(_finish(np.ones(shape, d), requires_grad, lambda: np.ones(shape, d),
-                        device=dev), out, "ones")
+    return _out(_finish(_filled("ones", shape, d, dev), requires_grad,
+                        lambda: _filled("ones", shape, d, dev), device=dev), out, "ones")
 
 
 def empty(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor (sizes as :func:`zeros`)."""
     dev = _device(device)
     shape, d = _size(sizes, size, "empty"), _dt(dtype)
-    return _finish(np.empty(shape, d), requires_grad, lambda: np.empty(shape, d), device=dev)
+    return _finish(_filled("empty", shape, d, dev), requires_grad,
+                   lambda: _filled("empty", shape, d, dev), device=dev)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -273,8 +289,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
     if dtype is None:
         dtype = dtypes.scalar_dtype(fill_value)
     shape, d = as_shape((size,)), _dt(dtype)
-    return _finish(np.full(shape, fill_value, d), requires_grad,
-                   lambda: np.full(shape, fill_value, d), device=dev)
+    return _finish(_filled("full", shape, d, dev, fill_value), requires_grad,
+                   lambda: _filled("full", shape, d, dev, fill_value), device=dev)
 
 
 def eye(n: int, m: int | None = None, *, dtype=None, device=None,
@@ -398,21 +414,24 @@ def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = 
     """Zeros with ``input``'s shape and dtype."""
     shape, d = _like(input, dtype)
     dev = _device(device, input)
-    return _finish(np.zeros(shape, d), requires_grad, lambda: np.zeros(shape, d), device=dev)
+    return _finish(_filled("zeros", shape, d, dev), requires_grad,
+                   lambda: _filled("zeros", shape, d, dev), device=dev)
 
 
 def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Ones with ``input``'s shape and dtype."""
     shape, d = _like(input, dtype)
     dev = _device(device, input)
-    return _finish(np.ones(shape, d), requires_grad, lambda: np.ones(shape, d), device=dev)
+    return _finish(_filled("ones", shape, d, dev), requires_grad,
+                   lambda: _filled("ones", shape, d, dev), device=dev)
 
 
 def empty_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Uninitialised, with ``input``'s shape and dtype."""
     shape, d = _like(input, dtype)
     dev = _device(device, input)
-    return _finish(np.empty(shape, d), requires_grad, lambda: np.empty(shape, d), device=dev)
+    return _finish(_filled("empty", shape, d, dev), requires_grad,
+                   lambda: _filled("empty", shape, d, dev), device=dev)
 
 
 def full_like(input: Tensor, fill_value, *, dtype=None, device=None,
@@ -420,8 +439,8 @@ def full_like(input: Tensor, fill_value, *, dtype=None, device=None,
     """``fill_value`` with ``input``'s shape and dtype."""
     shape, d = _like(input, dtype)
     dev = _device(device, input)
-    return _finish(np.full(shape, fill_value, d), requires_grad,
-                   lambda: np.full(shape, fill_value, d), device=dev)
+    return _finish(_filled("full", shape, d, dev, fill_value), requires_grad,
+                   lambda: _filled("full", shape, d, dev, fill_value), device=dev)
 
 
 def rand_like(input: Tensor, *, dtype=None, device=None, generator=None,

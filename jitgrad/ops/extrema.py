@@ -7,7 +7,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..devices import array_namespace, to_device
+from ..devices import array_namespace
 from ..shapes import wrap_dim
 from ..tensor import Tensor, wrap
 from . import samples as S
@@ -117,8 +117,9 @@ def _select_grad(g: Tensor, p) -> Tensor:
     if not shape:  # 0-d input: the value is the input
         return g
     idx = p["indices"]  # int64, keepdim=True layout
-    ar = const_tensor(to_device(np.arange(shape[dim]).reshape(
-        tuple(shape[dim] if i == dim else 1 for i in range(len(shape)))), g.device))
+    ar = const_tensor(array_namespace(g._data).arange(shape[dim]).reshape(
+        tuple(shape[dim] if i == dim else 1 for i in range(len(shape)))))  # (on g's device:
+    # a host array copied over would wait for the device)
     gk = g if p["keepdim"] else g.unsqueeze(dim)
     return where(eq(ar, idx), gk.expand(shape), 0.0)
 

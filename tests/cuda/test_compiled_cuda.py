@@ -222,3 +222,16 @@ def test_the_partials_of_a_sum_are_added_in_order_on_both_devices():
     cpu = kernels.finish_sum(p, "all", 1.0, np.float64, ())
     cuda = launch.finish_sum(runtime.to_device(p), "all", 1.0, np.float64, ())
     assert cpu == in_order == runtime.to_host(cuda)
+
+
+def test_fill_factories_inside_a_compiled_cuda_function_equal_eager():
+    """Factories filled on the device (``creation._filled``) inside a compiled function:
+    the plan's values are device arrays, the same at every call as eager."""
+    def fn(x):
+        y = x * torch.full_like(x, 0.5) + torch.ones(x.shape, device=x.device)
+        return y + torch.zeros_like(x) + torch.full((4,), 2.0, device=x.device)
+    f = torch.compile(fn)
+    for k in range(3):
+        x = torch.arange(4.0, device="cuda") + k
+        got = f(x)
+        assert got.device.type == "cuda" and got.tolist() == fn(x).tolist()

@@ -375,3 +375,45 @@ def test_a_plan_asks_whether_destinations_overlap_once_for_the_same_arrays(monke
     assert len(asked) == n
     f(*separate())  # other arrays: asked again
     assert len(asked) > n
+
+
+def test_fill_factories_and_backwards_seed_copy_nothing_from_the_host(monkeypatch):
+    """zeros/ones/empty/full (and their ``_like`` forms) fill CUDA memory on the device: a
+    copy from host memory waits for every kernel launched before it -- ``backward()``'s
+    seed (``ones_like`` of the loss) made each backward wait for its forward. The gradient
+    of ``max`` along a dim makes its index range on the device too."""
+    copied = []
+    real = runtime.to_device
+    monkeypatch.setattr(runtime, "to_device",
+                        lambda a: copied.append(a.shape) or real(a) if isinstance(a, np.ndarray)
+                        and not runtime.is_device_array(a) else real(a))
+    x = torch.ones(3, device="cuda", requires_grad=True)
+    copied.clear()
+    made = [torch.zeros(2, 3, device="cuda"), torch.ones(4, device="cuda", dtype=torch.int32),
+            torch.empty(2, device="cuda"), torch.full((2, 2), 0.1, device="cuda"),
+            torch.zeros_like(x), torch.ones_like(x), torch.empty_like(x),
+            torch.full_like(x, -0.0)]
+    (x * 2).sum().backward()
+    torch.autograd.grad((x * x).sum(), x)
+    assert copied == []
+    m = torch.tensor([[1.0, 3.0, 2.0], [5.0, 4.0, 6.0]], device="cuda", requires_grad=True)
+    copied.clear()
+    (g,) = torch.autograd.grad(m.max(dim=1).values.sum(), m)
+    assert g.tolist() == [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    assert copied == []
+    assert all(t.device.type == "cuda" for t in made)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64,
+                                   torch.bool, torch.float16])
+@pytest.mark.parametrize("value", [0.1, -0.0, 3, 1.7, -2.5, True, float("inf")])
+def test_full_on_cuda_stores_the_cpus_value(dtype, value):
+    if dtype in (torch.int32, torch.int64) and value == float("inf"):
+        return  # (NumPy's cast of inf to an integer is undefined)
+    cpu = torch.full((3,), value, dtype=dtype)
+    cuda = torch.full((3,), value, dtype=dtype, device="cuda")
+    like = torch.full_like(torch.zeros(3, dtype=dtype, device="cuda"), value)
+    for t in (cuda, like):
+        assert t.dtype == cpu.dtype and t.device.type == "cuda"
+        np.testing.assert_array_equal(t.cpu().numpy().view(np.uint8),
+                                      cpu.numpy().view(np.uint8))  # the bits, -0.0 too
