@@ -104,13 +104,22 @@ def _filled(name: str, shape: tuple, d, dev, *value):
     copy from host memory would wait for every kernel launched before it (``backward()``'s
     seed is ``ones_like`` of the loss: such a copy made every backward wait for the
     forward)."""
-    if dev is None or dev.type == "cpu":
+    xp = _device_module(dev)
+    if xp is np:
         return getattr(np, name)(shape, *value, d)
-    from .cuda.runtime import xp
-
     if value:
         value = (np.full((), value[0], d)[()],)
-    return getattr(xp(), name)(shape, *value, d)
+    return getattr(xp, name)(shape, *value, d)
+
+
+def _device_module(dev):
+    """The array module of ``dev`` (None: the CPU): NumPy, or CUDA's (CuPy, the simulator's
+    stand-in; PyTorch's error when there is no CUDA)."""
+    if dev is None or dev.type == "cpu":
+        return np
+    from .cuda.runtime import xp
+
+    return xp()
 
 
 def _finish(arr: np.ndarray, requires_grad: bool, regen=None, kind: str = "fill",
@@ -316,8 +325,13 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
         dtype = dtypes.int64 if ints else dtypes.get_default_dtype()
     d = _dt(dtype)
     n = max(int(np.ceil((end - start) / step)), 0)
+    exact = d.kind in "iu" and all(isinstance(v, (int, np.integer)) for v in (start, step))
+
     def make():
-        arr = start + step * np.arange(n, dtype=np.float64 if d.kind == "f" else np.int64)
+        # integers are made where they live (position ids on CUDA: no copy from the host,
+        # which would wait for the device); floats on the host, in NumPy's arithmetic
+        xp = _device_module(dev) if exact else np
+        arr = start + step * xp.arange(n, dtype=np.float64 if d.kind == "f" else np.int64)
         return arr.astype(d)
     return _finish(make(), requires_grad, make, device=dev)
 

@@ -380,8 +380,9 @@ def test_a_plan_asks_whether_destinations_overlap_once_for_the_same_arrays(monke
 def test_fill_factories_and_backwards_seed_copy_nothing_from_the_host(monkeypatch):
     """zeros/ones/empty/full (and their ``_like`` forms) fill CUDA memory on the device: a
     copy from host memory waits for every kernel launched before it -- ``backward()``'s
-    seed (``ones_like`` of the loss) made each backward wait for its forward. The gradient
-    of ``max`` along a dim makes its index range on the device too."""
+    seed (``ones_like`` of the loss) made each backward wait for its forward. Integer
+    ``arange`` (position ids) and the gradient of ``max`` along a dim make their index
+    ranges on the device too."""
     copied = []
     real = runtime.to_device
     monkeypatch.setattr(runtime, "to_device",
@@ -392,7 +393,8 @@ def test_fill_factories_and_backwards_seed_copy_nothing_from_the_host(monkeypatc
     made = [torch.zeros(2, 3, device="cuda"), torch.ones(4, device="cuda", dtype=torch.int32),
             torch.empty(2, device="cuda"), torch.full((2, 2), 0.1, device="cuda"),
             torch.zeros_like(x), torch.ones_like(x), torch.empty_like(x),
-            torch.full_like(x, -0.0)]
+            torch.full_like(x, -0.0), torch.arange(5, device="cuda"),
+            torch.arange(-4, 11, 3, device="cuda", dtype=torch.int32)]
     (x * 2).sum().backward()
     torch.autograd.grad((x * x).sum(), x)
     assert copied == []
@@ -402,6 +404,21 @@ def test_fill_factories_and_backwards_seed_copy_nothing_from_the_host(monkeypatc
     assert g.tolist() == [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
     assert copied == []
     assert all(t.device.type == "cuda" for t in made)
+    assert made[-2].tolist() == list(range(5)) and made[-2].dtype == torch.int64
+    assert made[-1].tolist() == list(range(-4, 11, 3)) and made[-1].dtype == torch.int32
+
+
+def test_an_embedding_checks_its_indices_with_one_read_of_the_device(monkeypatch):
+    emb = nn.Embedding(10, 3).to("cuda")
+    idx = torch.tensor([[1, 9], [0, 4]], device="cuda")
+    want = emb.weight.detach().cpu().numpy()[idx.cpu().numpy()]
+    with HostReads(monkeypatch) as reads:
+        out = emb(idx)
+    assert reads.n == 1
+    np.testing.assert_array_equal(out.detach().cpu().numpy(), want)
+    for bad in ([[1, 10]], [[-1, 2]]):
+        with pytest.raises(IndexError, match="index out of range in self"):
+            emb(torch.tensor(bad, device="cuda"))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...devices import add_at, array_namespace
+from ...devices import add_at, array_namespace, is_cpu_array, to_host
 from ...tensor import Tensor
 from .. import samples as S
 from ..api import api
@@ -89,7 +89,13 @@ def _check_indices(indices: Tensor, num: int) -> None:
             f"types: Long, Int; but got jitgrad.{indices.dtype.tensor_type} instead (while "
             "checking arguments for embedding)")
     a = indices._data
-    if a.size and (a.min() < 0 or a.max() >= num):
+    if not a.size:
+        return
+    if is_cpu_array(a):
+        lo, hi = a.min(), a.max()
+    else:  # both in one read of the device (each read waits for it)
+        lo, hi = to_host(array_namespace(a).stack((a.min(), a.max()))).tolist()
+    if lo < 0 or hi >= num:
         raise IndexError("index out of range in self")
 
 
