@@ -100,10 +100,9 @@ def _array_from_data(data, dtype) -> np.ndarray:
 
 def _filled(name: str, shape: tuple, d, dev, *value):
     """``np.<name>(shape, *value, d)`` (``zeros``, ``ones``, ``empty``, ``full``) in ``dev``'s
-    memory. CUDA memory is filled on the device, with the value NumPy's ``full`` stores: a
-    copy from host memory would wait for every kernel launched before it (``backward()``'s
-    seed is ``ones_like`` of the loss: such a copy made every backward wait for the
-    forward)."""
+    memory. CUDA memory is filled on the device, with the value NumPy's ``full`` stores: no
+    host array made and copied over (host work at every call -- ``backward()``'s seed is
+    ``ones_like`` of the loss -- and a PCIe transfer of the whole tensor)."""
     xp = _device_module(dev)
     if xp is np:
         return getattr(np, name)(shape, *value, d)
@@ -328,8 +327,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
     exact = d.kind in "iu" and all(isinstance(v, (int, np.integer)) for v in (start, step))
 
     def make():
-        # integers are made where they live (position ids on CUDA: no copy from the host,
-        # which would wait for the device); floats on the host, in NumPy's arithmetic
+        # integers are made where they live (position ids on CUDA: no copy from the
+        # host); floats on the host, in NumPy's arithmetic
         xp = _device_module(dev) if exact else np
         arr = start + step * xp.arange(n, dtype=np.float64 if d.kind == "f" else np.int64)
         return arr.astype(d)

@@ -119,7 +119,7 @@ def _select_grad(g: Tensor, p) -> Tensor:
     idx = p["indices"]  # int64, keepdim=True layout
     ar = const_tensor(array_namespace(g._data).arange(shape[dim]).reshape(
         tuple(shape[dim] if i == dim else 1 for i in range(len(shape)))))  # (on g's device:
-    # a host array copied over would wait for the device)
+    # no host array copied over)
     gk = g if p["keepdim"] else g.unsqueeze(dim)
     return where(eq(ar, idx), gk.expand(shape), 0.0)
 

@@ -378,11 +378,11 @@ def test_a_plan_asks_whether_destinations_overlap_once_for_the_same_arrays(monke
 
 
 def test_fill_factories_and_backwards_seed_copy_nothing_from_the_host(monkeypatch):
-    """zeros/ones/empty/full (and their ``_like`` forms) fill CUDA memory on the device: a
-    copy from host memory waits for every kernel launched before it -- ``backward()``'s
-    seed (``ones_like`` of the loss) made each backward wait for its forward. Integer
-    ``arange`` (position ids) and the gradient of ``max`` along a dim make their index
-    ranges on the device too."""
+    """zeros/ones/empty/full (and their ``_like`` forms) fill CUDA memory on the device
+    instead of copying a host array over (host work per call, a PCIe transfer of the whole
+    tensor): ``backward()``'s seed (``ones_like`` of the loss) included. Integer ``arange``
+    (position ids) and the gradient of ``max`` along a dim make their index ranges on the
+    device too."""
     copied = []
     real = runtime.to_device
     monkeypatch.setattr(runtime, "to_device",
