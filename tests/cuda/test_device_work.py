@@ -421,6 +421,21 @@ def test_an_embedding_checks_its_indices_with_one_read_of_the_device(monkeypatch
             emb(torch.tensor(bad, device="cuda"))
 
 
+def test_a_compiled_embedding_on_cuda_checks_its_indices_at_every_call():
+    """The check is the op's own, so the plan makes it (CuPy's take would wrap a bad index
+    around where NumPy's raises or, for -1, returns the last row)."""
+    emb = nn.Embedding(10, 3).to("cuda")
+    idx = torch.tensor([[1, 9], [0, 4]], device="cuda")
+    want = emb.weight.detach().cpu().numpy()[idx.cpu().numpy()]
+    f = torch.compile(lambda i: emb(i), fullgraph=True)
+    for _ in range(2):
+        np.testing.assert_array_equal(f(idx).detach().cpu().numpy(), want)
+    for bad in ([[1, 10], [0, 4]], [[-1, 2], [0, 4]]):  # idx's shape: the plan runs
+        with pytest.raises(IndexError, match="index out of range in self"):
+            f(torch.tensor(bad, device="cuda"))
+    np.testing.assert_array_equal(f(idx).detach().cpu().numpy(), want)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64,
                                    torch.bool, torch.float16])
 @pytest.mark.parametrize("value", [0.1, -0.0, 3, 1.7, -2.5, True, float("inf")])

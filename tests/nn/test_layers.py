@@ -231,6 +231,22 @@ def test_embedding_bad_indices(torch):
             M.nn.Embedding(10, 3)(M.tensor([0.0, 1.0]))
 
 
+def test_embedding_bad_indices_raise_in_compiled_calls_too():
+    """The range check is the op's own, so a compiled plan makes it at every call: NumPy's
+    take would return the last row for -1 (eager raised, compiled returned a value)."""
+    emb = jitgrad.nn.Embedding(10, 3)
+    f = jitgrad.compile(lambda i: emb(i).sum())
+    good = jitgrad.tensor([1, 9])
+    want = emb(good).sum().item()
+    for _ in range(2):
+        assert f(good).item() == want
+    for bad in ([1, 10], [-1, 2]):
+        for fn in (lambda i: emb(i).sum(), f):
+            with pytest.raises(IndexError, match="index out of range in self"):
+                fn(jitgrad.tensor(bad))
+    assert f(good).item() == want
+
+
 def test_gelu_and_dropout_bad_arguments(torch):
     for M in (jitgrad, torch):
         with pytest.raises(RuntimeError, match="approximate argument must be either none or "

@@ -17,7 +17,23 @@ __all__ = ["embedding", "embedding_backward"]
 
 
 def _embedding_ref(weight, indices, padding_idx=None):
+    _check_range(indices, weight.shape[0])
     return np.take(weight, indices, axis=0)
+
+
+def _check_range(a, num: int) -> None:
+    """PyTorch's error for an index outside ``[0, num)``, checked where the op runs (eager
+    calls and compiled plans alike): NumPy's ``take`` would return the last row for -1 and
+    CuPy's wraps any index around. On CUDA one read of the device (its minimum and maximum
+    together; each read waits for the device)."""
+    if not a.size:
+        return
+    if is_cpu_array(a):
+        lo, hi = a.min(), a.max()
+    else:
+        lo, hi = to_host(array_namespace(a).stack((a.min(), a.max()))).tolist()
+    if lo < 0 or hi >= num:
+        raise IndexError("index out of range in self")
 
 
 def _embedding_backward_ref(g, indices, num_weights, padding_idx=None):
@@ -82,21 +98,14 @@ def embedding_backward(grad: Tensor, indices: Tensor, num_weights: int,
                 {"num_weights": num_weights, "padding_idx": padding_idx})
 
 
-def _check_indices(indices: Tensor, num: int) -> None:
+def _check_index_dtype(indices: Tensor) -> None:
+    """PyTorch's error for indices that are not int64/int32 (their range is checked by the
+    op itself: :func:`_check_range`)."""
     if indices._data.dtype not in (np.int64, np.int32):
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
             f"types: Long, Int; but got jitgrad.{indices.dtype.tensor_type} instead (while "
             "checking arguments for embedding)")
-    a = indices._data
-    if not a.size:
-        return
-    if is_cpu_array(a):
-        lo, hi = a.min(), a.max()
-    else:  # both in one read of the device (each read waits for it)
-        lo, hi = to_host(array_namespace(a).stack((a.min(), a.max()))).tolist()
-    if lo < 0 or hi >= num:
-        raise IndexError("index out of range in self")
 
 
 @api(EMBEDDING)
@@ -121,5 +130,5 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         if not -num <= padding_idx < num:
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx = padding_idx % num
-    _check_indices(input, num)
+    _check_index_dtype(input)
     return call(EMBEDDING, (weight, input), {"padding_idx": padding_idx, "num_weights": num})
