@@ -74,10 +74,25 @@ def _box(index: np.ndarray, dim: int, shape) -> tuple:
 
 
 def _gather_ref(a, index, dim, shape=None, node="GatherBackward0", keepdim=True):
+    if node == "GatherBackward0":  # a user's positions (sort/topk/kthvalue make their own)
+        _check_positions(index, a.shape[dim] if a.ndim else 1, dim)
     if a.ndim == 0:
         return a.copy()
     r = np.take_along_axis(a[_box(index, dim, a.shape)], index, axis=dim)
     return r if keepdim else np.squeeze(r, axis=dim)  # kthvalue: one position, dim dropped
+
+
+def _check_positions(index, n: int, dim: int) -> None:
+    """PyTorch's error for a position outside ``[0, n)`` along ``dim``, checked where the op
+    runs (eager calls and compiled plans alike): NumPy's ``take_along_axis`` would take -1
+    as the last position and CuPy's wraps any around. On CUDA one read of the device (a
+    second only to name the bad position)."""
+    if not index.size:
+        return
+    bad = (index < 0) | (index >= n)
+    if bad.any():
+        raise RuntimeError(f"index {int(index[bad].reshape(-1)[0])} is out of bounds for "
+                           f"dimension {dim} with size {n}")
 
 
 def _gather_vjp(g, ins, out, p, n):
@@ -127,12 +142,6 @@ def _check_index(input: Tensor, dim: int, index: Tensor, name: str) -> None:
             raise RuntimeError(
                 f"Size does not match at dimension {d} expected index {fmt_shape(ix.shape)} to "
                 f"be no larger than self {fmt_shape(a.shape)} apart from dimension {dim}")
-    n = a.shape[dim] if a.ndim else 1
-    if ix.size:
-        bad = ix[(ix < 0) | (ix >= n)]
-        if bad.size:
-            raise RuntimeError(f"index {int(bad.flat[0])} is out of bounds for dimension {dim} "
-                               f"with size {n}")
 
 
 @api(GATHER, method="gather", export="gather")

@@ -449,3 +449,19 @@ def test_full_on_cuda_stores_the_cpus_value(dtype, value):
         assert t.dtype == cpu.dtype and t.device.type == "cuda"
         np.testing.assert_array_equal(t.cpu().numpy().view(np.uint8),
                                       cpu.numpy().view(np.uint8))  # the bits, -0.0 too
+
+
+def test_a_compiled_gather_on_cuda_checks_its_positions_with_one_read(monkeypatch):
+    """The range check is gather's own (CuPy's take_along_axis would wrap a bad position
+    around): one read of the device per call, a second only to name a bad position."""
+    x = torch.tensor([[3.0, 1.0, 4.0, 2.0], [0.0, 5.0, 6.0, -1.0]], device="cuda")
+    f = torch.compile(lambda x, i: torch.gather(x, 1, i), fullgraph=True)
+    good = torch.tensor([[0, 3], [1, 2]], device="cuda")
+    for _ in range(2):
+        assert f(x, good).tolist() == [[3.0, 2.0], [5.0, 6.0]]
+    with HostReads(monkeypatch) as reads:
+        f(x, good)
+    assert reads.n == 1
+    for bad, v in (([[0, 4], [1, 2]], 4), ([[0, 3], [-1, 2]], -1)):
+        with pytest.raises(RuntimeError, match=f"index {v} is out of bounds for dimension 1"):
+            f(x, torch.tensor(bad, device="cuda"))

@@ -74,6 +74,21 @@ def test_errors_are_pytorchs(call, err, msg):
         call(_x())
 
 
+def test_compiled_gather_checks_its_positions_at_every_call():
+    """The range check is the op's own, so a plan makes it: NumPy's take_along_axis took -1
+    as the last position (eager raised, compiled returned a value)."""
+    x = _x()
+    f = jg.compile(lambda x, i: jg.gather(x, 1, i))
+    good = jg.tensor([[0, 3], [1, 2]])
+    want = jg.gather(x, 1, good).tolist()
+    for _ in range(2):
+        assert f(x, good).tolist() == want
+    for bad, v in (([[0, 4], [1, 2]], 4), ([[0, 3], [-1, 2]], -1)):
+        with pytest.raises(RuntimeError, match=f"index {v} is out of bounds for dimension 1"):
+            f(x, jg.tensor(bad))
+    assert f(x, good).tolist() == want
+
+
 def test_gather_values_and_gradient_add_up_repeats():
     x = jg.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
     y = jg.gather(x, 1, jg.tensor([[0, 0], [1, 0]]))
