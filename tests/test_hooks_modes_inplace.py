@@ -397,3 +397,30 @@ def test_compiled_write_into_readonly_argument_raises_before_any_write():
     np.testing.assert_array_equal(t.numpy(), [0.0, 1.0, 2.0, 3.0])
     np.testing.assert_array_equal(y.numpy(), [1.0] * 4)  # the other write did not happen
     assert (t._version, y._version) == (0, 0)
+
+
+INDEX_ARRAYS_OUT_OF_RANGE = [
+    (lambda M: (M.tensor([5]),), "index 5 is out of bounds for dimension 0 with size 2"),
+    (lambda M: (M.tensor([0, -3]),), "index -3 is out of bounds for dimension 0 with size 2"),
+    (lambda M: (slice(None), M.tensor([0]), M.tensor([9])),
+     "index 9 is out of bounds for dimension 1 with size 4"),
+    (lambda M: (slice(None), slice(None), M.tensor([[1, 4]])),
+     "index 4 is out of bounds for dimension 0 with size 4"),
+    (lambda M: (0, slice(None), M.tensor([9])),
+     "index 9 is out of bounds for dimension 0 with size 4"),
+]
+
+
+@pytest.mark.parametrize("k", range(len(INDEX_ARRAYS_OUT_OF_RANGE)))
+def test_index_arrays_out_of_range_raise_pytorchs_error(k):
+    """Integer index tensors are checked with PyTorch's message (the dim named by the
+    array's place among the index arrays); on CUDA, CuPy would wrap a bad index around."""
+    make, msg = INDEX_ARRAYS_OUT_OF_RANGE[k]
+    for dev in ("cpu", "cuda") if jg.cuda.is_available() else ("cpu",):
+        x = jg.zeros(2, 3, 4, device=dev)
+        with pytest.raises(IndexError, match=msg):
+            x[tuple(i.to(dev) if isinstance(i, jg.Tensor) else i for i in make(jg))]
+        x[make(jg)[:-1] + (jg.tensor([-1], device=dev),)]  # -1 is in range: no error
+    torch = pytest.importorskip("torch")
+    with pytest.raises(IndexError, match=msg):
+        torch.zeros(2, 3, 4)[make(torch)]

@@ -229,6 +229,7 @@ def _normalise_index(index, shape):
     n_real += sum(it.ndim for it in out if isinstance(it, np.ndarray) and it.dtype == np.bool_)
     if n_real > len(shape):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    arrays = 0  # index arrays seen so far
     for it in out:
         if it is Ellipsis:
             dim = len(shape) - (n_real - dim)
@@ -241,6 +242,17 @@ def _normalise_index(index, shape):
                 raise IndexError(
                     f"index {it} is out of bounds for dimension {dim} with size {size}"
                 )
+        elif isinstance(it, np.ndarray) and it.dtype.kind in "iu":
+            # integer arrays too (they are on the host here): NumPy would raise its own
+            # message and CuPy, indexing CUDA memory, wraps a bad index around. PyTorch
+            # names the dim by the array's place among the index arrays.
+            size = shape[dim]
+            bad = (it < -size) | (it >= size)
+            if bad.any():
+                raise IndexError(f"index {int(it[bad].reshape(-1)[0])} is out of bounds for "
+                                 f"dimension {arrays} with size {size}")
+        if isinstance(it, np.ndarray):
+            arrays += it.ndim if it.dtype == np.bool_ else 1
         if isinstance(it, np.ndarray) and it.dtype == np.bool_:
             dim += it.ndim
         elif not isinstance(it, bool):
