@@ -103,7 +103,7 @@ def _filled(name: str, shape: tuple, d, dev, *value):
     memory. CUDA memory is filled on the device, with the value NumPy's ``full`` stores: no
     host array made and copied over (host work at every call -- ``backward()``'s seed is
     ``ones_like`` of the loss -- and a PCIe transfer of the whole tensor)."""
-    xp = _device_module(dev)
+    xp = devices.array_module(dev)
     if xp is np:
         return getattr(np, name)(shape, *value, d)
     if value:
@@ -111,14 +111,11 @@ def _filled(name: str, shape: tuple, d, dev, *value):
     return getattr(xp, name)(shape, *value, d)
 
 
-def _device_module(dev):
-    """The array module of ``dev`` (None: the CPU): NumPy, or CUDA's (CuPy, the simulator's
-    stand-in; PyTorch's error when there is no CUDA)."""
-    if dev is None or dev.type == "cpu":
-        return np
-    from .cuda.runtime import xp
-
-    return xp()
+def _fill_factory(name: str, shape: tuple, d, dev, requires_grad: bool, *value) -> Tensor:
+    """The tensor of a fill factory (:func:`_filled`; made again at every call of a
+    compiled function that makes it)."""
+    return _finish(_filled(name, shape, d, dev, *value), requires_grad,
+                   lambda: _filled(name, shape, d, dev, *value), device=dev)
 
 
 def _finish(arr: np.ndarray, requires_grad: bool, regen=None, kind: str = "fill",
@@ -270,8 +267,7 @@ def zeros(*sizes, size=None, dtype=None, device=None, requires_grad: bool = Fals
     """A tensor of zeros (``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``)."""
     dev = _device(device)
     shape, d = _size(sizes, size, "zeros"), _dt(dtype)
-    return _out(_finish(_filled("zeros", shape, d, dev), requires_grad,
-                        lambda: _filled("zeros", shape, d, dev), device=dev), out, "zeros")
+    return _out(_fill_factory("zeros", shape, d, dev, requires_grad), out, "zeros")
 
 
 def ones(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
@@ -279,16 +275,14 @@ def ones(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False
     """A tensor of ones (sizes as :func:`zeros`)."""
     dev = _device(device)
     shape, d = _size(sizes, size, "ones"), _dt(dtype)
-    return _out(_finish(_filled("ones", shape, d, dev), requires_grad,
-                        lambda: _filled("ones", shape, d, dev), device=dev), out, "ones")
+    return _out(_fill_factory("ones", shape, d, dev, requires_grad), out, "ones")
 
 
 def empty(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor (sizes as :func:`zeros`)."""
     dev = _device(device)
     shape, d = _size(sizes, size, "empty"), _dt(dtype)
-    return _finish(_filled("empty", shape, d, dev), requires_grad,
-                   lambda: _filled("empty", shape, d, dev), device=dev)
+    return _fill_factory("empty", shape, d, dev, requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -297,8 +291,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
     if dtype is None:
         dtype = dtypes.scalar_dtype(fill_value)
     shape, d = as_shape((size,)), _dt(dtype)
-    return _finish(_filled("full", shape, d, dev, fill_value), requires_grad,
-                   lambda: _filled("full", shape, d, dev, fill_value), device=dev)
+    return _fill_factory("full", shape, d, dev, requires_grad, fill_value)
 
 
 def eye(n: int, m: int | None = None, *, dtype=None, device=None,
@@ -329,7 +322,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
     def make():
         # integers are made where they live (position ids on CUDA: no copy from the
         # host); floats on the host, in NumPy's arithmetic
-        xp = _device_module(dev) if exact else np
+        xp = devices.array_module(dev) if exact else np
         arr = start + step * xp.arange(n, dtype=np.float64 if d.kind == "f" else np.int64)
         return arr.astype(d)
     return _finish(make(), requires_grad, make, device=dev)
@@ -427,24 +420,21 @@ def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = 
     """Zeros with ``input``'s shape and dtype."""
     shape, d = _like(input, dtype)
     dev = _device(device, input)
-    return _finish(_filled("zeros", shape, d, dev), requires_grad,
-                   lambda: _filled("zeros", shape, d, dev), device=dev)
+    return _fill_factory("zeros", shape, d, dev, requires_grad)
 
 
 def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Ones with ``input``'s shape and dtype."""
     shape, d = _like(input, dtype)
     dev = _device(device, input)
-    return _finish(_filled("ones", shape, d, dev), requires_grad,
-                   lambda: _filled("ones", shape, d, dev), device=dev)
+    return _fill_factory("ones", shape, d, dev, requires_grad)
 
 
 def empty_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Uninitialised, with ``input``'s shape and dtype."""
     shape, d = _like(input, dtype)
     dev = _device(device, input)
-    return _finish(_filled("empty", shape, d, dev), requires_grad,
-                   lambda: _filled("empty", shape, d, dev), device=dev)
+    return _fill_factory("empty", shape, d, dev, requires_grad)
 
 
 def full_like(input: Tensor, fill_value, *, dtype=None, device=None,
@@ -452,8 +442,7 @@ def full_like(input: Tensor, fill_value, *, dtype=None, device=None,
     """``fill_value`` with ``input``'s shape and dtype."""
     shape, d = _like(input, dtype)
     dev = _device(device, input)
-    return _finish(_filled("full", shape, d, dev, fill_value), requires_grad,
-                   lambda: _filled("full", shape, d, dev, fill_value), device=dev)
+    return _fill_factory("full", shape, d, dev, requires_grad, fill_value)
 
 
 def rand_like(input: Tensor, *, dtype=None, device=None, generator=None,

@@ -15,7 +15,8 @@ import numpy as np
 
 __all__ = ["device", "CPU", "CUDA0", "device_of", "parse", "check_same_device",
            "is_cpu_array", "to_host", "to_device", "array_namespace", "get_default_device",
-           "set_default_device", "factory_device", "add_at", "as_array", "is_writeable"]
+           "set_default_device", "factory_device", "array_module", "first_outside", "add_at",
+           "as_array", "is_writeable"]
 
 _ndarray = np.ndarray
 _TYPES = ("cpu", "cuda", "meta", "mps", "xpu")
@@ -199,6 +200,27 @@ def array_namespace(*arrays):
 
             return xp()
     return np
+
+
+def array_module(dev: device | None):
+    """The module that makes arrays on ``dev`` (None: the CPU): NumPy, or CUDA's (CuPy, or
+    the simulator's stand-in; PyTorch's error when there is no CUDA)."""
+    if dev is None or dev.type == "cpu":
+        return np
+    from .cuda.runtime import xp
+
+    return xp()
+
+
+def first_outside(a, lo: int, hi: int) -> int | None:
+    """The first value of integer array ``a`` (in C order) outside ``[lo, hi)``, or None.
+    Index ops check their indices with it where they run: NumPy's ``take`` would read a
+    negative index from the end and CuPy's wraps any index around. On CUDA one read of the
+    device (a second only to fetch a bad value)."""
+    if not a.size:
+        return None
+    bad = (a < lo) | (a >= hi)
+    return int(a[bad].reshape(-1)[0]) if bad.any() else None
 
 
 def add_at(out, index, values) -> None:

@@ -21,7 +21,7 @@ from ..compiler.kernel_desc import CHUNK, RBLOCK, KernelDesc
 from . import fast_launch, runtime
 from .ordered_sum import column_total
 
-__all__ = ["launch", "run", "read_only", "grid", "elementwise", "same_layout",
+__all__ = ["launch", "resolve", "run", "read_only", "grid", "elementwise", "same_layout",
            "elementwise_into",
            "sum_float", "finish_sum", "kernel", "finish_all"]
 
@@ -83,9 +83,23 @@ def launch(desc: KernelDesc, args: tuple, n: int = 0, R: int = 0, C: int = 0) ->
     sizes)."""
     if (n if desc.mode == "flat" else R * C) == 0 and not desc.reductions:
         return
+    run(*resolve(desc, len(args), n, R, C), args)
+
+
+def resolve(desc: KernelDesc, n_args: int, n: int = 0, R: int = 0, C: int = 0) -> tuple:
+    """``(kernel, blocks, threads, sizes, read_only)``: what :func:`run` takes to launch
+    ``desc``'s kernel with ``n_args`` arguments over ``n`` elements or ``R x C``, resolved
+    once for launches that repeat (the kernel compiled, or loaded, now)."""
     blocks, threads = grid(desc, n, R, C)
-    sizes = (n,) if desc.mode == "flat" else (R, C)
-    run(kernel(desc), blocks, threads, sizes, read_only(desc, len(args)), args)
+    return (kernel(desc), blocks, threads, (n,) if desc.mode == "flat" else (R, C),
+            read_only(desc, n_args))
+
+
+def _remember(key, plan: tuple) -> None:
+    """Keep an eager launch under ``key`` (a program of ever new shapes starts over)."""
+    if len(_plans) >= MAX_PLANS:
+        _plans.clear()
+    _plans[key] = plan
 
 
 def read_only(desc: KernelDesc, n_args: int) -> tuple:
@@ -241,16 +255,10 @@ def _elementwise_first(op, operands: tuple, params, cdt, odt, key, shape=None):
             pats.append("arg")
             numbers.append(x)
     desc = describe_op(op, cdt, tuple(pats), mode, odt)
-    R = math.prod(shape[:split])
-    C = math.prod(shape[split:])
     args = (*args, *numbers, *pargs, out.reshape(-1))
-    n = out.size
-    blocks, threads = grid(desc, n, R, C)
-    sizes = (n,) if mode == "flat" else (R, C)
-    plan = (kernel(desc), blocks, threads, sizes, read_only(desc, len(args)), shape, dense)
-    if len(_plans) >= MAX_PLANS:  # a program of ever new shapes: start over
-        _plans.clear()
-    _plans[key] = plan
+    plan = (*resolve(desc, len(args), out.size, math.prod(shape[:split]),
+                     math.prod(shape[split:])), shape, dense)
+    _remember(key, plan)
     run(*plan[:5], args)
     return out
 
@@ -288,10 +296,8 @@ def elementwise_into(op, a, rest: tuple, params) -> bool:
         from ..compiler.describe import describe_op
 
         desc = describe_op(op, dt, tuple(kinds), "flat", dt, into=True)
-        if len(_plans) >= MAX_PLANS:
-            _plans.clear()
-        plan = _plans[key] = (kernel(desc), *grid(desc, n, 0, 0), (n,),
-                              read_only(desc, len(arrays) + len(numbers)), n == 0)
+        plan = (*resolve(desc, len(arrays) + len(numbers), n), n == 0)
+        _remember(key, plan)
     k, blocks, threads, sizes, ro, empty = plan
     if not empty:
         run(k, blocks, threads, sizes, ro, (*arrays, *numbers))
@@ -335,14 +341,9 @@ def _sum_first(a, dims: tuple, keepdim: bool, scale: float, key: tuple):
     n = a.size
     desc = describe_sum(dt, kind)
     n_partials = partials_size(desc, kind, n, R, C)
-    blocks, threads = grid(desc, n, R, C)
-    sizes = (n,) if desc.mode == "flat" else (R, C)
-    plan = (kernel(desc), blocks, threads, sizes, read_only(desc, 2), n_partials, kind,
-            out_shape)
+    plan = (*resolve(desc, 2, n, R, C), n_partials, kind, out_shape)
     if reusable:
-        if len(_plans) >= MAX_PLANS:
-            _plans.clear()
-        _plans[key] = plan
+        _remember(key, plan)
     r = runtime.empty(n_partials, np.float64)
     run(*plan[:5], (a.reshape(-1), r))
     return finish_sum(r, kind, scale, dt, out_shape)

@@ -70,12 +70,9 @@ class CudaGroupRunner:
         self._scalars = [np.dtype(dt).type(value) for value, dt in binding.scalars]
         # the launch, resolved once: compiled now (or loaded from the cache), not at the
         # first call; grid and sizes from the group's shape
-        self._kernel = launch.kernel(desc)
-        self._grid = launch.grid(desc, self.n, self.R, self.C)
-        self._sizes = (self.n,) if desc.mode == "flat" else (self.R, self.C)
         n_args = (len(desc.operands) + len(self._scalars) + len(binding.outputs)
                   + len(binding.reductions))
-        self._read_only = launch.read_only(desc, n_args)
+        self._launch = launch.resolve(desc, n_args, self.n, self.R, self.C)
         self._empty = (self.n if desc.mode == "flat" else self.R * self.C) == 0 \
             and not desc.reductions
         parts_written = desc.mode != "flat" or self.n > 0
@@ -141,7 +138,7 @@ class CudaGroupRunner:
                 partials.append(r)
                 args.append(r)
         if not self._empty:
-            launch.run(self._kernel, *self._grid, self._sizes, self._read_only, args)
+            launch.run(*self._launch, args)
         if sums:
             for r, (_, _, key, kind, scale, dtype, shape) in zip(partials, sums):
                 env[key] = launch.finish_sum(r, kind, scale, dtype, shape)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..devices import add_at, array_namespace, is_cpu_array, to_host
+from ..devices import add_at, array_namespace, first_outside, is_cpu_array, to_host
 from ..shapes import wrap_dim
 from ..tensor import Tensor, mark_view, wrap
 from .api import api
@@ -247,10 +247,10 @@ def _normalise_index(index, shape):
             # message and CuPy, indexing CUDA memory, wraps a bad index around. PyTorch
             # names the dim by the array's place among the index arrays.
             size = shape[dim]
-            bad = (it < -size) | (it >= size)
-            if bad.any():
-                raise IndexError(f"index {int(it[bad].reshape(-1)[0])} is out of bounds for "
-                                 f"dimension {arrays} with size {size}")
+            v = first_outside(it, -size, size)
+            if v is not None:
+                raise IndexError(f"index {v} is out of bounds for dimension {arrays} with "
+                                 f"size {size}")
         if isinstance(it, np.ndarray):
             arrays += it.ndim if it.dtype == np.bool_ else 1
         if isinstance(it, np.ndarray) and it.dtype == np.bool_:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..devices import add_at, array_namespace
+from ..devices import add_at, array_namespace, first_outside
 from ..shapes import fmt_shape, wrap_dim
 from ..tensor import Tensor
 from . import samples as S
@@ -84,15 +84,10 @@ def _gather_ref(a, index, dim, shape=None, node="GatherBackward0", keepdim=True)
 
 def _check_positions(index, n: int, dim: int) -> None:
     """PyTorch's error for a position outside ``[0, n)`` along ``dim``, checked where the op
-    runs (eager calls and compiled plans alike): NumPy's ``take_along_axis`` would take -1
-    as the last position and CuPy's wraps any around. On CUDA one read of the device (a
-    second only to name the bad position)."""
-    if not index.size:
-        return
-    bad = (index < 0) | (index >= n)
-    if bad.any():
-        raise RuntimeError(f"index {int(index[bad].reshape(-1)[0])} is out of bounds for "
-                           f"dimension {dim} with size {n}")
+    runs (eager calls and compiled plans alike: :func:`jitgrad.devices.first_outside`)."""
+    v = first_outside(index, 0, n)
+    if v is not None:
+        raise RuntimeError(f"index {v} is out of bounds for dimension {dim} with size {n}")
 
 
 def _gather_vjp(g, ins, out, p, n):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...devices import add_at, array_namespace, is_cpu_array, to_host
+from ...devices import add_at, array_namespace, first_outside
 from ...tensor import Tensor
 from .. import samples as S
 from ..api import api
@@ -23,16 +23,8 @@ def _embedding_ref(weight, indices, padding_idx=None):
 
 def _check_range(a, num: int) -> None:
     """PyTorch's error for an index outside ``[0, num)``, checked where the op runs (eager
-    calls and compiled plans alike): NumPy's ``take`` would return the last row for -1 and
-    CuPy's wraps any index around. On CUDA one read of the device (its minimum and maximum
-    together; each read waits for the device)."""
-    if not a.size:
-        return
-    if is_cpu_array(a):
-        lo, hi = a.min(), a.max()
-    else:
-        lo, hi = to_host(array_namespace(a).stack((a.min(), a.max()))).tolist()
-    if lo < 0 or hi >= num:
+    calls and compiled plans alike: :func:`jitgrad.devices.first_outside`)."""
+    if first_outside(a, 0, num) is not None:
         raise IndexError("index out of range in self")
 
 
