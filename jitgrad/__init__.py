@@ -13,6 +13,7 @@ tensor(0.6000)
 from __future__ import annotations
 
 import builtins as _builtins
+import sys
 
 from . import (  # ops first: attaches Tensor methods
     accelerator,
@@ -82,6 +83,7 @@ from .dtypes import bool_ as bool  # noqa: A001 - PyTorch's name
 from .jit import compile, explain, grad, value_and_grad
 from .kernels.blas_core import choose_blas_core as _choose_blas_core
 from .ops.api import export_table as _export_table
+from .ops.arrangements import broadcast_shapes  # shapes only, no op: exported by hand
 from .ops.reduce import prod  # a NumPy reduction with no op: exported by hand
 from .random import Generator, default_generator, initial_seed, manual_seed, seed
 from .tensor import Size, Tensor
@@ -161,6 +163,20 @@ if _clash:
     raise ImportError(f"jitgrad names declared as op exports and by hand: {_clash}")
 globals().update(_OP_EXPORTS)
 
+
+class _TracePackage(type(sys)):
+    """``jitgrad.trace`` is both the tracer's package and PyTorch's ``torch.trace(matrix)``:
+    the package module is callable."""
+
+    def __call__(self, input):
+        """The sum of a matrix's main diagonal (``Tensor.trace``)."""
+        from .ops.triangular import trace as matrix_trace
+
+        return matrix_trace(input)
+
+
+sys.modules[__name__ + ".trace"].__class__ = _TracePackage
+
 __all__ = [
     "Tensor", "Size", "dtype", "device", "get_default_device", "set_default_device",
     "accelerator", "backends", "cuda", "autograd", "distributed", "linalg", "nn", "ops", "optim",
@@ -176,7 +192,7 @@ __all__ = [
     "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
     "randint_like", "multinomial", "prod",
     "is_tensor", "is_floating_point", "numel", "allclose", "equal", "isnan", "isinf",
-    "isfinite", "__version__", "compile", "explain", "grad", "value_and_grad",
+    "isfinite", "broadcast_shapes", "__version__", "compile", "explain", "grad", "value_and_grad",
     "set_num_threads", "get_num_threads", "FloatTensor", "DoubleTensor", "HalfTensor",
     "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
     *_OP_EXPORTS,

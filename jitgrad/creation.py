@@ -111,11 +111,26 @@ def _filled(name: str, shape: tuple, d, dev, *value):
     return getattr(xp, name)(shape, *value, d)
 
 
-def _fill_factory(name: str, shape: tuple, d, dev, requires_grad: bool, *value) -> Tensor:
+def _fill_factory(name: str, shape: tuple, d, dev, requires_grad: bool, *value,
+                  pin_memory: bool = False) -> Tensor:
     """The tensor of a fill factory (:func:`_filled`; made again at every call of a
-    compiled function that makes it)."""
-    return _finish(_filled(name, shape, d, dev, *value), requires_grad,
-                   lambda: _filled(name, shape, d, dev, *value), device=dev)
+    compiled function that makes it), in pinned memory when ``pin_memory``."""
+    if pin_memory:
+        def make():
+            return _pinned(_filled(name, shape, d, dev, *value), dev)
+    else:
+        def make():
+            return _filled(name, shape, d, dev, *value)
+    return _finish(make(), requires_grad, make, device=dev)
+
+
+def _pinned(arr: np.ndarray, dev) -> np.ndarray:
+    """Host array ``arr`` copied to pinned memory (``pin_memory=True`` of a factory)."""
+    if dev is not None and dev.type != "cpu":
+        raise RuntimeError("Only dense CPU tensors can be pinned")
+    from .cuda.pinned import pinned_copy
+
+    return pinned_copy(arr)
 
 
 def _finish(arr: np.ndarray, requires_grad: bool, regen=None, kind: str = "fill",
@@ -169,7 +184,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False,
         t = wrap(data).clone() if dtype is None else wrap(data).to(dtypes.to_dtype(dtype),
                                                                     copy=True)
         return t.requires_grad_() if requires_grad else t
-    return _finish(_array_from_data(data, dtype), requires_grad, device=dev)
+    arr = _array_from_data(data, dtype)
+    return _finish(_pinned(arr, dev) if pin_memory else arr, requires_grad, device=dev)
 
 
 def scalar_tensor(s, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -263,35 +279,41 @@ def _dt(dtype, default=None) -> np.dtype:
 
 
 def zeros(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
-          out=None) -> Tensor:
+          out=None, pin_memory: bool = False) -> Tensor:
     """A tensor of zeros (``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``)."""
     dev = _device(device)
     shape, d = _size(sizes, size, "zeros"), _dt(dtype)
-    return _out(_fill_factory("zeros", shape, d, dev, requires_grad), out, "zeros")
+    return _out(_fill_factory("zeros", shape, d, dev, requires_grad, pin_memory=pin_memory),
+                out, "zeros")
 
 
 def ones(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
-         out=None) -> Tensor:
+         out=None, pin_memory: bool = False) -> Tensor:
     """A tensor of ones (sizes as :func:`zeros`)."""
     dev = _device(device)
     shape, d = _size(sizes, size, "ones"), _dt(dtype)
-    return _out(_fill_factory("ones", shape, d, dev, requires_grad), out, "ones")
+    return _out(_fill_factory("ones", shape, d, dev, requires_grad, pin_memory=pin_memory),
+                out, "ones")
 
 
-def empty(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """An uninitialised tensor (sizes as :func:`zeros`)."""
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
+          pin_memory: bool = False) -> Tensor:
+    """An uninitialised tensor (sizes as :func:`zeros`; ``pin_memory``: in pinned host
+    memory, see ``Tensor.pin_memory``)."""
     dev = _device(device)
     shape, d = _size(sizes, size, "empty"), _dt(dtype)
-    return _fill_factory("empty", shape, d, dev, requires_grad)
+    return _fill_factory("empty", shape, d, dev, requires_grad, pin_memory=pin_memory)
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False,
+         pin_memory: bool = False) -> Tensor:
     """A tensor filled with ``fill_value`` (dtype inferred from it, as PyTorch)."""
     dev = _device(device)
     if dtype is None:
         dtype = dtypes.scalar_dtype(fill_value)
     shape, d = as_shape((size,)), _dt(dtype)
-    return _fill_factory("full", shape, d, dev, requires_grad, fill_value)
+    return _fill_factory("full", shape, d, dev, requires_grad, fill_value,
+                         pin_memory=pin_memory)
 
 
 def eye(n: int, m: int | None = None, *, dtype=None, device=None,

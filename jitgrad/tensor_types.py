@@ -1,7 +1,8 @@
 """PyTorch's legacy names, still common in published code: the typed tensor constructors
 (``FloatTensor(2, 3)``, ``LongTensor([1, 2])``...; ``isinstance(t, FloatTensor)`` tests the
-dtype, ``t.type(FloatTensor)`` converts) and ``autograd.Variable`` (a tensor; ``Variable(t,
-requires_grad=True)`` is a new leaf sharing ``t``'s memory).
+dtype and that ``t`` is on the CPU, ``t.type(FloatTensor)`` converts; ``jitgrad.cuda.FloatTensor``
+and the other CUDA ones make and test CUDA tensors) and ``autograd.Variable`` (a tensor;
+``Variable(t, requires_grad=True)`` is a new leaf sharing ``t``'s memory).
 
 >>> import jitgrad
 >>> jitgrad.FloatTensor([1, 2])
@@ -19,21 +20,22 @@ from .autograd.engine import execution_engine
 from .tensor import Tensor
 
 __all__ = ["Variable", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
-           "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
+           "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor", "legacy_type"]
 
 
 class _LegacyType(type):
-    """Metaclass of the typed constructors: instances are the tensors of that dtype."""
+    """Metaclass of the typed constructors: instances are the tensors of that dtype on that
+    device (``cls.is_cuda``)."""
 
     def __instancecheck__(cls, obj) -> bool:
-        return isinstance(obj, Tensor) and obj.dtype is cls.dtype
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.is_cuda == cls.is_cuda
 
     def __call__(cls, *args) -> Tensor:
         from .creation import empty, tensor
 
         if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
-            # LongTensor(2, 3); FloatTensor(): CPU types, whatever the default device
-            return empty(*(args or (0,)), dtype=cls.dtype, device="cpu")
+            # LongTensor(2, 3); FloatTensor(): their device, whatever the default device
+            return empty(*(args or (0,)), dtype=cls.dtype, device=cls.device)
         if len(args) != 1:
             raise TypeError(f"{cls.__name__}(): expected sizes (ints) or one sequence of data, "
                             f"got {len(args)} arguments")
@@ -42,18 +44,22 @@ class _LegacyType(type):
             if data.dtype is not cls.dtype:
                 raise TypeError(f"expected TensorOptions(dtype={cls.dtype.name}) (got "
                                 f"TensorOptions(dtype={data.dtype.name}))")
+            if data.is_cuda != cls.is_cuda:
+                raise TypeError(f"expected {cls.device} device but got {data.device.type}")
             return data.detach()
-        return tensor(data, dtype=cls.dtype, device="cpu")
+        return tensor(data, dtype=cls.dtype, device=cls.device)
 
     def __repr__(cls) -> str:
-        return f"<class 'jitgrad.{cls.__name__}'>"
+        return f"<class '{cls.__module__}.{cls.__name__}'>"
 
 
-def _legacy(dt: dtypes.DType) -> type:
+def _legacy(dt: dtypes.DType, cuda: bool = False) -> type:
+    where = "CUDA" if cuda else "CPU"
     return _LegacyType(dt.tensor_type, (), {
-        "dtype": dt, "__module__": "jitgrad",
-        "__doc__": f"Legacy constructor of {dt.name} tensors: ``{dt.tensor_type}(*sizes)`` "
-                   f"(uninitialised) or ``{dt.tensor_type}(data)``."})
+        "dtype": dt, "is_cuda": cuda, "device": "cuda" if cuda else "cpu",
+        "__module__": "jitgrad.cuda" if cuda else "jitgrad",
+        "__doc__": f"Legacy constructor of {dt.name} {where} tensors: "
+                   f"``{dt.tensor_type}(*sizes)`` (uninitialised) or ``{dt.tensor_type}(data)``."})
 
 
 FloatTensor = _legacy(dtypes.float32)
@@ -65,6 +71,20 @@ ShortTensor = _legacy(dtypes.int16)
 CharTensor = _legacy(dtypes.int8)
 ByteTensor = _legacy(dtypes.uint8)
 BoolTensor = _legacy(dtypes.bool_)
+
+_CPU_TYPES = {t.__name__: t for t in (FloatTensor, DoubleTensor, HalfTensor, LongTensor,
+                                      IntTensor, ShortTensor, CharTensor, ByteTensor, BoolTensor)}
+#: ``jitgrad.cuda.FloatTensor`` and the other CUDA constructors, by name
+CUDA_TYPES = {name: _legacy(t.dtype, cuda=True) for name, t in _CPU_TYPES.items()}
+
+
+def legacy_type(name: str) -> type | None:
+    """The legacy constructor named ``name`` (``"torch.cuda.FloatTensor"``,
+    ``"jitgrad.LongTensor"``, ``"FloatTensor"``...), or None."""
+    name = name.removeprefix("jitgrad.").removeprefix("torch.")
+    if name.startswith("cuda."):
+        return CUDA_TYPES.get(name[5:])
+    return _CPU_TYPES.get(name)
 
 
 class _VariableMeta(type):

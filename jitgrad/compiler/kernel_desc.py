@@ -50,10 +50,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..kernels.mathtable import DTYPE_SUFFIXES, FUNCTIONS, SCALAR_HELPERS
 
 __all__ = ["KernelDesc", "Operand", "Line", "Reduction", "CHUNK", "LANES", "RBLOCK",
-           "COLBLOCK", "MODES", "PATTERNS"]
+           "COLBLOCK", "MODES", "PATTERNS", "unsupported_float"]
 
 CHUNK = 1 << 14     # elements per part of a flat kernel (fixed: results never depend on threads)
 LANES = 256         # lanes of a flat or row sum: each adds CHUNK / LANES values in its dtype
@@ -176,3 +178,15 @@ class KernelDesc:
                 + [f"s{k}" for k in range(len(self.scalars))]
                 + [a for k in range(len(self.stores)) if (a := self.store_array(k))[0] == "o"]
                 + [f"r{k}" for k in range(len(self.reductions))])
+
+
+def unsupported_float(graph) -> str | None:
+    """Why ``graph`` cannot become kernels because of a float dtype they do not compute in
+    (float16: kernels compute in float32 and float64), or None. Such a signature runs
+    eagerly, where every op handles float16."""
+    for v in [*graph.inputs, *graph.externals, *(e.out for e in graph.eqns)]:
+        dt = np.dtype(v.dtype)
+        if dt.kind == "f" and dt.name not in DTYPE_SUFFIXES:
+            return (f"it computes on {dt.name} tensors ({v!r}); compiled kernels compute in "
+                    "float32 and float64")
+    return None

@@ -23,6 +23,8 @@ import threading
 
 import numpy as np
 
+from .memory import track_sim_buffer
+
 __all__ = ["backend", "unavailable_reason", "SimArray", "is_device_array", "to_device",
            "to_host", "empty", "zeros", "kernel_arg", "synchronize", "THREADS",
            "max_blocks", "blocks_for", "xp", "require"]
@@ -34,6 +36,12 @@ _state: dict = {}
 class SimArray(np.ndarray):
     """Device memory under Numba's CUDA simulator: a NumPy array that keeps to CuPy's rules
     (results of NumPy functions stay on the device; host arrays are refused)."""
+
+    def __array_finalize__(self, obj) -> None:
+        # a device array whose memory may be new (not a view of a device array): count its
+        # buffer for the memory statistics (cuda/memory.py)
+        if type(obj) is not SimArray or self.base is None:
+            track_sim_buffer(self)
 
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
         if method == "at":  # CuPy implements no ufunc.at through NumPy's protocol
@@ -204,6 +212,12 @@ def backend() -> str | None:
                 if b == "gpu":
                     import cupy
 
+                    from .memory import install_gpu_peak_tracking
+
+                    try:
+                        install_gpu_peak_tracking()
+                    except Exception:  # noqa: BLE001 - statistics must never stop CUDA
+                        pass  # the peaks are then the values seen at each query
                     st["types"] = (SimArray, cupy.ndarray)
                     st["xp"] = cupy
                 else:

@@ -24,6 +24,7 @@ from .. import config
 from ..autograd import grad_mode
 from ..compiler.autodiff import differentiable, trace_backward
 from ..compiler.joint import speculation_blocker
+from ..compiler.kernel_desc import unsupported_float
 from ..tensor import Tensor
 from ..trace.pytree import flatten
 from ..trace.state import STATE as _TRACE
@@ -282,6 +283,15 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         out_flat, out_tree = flatten(result)
         graph = tracer.finish(out_flat)
+        why = unsupported_float(graph)
+        if why is not None:  # no kernels for it: this signature runs eagerly
+            tracer.undo()
+            del result, out_flat
+            warnings.warn(f"jitgrad.compile: running {self.__name__} eagerly: {why}",
+                          UserWarning, stacklevel=3)
+            self._add_entry(key, EagerEntry(why, [], closure_ids, access))
+            self._fast = None
+            return self.fn(*args, **kwargs)
         grad_info = None
         if grad_mode.STATE.enabled and differentiable(tracer, graph, flat, out_flat):
             grad_info = trace_backward(tracer, graph, flat, out_flat)

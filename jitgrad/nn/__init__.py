@@ -12,7 +12,31 @@ jitgrad.Size([16, 4])
 """
 
 from . import functional, init, parallel, utils
-from .activation import GELU, Dropout, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .activation import (
+    CELU,
+    ELU,
+    GELU,
+    GLU,
+    SELU,
+    Dropout,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    PReLU,
+    ReLU,
+    ReLU6,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    Softsign,
+    Tanh,
+    Threshold,
+)
 from .container import ModuleDict, ModuleList, Sequential
 from .hooks import (
     RemovableHandle,
@@ -36,6 +60,7 @@ from .loss import (
     BCEWithLogitsLoss,
     CrossEntropyLoss,
     HuberLoss,
+    KLDivLoss,
     L1Loss,
     MSELoss,
     NLLLoss,
@@ -44,15 +69,18 @@ from .loss import (
 from .module import Module
 from .normalization import BatchNorm1d, LayerNorm
 from .parameter import Parameter
+from .similarity import CosineSimilarity, PairwiseDistance
 
 __all__ = [
     "functional", "init", "parallel", "utils", "Module", "Parameter", "RemovableHandle",
     "Identity", "Linear", "Flatten", "Embedding", "Conv2d", "MaxPool2d", "AvgPool2d",
     "AdaptiveAvgPool2d",
-    "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax", "Dropout",
+    "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax", "Dropout", "SiLU",
+    "Softplus", "Mish", "ELU", "SELU", "CELU", "LeakyReLU", "PReLU", "Hardtanh", "ReLU6",
+    "Hardsigmoid", "Hardswish", "LogSigmoid", "Softsign", "GLU", "Threshold",
     "LayerNorm", "BatchNorm1d", "Sequential", "ModuleList", "ModuleDict",
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
-    "BCEWithLogitsLoss",
+    "BCEWithLogitsLoss", "KLDivLoss", "CosineSimilarity", "PairwiseDistance",
     "register_module_forward_pre_hook", "register_module_forward_hook",
     "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
 ]

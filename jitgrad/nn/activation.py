@@ -7,7 +7,9 @@ from ..tensor import Tensor
 from . import functional as F
 from .module import Module
 
-__all__ = ["ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax", "Dropout"]
+__all__ = ["ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax", "Dropout", "SiLU",
+           "Softplus", "Mish", "ELU", "SELU", "CELU", "LeakyReLU", "PReLU", "Hardtanh",
+           "ReLU6", "Hardsigmoid", "Hardswish", "LogSigmoid", "Softsign", "GLU", "Threshold"]
 
 
 class ReLU(Module):
@@ -92,3 +94,185 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class _Pointwise(Module):
+    """An activation with keyword settings: ``forward`` is ``fn(input, **settings)``."""
+
+    fn = None
+    settings: tuple = ()
+
+    def __init__(self, **values) -> None:
+        super().__init__()
+        for name, value in values.items():
+            setattr(self, name, value)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self).fn(input, **{k: getattr(self, k) for k in self.settings})
+
+    def extra_repr(self) -> str:
+        shown = [f"{k}={getattr(self, k)}" for k in self.settings
+                 if not (k == "inplace" and not getattr(self, k))]
+        return ", ".join(shown)
+
+
+class SiLU(_Pointwise):
+    """``x * sigmoid(x)``."""
+
+    fn, settings = staticmethod(F.silu), ("inplace",)
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(inplace=inplace)
+
+
+class Mish(_Pointwise):
+    """``x * tanh(softplus(x))``."""
+
+    fn, settings = staticmethod(F.mish), ("inplace",)
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(inplace=inplace)
+
+
+class Softplus(_Pointwise):
+    """``log(1 + exp(beta x)) / beta`` (``x`` above ``threshold``)."""
+
+    fn, settings = staticmethod(F.softplus), ("beta", "threshold")
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__(beta=beta, threshold=threshold)
+
+
+class ELU(_Pointwise):
+    """``x`` for positive ``x``, else ``alpha (exp(x) - 1)``."""
+
+    fn, settings = staticmethod(F.elu), ("alpha", "inplace")
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__(alpha=alpha, inplace=inplace)
+
+
+class SELU(_Pointwise):
+    """Scaled ELU with the self-normalising constants."""
+
+    fn, settings = staticmethod(F.selu), ("inplace",)
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(inplace=inplace)
+
+
+class CELU(_Pointwise):
+    """``x`` for positive ``x``, else ``alpha (exp(x / alpha) - 1)``."""
+
+    fn, settings = staticmethod(F.celu), ("alpha", "inplace")
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__(alpha=alpha, inplace=inplace)
+
+
+class LeakyReLU(_Pointwise):
+    """``x`` for positive ``x``, else ``negative_slope * x``."""
+
+    fn, settings = staticmethod(F.leaky_relu), ("negative_slope", "inplace")
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
+        super().__init__(negative_slope=negative_slope, inplace=inplace)
+
+
+class Hardtanh(_Pointwise):
+    """``x`` clamped to ``[min_val, max_val]``."""
+
+    fn, settings = staticmethod(F.hardtanh), ("min_val", "max_val", "inplace")
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0,
+                 inplace: bool = False) -> None:
+        if min_val > max_val:
+            raise ValueError("min_val cannot be greater than max_val")
+        super().__init__(min_val=min_val, max_val=max_val, inplace=inplace)
+
+
+class ReLU6(_Pointwise):
+    """``min(max(x, 0), 6)``."""
+
+    fn, settings = staticmethod(F.relu6), ("inplace",)
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(inplace=inplace)
+
+
+class Hardsigmoid(_Pointwise):
+    """``relu6(x + 3) / 6``."""
+
+    fn, settings = staticmethod(F.hardsigmoid), ("inplace",)
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(inplace=inplace)
+
+
+class Hardswish(_Pointwise):
+    """``x * relu6(x + 3) / 6``."""
+
+    fn, settings = staticmethod(F.hardswish), ("inplace",)
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(inplace=inplace)
+
+
+class LogSigmoid(_Pointwise):
+    """``log(sigmoid(x))``."""
+
+    fn = staticmethod(F.logsigmoid)
+
+
+class Softsign(_Pointwise):
+    """``x / (1 + |x|)``."""
+
+    fn = staticmethod(F.softsign)
+
+
+class GLU(_Pointwise):
+    """``a * sigmoid(b)`` for the halves of ``dim``."""
+
+    fn, settings = staticmethod(F.glu), ("dim",)
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__(dim=dim)
+
+
+class Threshold(_Pointwise):
+    """``x`` above ``threshold``, else ``value``."""
+
+    fn, settings = staticmethod(F.threshold), ("threshold", "value", "inplace")
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__(threshold=threshold, value=value, inplace=inplace)
+
+
+class PReLU(Module):
+    """Leaky ReLU with a learned slope: ``num_parameters`` of them (1, or one per channel of
+    dim 1), initialised to ``init``."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None,
+                 dtype=None) -> None:
+        from .. import creation
+        from .layers import place
+        from .parameter import Parameter
+
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(creation.full((num_parameters,), float(init), dtype=dtype,
+                                              device="cpu"))
+        place(self, device)
+
+    def reset_parameters(self) -> None:
+        from .. import no_grad
+
+        with no_grad():
+            self.weight.fill_(self.init)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"

@@ -35,13 +35,36 @@ from ..ops.pooling import adaptive_avg_pool2d, avg_pool2d
 from ..ops.reduce import log_softmax as _log_softmax
 from ..ops.reduce import softmax as _softmax
 from ..tensor import Tensor
+from .activation_functions import (
+    celu,
+    elu,
+    glu,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
+    logsigmoid,
+    mish,
+    prelu,
+    relu6,
+    selu,
+    silu,
+    softplus,
+    softsign,
+    threshold,
+)
 from .attention import scaled_dot_product_attention
+from .kl_div import kl_div
+from .similarity import cosine_similarity, normalize, pairwise_distance
 
 __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout",
            "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "layer_norm",
            "batch_norm", "embedding", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "cross_entropy", "nll_loss", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits", "pad", "scaled_dot_product_attention"]
+           "binary_cross_entropy_with_logits", "pad", "scaled_dot_product_attention", "silu",
+           "softplus", "mish", "elu", "selu", "celu", "leaky_relu", "prelu", "hardtanh",
+           "relu6", "hardsigmoid", "hardswish", "logsigmoid", "softsign", "glu", "threshold",
+           "kl_div", "cosine_similarity", "normalize", "pairwise_distance", "one_hot"]
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -113,3 +136,23 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
 
     return _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
                        return_indices)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot rows of the class indices in ``tensor`` (a new last dim of
+    ``num_classes``; -1: the largest index + 1)."""
+    from .. import creation, dtypes
+
+    if tensor.dtype is not dtypes.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if tensor.numel() == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(tensor.max().item()) + 1
+    if tensor.numel():
+        if int(tensor.min().item()) < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if int(tensor.max().item()) >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    classes = creation.arange(num_classes, device=tensor.device)
+    return (tensor.unsqueeze(-1) == classes).long()

@@ -1,18 +1,29 @@
 """The op registry and the eager implementation of every op (see :mod:`.registry`)."""
 
 from . import (  # noqa: F401 - registers ops
+    arrangements,
+    contractions,
     conv,
     elementwise,
     linalg,
     losses,
     methods,
     movement,
+    nan_reductions,
     nnops,  # nn ops (jitgrad.nn.functional) and optimizer methods
     norms,
     padding,
+    picking,
     reduce,
+    reorder,
+    rounding,
+    sampling_and_sets,
+    scans,
+    scattering,
     sorting,
+    transcendental,
     triangular,
+    value_tests,
 )
 from .registry import REGISTRY, OpDef, get
 

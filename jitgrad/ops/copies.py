@@ -1,4 +1,5 @@
-"""Copies and dtype conversion: clone, contiguous, to_dtype (``tensor.to(dtype)``)."""
+"""Copies and dtype conversion: clone, contiguous, to_dtype (``tensor.to(dtype)``),
+to_device, pin_memory."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from .api import api
 from .dispatch import call
 from .registry import MOVEMENT, defop
 
-__all__ = ["clone", "contiguous", "to_dtype", "to_device"]
+__all__ = ["clone", "contiguous", "to_dtype", "to_device", "pin_memory"]
 
 
 CLONE = defop(name="clone", kind=MOVEMENT, inputs=("a",), node="CloneBackward0",
@@ -66,3 +67,27 @@ def to_device(input: Tensor, device, copy: bool = False) -> Tensor:
     if dev == here:
         return clone(input) if copy else input
     return call(TO_DEVICE, (input,), {"device": dev, "in_device": here})
+
+
+def _pinned(a):
+    from ..cuda.pinned import pinned_copy
+
+    return pinned_copy(a)
+
+
+PIN_MEMORY = defop(name="pin_memory", kind=MOVEMENT, inputs=("a",), node="PinMemoryBackward0",
+                   ref=_pinned, vjp=lambda g, ins, out, p, n: (g,))
+
+
+@api(PIN_MEMORY, method="pin_memory")
+def pin_memory(input: Tensor, device=None) -> Tensor:
+    """A copy of CPU tensor ``input`` in page-locked host memory, which a GPU copies from
+    without staging (``input`` itself when already pinned); differentiable. Needs CUDA
+    (PyTorch's error otherwise)."""
+    if not devices.is_cpu_array(input._data):
+        raise RuntimeError(f"cannot pin '{input.type()}' only dense CPU tensors can be pinned")
+    from ..cuda.pinned import is_pinned
+
+    if is_pinned(input._data):
+        return input
+    return call(PIN_MEMORY, (input,), None)

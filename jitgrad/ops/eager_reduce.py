@@ -96,16 +96,19 @@ def sum_all_small(a: np.ndarray) -> np.ndarray | None:
 
 
 def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> np.ndarray:
-    """``scale * a.sum(dims)`` for float32/float64 ``a``: blocked in ``a``'s dtype, float64
-    across blocks, in the order a fused sum of the same kind uses."""
+    """``scale * a.sum(dims)`` for float ``a``: blocked in ``a``'s dtype, float64 across
+    blocks, in the order a fused sum of the same kind uses (float16 in float32, rounded to
+    float16 at the end)."""
     from ..compiler.kernel_desc import CHUNK, COLBLOCK
     from ..compiler.kernels import finish_sum
 
+    dt = a.dtype
+    if dt != _F32 and dt != _F64:  # float16: added in float32, as PyTorch's sums of halves
+        return sum_float(a.astype(_F32), dims, keepdim, scale).astype(dt)
     if on_device((a,)):
         from ..cuda.launch import sum_float as sum_on_device
 
         return sum_on_device(a, dims, keepdim, scale)
-    dt = a.dtype
     out_shape = tuple(1 if i in dims else s for i, s in enumerate(a.shape)) if keepdim else \
         tuple(s for i, s in enumerate(a.shape) if i not in dims)
     kind = sum_kind(a.shape, dims)

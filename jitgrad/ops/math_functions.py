@@ -1,5 +1,5 @@
 """Element-wise math functions: sign, abs, exp, expm1, log, log1p, sqrt, rsqrt, reciprocal,
-sin, cos, tanh, sigmoid, relu, erf."""
+sin, cos, tanh, sigmoid, relu, erf, atan2."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 from ..tensor import Tensor, wrap
 from . import samples as S
 from .api import api
-from .dispatch import record, unary
+from .dispatch import binary, record, unary
 from .eager_reduce import trig_out_of_domain
 from .elementwise_base import default_float, ew
 from .fused_backward import sigmoid_backward, tanh_backward, threshold_backward
@@ -18,7 +18,7 @@ from .registry import FLOAT
 
 __all__ = [
     "sign", "abs", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "reciprocal", "sin",
-    "cos", "tanh", "sigmoid", "relu", "erf",
+    "cos", "tanh", "sigmoid", "relu", "erf", "atan2",
 ]
 
 
@@ -120,7 +120,26 @@ ERF = ew("erf", "ErfBackward0", ("a",), "erf(a)", _erf_ref,
          save=(0,), dtype_rule=FLOAT, samples=S.unary)
 
 
+def _atan2_vjp(g, ins, out, p, n):
+    a, b = ins
+    r2 = a * a + b * b
+    return (g * b / r2 if n[0] else None, g * -a / r2 if n[1] else None)
+
+
+# NumPy's (CuPy's) arctan2: no kernel of jitgrad's own (no libdevice/vmath twin yet)
+ATAN2 = ew("atan2", "Atan2Backward0", ("a", "b"), None, np.arctan2, _atan2_vjp, save=(0, 1),
+           dtype_rule=FLOAT, samples=S.binary_tensors)
+
+
 # ---------------------------------------------------------------------- public functions
+@api(ATAN2, method=("atan2", "arctan2"), inplace=("atan2_", "arctan2_"),
+     export=("atan2", "arctan2"))
+def atan2(input: Tensor, other: Tensor) -> Tensor:
+    """The angle of the point (``other``, ``input``) in radians, in [-pi, pi]
+    (element-wise ``arctan(input / other)`` with the quadrant from both signs)."""
+    return binary(ATAN2, input, other)
+
+
 @api(ABS, method=("abs", "__abs__"), inplace="abs_", export=("abs", "absolute"))
 def abs(input: Tensor) -> Tensor:  # noqa: A001 - PyTorch's name
     """Absolute value."""

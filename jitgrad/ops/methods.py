@@ -9,6 +9,8 @@ here keeps ``tensor.py`` free of maths.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .. import devices, dtypes
@@ -123,6 +125,13 @@ def _cuda(self, device=None, non_blocking: bool = False, memory_format=None):
     return M.to_device(self, d)
 
 
+def _is_pinned(self, device=None) -> bool:
+    """Whether this CPU tensor is in page-locked memory (``pin_memory()``)."""
+    pinned = sys.modules.get("jitgrad.cuda.pinned")  # nothing was pinned before it loads
+    return pinned is not None and devices.is_cpu_array(self._data) and \
+        pinned.is_pinned(self._data)
+
+
 def _cpu(self, memory_format=None):
     """A copy in host memory (``self`` when already there)."""
     return M.to_device(self, devices.CPU)
@@ -134,9 +143,17 @@ def _conv(dt):
     return method
 
 
-def _type(self, dtype=None):
+def _type(self, dtype=None, non_blocking: bool = False):
+    """The type's name (``"jitgrad.cuda.FloatTensor"``), or a conversion: to a dtype, or to
+    a legacy type's dtype and device (``jitgrad.cuda.FloatTensor``, ``"torch.LongTensor"``)."""
     if dtype is None:
-        return f"jitgrad.{self.dtype.tensor_type}"
+        return f"jitgrad.{'cuda.' if self.is_cuda else ''}{self.dtype.tensor_type}"
+    from ..tensor_types import legacy_type
+
+    legacy = legacy_type(dtype) if isinstance(dtype, str) else dtype
+    if isinstance(legacy, type) and hasattr(legacy, "is_cuda"):
+        moved = M.to_device(self, legacy.device)
+        return M.to_dtype(moved, legacy.dtype)
     return M.to_dtype(self, dtype)
 
 
@@ -276,12 +293,13 @@ METHODS = {
     "to": _to, "float": _conv(dtypes.float32), "double": _conv(dtypes.float64),
     "half": _conv(dtypes.float16), "bfloat16": _conv(dtypes.bfloat16),
     "int": _conv(dtypes.int32), "long": _conv(dtypes.int64),
-    "bool": _conv(dtypes.bool_), "type": _type, "type_as": lambda self, o: M.to_dtype(
-        self, o.dtype), "cpu": _cpu, "cuda": _cuda,
+    "bool": _conv(dtypes.bool_), "type": _type, "type_as": lambda self, o: _type(self, o.type()),
+    "cpu": _cpu, "cuda": _cuda, "is_pinned": _is_pinned,
     # in-place writes
     "fill_": _fill_, "zero_": _zero_, "copy_": _copy_,
     "uniform_": _random_inplace(lambda r, s, a=0.0, b=1.0: r.uniform(a, b, s)),
     "normal_": _random_inplace(lambda r, s, mean=0.0, std=1.0: r.normal(mean, std, s)),
+    "bernoulli_": _random_inplace(lambda r, s, p=0.5: r.random(s) < p),
     # misc
     "allclose": _allclose, "equal": _equal, "nonzero": _nonzero,
     "isnan": _elementwise_np(np.isnan), "isinf": _elementwise_np(np.isinf),

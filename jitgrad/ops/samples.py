@@ -31,6 +31,16 @@ def unary_positive(rng, dtype):
     return [((_r(rng, s, dtype, 0.5, 3.0),), {}) for s in SHAPES]
 
 
+def unary_inside_1(rng, dtype):
+    """Inside (-1, 1), away from the ends (asin, acos, atanh, and tan's well-behaved range)."""
+    return [((_r(rng, s, dtype, -0.9, 0.9),), {}) for s in SHAPES]
+
+
+def unary_above_1(rng, dtype):
+    """Above 1 (acosh)."""
+    return [((_r(rng, s, dtype, 1.1, 4.0),), {}) for s in SHAPES]
+
+
 def unary_away_from_0(rng, dtype):
     return [((_away(rng, s, dtype),), {}) for s in SHAPES]
 
@@ -39,6 +49,11 @@ def binary(rng, dtype):
     out = [((_r(rng, a, dtype), _r(rng, b, dtype)), {}) for a, b in BROADCASTS]
     out.append(((_r(rng, (2, 3), dtype), 1.5), {}))
     return out
+
+
+def binary_tensors(rng, dtype):
+    """Two tensors of each broadcast pair (functions that take no Python number)."""
+    return [((_r(rng, a, dtype), _r(rng, b, dtype)), {}) for a, b in BROADCASTS]
 
 
 def binary_scaled(rng, dtype):
@@ -609,3 +624,42 @@ def constant_pad(rng, dtype):
             for s, p, v in (((3,), (1, 2), 0), ((2, 3), (0, 1, 2, 0), 0.5),
                             ((2, 3, 4), (-1, 2, 1, -1), -1.0), ((2, 4), (-1, -1), 0),
                             ((1, 2, 3, 2), (1, 1, 1, 1, 0, 1), 0))]
+
+
+def flip(rng, dtype):
+    """flip: one dim, several, negative ones, none, a 0-d tensor."""
+    return [((_r(rng, s, dtype),), {"dims": d, "_id": i})
+            for s, d, i in (((5,), (0,), "1d"), ((2, 3, 4), (0, 2), "two"),
+                            ((3, 4), (-1,), "neg"), ((2, 3), (), "none"), ((), (0,), "0d"))]
+
+
+def roll(rng, dtype):
+    """roll: flattened (no dims), one dim, two dims with negative and wrapping shifts."""
+    return [((_r(rng, s, dtype),), {"shifts": sh, "dims": d, "_id": i})
+            for s, sh, d, i in (((2, 3), (2,), None, "flat"), ((5, 2), (-1,), (0,), "dim"),
+                                ((3, 4), (5, -2), (1, 0), "two"))]
+
+
+def cumsum(rng, dtype):
+    """cumsum along each dim of a matrix, a vector, a negative dim and a 0-d tensor."""
+    return [((_r(rng, s, dtype),), {"dim": d, "_id": i})
+            for s, d, i in (((7,), 0, "1d"), ((3, 4), 0, "rows"), ((3, 4), -1, "cols"),
+                            ((2, 3, 4), 1, "3d"), ((), 0, "0d"))]
+
+
+def rounding(rng, dtype):
+    """round: ties (x.5), negative values, decimals > 0 and < 0."""
+    ties = np.asarray([0.5, 1.5, 2.5, -0.5, -2.5, 3.25], dtype=dtype)
+    return [((ties,), {"decimals": 0, "_id": "ties", "_nograd": True}),  # steps: no derivative
+            ((_r(rng, (3, 4), dtype, -20.0, 20.0),), {"decimals": 0, "_id": "0"}),
+            ((_r(rng, (5,), dtype),), {"decimals": 2, "_id": "2"}),
+            ((_r(rng, (5,), dtype, -500.0, 500.0),), {"decimals": -1, "_id": "-1"})]
+
+
+def elu(rng, dtype):
+    """elu(x, alpha, scale, input_scale): ELU, SELU's and CELU's settings."""
+    x = np.concatenate([_r(rng, (9,), dtype, -4.0, 4.0), np.asarray([-30.0], dtype)])
+    return [((x,), {"alpha": a, "scale": s, "input_scale": i, "_id": cid})
+            for a, s, i, cid in ((1.0, 1.0, 1.0, "elu"), (0.5, 1.0, 1.0, "alpha"),
+                                 (1.6732632423543772, 1.0507009873554805, 1.0, "selu"),
+                                 (2.0, 1.0, 0.5, "celu"))]

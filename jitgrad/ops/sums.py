@@ -19,7 +19,7 @@ from .eager_reduce import sum_all_small, sum_float
 from .reduce_base import ALL, call_reduce, count, expand_back, kept_shape, reduce_params
 from .registry import REDUCE, defop
 
-__all__ = ["sum", "mean", "var", "std", "prod"]
+__all__ = ["sum", "mean", "var", "std", "var_mean", "std_mean", "prod"]
 
 
 # ---------------------------------------------------------------------------- sum / mean
@@ -160,6 +160,30 @@ def var(input: Tensor, dim=None, *, correction: int = 1, keepdim: bool = False,
         unbiased=None) -> Tensor:
     """Variance over ``dim`` (all dims when None) with Bessel's ``correction``."""
     return _moment(VAR, input, dim, correction, keepdim, unbiased, "var")
+
+
+@api(VAR, MEAN, export="var_mean")
+def var_mean(input: Tensor, dim=None, *, correction: int = 1, keepdim: bool = False,
+             unbiased=None) -> tuple[Tensor, Tensor]:
+    """``(var(input, dim), mean(input, dim))``, the variance with Bessel's ``correction``."""
+    return (var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased),
+            _mean_over(input, dim, keepdim))
+
+
+@api(STD, MEAN, export="std_mean")
+def std_mean(input: Tensor, dim=None, *, correction: int = 1, keepdim: bool = False,
+             unbiased=None) -> tuple[Tensor, Tensor]:
+    """``(std(input, dim), mean(input, dim))``, the deviation with Bessel's ``correction``."""
+    return (std(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased),
+            _mean_over(input, dim, keepdim))
+
+
+def _mean_over(input: Tensor, dim, keepdim: bool) -> Tensor:
+    """``mean`` over ``dim`` as ``var``/``std`` take it (None: every dim)."""
+    if dim is None:
+        return mean(input, tuple(range(input._data.ndim)), keepdim=True) if keepdim \
+            else mean(input)
+    return mean(input, dim, keepdim=keepdim)
 
 
 @api(STD, method="std", export="std")

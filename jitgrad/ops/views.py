@@ -17,7 +17,7 @@ from .registry import MOVEMENT, defop
 
 __all__ = [
     "reshape", "view", "flatten", "unflatten", "squeeze", "unsqueeze", "permute",
-    "transpose", "swapaxes", "t", "T", "movedim", "expand", "expand_as",
+    "transpose", "swapaxes", "t", "T", "movedim", "expand", "expand_as", "meshgrid",
 ]
 
 
@@ -261,3 +261,49 @@ def expand(input: Tensor, *sizes) -> Tensor:
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
     """Expand to ``other``'s shape."""
     return expand(input, other._data.shape)
+
+
+@api(RESHAPE, EXPAND, export="meshgrid")
+def meshgrid(*tensors, indexing: str | None = None) -> tuple:
+    """Coordinate grids of 1-D ``tensors``: the ``i``-th result holds ``tensors[i]`` along
+    dim ``i`` and repeats it along the others (``indexing="ij"``; ``"xy"`` swaps the first
+    two dims, as NumPy's default). Each is an expanded view. Without ``indexing``, "ij" with
+    PyTorch's warning.
+
+    >>> import jitgrad
+    >>> [g.tolist() for g in jitgrad.meshgrid(jitgrad.arange(2), jitgrad.arange(3),
+    ...                                        indexing="ij")][0]
+    [[0, 0, 0], [1, 1, 1]]
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        import warnings
+
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass "
+                      "the indexing argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
+                         f"received: {indexing}")
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for t in tensors:
+        if t._data.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list "
+                               f"but got: {t}")
+    if len({t.dtype for t in tensors}) > 1:
+        raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    ts = [t.reshape(-1) for t in tensors]
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    sizes = tuple(t._data.shape[0] for t in ts)
+    grids = []
+    for i, t in enumerate(ts):
+        shape = [1] * len(ts)
+        shape[i] = sizes[i]
+        grids.append(t.reshape(*shape).expand(*sizes))
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)

@@ -151,7 +151,18 @@ def test_without_cuda_the_api_says_so():
     code = ("import jitgrad as t\n"
             "print(t.cuda.is_available(), t.cuda.device_count())\n"
             "try:\n    t.ones(2).cuda()\nexcept RuntimeError as e:\n    print('RAISED', e)\n"
-            "try:\n    t.zeros(2, device='cuda')\nexcept RuntimeError as e:\n    print('RAISED')\n")
+            "try:\n    t.zeros(2, device='cuda')\nexcept RuntimeError as e:\n    print('RAISED')\n"
+            "print(t.cuda.memory_allocated(), t.cuda.max_memory_allocated(), "
+            "t.cuda.memory_stats())\n"
+            "for f in (t.cuda.Event, t.cuda.Stream, t.cuda.reset_peak_memory_stats,\n"
+            "          t.cuda.mem_get_info, t.cuda.get_device_properties, t.ones(2).pin_memory,"
+            "\n          lambda: t.zeros(2, pin_memory=True)):\n"
+            "    try:\n        f()\n    except RuntimeError as e:\n        print('RAISED', e)\n"
+            "import warnings\nfrom jitgrad.utils.data import DataLoader\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    b = list(DataLoader([1.0, 2.0], batch_size=2, pin_memory=True))\n"
+            "print(b[0].is_pinned(), w[0].message)\n")
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     env["CUDA_VISIBLE_DEVICES"] = ""  # a GPU machine too: no device visible
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -161,3 +172,9 @@ def test_without_cuda_the_api_says_so():
     assert lines[0] == "False 0"
     assert lines[1].startswith("RAISED Torch not compiled with CUDA enabled")
     assert lines[2] == "RAISED"
+    assert lines[3] == "0 0 {}"  # PyTorch's statistics before CUDA is initialised
+    assert all(line.startswith("RAISED Torch not compiled with CUDA enabled")
+               for line in lines[4:9]), lines
+    assert lines[9:11] == ["RAISED Cannot access accelerator device when none is available."] * 2
+    assert lines[11] == ("False 'pin_memory' argument is set as true but no accelerator is "
+                         "found, then device pinned memory won't be used.")

@@ -40,6 +40,8 @@ EXACT = {
     # pooling and the conv bias gradient: the CPU kernels' order and types, as gathers
     "max_pool2d", "max_pool2d_indices", "max_pool2d_backward", "pool_gather", "avg_pool2d",
     "avg_pool2d_backward", "conv2d_backward_bias",
+    # reordering and copies: no arithmetic
+    "flip", "roll", "pin_memory",
 }
 #: relative / absolute tolerance of the other ops (a few ulp, grown by the op's arithmetic)
 TOL = {F32: (2e-6, 1e-6), F64: (1e-13, 1e-14)}
@@ -98,8 +100,9 @@ def _run(name: str, args, p: dict, device: str, grad: bool):
     M = CUDA_M if device == "cuda" else jitgrad
     with jitgrad.enable_grad():
         y = H.call(M, name, ts, p)
-    # the to_device adapter goes to CUDA and back: its result is on the CPU
-    want = "cpu" if name == "to_device" else device
+    # the to_device adapter goes to CUDA and back, pin_memory's pins a CPU copy of a CUDA
+    # tensor: their results are on the CPU
+    want = "cpu" if name in ("to_device", "pin_memory") else device
     assert y.device.type == want, (name, y.device)
     grads = None
     if grad and y.requires_grad:

@@ -283,7 +283,37 @@ ADAPTERS = {
     "clone": lambda M, ts, p: ts[0].clone(),
     "to_dtype": _to_dtype,
     "to_device": lambda M, ts, p: ts[0].to("cuda").to("cpu"),  # there and back (CUDA: sim)
+    # needs CUDA (the simulator here); a CUDA tensor's CPU copy (CUDA memory is not pinned)
+    "pin_memory": lambda M, ts, p: (ts[0].cpu() if ts[0].is_cuda else ts[0]).pin_memory(),
+    "flip": lambda M, ts, p: M.flip(ts[0], p["dims"]),
+    "roll": lambda M, ts, p: M.roll(ts[0], p["shifts"], p["dims"]),
+    "cumsum": lambda M, ts, p: M.cumsum(ts[0], p["dim"]),
+    "round": lambda M, ts, p: M.round(ts[0], decimals=p["decimals"]),
+    "trunc": lambda M, ts, p: ts[0].trunc(),
+    "frac": lambda M, ts, p: M.frac(ts[0]),
+    "atan2": lambda M, ts, p: M.atan2(ts[0], ts[1]),
 }
+
+
+def _elu(M, ts, p):
+    if M is jitgrad:
+        from jitgrad.ops.nnops.elu import elu
+
+        return elu(ts[0], p["alpha"], p["scale"], p["input_scale"])
+    return M.ops.aten.elu(ts[0], p["alpha"], p["scale"], p["input_scale"])
+
+
+ADAPTERS["elu"] = _elu
+
+
+def _by_name(name: str):
+    """The adapter of a one-tensor function ``M.<name>(x)``."""
+    return lambda M, ts, p: getattr(M, name)(ts[0])
+
+
+ADAPTERS.update({name: _by_name(name)
+                 for name in ("log2", "log10", "exp2", "sinh", "cosh", "tan", "asin", "acos",
+                              "atan", "asinh", "acosh", "atanh", "floor", "ceil")})
 
 
 def _t_pow_backward(M, ts, p):
@@ -293,6 +323,7 @@ def _t_pow_backward(M, ts, p):
 
 TORCH_ADAPTERS = {
     "to_device": lambda M, ts, p: ts[0].to("cpu", copy=True),  # torch's CPU wheel: no CUDA
+    "pin_memory": lambda M, ts, p: ts[0].clone(),  # a CPU wheel cannot pin
     "tanh_backward": lambda M, ts, p: M.ops.aten.tanh_backward(ts[0], ts[1]),
     "sigmoid_backward": lambda M, ts, p: M.ops.aten.sigmoid_backward(ts[0], ts[1]),
     "threshold_backward": lambda M, ts, p: M.ops.aten.threshold_backward(
@@ -596,6 +627,7 @@ EXTRA_SAMPLES = {
     "clone": _s_clone,
     "to_dtype": _s_to_dtype,
     "to_device": _s_to_device,
+    "pin_memory": _s_to_device,
     "max_dim": _s_max_dim,
     "min_dim": _s_max_dim,
     "logical_and": _s_logical(False),

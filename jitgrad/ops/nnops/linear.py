@@ -43,9 +43,11 @@ ADDMM = defop(name="addmm", kind=OPAQUE, node="AddmmBackward0", inputs=("bias", 
               extra={"fresh_output": True, "epilogue": ("matmul", "add")})
 
 
-@api(ADDMM, export="addmm")
-def addmm(input: Tensor, mat1: Tensor, mat2: Tensor) -> Tensor:
-    """``input + mat1 @ mat2`` for matrices ``mat1``, ``mat2`` (``input`` broadcasts).
+@api(ADDMM, MATMUL, method="addmm", export="addmm")
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)`` for matrices ``mat1``, ``mat2`` (``input``
+    broadcasts; with ``beta`` 0 it is ignored, NaNs included, as in PyTorch). The default
+    scales are one op (``AddmmBackward0``), others a product, a scale and a sum.
 
     >>> import jitgrad
     >>> jitgrad.addmm(jitgrad.ones(2), jitgrad.eye(2), jitgrad.eye(2))
@@ -73,7 +75,14 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor) -> Tensor:
     if input.dtype != mat1.dtype:
         raise RuntimeError(f"addmm: bias has dtype {input.dtype.name}, the matrices "
                            f"{mat1.dtype.name}")
-    return call(ADDMM, (input, mat1, mat2))
+    if beta == 1 and alpha == 1:
+        return call(ADDMM, (input, mat1, mat2))
+    product = matmul(mat1, mat2)
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return product
+    return input * beta + product
 
 
 @api(ADDMM, MATMUL)

@@ -70,8 +70,9 @@ def _nll_fwd(x, t, w, reduction, ignore_index, spatial=False):
     pass instead of a mask, an index array and a gather. On CUDA: ``cuda/nll.py``."""
     if (k := _cuda_nll(x, x.shape, x.dtype, t, w, reduction)) is not None:
         return k.nll_forward(x, t, reduction, ignore_index)
-    if (type(x) is np.ndarray and x.ndim == 2 and w is None and reduction != "none"
-            and t.size > 0 and type(t) is np.ndarray and t.dtype == np.int64):
+    if (type(x) is np.ndarray and x.ndim == 2 and x.dtype in (_F32, _F64) and w is None
+            and reduction != "none" and t.size > 0 and type(t) is np.ndarray
+            and t.dtype == np.int64):
         picked = np.empty(t.shape[0], np.float64)
         if _losses_kernels().nll_picked(x, t, ignore_index, picked):
             return np.asarray(picked.sum() / (t.shape[0] if reduction == "mean" else 1.0),
@@ -83,8 +84,9 @@ def _nll_grad_fwd(g, t, w, reduction, ignore_index, shape):
     """:func:`_nll_grad_ref`'s plain case on a kernel (the same values)."""
     if (k := _cuda_nll(t, shape, g.dtype, t, w, reduction)) is not None:
         return k.nll_backward(g, t, reduction, ignore_index, tuple(shape), g.dtype)
-    if (type(g) is np.ndarray and len(shape) == 2 and w is None and reduction != "none"
-            and t.size > 0 and type(t) is np.ndarray and t.dtype == np.int64):
+    if (type(g) is np.ndarray and len(shape) == 2 and g.dtype in (_F32, _F64) and w is None
+            and reduction != "none" and t.size > 0 and type(t) is np.ndarray
+            and t.dtype == np.int64):
         out = np.zeros(shape, dtype=g.dtype)
         with np.errstate(invalid="ignore", divide="ignore"):
             scale = -float(g) / (t.shape[0] if reduction == "mean" else 1.0)

@@ -4,6 +4,7 @@ generator, collated into tensors."""
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -15,7 +16,7 @@ from ...tensor import Tensor, wrap
 from .dataset import Dataset, TensorDataset
 from .sampler import check_positive_int
 
-__all__ = ["DataLoader", "default_collate"]
+__all__ = ["DataLoader", "default_collate", "pin_batch"]
 
 
 def default_collate(batch: list):
@@ -55,6 +56,20 @@ def default_collate(batch: list):
                     f"dicts or lists; found {type(elem)}")
 
 
+def pin_batch(batch):
+    """``batch`` with its CPU tensors in pinned memory (tuples, lists, dicts and namedtuples
+    field by field; anything else as it is)."""
+    if isinstance(batch, Tensor):
+        return batch.pin_memory() if not batch.is_cuda else batch
+    if isinstance(batch, Mapping):
+        return {k: pin_batch(v) for k, v in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(pin_batch(v) for v in batch))
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(pin_batch(v) for v in batch)
+    return batch
+
+
 class DataLoader:
     """Iterate over ``dataset`` in batches.
 
@@ -65,6 +80,8 @@ class DataLoader:
     ``generator`` (or the default generator), so a seeded generator gives the same batches
     run after run; ``drop_last`` drops a final short batch. A :class:`TensorDataset` with the
     default collation is batched by indexing its tensors directly (no per-sample stacking).
+    ``pin_memory=True`` puts each batch's CPU tensors in pinned memory when CUDA is available
+    (``Tensor.pin_memory``), and warns as PyTorch does when it is not.
     """
 
     def __init__(self, dataset: Dataset, batch_size: int | None = 1, shuffle: bool = False,
@@ -95,6 +112,7 @@ class DataLoader:
         self.sampler = sampler
         self.batch_sampler = batch_sampler
         self.collate_fn = collate_fn or default_collate
+        self.pin_memory = pin_memory
         self._fast = isinstance(dataset, TensorDataset) and collate_fn is None
 
     def _order(self) -> np.ndarray:
@@ -118,6 +136,18 @@ class DataLoader:
             yield order[start:start + bs]
 
     def __iter__(self) -> Iterator:
+        batches = self._unpinned()
+        if not self.pin_memory:
+            return batches
+        from ... import cuda
+
+        if not cuda.is_available():
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
+                          "then device pinned memory won't be used.", stacklevel=2)
+            return batches
+        return (pin_batch(b) for b in batches)
+
+    def _unpinned(self) -> Iterator:
         if self.batch_size is None and self.batch_sampler is None:  # samples one by one
             for i in self._batches():
                 yield self.dataset[int(i)]

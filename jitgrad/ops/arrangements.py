@@ -1,0 +1,172 @@
+"""Rearranging tensors, written with views and ``cat``: ``repeat``, ``tile``,
+``broadcast_to`` / ``broadcast_tensors`` / ``broadcast_shapes``, ``atleast_1d/2d/3d``,
+``hstack`` / ``vstack`` / ``dstack`` / ``column_stack`` / ``row_stack``, ``ravel``.
+Differentiable, traceable and on every device through the ops they call."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..shapes import as_shape
+from ..tensor import Size, Tensor
+from .api import api
+from .concat import CAT, cat
+from .dispatch import as_tensor_arg
+from .views import EXPAND, RESHAPE
+
+__all__ = ["repeat", "tile", "broadcast_to", "broadcast_tensors", "broadcast_shapes",
+           "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack",
+           "dstack", "column_stack", "ravel"]
+
+
+@api(RESHAPE, EXPAND, method="repeat")
+def repeat(input: Tensor, *sizes) -> Tensor:
+    """``input`` repeated ``sizes[i]`` times along dim ``i`` (more sizes than dims add
+    leading dims), as a new tensor.
+
+    >>> import jitgrad
+    >>> jitgrad.tensor([1, 2]).repeat(2, 2)
+    tensor([[1, 2, 1, 2],
+            [1, 2, 1, 2]])
+    """
+    reps = as_shape(sizes)
+    shape = tuple(input.shape)
+    if len(reps) < len(shape):
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than "
+                           "number of dimensions of tensor")
+    if any(r < 0 for r in reps):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(reps)}: "
+                           f"{list(reps)}")
+    shape = (1,) * (len(reps) - len(shape)) + shape
+    interleaved = [n for pair in zip((1,) * len(shape), shape) for n in pair]
+    expanded = [n for pair in zip(reps, shape) for n in pair]
+    out = input.reshape(*interleaved).expand(*expanded)
+    return out.reshape(*[r * s for r, s in zip(reps, shape)])
+
+
+@api(RESHAPE, EXPAND, method="tile", export="tile")
+def tile(input: Tensor, *dims) -> Tensor:
+    """``input`` repeated ``dims[i]`` times along dim ``i`` (a tuple, or numbers as the
+    method takes them); fewer ``dims`` than dims of ``input`` are padded with leading ones
+    (NumPy's ``tile``)."""
+    dims = as_shape(dims)
+    nd = input.dim()
+    if len(dims) < nd:
+        dims = (1,) * (nd - len(dims)) + tuple(dims)
+    return repeat(input, *dims)
+
+
+def broadcast_shapes(*shapes) -> Size:
+    """The shape the given shapes (or sizes) broadcast to; PyTorch's error when they do not.
+
+    >>> import jitgrad
+    >>> jitgrad.broadcast_shapes((2, 1), (3,), 1)
+    jitgrad.Size([2, 3])
+    """
+    norm = [(int(s),) if isinstance(s, (int, np.integer)) else tuple(as_shape(s))
+            for s in shapes]
+    result = [1] * max((len(s) for s in norm), default=0)
+    for i, s in enumerate(norm):
+        for k in range(1, len(s) + 1):
+            n = s[-k]
+            if result[-k] == 1:
+                result[-k] = n
+            elif n != 1 and n != result[-k]:
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {n} at "
+                                   f"{-k}! Mismatching argument at index {i} had {s}; but "
+                                   f"expected shape should be broadcastable to {result}")
+    return Size(result)
+
+
+@api(EXPAND, method="broadcast_to", export="broadcast_to")
+def broadcast_to(input: Tensor, size) -> Tensor:
+    """``input.expand(size)``: a view."""
+    return input.expand(*as_shape(size))
+
+
+@api(EXPAND, export="broadcast_tensors")
+def broadcast_tensors(*tensors) -> tuple:
+    """The tensors expanded to their common shape (views)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    return tuple(t if tuple(t.shape) == tuple(shape) else t.expand(*shape) for t in tensors)
+
+
+def _at_least(n: int, tensors):
+    single = len(tensors) == 1 and not isinstance(tensors[0], (list, tuple))
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) \
+        else tensors
+    out = []
+    for t in ts:
+        t = as_tensor_arg(t)
+        nd = t.dim()
+        if nd >= n:
+            out.append(t)
+        elif n == 1 or nd == 0:
+            out.append(t.reshape(*((1,) * n)))
+        elif n == 2:
+            out.append(t.unsqueeze(0))
+        else:  # 3-D: (n,) -> (1, n, 1); (a, b) -> (a, b, 1)
+            out.append(t.reshape(1, -1, 1) if nd == 1 else t.unsqueeze(-1))
+    return out[0] if single else tuple(out)
+
+
+@api(RESHAPE, export="atleast_1d")
+def atleast_1d(*tensors):
+    """Each tensor with at least one dim (0-d becomes shape (1,))."""
+    return _at_least(1, tensors)
+
+
+@api(RESHAPE, export="atleast_2d")
+def atleast_2d(*tensors):
+    """Each tensor with at least two dims (a vector becomes a row)."""
+    return _at_least(2, tensors)
+
+
+@api(RESHAPE, export="atleast_3d")
+def atleast_3d(*tensors):
+    """Each tensor with at least three dims (NumPy's rule)."""
+    return _at_least(3, tensors)
+
+
+def _listed(tensors) -> list:
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"expected a sequence of tensors, got {type(tensors).__name__}")
+    return list(tensors)
+
+
+@api(CAT, RESHAPE, export="hstack")
+def hstack(tensors) -> Tensor:
+    """Concatenated horizontally: along dim 1, or dim 0 for 1-D tensors."""
+    ts = _at_least(1, (_listed(tensors),))
+    return cat(list(ts), 0 if ts[0].dim() == 1 else 1)
+
+
+@api(CAT, RESHAPE, export=("vstack", "row_stack"))
+def vstack(tensors) -> Tensor:
+    """Concatenated vertically (along dim 0), vectors taken as rows."""
+    return cat(list(_at_least(2, (_listed(tensors),))), 0)
+
+
+row_stack = vstack
+
+
+@api(CAT, RESHAPE, export="dstack")
+def dstack(tensors) -> Tensor:
+    """Concatenated in depth (along dim 2), after :func:`atleast_3d`."""
+    return cat(list(_at_least(3, (_listed(tensors),))), 2)
+
+
+@api(CAT, RESHAPE, export="column_stack")
+def column_stack(tensors) -> Tensor:
+    """Vectors (and 0-d tensors) as columns, then concatenated along dim 1."""
+    ts = [t.reshape(-1, 1) if t.dim() <= 1 else t
+          for t in (as_tensor_arg(t) for t in _listed(tensors))]
+    return cat(ts, 1)
+
+
+@api(RESHAPE, method="ravel", export="ravel")
+def ravel(input: Tensor) -> Tensor:
+    """The elements as a 1-D tensor (a view when possible)."""
+    return input.reshape(-1)

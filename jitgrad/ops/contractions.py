@@ -1,0 +1,229 @@
+"""Contractions written with matrix products: ``einsum`` and the scaled-sum products
+``addmv`` and ``baddbmm`` (``addmm`` is an op of its own: ``nnops/linear.py``). Each is a
+composite of jitgrad ops (permute, reshape, expand, sums, ``matmul``), so it is
+differentiable, traceable by ``jitgrad.compile`` and runs on every device the ops do; its
+gradient nodes are those ops' (PyTorch's einsum composes the same way).
+
+``einsum`` follows PyTorch's rules: an equation of subscripts (letters), ``...`` for
+broadcast dims, an optional ``->`` output (without it, the letters seen once, sorted, after
+the ``...`` dims); a letter repeated within one operand takes its diagonal; a dim of size 1
+broadcasts against the same letter's other sizes. Operands are contracted left to right,
+each pair as one batched matrix product; letters no later operand or the output needs are
+summed out first.
+"""
+
+from __future__ import annotations
+
+import string
+
+import numpy as np
+
+from ..tensor import Tensor
+from .api import api
+from .arithmetic import ADD, MUL
+from .dispatch import as_tensor_arg
+from .linalg import MATMUL, bmm, matmul
+from .sums import SUM
+from .views import EXPAND, PERMUTE, RESHAPE
+
+__all__ = ["einsum", "addmv", "baddbmm"]
+
+_LETTERS = set(string.ascii_letters)
+
+
+# ---------------------------------------------------------------------------- equation
+def _parse(equation: str, operands: list) -> tuple[list[str], str]:
+    """Each operand's subscripts and the output's, ``...`` spelled out as one character per
+    broadcast dim (characters outside the ASCII letters)."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise RuntimeError("einsum(): more operands were provided than specified in the "
+                         "equation" if len(operands) > len(terms) else
+                         "einsum(): fewer operands were provided than specified in the "
+                         "equation")
+    ell_dims = 0
+    subs = []
+    for k, (term, t) in enumerate(zip(terms, operands)):
+        nd = t._data.ndim
+        if "." in term.replace("...", "", 1):
+            raise RuntimeError(f"einsum(): found '.' for operand {k} that is not part of any "
+                               "ellipsis")
+        if "..." in term:
+            head, _, tail = term.partition("...")
+            n_ell = nd - len(head) - len(tail)
+            if n_ell < 0:
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation "
+                                   f"({len(head) + len(tail)}) is more than the number of "
+                                   f"dimensions ({nd}) for operand {k}")
+            ell_dims = max(ell_dims, n_ell)
+            term = head + "".join(chr(0x100 + ell_dims - n_ell + i) for i in range(n_ell)) \
+                + tail
+        elif len(term) != nd:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation "
+                               f"({len(term)}) does not match the number of dimensions ({nd}) "
+                               f"for operand {k} and no ellipsis was given")
+        for c in term:
+            if c in string.punctuation or (c.isascii() and c not in _LETTERS):
+                raise RuntimeError(f"einsum(): invalid subscript given at index "
+                                   f"{eq.index(c)} in the equation string, subscripts must "
+                                   f"be in [a-zA-Z]")
+        subs.append(term)
+    ell = "".join(chr(0x100 + i) for i in range(ell_dims))
+    if arrow:
+        if "..." in rhs:
+            head, _, tail = rhs.partition("...")
+            rhs = head + ell + tail
+        elif ell_dims and any("..." in term for term in terms):
+            pass  # PyTorch sums the broadcast dims when the output omits the ellipsis
+        for c in rhs:
+            if c in _LETTERS and not any(c in s for s in subs):
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                                 "equation for any input operand")
+        for c in rhs:
+            if rhs.count(c) > 1:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in "
+                                 "the output")
+        out = rhs
+    else:
+        counts: dict[str, int] = {}
+        for s in subs:
+            for c in s:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c in _LETTERS))
+    return subs, out
+
+
+def _diagonal(t: Tensor, sub: str, k: int) -> tuple[Tensor, str]:
+    """``t`` with each repeated subscript reduced to its diagonal (``"ii" -> "i"``)."""
+    while len(set(sub)) != len(sub):
+        c = next(c for c in sub if sub.count(c) > 1)
+        i, j = sub.index(c), sub.index(c, sub.index(c) + 1)
+        n = t._data.shape[i]
+        if t._data.shape[j] != n:
+            raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {k} but the "
+                               f"sizes don't match, {t._data.shape[j]} != {n}")
+        rest = [d for d in range(t._data.ndim) if d not in (i, j)]
+        t = t.permute(*rest, i, j)  # the pair last, then pick (k, k)
+        from ..creation import arange
+
+        idx = arange(n, device=t.device)
+        t = t[(Ellipsis, idx, idx)]
+        sub = "".join(sub[d] for d in rest) + c
+    return t, sub
+
+
+def _align(t: Tensor, sub: str, order: str) -> Tensor:
+    """``t`` (subscripts ``sub``) permuted to the subscripts of ``order`` that it has."""
+    perm = [sub.index(c) for c in order if c in sub]
+    return t if perm == list(range(len(perm))) else t.permute(*perm)
+
+
+def _sum_out(t: Tensor, sub: str, keep: set) -> tuple[Tensor, str]:
+    drop = [i for i, c in enumerate(sub) if c not in keep]
+    if not drop:
+        return t, sub
+    return t.sum(dim=tuple(drop)), "".join(c for c in sub if c in keep)
+
+
+def _contract(a: Tensor, sa: str, b: Tensor, sb: str, keep: set,
+              sizes: dict) -> tuple[Tensor, str]:
+    """The product of two operands over their shared subscripts not in ``keep``, as one
+    batched matrix product: ``(batch, left, k) @ (batch, k, right)``."""
+    batch = [c for c in sa if c in sb and c in keep]
+    summed = [c for c in sa if c in sb and c not in keep]
+    left = [c for c in sa if c not in sb]
+    right = [c for c in sb if c not in sa]
+    a = _broadcast(_align(a, sa, batch + left + summed), batch + left + summed, sizes)
+    b = _broadcast(_align(b, sb, batch + summed + right), batch + summed + right, sizes)
+
+    def size(cs):
+        return int(np.prod([sizes[c] for c in cs], dtype=np.int64))
+    nb, nl, nk, nr = size(batch), size(left), size(summed), size(right)
+    out = bmm(a.reshape(nb, nl, nk), b.reshape(nb, nk, nr))
+    subs = "".join(batch + left + right)
+    return out.reshape(*[sizes[c] for c in subs]), subs
+
+
+def _broadcast(t: Tensor, subs: list, sizes: dict) -> Tensor:
+    shape = tuple(sizes[c] for c in subs)
+    return t if tuple(t._data.shape) == shape else t.expand(*shape)
+
+
+@api(PERMUTE, RESHAPE, EXPAND, SUM, MATMUL, export="einsum")
+def einsum(equation: str, *operands) -> Tensor:
+    """Sum of products of ``operands``' elements as ``equation`` labels their dims
+    (``einsum("bij,bjk->bik", a, b)`` is ``a @ b``; see the module docstring for the rules).
+
+    >>> import jitgrad
+    >>> jitgrad.einsum("ii", jitgrad.eye(3))
+    tensor(3.)
+    """
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    ts = [as_tensor_arg(t, "operands") for t in operands]
+    if not ts:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    subs, out = _parse(equation, ts)
+    pairs = [_diagonal(t, s, k) for k, (t, s) in enumerate(zip(ts, subs))]
+    sizes: dict[str, int] = {}
+    for k, (t, s) in enumerate(pairs):
+        for c, n in zip(s, t._data.shape):
+            if sizes.get(c, 1) not in (1, n) and n != 1:
+                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {k} "
+                                   f"which does not broadcast with previously seen size "
+                                   f"{sizes[c]}")
+            sizes[c] = max(sizes.get(c, 1), n)
+    # letters each operand shares with what comes after it (later operands, the output)
+    needed_after = []
+    later: set = set(out)
+    for _, s in reversed(pairs):
+        needed_after.append(set(later))
+        later |= set(s)
+    needed_after.reverse()
+    acc, sacc = _sum_out(*pairs[0], needed_after[0])
+    for k in range(1, len(pairs)):
+        t, s = _sum_out(*pairs[k], needed_after[k] | set(sacc))
+        acc, sacc = _contract(acc, sacc, t, s, needed_after[k], sizes)
+    acc, sacc = _sum_out(acc, sacc, set(out))
+    acc = _broadcast(_align(acc, sacc, out), list(out), sizes) if sacc else acc
+    return acc
+
+
+# ------------------------------------------------------------------ scaled-sum products
+def _scaled_sum(input: Tensor, product: Tensor, beta, alpha) -> Tensor:
+    """``beta * input + alpha * product``, ``input`` broadcast to the product's shape (and
+    ignored when ``beta`` is 0: its NaNs do not reach the result, as PyTorch's)."""
+    shape = tuple(product._data.shape)
+    try:
+        ok = np.broadcast_shapes(tuple(input._data.shape), shape) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"The expanded size of the tensor ({shape[-1]}) must match the "
+                           f"existing size ({input._data.shape[-1]}) at non-singleton "
+                           f"dimension {len(shape) - 1}.  Target sizes: {list(shape)}.  "
+                           f"Tensor sizes: {list(input._data.shape)}")
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return product
+    return (input if beta == 1 else input * beta) + product
+
+
+@api(MATMUL, MUL, ADD, method="addmv", export="addmv")
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * (mat @ vec)`` for a matrix ``mat`` and a vector ``vec``."""
+    mat, vec = as_tensor_arg(mat, "mat"), as_tensor_arg(vec, "vec")
+    if mat._data.ndim != 2 or vec._data.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, "
+                           f"{mat._data.ndim}, {vec._data.ndim}")
+    return _scaled_sum(as_tensor_arg(input), matmul(mat, vec), beta, alpha)
+
+
+@api(MATMUL, MUL, ADD, method="baddbmm", export="baddbmm")
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * bmm(batch1, batch2)`` for 3-D ``batch1``, ``batch2``."""
+    return _scaled_sum(as_tensor_arg(input), bmm(as_tensor_arg(batch1, "batch1"),
+                                                 as_tensor_arg(batch2, "batch2")), beta, alpha)

@@ -1,0 +1,91 @@
+"""Rounding: ``round`` (half to even, to ``decimals`` places), ``trunc`` / ``fix`` (toward
+zero), ``floor``, ``ceil`` and ``frac`` (what ``trunc`` drops), with PyTorch's gradients
+(zero for all but ``frac``, which passes the incoming gradient). NumPy's (or CuPy's)
+functions compute them: ``round`` with decimals scales by ``10 ** decimals`` in the input's
+dtype, rounds and scales back, as PyTorch does."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+from . import samples as S
+from .api import api
+from .dispatch import unary
+from .elementwise_base import ew
+
+__all__ = ["round", "trunc", "fix", "floor", "ceil", "frac"]
+
+
+def _round_ref(a, decimals=None):
+    if a.dtype.kind != "f":
+        return a.copy()
+    if not decimals:
+        return np.rint(a)
+    if decimals > 0:
+        scale = a.dtype.type(10.0 ** decimals)
+        return np.rint(a * scale) / scale
+    scale = a.dtype.type(10.0 ** -decimals)
+    return np.rint(a / scale) * scale
+
+
+def _zero_grad(g, ins, out, p, n):
+    return (g * 0.0,)
+
+
+# PyTorch's two overloads: round(x) records RoundBackward0, round(x, decimals=d) (0 too)
+# RoundBackward1
+ROUND = ew("round", lambda p: "RoundBackward0" if p["decimals"] is None else "RoundBackward1",
+           ("a",), None, _round_ref, _zero_grad, params=("decimals",), samples=S.rounding)
+TRUNC = ew("trunc", "TruncBackward0", ("a",), None,
+           lambda a: np.trunc(a) if a.dtype.kind == "f" else a.copy(), _zero_grad,
+           samples=S.unary)
+FLOOR = ew("floor", "FloorBackward0", ("a",), None,
+           lambda a: np.floor(a) if a.dtype.kind == "f" else a.copy(), _zero_grad,
+           samples=S.unary)
+CEIL = ew("ceil", "CeilBackward0", ("a",), None,
+          lambda a: np.ceil(a) if a.dtype.kind == "f" else a.copy(), _zero_grad,
+          samples=S.unary)
+FRAC = ew("frac", "FracBackward0", ("a",), None, lambda a: a - np.trunc(a),
+          lambda g, ins, out, p, n: (g,), samples=S.unary)
+
+
+@api(ROUND, method="round", inplace="round_", export="round")
+def round(input: Tensor, *, decimals: int | None = None) -> Tensor:  # noqa: A001
+    """``input`` rounded to the nearest integer (ties to even), or to ``decimals`` places.
+
+    >>> import jitgrad
+    >>> jitgrad.tensor([0.5, 1.5, 2.5, -0.5]).round()
+    tensor([0., 2., 2., -0.])
+    """
+    return unary(ROUND, input, {"decimals": None if decimals is None else int(decimals)})
+
+
+@api(TRUNC, method=("trunc", "fix"), inplace=("trunc_", "fix_"), export=("trunc", "fix"))
+def trunc(input: Tensor) -> Tensor:
+    """``input`` rounded toward zero."""
+    return unary(TRUNC, input)
+
+
+fix = trunc
+
+
+@api(FLOOR, method="floor", inplace="floor_", export="floor")
+def floor(input: Tensor) -> Tensor:
+    """The largest integer not above each element."""
+    return unary(FLOOR, input)
+
+
+@api(CEIL, method="ceil", inplace="ceil_", export="ceil")
+def ceil(input: Tensor) -> Tensor:
+    """The smallest integer not below each element."""
+    return unary(CEIL, input)
+
+
+@api(FRAC, method="frac", inplace="frac_", export="frac")
+def frac(input: Tensor) -> Tensor:
+    """The fractional part, ``input - trunc(input)`` (the sign of ``input``)."""
+    if input.dtype.is_floating_point is False:
+        kind = input.dtype.tensor_type[:-6]
+        raise NotImplementedError(f"\"frac_cpu\" not implemented for '{kind}'")
+    return unary(FRAC, input)

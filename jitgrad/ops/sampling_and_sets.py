@@ -1,0 +1,62 @@
+"""``bernoulli`` (0/1 draws with given probabilities, from jitgrad's generator), ``unique``
+(the distinct values, sorted, with inverse indices and counts) and ``argwhere``. None has a
+gradient (PyTorch's have none that is not zero)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import devices
+from ..tensor import Tensor, wrap
+from .api import api
+from .dispatch import as_tensor_arg
+from .selection import LT
+
+__all__ = ["bernoulli", "unique", "argwhere"]
+
+
+@api(LT, method="bernoulli", export="bernoulli")
+def bernoulli(input: Tensor, p: float | None = None, *, generator=None) -> Tensor:
+    """1 with probability ``input`` (or ``p``) element-wise, else 0, in ``input``'s dtype;
+    uniform numbers drawn from ``generator`` (or the default one), as ``rand`` draws them."""
+    from ..autograd import no_grad
+    from ..creation import rand_like
+
+    input = as_tensor_arg(input)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"bernoulli_tensor_cpu_self_" not implemented for '
+                                  f"'{input.dtype.tensor_type[:-6]}'")
+    with no_grad():
+        probs = input if p is None else input.new_full(tuple(input.shape), float(p))
+        if bool(((probs < 0) | (probs > 1)).any().item()):
+            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  "
+                               "(Could this error message be improved?  If so, please "
+                               "report an enhancement request to PyTorch.)")
+        return (rand_like(probs, generator=generator) < probs).to(input.dtype)
+
+
+@api(LT, method="unique", export="unique")
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
+           return_counts: bool = False, dim: int | None = None):
+    """The distinct values of ``input`` (of its slices along ``dim``), sorted; with
+    ``return_inverse`` also where each element went, with ``return_counts`` how often each
+    value occurs. On ``input``'s device."""
+    input = as_tensor_arg(input)
+    a = devices.to_host(input._data)
+    axis = None if dim is None else dim % max(a.ndim, 1)
+    vals, inv, counts = np.unique(a, return_inverse=True, return_counts=True, axis=axis)
+    if axis is None:
+        inv = inv.reshape(a.shape)
+    dev = input.device
+    out = [wrap(devices.to_device(np.ascontiguousarray(vals), dev))]
+    if return_inverse:
+        out.append(wrap(devices.to_device(inv.astype(np.int64), dev)))
+    if return_counts:
+        out.append(wrap(devices.to_device(counts.astype(np.int64), dev)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@api(LT, export="argwhere")
+def argwhere(input: Tensor) -> Tensor:
+    """The indices of the non-zero elements, one row each (``nonzero()``)."""
+    return as_tensor_arg(input).nonzero()

@@ -1,0 +1,287 @@
+"""Activations and functions written with jitgrad's ops (jitgrad/nn/activation_functions.py,
+similarity.py, kl_div.py, functional.one_hot) and their modules: PyTorch's values and
+gradients (boundaries of the piecewise ones included, and finite where an unused branch
+would overflow), gradcheck in float64, modules, in place, CUDA and compiled."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jitgrad
+import jitgrad.nn as nn
+import jitgrad.nn.functional as F
+from jitgrad.autograd import gradcheck
+
+#: the kinks and thresholds of every function, and far out (overflow of unused branches)
+GRID = np.concatenate([np.linspace(-30.0, 30.0, 61),
+                       [-3.0, 3.0, 0.0, -0.0, 6.0, -1.0, 1.0, 25.0, -25.0, 20.0, 19.999,
+                        800.0, -800.0, 0.5, -0.5, 2.0]])
+
+#: name -> (function of the library's functional module and x, gradient rtol vs PyTorch)
+POINTWISE = {
+    "silu": (lambda F, x: F.silu(x), 1e-12),
+    "softplus": (lambda F, x: F.softplus(x), 1e-12),
+    "softplus_beta": (lambda F, x: F.softplus(x, beta=2.0, threshold=10.0), 1e-12),
+    "mish": (lambda F, x: F.mish(x), 1e-12),
+    "elu": (lambda F, x: F.elu(x), 1e-12),
+    "elu_alpha": (lambda F, x: F.elu(x, alpha=0.5), 1e-12),
+    "selu": (lambda F, x: F.selu(x), 1e-12),
+    "celu": (lambda F, x: F.celu(x, alpha=2.0), 1e-12),
+    "leaky_relu": (lambda F, x: F.leaky_relu(x), 1e-12),
+    "leaky_relu_slope": (lambda F, x: F.leaky_relu(x, 0.2), 1e-12),
+    "hardtanh": (lambda F, x: F.hardtanh(x), 1e-12),
+    "hardtanh_range": (lambda F, x: F.hardtanh(x, -2.0, 3.0), 1e-12),
+    "relu6": (lambda F, x: F.relu6(x), 1e-12),
+    "hardsigmoid": (lambda F, x: F.hardsigmoid(x), 1e-7),  # PyTorch's grad: a float32 1/6
+    "hardswish": (lambda F, x: F.hardswish(x), 1e-12),
+    "logsigmoid": (lambda F, x: F.logsigmoid(x), 1e-12),
+    "softsign": (lambda F, x: F.softsign(x), 1e-12),
+    "threshold": (lambda F, x: F.threshold(x, 1.0, -2.0), 1e-12),
+}
+
+
+def _pair(fn, a):
+    torch = pytest.importorskip("torch")
+    x, xt = jitgrad.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    return x, xt, fn(F, x), fn(torch.nn.functional, xt)
+
+
+@pytest.mark.parametrize("name", sorted(POINTWISE))
+def test_pointwise_values_and_gradients_match_pytorch_everywhere(name):
+    fn, grad_rtol = POINTWISE[name]
+    x, xt, y, yt = _pair(fn, GRID)
+    np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-15,
+                               atol=1e-300)
+    w = np.cos(np.arange(GRID.size))
+    (y * jitgrad.tensor(w)).sum().backward()
+    (yt * pt_tensor(w)).sum().backward()
+    g = x.grad.numpy()
+    assert np.isfinite(g).all()
+    np.testing.assert_allclose(g, xt.grad.numpy(), rtol=grad_rtol, atol=1e-300)
+
+
+def pt_tensor(a):
+    import torch
+
+    return torch.tensor(a)
+
+
+@pytest.mark.parametrize("name", sorted(POINTWISE))
+def test_pointwise_gradcheck(name):
+    fn, _ = POINTWISE[name]
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-4.0, 4.0, 40)
+    a = a[np.min(np.abs(a[:, None] - np.array([-3.0, 0.0, 1.0, 3.0, 6.0])), 1) > 1e-3]
+    x = jitgrad.tensor(a, requires_grad=True)
+    assert gradcheck(lambda t: fn(F, t), (x,), eps=1e-6, atol=1e-6, rtol=1e-5)
+
+
+def test_formulas_without_pytorch():
+    a = np.array([-2.0, -0.5, 0.0, 0.5, 2.0, 30.0])
+    x = jitgrad.tensor(a)
+    sig = 1.0 / (1.0 + np.exp(-a))
+    np.testing.assert_allclose(F.silu(x).numpy(), a * sig, rtol=1e-15)
+    np.testing.assert_allclose(F.softplus(x).numpy()[:5], np.log1p(np.exp(a[:5])), rtol=1e-15)
+    assert F.softplus(x).numpy()[5] == 30.0 - 0.0 or F.softplus(x).numpy()[5] > 29.9
+    np.testing.assert_allclose(F.elu(x).numpy(), np.where(a > 0, a, np.expm1(a)), rtol=1e-15)
+    np.testing.assert_array_equal(F.leaky_relu(x, 0.1).numpy(), np.where(a > 0, a, 0.1 * a))
+    np.testing.assert_array_equal(F.relu6(x).numpy(), np.clip(a, 0, 6))
+    np.testing.assert_allclose(F.logsigmoid(x).numpy(),
+                               np.where(a < 0, a - np.log1p(np.exp(a)), -np.log1p(np.exp(-a))),
+                               rtol=1e-15)
+    np.testing.assert_allclose(F.hardswish(x).numpy(), a * np.clip(a + 3, 0, 6) / 6, rtol=1e-15)
+
+
+def test_unused_branches_never_poison_the_gradient():
+    x = jitgrad.tensor([800.0, -800.0, 1e4], requires_grad=True)
+    (F.softplus(x) + F.elu(x) + F.celu(x) + F.mish(x) + F.logsigmoid(x) + F.selu(x)).sum() \
+        .backward()
+    assert np.isfinite(x.grad.numpy()).all()
+
+
+def test_glu_prelu_and_their_errors():
+    torch = pytest.importorskip("torch")
+    b = np.random.default_rng(0).standard_normal((2, 6, 3))
+    for dim in (1, -1 if False else 1):
+        x, xt = jitgrad.tensor(b, requires_grad=True), torch.tensor(b, requires_grad=True)
+        F.glu(x, dim).sum().backward()
+        torch.nn.functional.glu(xt, dim).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-14)
+    w = np.linspace(0.1, 0.6, 6)
+    x, xt = jitgrad.tensor(b, requires_grad=True), torch.tensor(b, requires_grad=True)
+    wj, wt = jitgrad.tensor(w, requires_grad=True), torch.tensor(w, requires_grad=True)
+    (F.prelu(x, wj) * 2.0).sum().backward()
+    (torch.nn.functional.prelu(xt, wt) * 2.0).sum().backward()
+    np.testing.assert_allclose(wj.grad.numpy(), wt.grad.numpy(), rtol=1e-14)
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-14)
+    with pytest.raises(RuntimeError, match="Halving dimension must be even, but dimension 2 "
+                                           "is size 3"):
+        F.glu(jitgrad.ones(2, 6, 3))
+    with pytest.raises(RuntimeError, match="Mismatch of parameter numbers and input channel "
+                                           "size. Found parameter numbers = 2"):
+        F.prelu(jitgrad.ones(2, 6, 3), jitgrad.ones(2))
+    with pytest.raises(ValueError, match="min_val cannot be greater than max_val"):
+        nn.Hardtanh(2.0, 1.0)
+
+
+def test_inplace_forms_write_into_their_input():
+    for fn in (lambda t: F.silu(t, inplace=True), lambda t: F.elu(t, inplace=True),
+               lambda t: F.leaky_relu(t, 0.3, inplace=True),
+               lambda t: F.hardtanh(t, inplace=True), lambda t: F.relu6(t, inplace=True),
+               lambda t: F.threshold(t, 0.0, 5.0, inplace=True)):
+        t = jitgrad.tensor([-2.0, 0.5, 7.0])
+        ref = fn(t.clone())
+        out = fn(t)
+        assert out is t and t.tolist() == ref.tolist()
+
+
+def test_modules_run_their_function_and_print_like_pytorch():
+    x = jitgrad.tensor(GRID)
+    cases = [(nn.SiLU(), F.silu), (nn.Mish(), F.mish), (nn.Softplus(2.0, 10.0),
+             lambda t: F.softplus(t, 2.0, 10.0)), (nn.ELU(0.5), lambda t: F.elu(t, 0.5)),
+             (nn.SELU(), F.selu), (nn.CELU(2.0), lambda t: F.celu(t, 2.0)),
+             (nn.LeakyReLU(0.2), lambda t: F.leaky_relu(t, 0.2)), (nn.Hardtanh(-2, 3),
+             lambda t: F.hardtanh(t, -2, 3)), (nn.ReLU6(), F.relu6),
+             (nn.Hardsigmoid(), F.hardsigmoid), (nn.Hardswish(), F.hardswish),
+             (nn.LogSigmoid(), F.logsigmoid), (nn.Softsign(), F.softsign),
+             (nn.Threshold(0.1, 20.0), lambda t: F.threshold(t, 0.1, 20.0))]
+    for module, fn in cases:
+        np.testing.assert_array_equal(module(x).numpy(), fn(x).numpy())
+    assert repr(nn.LeakyReLU(0.2)) == "LeakyReLU(negative_slope=0.2)"
+    assert repr(nn.Softplus()) == "Softplus(beta=1.0, threshold=20.0)"
+    assert repr(nn.ReLU6(inplace=True)) == "ReLU6(inplace=True)"
+    assert repr(nn.Threshold(0.1, 20)) == "Threshold(threshold=0.1, value=20)"
+    assert repr(nn.GLU()) == "GLU(dim=-1)" and repr(nn.SiLU()) == "SiLU()"
+    p = nn.PReLU(3, init=0.1)
+    assert repr(p) == "PReLU(num_parameters=3)" and p.weight.tolist() == pytest.approx([0.1] * 3)
+    assert [n for n, _ in p.named_parameters()] == ["weight"]
+    y = p(jitgrad.tensor([[-1.0, 2.0, -3.0]]))
+    assert y.tolist()[0] == pytest.approx([-0.1, 2.0, -0.3])
+    assert nn.GLU(1)(jitgrad.ones(2, 4)).shape == (2, 2)
+
+
+# ---------------------------------------------------------------- similarity and losses
+def _kl(reduction):
+    return lambda F, x, y: F.kl_div(x.log_softmax(1), y.softmax(1), reduction=reduction)
+
+
+A = np.random.default_rng(2).standard_normal((4, 5))
+B = np.random.default_rng(3).standard_normal((4, 5))
+PAIRS = {
+    "normalize": lambda F, x, y: F.normalize(x) * y,
+    "normalize_p1_dim0": lambda F, x, y: F.normalize(x, 1.0, 0) * y,
+    "cosine_similarity": lambda F, x, y: F.cosine_similarity(x, y),
+    "cosine_similarity_broadcast": lambda F, x, y: F.cosine_similarity(x, y[:1], 0),
+    "pairwise_distance": lambda F, x, y: F.pairwise_distance(x, y),
+    "pairwise_distance_p1": lambda F, x, y: F.pairwise_distance(x, y, 1.0, keepdim=True),
+    "pairwise_distance_1d": lambda F, x, y: F.pairwise_distance(x[0], y[0]),
+    **{f"kl_div_{r}": _kl(r) for r in ("mean", "batchmean", "sum", "none")},
+    "kl_div_log_target": lambda F, x, y: F.kl_div(x.log_softmax(1), y.log_softmax(1),
+                                                  reduction="batchmean", log_target=True),
+    "kl_div_zero_targets": lambda F, x, y: F.kl_div(x, (y > 0).double() * y,
+                                                    reduction="sum"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_pair_functions_match_pytorch(name):
+    torch = pytest.importorskip("torch")
+    fn = PAIRS[name]
+    x1, x2 = jitgrad.tensor(A, requires_grad=True), jitgrad.tensor(B, requires_grad=True)
+    t1, t2 = torch.tensor(A, requires_grad=True), torch.tensor(B, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # kl_div's "mean" warns (both)
+        y, yt = fn(F, x1, x2), fn(torch.nn.functional, t1, t2)
+    assert tuple(y.shape) == tuple(yt.shape)
+    np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-13,
+                               atol=1e-15)
+    (y * 1.3).sum().backward()
+    (yt * 1.3).sum().backward()
+    np.testing.assert_allclose(x1.grad.numpy(), t1.grad.numpy(), rtol=1e-12, atol=1e-15)
+    if name != "kl_div_zero_targets":  # d/dt of t log t at t = 0: PyTorch's -inf
+        np.testing.assert_allclose(x2.grad.numpy(), t2.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_pair_functions_gradcheck(name):
+    fn = PAIRS[name]
+    x1 = jitgrad.tensor(A, requires_grad=True)
+    x2 = jitgrad.tensor(B, requires_grad=name != "kl_div_zero_targets")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert gradcheck(lambda a, b: fn(F, a, b), (x1, x2), eps=1e-6, atol=1e-6, rtol=1e-5)
+
+
+def test_kl_div_warns_for_mean_and_its_module():
+    x, t = jitgrad.tensor(A).log_softmax(1), jitgrad.tensor(B).softmax(1)
+    with pytest.warns(UserWarning, match="'batchmean' divides only by the batch size"):
+        F.kl_div(x, t)
+    assert nn.KLDivLoss(reduction="batchmean")(x, t).item() == pytest.approx(
+        F.kl_div(x, t, reduction="batchmean").item())
+    with pytest.raises(ValueError, match="bad is not a valid value for reduction"):
+        F.kl_div(x, t, reduction="bad")
+    assert nn.CosineSimilarity(0)(x, t).shape == (5,)
+    assert nn.PairwiseDistance(keepdim=True)(x, t).shape == (4, 1)
+
+
+def test_one_hot():
+    assert F.one_hot(jitgrad.tensor([0, 2])).tolist() == [[1, 0, 0], [0, 0, 1]]
+    y = F.one_hot(jitgrad.tensor([[1], [0]]), 3)
+    assert y.shape == (2, 1, 3) and y.dtype == jitgrad.int64
+    assert F.one_hot(jitgrad.tensor([], dtype=jitgrad.int64), 4).shape == (0, 4)
+    for bad, msg in ((jitgrad.tensor([0.0, 2.0]), "only applicable to index tensor of type "
+                      "LongTensor"), (jitgrad.tensor([-1, 2]), "must be non-negative"),
+                     (jitgrad.tensor([], dtype=jitgrad.int64), "Can not infer total number")):
+        with pytest.raises(RuntimeError, match=msg):
+            F.one_hot(bad)
+    with pytest.raises(RuntimeError, match="must be smaller than num_classes"):
+        F.one_hot(jitgrad.tensor([0, 3]), 3)
+
+
+# ------------------------------------------------------------------- CUDA and compiled
+def test_cuda_gives_the_cpus_values_and_gradients():
+    if not jitgrad.cuda.is_available():
+        pytest.skip("no CUDA")
+    a = GRID[::3]
+    for name in ("silu", "softplus", "elu", "leaky_relu", "hardswish", "logsigmoid"):
+        fn, _ = POINTWISE[name]
+        x = jitgrad.tensor(a, requires_grad=True)
+        xc = jitgrad.tensor(a, device="cuda", requires_grad=True)
+        y, yc = fn(F, x), fn(F, xc)
+        y.sum().backward()
+        yc.sum().backward()
+        assert yc.device == "cuda:0" and xc.grad.device == "cuda:0"
+        np.testing.assert_allclose(yc.detach().cpu().numpy(), y.detach().numpy(),
+                                   rtol=1e-13, atol=1e-300)
+        np.testing.assert_allclose(xc.grad.cpu().numpy(), x.grad.numpy(), rtol=1e-13,
+                                   atol=1e-300)
+    c = F.cosine_similarity(jitgrad.tensor(A, device="cuda"), jitgrad.tensor(B, device="cuda"))
+    np.testing.assert_allclose(c.cpu().numpy(), F.cosine_similarity(
+        jitgrad.tensor(A), jitgrad.tensor(B)).numpy(), rtol=1e-13)
+    oh = F.one_hot(jitgrad.tensor([2, 0], device="cuda"), 3)
+    assert oh.device == "cuda:0" and oh.cpu().tolist() == [[0, 0, 1], [1, 0, 0]]
+
+
+def test_compiled_step_with_new_activations_equals_eager():
+    jitgrad.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 8), nn.SiLU(), nn.Linear(8, 8), nn.LeakyReLU(0.1),
+                          nn.Linear(8, 3), nn.Hardswish())
+    x = jitgrad.tensor(A, dtype=jitgrad.float32)
+
+    def step(x):
+        return (F.softplus(model(x)) + F.elu(model(x))).square().mean()
+    ref = step(x)
+    ref.backward()
+    grads = [p.grad.numpy().copy() for p in model.parameters()]
+    model.zero_grad()
+    compiled = jitgrad.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = compiled(x)
+    out.backward()
+    assert out.item() == ref.item()
+    for p, g in zip(model.parameters(), grads):
+        np.testing.assert_array_equal(p.grad.numpy(), g)
