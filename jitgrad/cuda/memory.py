@@ -23,7 +23,7 @@ __all__ = ["memory_allocated", "max_memory_allocated", "memory_reserved",
            "max_memory_reserved", "reset_peak_memory_stats", "reset_max_memory_allocated",
            "memory_stats", "mem_get_info"]
 
-_lock = threading.Lock()
+_lock = threading.Lock()  # never taken by a weakref callback (see track_sim_buffer)
 
 
 class _Stats:
@@ -53,11 +53,15 @@ def track_sim_buffer(a) -> None:
         root, base = base, base.base
     key = id(root)
     st = _STATS
-    if key in st.buffers:
-        return
-    n = root.nbytes
     with _lock:
-        st.buffers[key] = (weakref.ref(root, lambda _r, k=key, n=n: _freed(k, n)), n)
+        _drain(st)
+        if key in st.buffers:
+            return
+        n = root.nbytes
+        # the callback runs inside garbage collection, which may happen anywhere -- in this
+        # function too, with the lock held: it only queues the free (no lock, no counters)
+        st.buffers[key] = (weakref.ref(root, lambda r, k=key, n=n: _FREED.append((k, r, n))),
+                           n)
         st.allocated += n
         if st.allocated > st.peak_allocated:
             st.peak_allocated = st.allocated
@@ -65,10 +69,17 @@ def track_sim_buffer(a) -> None:
             st.peak_reserved = st.allocated
 
 
-def _freed(key: int, n: int) -> None:
-    st = _STATS
-    with _lock:
-        if st.buffers.pop(key, None) is not None:
+_FREED: list = []   # (id, weakref, nbytes) of freed buffers, queued by weakref callbacks
+
+
+def _drain(st: _Stats) -> None:
+    """Uncount the buffers freed since the last call (the lock held). An entry is removed
+    only if it is still the dead buffer's (its id may since belong to a new one)."""
+    while _FREED:
+        key, ref, n = _FREED.pop()
+        entry = st.buffers.get(key)
+        if entry is not None and entry[0] is ref:
+            del st.buffers[key]
             st.allocated -= n
 
 
@@ -116,7 +127,9 @@ def _current() -> tuple[int, int]:
     if b == "gpu":
         return _gpu_current()
     if b == "sim":
-        a = _STATS.allocated
+        with _lock:
+            _drain(_STATS)
+            a = _STATS.allocated
         return a, a
     return 0, 0
 

@@ -38,6 +38,7 @@ from .activation import (
     Threshold,
 )
 from .container import ModuleDict, ModuleList, Sequential
+from .conv_transpose import ConvTranspose2d
 from .hooks import (
     RemovableHandle,
     register_module_forward_hook,
@@ -45,6 +46,7 @@ from .hooks import (
     register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 )
+from .interpolation import Upsample
 from .layers import (
     AdaptiveAvgPool2d,
     AvgPool2d,
@@ -67,18 +69,24 @@ from .loss import (
     SmoothL1Loss,
 )
 from .module import Module
-from .normalization import BatchNorm1d, LayerNorm
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm
+from .one_dimensional import AvgPool1d, Conv1d, MaxPool1d
 from .parameter import Parameter
+from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .similarity import CosineSimilarity, PairwiseDistance
+from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
 
 __all__ = [
     "functional", "init", "parallel", "utils", "Module", "Parameter", "RemovableHandle",
-    "Identity", "Linear", "Flatten", "Embedding", "Conv2d", "MaxPool2d", "AvgPool2d",
+    "Identity", "Linear", "Flatten", "Embedding", "Conv1d", "Conv2d", "ConvTranspose2d",
+    "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "Upsample",
     "AdaptiveAvgPool2d",
     "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax", "Dropout", "SiLU",
     "Softplus", "Mish", "ELU", "SELU", "CELU", "LeakyReLU", "PReLU", "Hardtanh", "ReLU6",
     "Hardsigmoid", "Hardswish", "LogSigmoid", "Softsign", "GLU", "Threshold",
-    "LayerNorm", "BatchNorm1d", "Sequential", "ModuleList", "ModuleDict",
+    "LayerNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "Sequential",
+    "ModuleList", "ModuleDict", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
+    "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
     "BCEWithLogitsLoss", "KLDivLoss", "CosineSimilarity", "PairwiseDistance",
     "register_module_forward_pre_hook", "register_module_forward_hook",

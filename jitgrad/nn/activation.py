@@ -116,22 +116,21 @@ class _Pointwise(Module):
         return ", ".join(shown)
 
 
-class SiLU(_Pointwise):
-    """``x * sigmoid(x)``."""
-
-    fn, settings = staticmethod(F.silu), ("inplace",)
-
+def _inplace_only(name: str, fn, doc: str) -> type:
+    """An activation module whose one setting is ``inplace``."""
     def __init__(self, inplace: bool = False) -> None:
-        super().__init__(inplace=inplace)
+        _Pointwise.__init__(self, inplace=inplace)
+    return type(name, (_Pointwise,), {"fn": staticmethod(fn), "settings": ("inplace",),
+                                     "__init__": __init__, "__doc__": doc,
+                                     "__module__": __name__})
 
 
-class Mish(_Pointwise):
-    """``x * tanh(softplus(x))``."""
-
-    fn, settings = staticmethod(F.mish), ("inplace",)
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__(inplace=inplace)
+SiLU = _inplace_only("SiLU", F.silu, "``x * sigmoid(x)``.")
+Mish = _inplace_only("Mish", F.mish, "``x * tanh(softplus(x))``.")
+SELU = _inplace_only("SELU", F.selu, "Scaled ELU with the self-normalising constants.")
+ReLU6 = _inplace_only("ReLU6", F.relu6, "``min(max(x, 0), 6)``.")
+Hardsigmoid = _inplace_only("Hardsigmoid", F.hardsigmoid, "``relu6(x + 3) / 6``.")
+Hardswish = _inplace_only("Hardswish", F.hardswish, "``x * relu6(x + 3) / 6``.")
 
 
 class Softplus(_Pointwise):
@@ -150,15 +149,6 @@ class ELU(_Pointwise):
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__(alpha=alpha, inplace=inplace)
-
-
-class SELU(_Pointwise):
-    """Scaled ELU with the self-normalising constants."""
-
-    fn, settings = staticmethod(F.selu), ("inplace",)
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__(inplace=inplace)
 
 
 class CELU(_Pointwise):
@@ -189,33 +179,6 @@ class Hardtanh(_Pointwise):
         if min_val > max_val:
             raise ValueError("min_val cannot be greater than max_val")
         super().__init__(min_val=min_val, max_val=max_val, inplace=inplace)
-
-
-class ReLU6(_Pointwise):
-    """``min(max(x, 0), 6)``."""
-
-    fn, settings = staticmethod(F.relu6), ("inplace",)
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__(inplace=inplace)
-
-
-class Hardsigmoid(_Pointwise):
-    """``relu6(x + 3) / 6``."""
-
-    fn, settings = staticmethod(F.hardsigmoid), ("inplace",)
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__(inplace=inplace)
-
-
-class Hardswish(_Pointwise):
-    """``x * relu6(x + 3) / 6``."""
-
-    fn, settings = staticmethod(F.hardswish), ("inplace",)
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__(inplace=inplace)
 
 
 class LogSigmoid(_Pointwise):

@@ -54,7 +54,10 @@ from .activation_functions import (
     threshold,
 )
 from .attention import scaled_dot_product_attention
+from .conv_transpose import conv_transpose2d
+from .interpolation import interpolate
 from .kl_div import kl_div
+from .one_dimensional import avg_pool1d, conv1d, max_pool1d
 from .similarity import cosine_similarity, normalize, pairwise_distance
 
 __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout",
@@ -64,7 +67,9 @@ __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax"
            "binary_cross_entropy_with_logits", "pad", "scaled_dot_product_attention", "silu",
            "softplus", "mish", "elu", "selu", "celu", "leaky_relu", "prelu", "hardtanh",
            "relu6", "hardsigmoid", "hardswish", "logsigmoid", "softsign", "glu", "threshold",
-           "kl_div", "cosine_similarity", "normalize", "pairwise_distance", "one_hot"]
+           "kl_div", "cosine_similarity", "normalize", "pairwise_distance", "one_hot",
+           "group_norm", "conv1d", "max_pool1d", "avg_pool1d", "conv_transpose2d",
+           "interpolate"]
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -156,3 +161,27 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
             raise RuntimeError("Class values must be smaller than num_classes.")
     classes = creation.arange(num_classes, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).long()
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise each sample of ``(N, C, *)`` over ``num_groups`` groups of channels (mean
+    and biased variance of each group), then ``* weight + bias`` per channel."""
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.ndim}")
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    x = input.reshape(n, num_groups, -1)
+    mean = x.mean(-1, keepdim=True)
+    var = x.var(-1, correction=0, keepdim=True)
+    out = ((x - mean) / (var + eps).sqrt()).reshape(*input.shape)
+    shape = (1, c) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(*shape)
+    if bias is not None:
+        out = out + bias.reshape(*shape)
+    return out

@@ -174,7 +174,59 @@ def _pair(v, name: str) -> tuple:
     return t
 
 
-class Conv2d(Module):
+class _ConvBase(Module):
+    """What the convolution layers share: argument checks, PyTorch's initialisation
+    (``kaiming_uniform_(a=sqrt(5))``, bias bound ``1/sqrt(fan_in)`` with ``fan_in`` from
+    ``weight.shape[1]`` and the kernel) and the repr."""
+
+    def _setup(self, in_channels: int, out_channels: int, kernel_size: tuple, stride: tuple,
+               padding, dilation: tuple, groups: int, bias: bool, padding_mode: str,
+               dtype) -> None:
+        """Check and store the arguments of a (non-transposed) convolution; make its
+        ``weight`` ``(out, in / groups, *kernel)`` and ``bias`` and initialise them."""
+        self._check_groups(in_channels, out_channels, groups)
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"{type(self).__name__}: padding_mode={padding_mode!r} "
+                                      "is not supported by jitgrad (only 'zeros')")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.dilation, self.groups, self.padding_mode = dilation, groups, padding_mode
+        _weight_and_bias(self, (out_channels, in_channels // groups, *kernel_size), bias,
+                         dtype)
+
+    def _check_groups(self, in_channels: int, out_channels: int, groups: int) -> None:
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.weight.shape[1] * math.prod(self.kernel_size)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self) -> str:
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if isinstance(self.padding, str) or any(self.padding):
+            s += f", padding={self.padding}"
+        if any(d != 1 for d in self.dilation):
+            s += f", dilation={self.dilation}"
+        if any(getattr(self, "output_padding", ())):
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class Conv2d(_ConvBase):
     """2-D convolution over ``(N, C, H, W)``, PyTorch's default initialisation
     (``kaiming_uniform_(a=sqrt(5))``, bias bound ``1/sqrt(fan_in)``)."""
 
@@ -182,34 +234,11 @@ class Conv2d(Module):
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
                  device=None, dtype=None) -> None:
         super().__init__()
-        if groups <= 0:
-            raise ValueError("groups must be a positive integer")
-        if in_channels % groups != 0:
-            raise ValueError("in_channels must be divisible by groups")
-        if out_channels % groups != 0:
-            raise ValueError("out_channels must be divisible by groups")
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"Conv2d: padding_mode={padding_mode!r} is not supported "
-                                      "by jitgrad (only 'zeros')")
-        self.in_channels = in_channels
-        self.out_channels = out_channels
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.stride = _pair(stride, "stride")
-        self.padding = padding if isinstance(padding, str) else _pair(padding, "padding")
-        self.dilation = _pair(dilation, "dilation")
-        self.groups = groups
-        self.padding_mode = padding_mode
-        _weight_and_bias(self, (out_channels, in_channels // groups, *self.kernel_size), bias,
-                         dtype)
+        self._setup(in_channels, out_channels, _pair(kernel_size, "kernel_size"),
+                    _pair(stride, "stride"),
+                    padding if isinstance(padding, str) else _pair(padding, "padding"),
+                    _pair(dilation, "dilation"), groups, bias, padding_mode, dtype)
         place(self, device)
-
-    def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in = self.weight.shape[1] * self.kernel_size[0] * self.kernel_size[1]
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input: Tensor) -> Tensor:
         if input.ndim not in (3, 4):
@@ -224,19 +253,6 @@ class Conv2d(Module):
                 f"got {c} channels instead")
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
                         self.dilation, self.groups)
-
-    def extra_repr(self) -> str:
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
-        if self.padding != (0, 0):
-            s += f", padding={self.padding}"
-        if self.dilation != (1, 1):
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        return s
 
 
 class MaxPool2d(Module):

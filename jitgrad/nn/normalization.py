@@ -1,5 +1,5 @@
-"""Normalisation modules: ``LayerNorm`` and ``BatchNorm1d`` (running statistics updated in
-training mode, used in eval mode)."""
+"""Normalisation modules: ``LayerNorm``, ``GroupNorm`` and ``BatchNorm1d`` / ``2d`` / ``3d``
+(running statistics updated in training mode, used in eval mode)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,37 @@ from .layers import place
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["LayerNorm", "BatchNorm1d"]
+__all__ = ["LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
 
 def _dt(dtype):
     return None if dtype is None else dtypes.to_dtype(dtype)
 
 
-class LayerNorm(Module):
+def _affine(module: Module, shape: tuple, weight: bool, bias: bool, dtype) -> None:
+    """Give ``module`` a ``weight`` of ones and a ``bias`` of zeros of ``shape`` (a None
+    parameter where not wanted, as PyTorch registers it)."""
+    if weight:
+        module.weight = Parameter(creation.ones(*shape, dtype=_dt(dtype), device="cpu"))
+    else:
+        module.register_parameter("weight", None)
+    if bias:
+        module.bias = Parameter(creation.zeros(*shape, dtype=_dt(dtype), device="cpu"))
+    else:
+        module.register_parameter("bias", None)
+
+
+class _Affine(Module):
+    """A normalisation's affine parameters, reset to ones and zeros."""
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+
+class LayerNorm(_Affine):
     """Normalise over the trailing ``normalized_shape`` dims; affine weight (ones) and bias
     (zeros) when ``elementwise_affine``."""
 
@@ -30,22 +53,8 @@ class LayerNorm(Module):
         self.normalized_shape = ns
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(creation.ones(*ns, dtype=_dt(dtype), device="cpu"))
-            if bias:
-                self.bias = Parameter(creation.zeros(*ns, dtype=_dt(dtype), device="cpu"))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, ns, elementwise_affine, elementwise_affine and bias, dtype)
         place(self, device)
-
-    def reset_parameters(self) -> None:
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -120,9 +129,12 @@ class BatchNorm1d(Module):
         if self.track_running_stats and key not in state_dict:
             state_dict[key] = self.num_batches_tracked
 
-    def forward(self, input: Tensor) -> Tensor:
+    def _check_input_dim(self, input: Tensor) -> None:
         if input.ndim not in (2, 3):
             raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.add_(1)
@@ -138,3 +150,43 @@ class BatchNorm1d(Module):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
                 f"affine={self.affine}, bias={self.bias is not None}, "
                 f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm2d(BatchNorm1d):
+    """Batch normalisation of ``(N, C, H, W)`` inputs per channel ``C`` (see
+    :class:`BatchNorm1d` for the running statistics)."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim != 4:
+            raise ValueError(f"expected 4D input (got {input.ndim}D input)")
+
+
+class BatchNorm3d(BatchNorm1d):
+    """Batch normalisation of ``(N, C, D, H, W)`` inputs per channel ``C``."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim != 5:
+            raise ValueError(f"expected 5D input (got {input.ndim}D input)")
+
+
+class GroupNorm(_Affine):
+    """Normalise each sample over groups of ``num_channels // num_groups`` channels (and all
+    their positions), then scale and shift per channel (``affine``: ones and zeros; no
+    shift without ``bias``)."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels = num_groups, num_channels
+        self.eps, self.affine = eps, affine
+        _affine(self, (num_channels,), affine, affine and bias, dtype)
+        place(self, device)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "
+                f"affine={self.affine}, bias={self.bias is not None}")

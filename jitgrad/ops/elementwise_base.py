@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ..tensor import Tensor
-from .dispatch import as_tensor_arg
+from .api import api
+from .dispatch import as_tensor_arg, unary
 from .registry import ELEMENTWISE, defop
 
-__all__ = ["ew", "is_tensor", "as_tensor", "default_float"]
+__all__ = ["ew", "is_tensor", "as_tensor", "default_float", "unary_public"]
 
 
 def ew(name, node, inputs, expr, ref, vjp=None, **kw):
@@ -30,3 +31,13 @@ def default_float():
     from ..dtypes import get_default_dtype
 
     return get_default_dtype()
+
+
+def unary_public(op, names: tuple[str, ...], doc: str):
+    """The public function of one-input element-wise op ``op``: ``jitgrad.<name>``, the
+    ``Tensor.<name>`` methods and their in-place ``<name>_`` forms, for each of ``names``."""
+    def fn(input: Tensor) -> Tensor:
+        return unary(op, input)
+    fn.__name__ = fn.__qualname__ = names[0]
+    fn.__doc__ = doc
+    return api(op, method=names, inplace=tuple(n + "_" for n in names), export=names)(fn)

@@ -12,7 +12,7 @@ from ..tensor import Tensor
 from . import samples as S
 from .api import api
 from .dispatch import unary
-from .elementwise_base import ew
+from .elementwise_base import ew, unary_public
 
 __all__ = ["round", "trunc", "fix", "floor", "ceil", "frac"]
 
@@ -61,25 +61,12 @@ def round(input: Tensor, *, decimals: int | None = None) -> Tensor:  # noqa: A00
     return unary(ROUND, input, {"decimals": None if decimals is None else int(decimals)})
 
 
-@api(TRUNC, method=("trunc", "fix"), inplace=("trunc_", "fix_"), export=("trunc", "fix"))
-def trunc(input: Tensor) -> Tensor:
-    """``input`` rounded toward zero."""
-    return unary(TRUNC, input)
-
-
+trunc = unary_public(TRUNC, ("trunc", "fix"), "``input`` rounded toward zero.")
 fix = trunc
 
 
-@api(FLOOR, method="floor", inplace="floor_", export="floor")
-def floor(input: Tensor) -> Tensor:
-    """The largest integer not above each element."""
-    return unary(FLOOR, input)
-
-
-@api(CEIL, method="ceil", inplace="ceil_", export="ceil")
-def ceil(input: Tensor) -> Tensor:
-    """The smallest integer not below each element."""
-    return unary(CEIL, input)
+floor = unary_public(FLOOR, ("floor",), "The largest integer not above each element.")
+ceil = unary_public(CEIL, ("ceil",), "The smallest integer not below each element.")
 
 
 @api(FRAC, method="frac", inplace="frac_", export="frac")

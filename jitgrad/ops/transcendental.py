@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import Tensor
 from . import samples as S
-from .api import api
-from .dispatch import unary
-from .elementwise_base import ew
+from .elementwise_base import ew, unary_public
 from .registry import FLOAT
 
 __all__ = ["log2", "log10", "exp2", "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh",
@@ -62,23 +59,15 @@ ATANH = _op("atanh", "AtanhBackward0", np.arctanh,
             S.unary_inside_1)
 
 
-def _public(op, names: tuple[str, ...], doc: str):
-    def fn(input: Tensor) -> Tensor:
-        return unary(op, input)
-    fn.__name__ = fn.__qualname__ = names[0]
-    fn.__doc__ = doc
-    return api(op, method=names, inplace=tuple(n + "_" for n in names), export=names)(fn)
-
-
-log2 = _public(LOG2, ("log2",), "Base-2 logarithm.")
-log10 = _public(LOG10, ("log10",), "Base-10 logarithm.")
-exp2 = _public(EXP2, ("exp2",), "``2 ** input``.")
-sinh = _public(SINH, ("sinh",), "Hyperbolic sine.")
-cosh = _public(COSH, ("cosh",), "Hyperbolic cosine.")
-tan = _public(TAN, ("tan",), "Tangent.")
-asin = _public(ASIN, ("asin", "arcsin"), "Inverse sine (NaN outside [-1, 1]).")
-acos = _public(ACOS, ("acos", "arccos"), "Inverse cosine (NaN outside [-1, 1]).")
-atan = _public(ATAN, ("atan", "arctan"), "Inverse tangent.")
-asinh = _public(ASINH, ("asinh", "arcsinh"), "Inverse hyperbolic sine.")
-acosh = _public(ACOSH, ("acosh", "arccosh"), "Inverse hyperbolic cosine (NaN below 1).")
-atanh = _public(ATANH, ("atanh", "arctanh"), "Inverse hyperbolic tangent.")
+log2 = unary_public(LOG2, ("log2",), "Base-2 logarithm.")
+log10 = unary_public(LOG10, ("log10",), "Base-10 logarithm.")
+exp2 = unary_public(EXP2, ("exp2",), "``2 ** input``.")
+sinh = unary_public(SINH, ("sinh",), "Hyperbolic sine.")
+cosh = unary_public(COSH, ("cosh",), "Hyperbolic cosine.")
+tan = unary_public(TAN, ("tan",), "Tangent.")
+asin = unary_public(ASIN, ("asin", "arcsin"), "Inverse sine (NaN outside [-1, 1]).")
+acos = unary_public(ACOS, ("acos", "arccos"), "Inverse cosine (NaN outside [-1, 1]).")
+atan = unary_public(ATAN, ("atan", "arctan"), "Inverse tangent.")
+asinh = unary_public(ASINH, ("asinh", "arcsinh"), "Inverse hyperbolic sine.")
+acosh = unary_public(ACOSH, ("acosh", "arccosh"), "Inverse hyperbolic cosine (NaN below 1).")
+atanh = unary_public(ATANH, ("atanh", "arctanh"), "Inverse hyperbolic tangent.")

@@ -268,3 +268,35 @@ def test_each_new_function_works_as_a_processs_first_cuda_call(first):
     out = subprocess.run([sys.executable, "-c", f"import jitgrad; print({first})"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_memory_counting_survives_garbage_collection_at_any_point():
+    # the weakref callbacks that uncount freed buffers run inside garbage collection, which
+    # may start while a new buffer is being counted, the statistics' lock held (it once
+    # deadlocked there): force a collection exactly there, with a freed device array
+    # waiting in a reference cycle; a subprocess, so a deadlock fails instead of hanging
+    import subprocess
+    import sys
+
+    code = (
+        "import gc, types, weakref, jitgrad as torch\n"
+        "from jitgrad.cuda import memory\n"
+        "x = torch.ones(8, device='cuda')\n"
+        "base = torch.cuda.memory_allocated()\n"
+        "def collecting_ref(*args):\n"
+        "    gc.collect()\n"
+        "    return weakref.ref(*args)\n"
+        "memory.weakref = types.SimpleNamespace(ref=collecting_ref)\n"
+        "for i in range(20):\n"
+        "    cycle = [torch.ones(5, device='cuda') * i]\n"
+        "    cycle.append(cycle)\n"
+        "    del cycle\n"
+        "    y = x + i\n"
+        "memory.weakref = weakref\n"
+        "del y\n"
+        "gc.collect()\n"
+        "print(torch.cuda.memory_allocated() - base)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == "0"

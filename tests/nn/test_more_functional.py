@@ -285,3 +285,250 @@ def test_compiled_step_with_new_activations_equals_eager():
     assert out.item() == ref.item()
     for p, g in zip(model.parameters(), grads):
         np.testing.assert_array_equal(p.grad.numpy(), g)
+
+
+# ------------------------------------------------------------------ normalisation layers
+NORMS = {
+    "batchnorm2d": (lambda M: M.nn.BatchNorm2d(6, dtype=M.float64), (4, 6, 3, 5)),
+    "batchnorm3d": (lambda M: M.nn.BatchNorm3d(6, momentum=None, dtype=M.float64),
+                    (2, 6, 2, 3, 2)),
+    "groupnorm": (lambda M: M.nn.GroupNorm(3, 6, dtype=M.float64), (4, 6, 3, 5)),
+    "groupnorm_one_group_plain": (lambda M: M.nn.GroupNorm(1, 6, affine=False,
+                                                           dtype=M.float64), (2, 6, 7)),
+    "groupnorm_no_bias": (lambda M: M.nn.GroupNorm(2, 6, bias=False, dtype=M.float64),
+                          (3, 6)),
+}
+
+
+def _run_norm(M, make, shape, train=True):
+    rng = np.random.default_rng(4)
+    m = make(M)
+    m.train(train)
+    with M.no_grad():
+        if m.weight is not None:
+            m.weight.copy_(M.tensor(np.linspace(0.5, 1.5, 6)))
+        if m.bias is not None:
+            m.bias.copy_(M.tensor(np.linspace(-1.0, 1.0, 6)))
+    x = M.tensor(rng.standard_normal(shape), requires_grad=True)
+    y = m(x)
+    y = m(x * 1.5) if train else y  # a second batch moves the running statistics again
+    (y * M.tensor(np.cos(np.arange(y.numel())).reshape(shape))).sum().backward()
+    return m, x, y
+
+
+@pytest.mark.parametrize("name", sorted(NORMS))
+def test_normalisation_layers_match_pytorch(name):
+    torch = pytest.importorskip("torch")
+    make, shape = NORMS[name]
+    for train in (True, False):
+        (m, x, y), (mt, xt, yt) = _run_norm(jitgrad, make, shape, train), \
+            _run_norm(torch, make, shape, train)
+        assert repr(m) == repr(mt)
+        np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-12,
+                                   atol=1e-12)
+        np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-11, atol=1e-12)
+        for name_, b in m.named_buffers():
+            np.testing.assert_allclose(b.numpy(), dict(mt.named_buffers())[name_].numpy(),
+                                       rtol=1e-13)
+        if m.weight is not None:
+            np.testing.assert_allclose(m.weight.grad.numpy(), mt.weight.grad.numpy(),
+                                       rtol=1e-11, atol=1e-12)
+
+
+def test_normalisation_errors_and_gradcheck():
+    with pytest.raises(ValueError, match=r"expected 4D input \(got 3D input\)"):
+        nn.BatchNorm2d(3)(jitgrad.ones(2, 3, 4))
+    with pytest.raises(ValueError, match=r"expected 5D input \(got 4D input\)"):
+        nn.BatchNorm3d(3)(jitgrad.ones(2, 3, 4, 4))
+    with pytest.raises(ValueError, match="num_channels must be divisible by num_groups"):
+        nn.GroupNorm(4, 6)
+    with pytest.raises(RuntimeError, match="divisible by num_groups, but got input of shape "
+                                           r"\[2, 6\] and num_groups=4"):
+        F.group_norm(jitgrad.ones(2, 6), 4)
+    x = jitgrad.tensor(np.random.default_rng(5).standard_normal((2, 4, 3)), requires_grad=True)
+    w = jitgrad.tensor(np.linspace(0.5, 2.0, 4), requires_grad=True)
+    b = jitgrad.tensor(np.linspace(-1.0, 1.0, 4), requires_grad=True)
+    assert gradcheck(lambda x, w, b: F.group_norm(x, 2, w, b), (x, w, b), eps=1e-6,
+                     atol=1e-6, rtol=1e-5)
+
+
+def test_a_cnn_with_batchnorm2d_compiles_to_eagers_results():
+    jitgrad.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.SiLU(),
+                          nn.Conv2d(4, 4, 3), nn.GroupNorm(2, 4), nn.ReLU(), nn.Flatten(),
+                          nn.Linear(4 * 4 * 4, 3))
+    x = jitgrad.randn(5, 1, 8, 8)
+    y = jitgrad.tensor([0, 1, 2, 1, 0])
+
+    def step(x, y):
+        return F.cross_entropy(model(x), y)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    ref = step(x, y)
+    ref.backward()
+    grads = [p.grad.numpy().copy() for p in model.parameters()]
+    ref_state = {k: v.clone() for k, v in model.state_dict().items()}
+    model.load_state_dict(state)
+    model.zero_grad()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = jitgrad.compile(step)(x, y)
+    out.backward()
+    assert out.item() == ref.item()
+    for p, g in zip(model.parameters(), grads):
+        np.testing.assert_array_equal(p.grad.numpy(), g)
+    for k, v in model.state_dict().items():  # running statistics updated the same way
+        np.testing.assert_array_equal(v.numpy(), ref_state[k].numpy())
+
+
+# ------------------------------------------------------------------ 1-D conv and pooling
+def _module_matches_pytorch(make, a, rng, param_rtol: float = 1e-12) -> None:
+    """``make(jitgrad)`` and ``make(torch)`` with the same random parameters: the same repr,
+    output, input gradient and parameter gradients (a weighted sum's)."""
+    torch = pytest.importorskip("torch")
+    params = None
+    outs = []
+    for M in (jitgrad, torch):
+        m = make(M)
+        if params is None:
+            params = {k: rng.standard_normal(tuple(v.shape)) for k, v in m.named_parameters()}
+        with M.no_grad():
+            for k, v in m.named_parameters():
+                v.copy_(M.tensor(params[k]))
+        x = M.tensor(a, requires_grad=True)
+        y = m(x)
+        (y * M.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)))).sum().backward()
+        outs.append((repr(m), y.detach().numpy(), x.grad.numpy(),
+                     [p.grad.numpy() for p in m.parameters()]))
+    (r, y, g, pg), (rt, yt, gt, pgt) = outs
+    assert r == rt and y.shape == yt.shape
+    np.testing.assert_allclose(y, yt, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(g, gt, rtol=1e-12, atol=1e-12)
+    for p, q in zip(pg, pgt):
+        np.testing.assert_allclose(p, q, rtol=param_rtol, atol=1e-12)
+
+
+ONE_D = {
+    "conv1d": lambda M: M.nn.Conv1d(3, 4, 5, dtype=M.float64),
+    "conv1d_strided": lambda M: M.nn.Conv1d(3, 4, 3, padding=2, bias=False, dilation=2,
+                                            stride=2, dtype=M.float64),
+    "conv1d_same_groups": lambda M: M.nn.Conv1d(3, 6, 3, padding="same", groups=3,
+                                                dtype=M.float64),
+    "maxpool1d": lambda M: M.nn.MaxPool1d(3, 2, 1),
+    "maxpool1d_ceil": lambda M: M.nn.MaxPool1d(2, ceil_mode=True),
+    "avgpool1d": lambda M: M.nn.AvgPool1d(3, 1, 1),
+    "avgpool1d_no_pad_count": lambda M: M.nn.AvgPool1d(4, 2, 2, count_include_pad=False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ONE_D))
+@pytest.mark.parametrize("batched", [True, False])
+def test_one_dimensional_layers_match_pytorch(name, batched):
+    rng = np.random.default_rng(6)
+    _module_matches_pytorch(ONE_D[name], rng.standard_normal((2, 3, 11) if batched
+                                                             else (3, 11)), rng)
+
+
+def test_max_pool1d_indices_and_errors():
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(7).standard_normal((2, 3, 9))
+    v, i = F.max_pool1d(jitgrad.tensor(a), 3, 2, 1, return_indices=True)
+    vt, it = torch.nn.functional.max_pool1d(torch.tensor(a), 3, 2, 1, return_indices=True)
+    np.testing.assert_array_equal(v.numpy(), vt.numpy())
+    np.testing.assert_array_equal(i.numpy(), it.numpy())
+    with pytest.raises(RuntimeError, match="Expected 2D .unbatched. or 3D .batched. input to "
+                                           "conv1d"):
+        F.conv1d(jitgrad.ones(1, 2, 3, 4), jitgrad.ones(1, 2, 3))
+
+
+# ----------------------------------------------------------------------- ConvTranspose2d
+TRANSPOSED = {
+    "plain": ({}, (2, 4, 5, 5)),
+    "strided_padded": ({"stride": 2, "padding": 1, "output_padding": 1}, (2, 4, 5, 6)),
+    "dilated_groups_no_bias": ({"stride": (2, 1), "dilation": 2, "groups": 2, "bias": False},
+                               (1, 4, 3, 4)),
+    "unbatched": ({"stride": 2}, (4, 3, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRANSPOSED))
+def test_conv_transpose2d_matches_pytorch(name):
+    kw, shape = TRANSPOSED[name]
+    rng = np.random.default_rng(8)
+    _module_matches_pytorch(lambda M: M.nn.ConvTranspose2d(4, 6, 3, dtype=M.float64, **kw),
+                            rng.standard_normal(shape), rng, param_rtol=1e-11)
+
+
+def test_conv_transpose2d_output_size_gradcheck_and_cuda():
+    m = nn.ConvTranspose2d(2, 3, 3, stride=2, dtype=jitgrad.float64)
+    assert m(jitgrad.ones(1, 2, 4, 4, dtype=jitgrad.float64), output_size=(10, 10)).shape == \
+        (1, 3, 10, 10)
+    with pytest.raises(ValueError, match="requested an output size of"):
+        m(jitgrad.ones(1, 2, 4, 4, dtype=jitgrad.float64), output_size=(12, 12))
+    x = jitgrad.tensor(np.random.default_rng(9).standard_normal((1, 2, 3, 3)),
+                       requires_grad=True)
+    assert gradcheck(lambda t: m(t), (x,), eps=1e-6, atol=1e-6, rtol=1e-5)
+    if jitgrad.cuda.is_available():
+        mc = nn.ConvTranspose2d(2, 3, 3, stride=2, dtype=jitgrad.float64, device="cuda")
+        mc.load_state_dict(m.state_dict())
+        np.testing.assert_allclose(mc(x.detach().cuda()).detach().cpu().numpy(),
+                                   m(x).detach().numpy(), rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------------------------------------- interpolate
+RESIZE = {
+    "nearest_1d_x2": ((1, 2, 5), {"scale_factor": 2}),
+    "linear_1d": ((1, 2, 5), {"size": 7, "mode": "linear"}),
+    "linear_1d_corners": ((1, 2, 5), {"size": 3, "mode": "linear", "align_corners": True}),
+    "nearest_2d_x2": ((2, 3, 4, 5), {"scale_factor": 2}),
+    "nearest_2d_size": ((2, 3, 4, 5), {"size": (7, 3)}),
+    "nearest_2d_fraction": ((2, 3, 4, 5), {"scale_factor": 1.3}),
+    "nearest_exact": ((2, 3, 4, 5), {"scale_factor": 1.5, "mode": "nearest-exact"}),
+    "bilinear_size": ((2, 3, 4, 5), {"size": (7, 9), "mode": "bilinear"}),
+    "bilinear_scale": ((2, 3, 4, 5), {"scale_factor": 1.7, "mode": "bilinear"}),
+    "bilinear_recomputed": ((2, 3, 4, 5), {"scale_factor": 1.7, "mode": "bilinear",
+                                           "recompute_scale_factor": True}),
+    "bilinear_corners": ((2, 3, 4, 5), {"scale_factor": (2, 3), "mode": "bilinear",
+                                        "align_corners": True}),
+    "bilinear_down": ((2, 3, 4, 5), {"scale_factor": 0.5, "mode": "bilinear"}),
+    "trilinear": ((1, 2, 3, 4, 5), {"size": (4, 6, 3), "mode": "trilinear"}),
+    "nearest_3d": ((1, 2, 3, 4, 5), {"scale_factor": 2}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RESIZE))
+def test_interpolate_matches_pytorch(name):
+    torch = pytest.importorskip("torch")
+    shape, kw = RESIZE[name]
+    a = np.random.default_rng(10).standard_normal(shape)
+    outs = []
+    for M in (jitgrad, torch):
+        x = M.tensor(a, requires_grad=True)
+        y = M.nn.functional.interpolate(x, **kw)
+        (y * M.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)))).sum().backward()
+        outs.append((y.detach().numpy(), x.grad.numpy()))
+    (y, g), (yt, gt) = outs
+    assert y.shape == yt.shape
+    np.testing.assert_allclose(y, yt, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(g, gt, rtol=1e-13, atol=1e-14)
+
+
+def test_interpolate_upsample_errors_gradcheck_cuda():
+    assert repr(nn.Upsample(scale_factor=2)) == "Upsample(scale_factor=2.0, mode='nearest')"
+    assert repr(nn.Upsample(size=(3, 4), mode="bilinear")) == \
+        "Upsample(size=(3, 4), mode='bilinear')"
+    x = jitgrad.tensor(np.random.default_rng(11).standard_normal((1, 2, 3, 4)),
+                       requires_grad=True)
+    assert gradcheck(lambda t: F.interpolate(t, size=(5, 3), mode="bilinear"), (x,),
+                     eps=1e-6, atol=1e-6, rtol=1e-5)
+    with pytest.raises(ValueError, match="align_corners option can only be set with the "
+                                         "interpolating modes"):
+        F.interpolate(x, scale_factor=2, align_corners=True)
+    with pytest.raises(ValueError, match="only one of size or scale_factor should be defined"):
+        F.interpolate(x, size=3, scale_factor=2)
+    with pytest.raises(NotImplementedError, match="mode 'bicubic' is not supported"):
+        F.interpolate(x, scale_factor=2, mode="bicubic")
+    if jitgrad.cuda.is_available():
+        y = F.interpolate(x.detach().cuda(), scale_factor=1.7, mode="bilinear")
+        assert y.device == "cuda:0"
+        np.testing.assert_allclose(y.cpu().numpy(), F.interpolate(
+            x.detach(), scale_factor=1.7, mode="bilinear").numpy(), rtol=1e-13, atol=1e-14)

