@@ -19,6 +19,8 @@ from .activation import (
     GLU,
     SELU,
     Dropout,
+    Dropout1d,
+    Dropout2d,
     Hardsigmoid,
     Hardswish,
     Hardtanh,
@@ -32,12 +34,13 @@ from .activation import (
     Sigmoid,
     SiLU,
     Softmax,
+    Softmin,
     Softplus,
     Softsign,
     Tanh,
     Threshold,
 )
-from .container import ModuleDict, ModuleList, Sequential
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv_transpose import ConvTranspose2d
 from .hooks import (
     RemovableHandle,
@@ -69,10 +72,31 @@ from .loss import (
     SmoothL1Loss,
 )
 from .module import Module
-from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LayerNorm,
+)
 from .one_dimensional import AvgPool1d, Conv1d, MaxPool1d
 from .parameter import Parameter
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .shape_layers import (
+    ConstantPad1d,
+    ConstantPad2d,
+    PixelShuffle,
+    PixelUnshuffle,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    Unflatten,
+    ZeroPad1d,
+    ZeroPad2d,
+)
 from .similarity import CosineSimilarity, PairwiseDistance
 from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
 
@@ -81,11 +105,16 @@ __all__ = [
     "Identity", "Linear", "Flatten", "Embedding", "Conv1d", "Conv2d", "ConvTranspose2d",
     "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "Upsample",
     "AdaptiveAvgPool2d",
-    "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax", "Dropout", "SiLU",
+    "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax", "Softmin", "Dropout",
+    "Dropout1d", "Dropout2d", "SiLU",
     "Softplus", "Mish", "ELU", "SELU", "CELU", "LeakyReLU", "PReLU", "Hardtanh", "ReLU6",
     "Hardsigmoid", "Hardswish", "LogSigmoid", "Softsign", "GLU", "Threshold",
-    "LayerNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "Sequential",
-    "ModuleList", "ModuleDict", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
+    "LayerNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d",
+    "InstanceNorm2d", "Unflatten", "PixelShuffle", "PixelUnshuffle", "ZeroPad1d", "ZeroPad2d",
+    "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d",
+    "ReplicationPad1d", "ReplicationPad2d", "Sequential",
+    "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "RNN", "LSTM", "GRU",
+    "RNNCell", "LSTMCell", "GRUCell",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
     "BCEWithLogitsLoss", "KLDivLoss", "CosineSimilarity", "PairwiseDistance",

@@ -7,7 +7,8 @@ from ..tensor import Tensor
 from . import functional as F
 from .module import Module
 
-__all__ = ["ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax", "Dropout", "SiLU",
+__all__ = ["ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax", "Softmin", "Dropout",
+           "Dropout1d", "Dropout2d", "SiLU",
            "Softplus", "Mish", "ELU", "SELU", "CELU", "LeakyReLU", "PReLU", "Hardtanh",
            "ReLU6", "Hardsigmoid", "Hardswish", "LogSigmoid", "Softsign", "GLU", "Threshold"]
 
@@ -79,6 +80,13 @@ class LogSoftmax(_AlongDim):
         return F.log_softmax(input, self.dim)
 
 
+class Softmin(_AlongDim):
+    """``softmax(-x)`` along ``dim``."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmin(input, self.dim)
+
+
 class Dropout(Module):
     """Zeroes elements with probability ``p`` in training mode (identity in eval mode)."""
 
@@ -94,6 +102,20 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(Dropout):
+    """Zeroes whole channels of ``(N, C, L)`` inputs with probability ``p`` in training."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(Dropout):
+    """Zeroes whole channels of ``(N, C, H, W)`` inputs with probability ``p`` in training."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout2d(input, self.p, self.training, self.inplace)
 
 
 class _Pointwise(Module):

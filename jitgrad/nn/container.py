@@ -1,4 +1,5 @@
-"""Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``."""
+"""Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``,
+``ParameterDict``."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from collections.abc import Iterable, Iterator
 
 from .module import Module, _addindent
 from .mutation import TrackedDict, bump
+from .parameter import Parameter
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict"]
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
 def _index(idx: int, n: int) -> int:
@@ -182,3 +184,131 @@ class ModuleDict(Module):
         pairs = modules.items() if hasattr(modules, "items") else modules
         for k, m in pairs:
             self[k] = m
+
+
+def _as_parameter(value):
+    """A tensor becomes a ``Parameter`` (as PyTorch's parameter containers make it)."""
+    from ..tensor import Tensor
+
+    if isinstance(value, Tensor) and not isinstance(value, Parameter):
+        return Parameter(value)
+    return value
+
+
+def _param_line(p, type_name: bool = False) -> str:
+    """PyTorch's line for a parameter in a container's repr (``ParameterDict`` names the
+    tensor type, ``ParameterList`` the dtype)."""
+    if not isinstance(p, Parameter):
+        return repr(p)
+    dev = "" if p.device.type == "cpu" else f" ({p.device})"
+    size = "x".join(str(n) for n in p.shape)
+    kind = p.type() if type_name else p.dtype
+    return f"Parameter containing: [{kind} of size {size}{dev}]"
+
+
+class ParameterList(Module):
+    """A list of parameters, registered under ``"0"``, ``"1"``... (tensors given are made
+    ``Parameter``s)."""
+
+    def __init__(self, values: Iterable | None = None) -> None:
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self.extend(values)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)([self[i] for i in range(len(self))[idx]])
+        return getattr(self, str(_index(idx, len(self))))
+
+    def __setitem__(self, idx: int, param) -> None:
+        setattr(self, str(_index(idx, len(self))), _as_parameter(param))
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator:
+        return (self[i] for i in range(len(self)))
+
+    def __iadd__(self, values: Iterable) -> ParameterList:
+        return self.extend(values)
+
+    def append(self, value) -> ParameterList:
+        """Add ``value`` at the end."""
+        i = len(self)
+        self._size += 1
+        setattr(self, str(i), _as_parameter(value))
+        return self
+
+    def extend(self, values: Iterable) -> ParameterList:
+        """Add every value of ``values`` at the end."""
+        for v in values:
+            self.append(v)
+        return self
+
+    def extra_repr(self) -> str:
+        return "\n".join(f"  ({i}): {_param_line(p)}" for i, p in enumerate(self))
+
+
+class ParameterDict(Module):
+    """A dict of parameters, registered under their keys (tensors given are made
+    ``Parameter``s)."""
+
+    def __init__(self, parameters=None) -> None:
+        super().__init__()
+        self._keys: dict = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str):
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value) -> None:
+        self._keys[key] = None
+        setattr(self, key, _as_parameter(value))
+
+    def __delitem__(self, key: str) -> None:
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._keys
+
+    def keys(self):
+        return self._keys.keys()
+
+    def items(self):
+        return ((k, self[k]) for k in self._keys)
+
+    def values(self):
+        return (self[k] for k in self._keys)
+
+    def get(self, key: str, default=None):
+        return self[key] if key in self else default
+
+    def pop(self, key: str):
+        value = self[key]
+        del self[key]
+        return value
+
+    def update(self, parameters) -> None:
+        """Add every ``(key, value)`` of a mapping or an iterable of pairs (a plain dict's in
+        sorted key order, an ``OrderedDict``'s or ``ParameterDict``'s in theirs, as
+        PyTorch)."""
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            pairs = parameters.items()
+        elif isinstance(parameters, dict):
+            pairs = sorted(parameters.items())
+        else:
+            pairs = parameters
+        for k, v in pairs:
+            self[k] = v
+
+    def extra_repr(self) -> str:
+        return "\n".join(f"  ({k}): {_param_line(p, True)}" for k, p in self.items())

@@ -69,7 +69,8 @@ __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax"
            "relu6", "hardsigmoid", "hardswish", "logsigmoid", "softsign", "glu", "threshold",
            "kl_div", "cosine_similarity", "normalize", "pairwise_distance", "one_hot",
            "group_norm", "conv1d", "max_pool1d", "avg_pool1d", "conv_transpose2d",
-           "interpolate"]
+           "interpolate", "dropout1d", "dropout2d", "instance_norm", "pixel_shuffle",
+           "pixel_unshuffle", "softmin"]
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -110,13 +111,18 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     >>> F.dropout(jitgrad.ones(4), p=0.5, training=False)
     tensor([1., 1., 1., 1.])
     """
+    return _dropout(input, p, training, inplace, input._data.shape)
+
+
+def _dropout(input: Tensor, p: float, training: bool, inplace: bool, shape: tuple) -> Tensor:
+    """``input`` times a mask of ``shape`` (broadcast: whole channels for dropout1d/2d)."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0 or input.numel() == 0:
         return input
     from ..creation import rand, zeros
 
-    shape, dt = input._data.shape, input.dtype
+    dt = input.dtype
     if p == 1.0:
         mask = zeros(*shape, dtype=dt, device=input.device)
     else:
@@ -185,3 +191,79 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     if bias is not None:
         out = out + bias.reshape(*shape)
     return out
+
+
+def _channel_dropout(name: str, input: Tensor, p: float, training: bool, inplace: bool,
+                     spatial: int) -> Tensor:
+    """Dropout of whole channels: one draw per (sample, channel) of an input with
+    ``spatial`` dims after the channel (or an unbatched one)."""
+    nd = input.ndim
+    if nd not in (spatial + 1, spatial + 2):
+        raise RuntimeError(f"{name}: Expected {spatial + 1}D or {spatial + 2}D input, but "
+                           f"received a {nd}D input. Note that {name} exists to provide "
+                           f"channel-wise dropout on inputs with {spatial} spatial dimension"
+                           f"{'s' if spatial > 1 else ''}, a channel dimension, and an "
+                           f"optional batch dimension (i.e. {spatial + 1}D or "
+                           f"{spatial + 2}D inputs).")
+    shape = tuple(input.shape[:nd - spatial]) + (1,) * spatial
+    return _dropout(input, p, training, inplace, shape)
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Zero whole channels of ``(N, C, L)`` (or ``(C, L)``) with probability ``p``."""
+    return _channel_dropout("dropout1d", input, p, training, inplace, 1)
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Zero whole channels of ``(N, C, H, W)`` (or ``(C, H, W)``) with probability ``p``."""
+    return _channel_dropout("dropout2d", input, p, training, inplace, 2)
+
+
+def instance_norm(input: Tensor, running_mean=None, running_var=None,
+                  weight: Tensor | None = None, bias: Tensor | None = None,
+                  use_input_stats: bool = True, momentum: float = 0.1,
+                  eps: float = 1e-5) -> Tensor:
+    """Normalise each channel of each sample over its positions (``group_norm`` with one
+    group per channel); running statistics are not supported."""
+    if running_mean is not None or running_var is not None or not use_input_stats:
+        raise NotImplementedError("instance_norm: running statistics are not supported by "
+                                  "jitgrad (track_running_stats=False)")
+    return group_norm(input, input.shape[1], weight, bias, eps)
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """``(*, C r^2, H, W)`` rearranged to ``(*, C, H r, W r)``."""
+    r = int(upscale_factor)
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+                           f"is not divisible by {r * r}")
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    n = len(lead)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """``(*, C, H r, W r)`` rearranged to ``(*, C r^2, H, W)`` (undoes ``pixel_shuffle``)."""
+    r = int(downscale_factor)
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by "
+                           f"downscale_factor, but input.size(-2)={h} is not divisible by {r}"
+                           if h % r else
+                           f"pixel_unshuffle expects width to be divisible by downscale_factor, "
+                           f"but input.size(-1)={w} is not divisible by {r}")
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    n = len(lead)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+            dtype=None) -> Tensor:
+    """``softmax(-input, dim)``."""
+    return softmax(-input, dim, _stacklevel + 1, dtype)

@@ -11,7 +11,8 @@ from .layers import place
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+__all__ = ["LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+           "InstanceNorm1d", "InstanceNorm2d"]
 
 
 def _dt(dtype):
@@ -190,3 +191,48 @@ class GroupNorm(_Affine):
     def extra_repr(self) -> str:
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "
                 f"affine={self.affine}, bias={self.bias is not None}")
+
+
+class _InstanceNorm(_Affine):
+    """Normalise each channel of each sample over its positions (no running statistics);
+    ``affine``: a weight (ones) and bias (zeros) per channel."""
+
+    spatial = 1
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, bias: bool = True,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        if track_running_stats:
+            raise NotImplementedError(f"{type(self).__name__}: track_running_stats=True is not "
+                                      "supported by jitgrad")
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        _affine(self, (num_features,), affine, affine and bias, dtype)
+        place(self, device)
+
+    def forward(self, input: Tensor) -> Tensor:
+        nd = self.spatial + 2
+        if input.ndim not in (nd - 1, nd):
+            raise ValueError(f"expected {nd - 1}D or {nd}D input (got {input.ndim}D input)")
+        unbatched = input.ndim == nd - 1
+        x = input.unsqueeze(0) if unbatched else input
+        out = F.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+        return out.squeeze(0) if unbatched else out
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation of ``(N, C, L)`` (or ``(C, L)``) inputs."""
+
+    spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation of ``(N, C, H, W)`` (or ``(C, H, W)``) inputs."""
+
+    spatial = 2

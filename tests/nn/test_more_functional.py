@@ -532,3 +532,80 @@ def test_interpolate_upsample_errors_gradcheck_cuda():
         assert y.device == "cuda:0"
         np.testing.assert_allclose(y.cpu().numpy(), F.interpolate(
             x.detach(), scale_factor=1.7, mode="bilinear").numpy(), rtol=1e-13, atol=1e-14)
+
+
+# ---------------------------------------------- shape layers, instance norm, containers
+SHAPE_LAYERS = {
+    "unflatten": (lambda M: M.nn.Unflatten(1, (2, 3)), (4, 6)),
+    "pixel_shuffle": (lambda M: M.nn.PixelShuffle(2), (2, 8, 3, 4)),
+    "pixel_unshuffle": (lambda M: M.nn.PixelUnshuffle(2), (2, 2, 4, 6)),
+    "zero_pad": (lambda M: M.nn.ZeroPad2d((1, 0, 2, 3)), (1, 2, 3, 4)),
+    "constant_pad": (lambda M: M.nn.ConstantPad2d((1, 2, 0, 1), -1.0), (1, 2, 3, 4)),
+    "constant_pad_1d": (lambda M: M.nn.ConstantPad1d(2, 3.5), (1, 2, 4)),
+    "reflection_pad": (lambda M: M.nn.ReflectionPad2d(1), (1, 2, 3, 4)),
+    "reflection_pad_1d": (lambda M: M.nn.ReflectionPad1d((2, 1)), (1, 2, 4)),
+    "replication_pad": (lambda M: M.nn.ReplicationPad2d((1, 2, 2, 1)), (1, 2, 3, 4)),
+    "instance_norm": (lambda M: M.nn.InstanceNorm2d(3, dtype=M.float64), (2, 3, 4, 5)),
+    "instance_norm_affine_1d": (lambda M: M.nn.InstanceNorm1d(3, affine=True,
+                                                              dtype=M.float64), (2, 3, 6)),
+    "instance_norm_unbatched": (lambda M: M.nn.InstanceNorm2d(3, affine=True,
+                                                              dtype=M.float64), (3, 4, 5)),
+    "softmin": (lambda M: M.nn.Softmin(1), (2, 5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPE_LAYERS))
+def test_shape_layers_and_instance_norm_match_pytorch(name):
+    make, shape = SHAPE_LAYERS[name]
+    rng = np.random.default_rng(12)
+    _module_matches_pytorch(make, rng.standard_normal(shape), rng)
+
+
+def test_channel_dropout():
+    jitgrad.manual_seed(0)
+    x = jitgrad.ones(8, 16, 3, 3)
+    y = F.dropout2d(x, 0.5)
+    per_channel = y.reshape(8, 16, 9)
+    assert (per_channel.amax(-1) == per_channel.amin(-1)).all()  # whole channels
+    kept = (per_channel[..., 0] != 0).float().mean().item()
+    assert 0.35 < kept < 0.65 and set(y.unique().tolist()) <= {0.0, 2.0}
+    assert F.dropout2d(x, 0.5, training=False) is x
+    m = nn.Dropout1d(0.25)
+    assert repr(m) == "Dropout1d(p=0.25, inplace=False)"
+    z = m(jitgrad.ones(4, 5, 7))
+    assert (z.amax(-1) == z.amin(-1)).all()
+    m.eval()
+    assert m(jitgrad.ones(4, 5, 7)).sum().item() == 140.0
+    with pytest.raises(RuntimeError, match="dropout2d: Expected 3D or 4D input, but received "
+                                           "a 2D input"):
+        F.dropout2d(jitgrad.ones(3, 4))
+
+
+def test_pixel_unshuffle_undoes_pixel_shuffle():
+    x = jitgrad.randn(2, 12, 3, 5)
+    assert F.pixel_unshuffle(F.pixel_shuffle(x, 2), 2).tolist() == x.tolist()
+    with pytest.raises(RuntimeError, match="divisible by the square of upscale_factor"):
+        F.pixel_shuffle(jitgrad.ones(1, 6, 2, 2), 2)
+
+
+def test_parameter_containers_register_and_print_like_pytorch():
+    torch = pytest.importorskip("torch")
+
+    def net(M):
+        m = M.nn.Module()
+        m.ps = M.nn.ParameterList([M.ones(2, 3), M.zeros(3)])
+        m.pd = M.nn.ParameterDict({"w": M.ones(3), "b": M.zeros(1)})
+        return m
+
+    ours, theirs = net(jitgrad), net(torch)
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert all(isinstance(p, nn.Parameter) for p in ours.ps)
+    assert repr(ours.ps).replace("jitgrad", "torch") == repr(theirs.ps)
+    assert repr(ours.pd).replace("jitgrad", "torch") == repr(theirs.pd)
+    ours.ps.append(jitgrad.ones(1))
+    ours.pd["c"] = jitgrad.ones(2)
+    assert len(ours.ps) == 3 and ours.ps[-1].shape == (1,) and "c" in ours.pd
+    assert [k for k, _ in ours.pd.items()] == ["b", "w", "c"]  # a plain dict: sorted
+    del ours.pd["w"]
+    assert "w" not in ours.pd and len(list(ours.parameters())) == 5
