@@ -98,7 +98,14 @@ from .shape_layers import (
     ZeroPad2d,
 )
 from .similarity import CosineSimilarity, PairwiseDistance
-from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
+from .transformer import (
+    MultiheadAttention,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "functional", "init", "parallel", "utils", "Module", "Parameter", "RemovableHandle",
@@ -116,6 +123,7 @@ __all__ = [
     "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "RNN", "LSTM", "GRU",
     "RNNCell", "LSTMCell", "GRUCell",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+    "TransformerDecoderLayer", "TransformerDecoder", "Transformer",
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
     "BCEWithLogitsLoss", "KLDivLoss", "CosineSimilarity", "PairwiseDistance",
     "register_module_forward_pre_hook", "register_module_forward_hook",

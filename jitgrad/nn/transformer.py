@@ -1,7 +1,7 @@
-"""``MultiheadAttention``, ``TransformerEncoderLayer`` and ``TransformerEncoder`` with
-PyTorch's parameters (``in_proj_weight``, ``out_proj``, ``linear1``/``linear2``,
-``norm1``/``norm2``), initialisation and results, written with jitgrad ops (so they
-differentiate, compile and run on every device).
+"""``MultiheadAttention``, the Transformer encoder and decoder layers and stacks, and
+``Transformer``, with PyTorch's parameters (``in_proj_weight``, ``out_proj``,
+``linear1``/``linear2``, ``norm1``/``norm2``/``norm3``), initialisation and results, written
+with jitgrad ops (so they differentiate, compile and run on every device).
 
 Attention follows ``F.multi_head_attention_forward``'s explicit path: ``q`` scaled by
 ``1/sqrt(head_dim)``, scores ``q k^T`` plus the float mask (a boolean ``attn_mask`` or
@@ -25,7 +25,8 @@ from .module import Module
 from .normalization import LayerNorm
 from .parameter import Parameter
 
-__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"]
+__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+           "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
 
 
 def _float_mask(mask: Tensor | None, dtype) -> Tensor | None:
@@ -166,7 +167,47 @@ def _activation(activation):
     raise RuntimeError(f"activation should be relu/gelu, not {activation}")
 
 
-class TransformerEncoderLayer(Module):
+class _TransformerLayer(Module):
+    """What the encoder and decoder layers share: their submodules, made in PyTorch's order
+    (so parameter names and ``state_dict`` order match), self-attention and feed-forward
+    blocks."""
+
+    def _build(self, cross: bool, d_model: int, nhead: int, dim_feedforward: int,
+               dropout: float, activation, layer_norm_eps: float, batch_first: bool,
+               norm_first: bool, bias: bool, device, dtype) -> None:
+        from .activation import Dropout
+
+        kw = {"device": device, "dtype": dtype}
+
+        def attention() -> MultiheadAttention:
+            return MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                      batch_first=batch_first, **kw)
+        self.self_attn = attention()
+        if cross:
+            self.multihead_attn = attention()
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        blocks = 3 if cross else 2
+        for i in range(1, blocks + 1):
+            setattr(self, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        for i in range(1, blocks + 1):
+            setattr(self, f"dropout{i}", Dropout(dropout))
+        self._last_dropout = f"dropout{blocks}"
+        self.activation = _activation(activation)
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal) -> Tensor:
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           need_weights=False, is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x) -> Tensor:
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return getattr(self, self._last_dropout)(x)
+
+
+class TransformerEncoderLayer(_TransformerLayer):
     """Self-attention and a feed-forward block, each added back to its input and layer-
     normalised (``norm_first``: normalised before), with PyTorch's submodules."""
 
@@ -174,21 +215,9 @@ class TransformerEncoderLayer(Module):
                  dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
                  device=None, dtype=None) -> None:
-        from .activation import Dropout
-
         super().__init__()
-        kw = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                            batch_first=batch_first, **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.activation = _activation(activation)
+        self._build(False, d_model, nhead, dim_feedforward, dropout, activation,
+                    layer_norm_eps, batch_first, norm_first, bias, device, dtype)
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
@@ -198,14 +227,6 @@ class TransformerEncoderLayer(Module):
             return x + self._ff_block(self.norm2(x))
         x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
         return self.norm2(x + self._ff_block(x))
-
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal) -> Tensor:
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           need_weights=False, is_causal=is_causal)[0]
-        return self.dropout1(x)
-
-    def _ff_block(self, x) -> Tensor:
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
 class TransformerEncoder(Module):
@@ -227,3 +248,124 @@ class TransformerEncoder(Module):
             x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
                       is_causal=bool(is_causal))
         return self.norm(x) if self.norm is not None else x
+
+
+class TransformerDecoderLayer(_TransformerLayer):
+    """Self-attention over the target, attention to the encoder's ``memory``, and a
+    feed-forward block, each added back to its input and layer-normalised (``norm_first``:
+    normalised before)."""
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
+                 batch_first: bool = False, norm_first: bool = False, bias: bool = True,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        self._build(True, d_model, nhead, dim_feedforward, dropout, activation,
+                    layer_norm_eps, batch_first, norm_first, bias, device, dtype)
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
+                memory_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None, tgt_is_causal: bool = False,
+                memory_is_causal: bool = False) -> Tensor:
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask,
+                                   tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask,
+                                    memory_key_padding_mask, memory_is_causal)
+            return x + self._ff_block(self.norm3(x))
+        x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+        x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask,
+                                           memory_is_causal))
+        return self.norm3(x + self._ff_block(x))
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal) -> Tensor:
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask,
+                                key_padding_mask=key_padding_mask, need_weights=False,
+                                is_causal=is_causal)[0]
+        return self.dropout2(x)
+
+
+class TransformerDecoder(Module):
+    """``num_layers`` copies of ``decoder_layer`` applied in turn, then ``norm`` if given."""
+
+    def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int,
+                 norm: Module | None = None) -> None:
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
+                memory_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None,
+                tgt_is_causal: bool | None = None, memory_is_causal: bool = False) -> Tensor:
+        x = tgt
+        for layer in self.layers:
+            x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                      tgt_key_padding_mask=tgt_key_padding_mask,
+                      memory_key_padding_mask=memory_key_padding_mask,
+                      tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal)
+        return self.norm(x) if self.norm is not None else x
+
+
+class Transformer(Module):
+    """The encoder-decoder Transformer: ``num_encoder_layers`` encoder layers and
+    ``num_decoder_layers`` decoder layers, each stack followed by a ``LayerNorm``; every
+    matrix initialised ``xavier_uniform_``, as PyTorch's."""
+
+    def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
+                 num_decoder_layers: int = 6, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation="relu", custom_encoder=None,
+                 custom_decoder=None, layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout,
+                                            activation, layer_norm_eps, batch_first,
+                                            norm_first, bias, **kw)
+            self.encoder = TransformerEncoder(layer, num_encoder_layers, LayerNorm(
+                d_model, eps=layer_norm_eps, bias=bias, **kw))
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout,
+                                            activation, layer_norm_eps, batch_first,
+                                            norm_first, bias, **kw)
+            self.decoder = TransformerDecoder(layer, num_decoder_layers, LayerNorm(
+                d_model, eps=layer_norm_eps, bias=bias, **kw))
+        self._reset_parameters()
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+
+    def _reset_parameters(self) -> None:
+        for p in self.parameters():
+            if p.dim() > 1:
+                init.xavier_uniform_(p)
+
+    def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None,
+                tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
+                src_key_padding_mask: Tensor | None = None,
+                tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None,
+                src_is_causal: bool | None = None, tgt_is_causal: bool | None = None,
+                memory_is_causal: bool = False) -> Tensor:
+        batched = src.ndim == 3
+        b = 0 if self.batch_first else 1
+        if batched and src.shape[b] != tgt.shape[b]:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
+                              is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask,
+                            tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz: int, device=None, dtype=None) -> Tensor:
+        """The causal mask of ``sz`` positions: 0 on and below the diagonal, -inf above."""
+        return creation.full((sz, sz), float("-inf"), dtype=dtype, device=device).triu(1)

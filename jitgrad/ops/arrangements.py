@@ -12,11 +12,12 @@ from ..tensor import Size, Tensor
 from .api import api
 from .concat import CAT, cat
 from .dispatch import as_tensor_arg
+from .indexing import GETITEM
 from .views import EXPAND, RESHAPE
 
 __all__ = ["repeat", "tile", "broadcast_to", "broadcast_tensors", "broadcast_shapes",
            "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack",
-           "dstack", "column_stack", "ravel"]
+           "dstack", "column_stack", "ravel", "diff", "tensor_split", "hsplit", "vsplit"]
 
 
 @api(RESHAPE, EXPAND, method="repeat")
@@ -170,3 +171,78 @@ def column_stack(tensors) -> Tensor:
 def ravel(input: Tensor) -> Tensor:
     """The elements as a 1-D tensor (a view when possible)."""
     return input.reshape(-1)
+
+
+@api(GETITEM, CAT, method="diff", export="diff")
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
+         append: Tensor | None = None) -> Tensor:
+    """The ``n``-th forward difference along ``dim`` (``prepend`` / ``append`` joined
+    first); bool tensors give ``!=`` of neighbours, as PyTorch's."""
+    input = as_tensor_arg(input)
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    d = dim % input.ndim
+    parts = [t for t in (prepend, input, append) if t is not None]
+    x = cat(parts, d) if len(parts) > 1 else input
+    for _ in range(n):
+        length = x.shape[d]
+        if length == 0:
+            break
+        hi, lo = x.narrow(d, 1, length - 1), x.narrow(d, 0, length - 1)
+        x = hi != lo if x.dtype.name == "bool" else hi - lo
+    return x
+
+
+def _split_points(n: int, sections) -> list[int]:
+    """Cut points of ``tensor_split``: ``sections`` parts (the first ``n % sections`` one
+    longer), or the given indices."""
+    if isinstance(sections, int):
+        if sections <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+        size, extra = divmod(n, sections)
+        points, start = [], 0
+        for i in range(sections - 1):
+            start += size + (1 if i < extra else 0)
+            points.append(start)
+        return points
+    return [int(i) for i in sections]
+
+
+@api(GETITEM, method="tensor_split", export="tensor_split")
+def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
+    """``input`` cut along ``dim`` into ``sections`` nearly equal parts, or at the given
+    indices (views)."""
+    input = as_tensor_arg(input)
+    d = dim % max(input.ndim, 1)
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    n = input.shape[d]
+    bounds = [0] + _split_points(n, indices_or_sections) + [n]
+    out = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        lo, hi = min(max(lo, 0), n), min(max(hi, 0), n)
+        out.append(input.narrow(d, lo, max(hi - lo, 0)))
+    return tuple(out)
+
+
+def _even_split(name: str, input: Tensor, sections, dim: int) -> tuple:
+    if isinstance(sections, int) and input.shape[dim] % sections:
+        raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the "
+                           f"size of the dimension {input.shape[dim]} is not divisible by the "
+                           f"split_size {sections}!")
+    return tensor_split(input, sections, dim)
+
+
+@api(GETITEM, method="hsplit", export="hsplit")
+def hsplit(input: Tensor, sections) -> tuple:
+    """Split horizontally: along dim 1 (dim 0 for a vector)."""
+    return _even_split("hsplit", input, sections, 1 if input.ndim > 1 else 0)
+
+
+@api(GETITEM, method="vsplit", export="vsplit")
+def vsplit(input: Tensor, sections) -> tuple:
+    """Split vertically: along dim 0 (at least 2 dims)."""
+    if input.ndim < 2:
+        raise RuntimeError(f"torch.vsplit requires a tensor with at least 2 dimension, but got "
+                           f"a tensor with {input.ndim} dimensions!")
+    return _even_split("vsplit", input, sections, 0)

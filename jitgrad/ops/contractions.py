@@ -1,5 +1,6 @@
-"""Contractions written with matrix products: ``einsum`` and the scaled-sum products
-``addmv`` and ``baddbmm`` (``addmm`` is an op of its own: ``nnops/linear.py``). Each is a
+"""Contractions written with matrix products: ``einsum``, ``tensordot``, ``inner``, ``kron``,
+``cdist`` and the scaled-sum products ``addmv`` and ``baddbmm`` (``addmm`` is an op of its
+own: ``nnops/linear.py``). Each is a
 composite of jitgrad ops (permute, reshape, expand, sums, ``matmul``), so it is
 differentiable, traceable by ``jitgrad.compile`` and runs on every device the ops do; its
 gradient nodes are those ops' (PyTorch's einsum composes the same way).
@@ -23,10 +24,12 @@ from .api import api
 from .arithmetic import ADD, MUL
 from .dispatch import as_tensor_arg
 from .linalg import MATMUL, bmm, matmul
+from .norms import VECTOR_NORM
+from .norms import vector_norm as linalg_vector_norm
 from .sums import SUM
 from .views import EXPAND, PERMUTE, RESHAPE
 
-__all__ = ["einsum", "addmv", "baddbmm"]
+__all__ = ["einsum", "addmv", "baddbmm", "tensordot", "inner", "kron", "cdist"]
 
 _LETTERS = set(string.ascii_letters)
 
@@ -227,3 +230,74 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -
     """``beta * input + alpha * bmm(batch1, batch2)`` for 3-D ``batch1``, ``batch2``."""
     return _scaled_sum(as_tensor_arg(input), bmm(as_tensor_arg(batch1, "batch1"),
                                                  as_tensor_arg(batch2, "batch2")), beta, alpha)
+
+
+@api(PERMUTE, RESHAPE, MATMUL, export="tensordot")
+def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
+    """The sum of products over ``dims``: the last ``dims`` dims of ``a`` with the first of
+    ``b`` (a number), or the listed dims (``([1, 2], [0, 1])``)."""
+    a, b = as_tensor_arg(a, "a"), as_tensor_arg(b, "b")
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        da, db = list(range(-dims, 0)), list(range(dims))  # PyTorch's (negative) numbering
+    else:
+        da, db = ([dims[0]] if isinstance(dims[0], int) else list(dims[0]),
+                  [dims[1]] if isinstance(dims[1], int) else list(dims[1]))
+    if len(da) != len(db):
+        raise RuntimeError("both dimension lists should have same length")
+    for i, j in zip(da, db):
+        if a.shape[i] != b.shape[j]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                               f"{a.shape[i]} in dim {i} and second has size {b.shape[j]} in "
+                               f"dim {j}")
+    da, db = [d % a.ndim for d in da], [d % b.ndim for d in db]
+    free_a = [d for d in range(a.ndim) if d not in da]
+    free_b = [d for d in range(b.ndim) if d not in db]
+    k = int(np.prod([a.shape[d] for d in da], dtype=np.int64))
+    left = a.permute(*free_a, *da).reshape(-1, k)
+    right = b.permute(*db, *free_b).reshape(k, -1)
+    res = matmul(left, right).reshape(*[a.shape[d] for d in free_a],
+                                      *[b.shape[d] for d in free_b])
+    return res if out is None else out.copy_(res)
+
+
+@api(MUL, MATMUL, method="inner", export="inner")
+def inner(input: Tensor, other: Tensor) -> Tensor:
+    """The sum of products over the last dims of ``input`` and ``other`` (a product when
+    either is 0-d)."""
+    input, other = as_tensor_arg(input), as_tensor_arg(other, "other")
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    return tensordot(input, other, ([-1], [-1]))
+
+
+@api(MUL, RESHAPE, method="kron", export="kron")
+def kron(input: Tensor, other: Tensor) -> Tensor:
+    """The Kronecker product: block ``(i, j)`` of the result is ``input[i, j] * other``
+    (any number of dims; the fewer-dim operand gets leading ones)."""
+    input, other = as_tensor_arg(input), as_tensor_arg(other, "other")
+    nd = max(input.ndim, other.ndim)
+    sa = (1,) * (nd - input.ndim) + tuple(input.shape)
+    sb = (1,) * (nd - other.ndim) + tuple(other.shape)
+    a = input.reshape(*[n for s in sa for n in (s, 1)])
+    b = other.reshape(*[n for s in sb for n in (1, s)])
+    return (a * b).reshape(*[x * y for x, y in zip(sa, sb)])
+
+
+@api(VECTOR_NORM, export="cdist")
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
+          compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
+    """The ``p``-norm distance between each row of ``x1`` (``(*, P, M)``) and each row of
+    ``x2`` (``(*, R, M)``): ``(*, P, R)``, computed directly (no Gram-matrix shortcut; the
+    norm's gradient at a zero distance is 0, as PyTorch's)."""
+    x1, x2 = as_tensor_arg(x1, "x1"), as_tensor_arg(x2, "x2")
+    if x1.ndim < 2 or x2.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
+                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    return linalg_vector_norm(diff, p, -1)

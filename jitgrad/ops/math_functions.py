@@ -146,7 +146,7 @@ def abs(input: Tensor) -> Tensor:  # noqa: A001 - PyTorch's name
     return unary(ABS, input)
 
 
-@api(SIGN, method="sign", export="sign")
+@api(SIGN, method=("sign", "sgn"), export=("sign", "sgn"))
 def sign(input: Tensor) -> Tensor:
     """-1, 0 or 1."""
     return unary(SIGN, input)

@@ -10,15 +10,30 @@ from ..tensor import Tensor
 from .api import api
 from .dispatch import as_tensor_arg
 from .elementwise import exp, log1p
-from .extrema import _return_type
+from .extrema import AMAX, AMIN, _return_type
 from .selection import CLAMP, MAXIMUM, NE, WHERE, clamp, maximum, where
 from .sorting import GATHER, SORT_INDICES, kthvalue
 from .sums import SUM
 
 __all__ = ["nansum", "nanmean", "median", "logaddexp", "clamp_min", "clamp_max",
-           "return_median"]
+           "aminmax", "return_median", "return_aminmax"]
 
 return_median = _return_type("median")
+
+
+class return_aminmax(tuple):  # noqa: N801 - PyTorch's torch.return_types.aminmax
+    """``(min, max)`` of :func:`aminmax`."""
+
+    __slots__ = ()
+
+    def __new__(cls, min, max):  # noqa: A002 - PyTorch's field names
+        return super().__new__(cls, (min, max))
+
+    min = property(lambda self: self[0])  # noqa: A003
+    max = property(lambda self: self[1])  # noqa: A003
+
+    def __repr__(self) -> str:
+        return f"jitgrad.return_types.aminmax(min={self[0]!r}, max={self[1]!r})"
 
 
 def _not_nan(input: Tensor) -> Tensor:
@@ -136,3 +151,15 @@ def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002 - PyTorch's name
 def clamp_max(input: Tensor, max) -> Tensor:  # noqa: A002 - PyTorch's name
     """``clamp(input, max=max)``."""
     return clamp(input, max=max)
+
+
+@api(AMIN, AMAX, method="aminmax", export="aminmax")
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False):
+    """``(amin, amax)`` of every element, or along ``dim``."""
+    input = as_tensor_arg(input)
+    if dim is None:
+        if keepdim:
+            dims = tuple(range(input.ndim))
+            return return_aminmax(input.amin(dims, keepdim=True), input.amax(dims, keepdim=True))
+        return return_aminmax(input.amin(), input.amax())
+    return return_aminmax(input.amin(dim, keepdim=keepdim), input.amax(dim, keepdim=keepdim))

@@ -13,9 +13,10 @@ from ..tensor import Tensor
 from .api import api
 from .dispatch import as_tensor_arg
 from .indexing import GETITEM, getitem
+from .sorting import GATHER
 from .views import EXPAND
 
-__all__ = ["index_select", "masked_select", "repeat_interleave"]
+__all__ = ["index_select", "masked_select", "repeat_interleave", "take_along_dim"]
 
 
 def _index_vector(index, fn: str) -> Tensor:
@@ -121,3 +122,30 @@ def _counts(t: Tensor) -> np.ndarray:
     if c.size and c.min() < 0:
         raise RuntimeError("Repeats must be non-negative")
     return c
+
+
+@api(GATHER, EXPAND, method="take_along_dim", export="take_along_dim")
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    """``gather`` with broadcasting: the values of ``input`` at ``indices`` along ``dim``
+    (the two broadcast in every other dim); without ``dim``, of the flattened tensors."""
+    input, indices = as_tensor_arg(input, "input"), as_tensor_arg(indices, "indices")
+    if indices._data.dtype.kind not in "iu":
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be int64 but got "
+                           f"{indices.dtype.name}")
+    if dim is None:
+        return input.reshape(-1).gather(0, indices.reshape(-1))
+    if input.ndim != indices.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
+                           f"number of dimensions, but got {input.ndim} dimensions for input, "
+                           f"and {indices.ndim} dimensions for indices")
+    d = wrap_dim(dim, input.ndim)
+    a_shape, i_shape = list(input.shape), list(indices.shape)
+    a_shape[d] = i_shape[d] = 1
+    common = list(np.broadcast_shapes(tuple(a_shape), tuple(i_shape)))
+    want_a, want_i = list(common), list(common)
+    want_a[d], want_i[d] = input.shape[d], indices.shape[d]
+    if list(input.shape) != want_a:
+        input = input.expand(*want_a)
+    if list(indices.shape) != want_i:
+        indices = indices.expand(*want_i)
+    return input.gather(d, indices)

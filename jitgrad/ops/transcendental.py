@@ -1,27 +1,34 @@
 """Element-wise functions NumPy's (or CuPy's) ufuncs compute, with no generated kernel of
-jitgrad's own: ``log2``, ``log10``, ``exp2`` and the hyperbolic and inverse trigonometric
-functions (``sinh cosh tan asin acos atan asinh acosh atanh``). Their gradients are
-PyTorch's formulas (derivatives.yaml), written with ops."""
+jitgrad's own: ``log2``, ``log10``, ``exp2``, ``hypot`` and the hyperbolic and inverse
+trigonometric functions (``sinh cosh tan asin acos atan asinh acosh atanh``). Their gradients
+are PyTorch's formulas (derivatives.yaml), written with ops. Also ``logit`` and ``xlogy``,
+composites of those ops."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..tensor import Tensor
 from . import samples as S
+from .api import api
+from .arithmetic import MUL
+from .dispatch import binary
 from .elementwise_base import ew, unary_public
+from .math_functions import LOG
 from .registry import FLOAT
+from .selection import CLAMP, WHERE, where
 
 __all__ = ["log2", "log10", "exp2", "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh",
-           "acosh", "atanh"]
+           "acosh", "atanh", "hypot", "logit", "xlogy"]
 
 _LN2 = 0.6931471805599453
 _LN10 = 2.302585092994046
 
 
 def _ufunc(fn):
-    def ref(a):
+    def ref(*arrays):
         with np.errstate(all="ignore"):
-            return fn(a)
+            return fn(*arrays)
     return ref
 
 
@@ -71,3 +78,42 @@ atan = unary_public(ATAN, ("atan", "arctan"), "Inverse tangent.")
 asinh = unary_public(ASINH, ("asinh", "arcsinh"), "Inverse hyperbolic sine.")
 acosh = unary_public(ACOSH, ("acosh", "arccosh"), "Inverse hyperbolic cosine (NaN below 1).")
 atanh = unary_public(ATANH, ("atanh", "arctanh"), "Inverse hyperbolic tangent.")
+
+
+
+def _hypot_vjp(g, ins, out, p, n):
+    a, b = ins
+    return (g * a / out if n[0] else None, g * b / out if n[1] else None)
+
+
+HYPOT = ew("hypot", "HypotBackward0", ("a", "b"), None, _ufunc(np.hypot), _hypot_vjp,
+           save=(0, 1), save_out=True, dtype_rule=FLOAT, samples=S.binary_tensors)
+
+
+@api(HYPOT, method="hypot", inplace="hypot_", export="hypot")
+def hypot(input: Tensor, other: Tensor) -> Tensor:
+    """``sqrt(input**2 + other**2)`` element-wise, without overflow (C's ``hypot``)."""
+    return binary(HYPOT, input, other)
+
+
+@api(LOG, CLAMP, method="logit", inplace="logit_", export="logit")
+def logit(input: Tensor, eps: float | None = None) -> Tensor:
+    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given
+    (the gradient is then 0 outside, as PyTorch's)."""
+    z = input if eps is None else input.clamp(eps, 1.0 - eps)
+    return (z / (1.0 - z)).log()
+
+
+@api(LOG, MUL, WHERE, method="xlogy", inplace="xlogy_", export="xlogy")
+def xlogy(input, other) -> Tensor:
+    """``input * log(other)``, and 0 where ``input`` is 0 (unless ``other`` is NaN). The
+    gradient of ``other`` where both are 0 is 0 (PyTorch's is NaN there)."""
+    from .dispatch import as_tensor_arg
+
+    x = input if isinstance(input, Tensor) else as_tensor_arg(input)
+    y = other if isinstance(other, Tensor) else as_tensor_arg(other)
+    if not y.dtype.is_floating_point:
+        y = y.to(x.dtype if x.dtype.is_floating_point else None)
+    keep = (x != 0) | (y != y)
+    safe = where(keep, y, 1.0)  # log(1) = 0: no -inf * 0 in the gradient where dropped
+    return where(keep, x * safe.log(), 0.0)

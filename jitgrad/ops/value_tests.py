@@ -1,10 +1,12 @@
 """Tests and repairs of values, written with jitgrad's element-wise ops (so they trace,
-compile and run on every device): ``isclose``, ``count_nonzero``, ``nan_to_num``."""
+compile and run on every device): ``isclose``, ``count_nonzero``, ``nan_to_num``, ``isin``,
+``isneginf``, ``isposinf``, ``signbit``."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes
 from ..tensor import Tensor
 from .api import api
 from .arithmetic import MUL, SUB
@@ -13,7 +15,8 @@ from .math_functions import ABS
 from .selection import EQ, LE, LOGICAL_AND, LOGICAL_OR, NE, WHERE, where
 from .sums import SUM
 
-__all__ = ["isclose", "count_nonzero", "nan_to_num"]
+__all__ = ["isclose", "count_nonzero", "nan_to_num", "isin", "isneginf", "isposinf",
+           "signbit"]
 
 
 def _finite(t: Tensor) -> Tensor:
@@ -72,3 +75,47 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
     return where(input == float("-inf"), lo, out)
 
 
+
+
+@api(EQ, method="isin", export="isin")
+def isin(elements, test_elements, *, assume_unique: bool = False,
+         invert: bool = False) -> Tensor:
+    """Whether each element of ``elements`` is among ``test_elements`` (a tensor or a
+    number); ``invert``: whether it is not."""
+    elements = as_tensor_arg(elements, "elements")
+    tests = test_elements if isinstance(test_elements, Tensor) else None
+    if tests is None:
+        hit = elements == test_elements
+    else:
+        flat = tests.reshape(-1)
+        if flat.numel():
+            hit = (elements.unsqueeze(-1) == flat).any(-1)
+        else:
+            from ..creation import zeros
+
+            hit = zeros(tuple(elements.shape), dtype=dtypes.bool_, device=elements.device)
+    return hit.logical_not() if invert else hit
+
+
+@api(EQ, method="isneginf", export="isneginf")
+def isneginf(input: Tensor) -> Tensor:
+    """Whether each element is -inf."""
+    input = as_tensor_arg(input)
+    return input == float("-inf") if input.dtype.is_floating_point else input != input
+
+
+@api(EQ, method="isposinf", export="isposinf")
+def isposinf(input: Tensor) -> Tensor:
+    """Whether each element is +inf."""
+    input = as_tensor_arg(input)
+    return input == float("inf") if input.dtype.is_floating_point else input != input
+
+
+@api(EQ, method="signbit", export="signbit")
+def signbit(input: Tensor) -> Tensor:
+    """Whether each element's sign bit is set (-0.0 and negative NaNs too)."""
+    from ..devices import array_namespace
+    from ..tensor import wrap
+
+    input = as_tensor_arg(input)
+    return wrap(array_namespace(input._data).signbit(input._data))

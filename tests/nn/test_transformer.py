@@ -154,3 +154,56 @@ def test_cuda_gives_the_cpus_results():
                                atol=1e-13)
     np.testing.assert_allclose(wc.detach().cpu().numpy(), w.detach().numpy(), rtol=1e-12,
                                atol=1e-13)
+
+
+@pytest.mark.parametrize("kw", [{}, {"norm_first": True, "batch_first": True,
+                                     "activation": "gelu"}])
+def test_transformer_matches_pytorch(kw):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    args = dict(d_model=E, nhead=H, num_encoder_layers=2, num_decoder_layers=2,
+                dim_feedforward=16, dropout=0.0, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mt = torch.nn.Transformer(dtype=torch.float64, **args)
+    m = nn.Transformer(dtype=jitgrad.float64, **args)
+    _copy(m, mt)
+    assert repr(m) == repr(mt)
+    bf = kw.get("batch_first")
+    src = rng.standard_normal((2, 6, E) if bf else (6, 2, E))
+    tgt = rng.standard_normal((2, 4, E) if bf else (4, 2, E))
+    kpm = np.zeros((2, 6), bool)
+    kpm[1, -2:] = True
+    outs = []
+    for M, model in ((jitgrad, m), (torch, mt)):
+        s, t = M.tensor(src, requires_grad=True), M.tensor(tgt, requires_grad=True)
+        mask = model.generate_square_subsequent_mask(4, dtype=M.float64)
+        y = model(s, t, tgt_mask=mask, src_key_padding_mask=M.tensor(kpm),
+                  memory_key_padding_mask=M.tensor(kpm))
+        (y * 1.7).sum().backward()
+        outs.append((y.detach().numpy(), s.grad.numpy(), t.grad.numpy(),
+                     [p.grad.numpy() for p in model.parameters()]))
+    (y, gs, gt, pg), (yt, gst, gtt, pgt) = outs
+    np.testing.assert_allclose(y, yt, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(gs, gst, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(gt, gtt, rtol=1e-8, atol=1e-10)
+    for a, b in zip(pg, pgt):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
+
+
+def test_transformer_initialisation_mask_and_errors():
+    jitgrad.manual_seed(0)
+    m = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                       dim_feedforward=16)
+    assert [n for n, _ in m.named_parameters()][:3] == [
+        "encoder.layers.0.self_attn.in_proj_weight", "encoder.layers.0.self_attn.in_proj_bias",
+        "encoder.layers.0.self_attn.out_proj.weight"]
+    w = m.decoder.layers[0].linear1.weight
+    assert w.abs().max().item() <= (6.0 / (8 + 16)) ** 0.5  # xavier_uniform_
+    mask = nn.Transformer.generate_square_subsequent_mask(3)
+    assert mask.tolist() == [[0.0, -np.inf, -np.inf], [0.0, 0.0, -np.inf], [0.0, 0.0, 0.0]]
+    with pytest.raises(RuntimeError, match="the batch number of src and tgt must be equal"):
+        m(jitgrad.ones(5, 2, 8), jitgrad.ones(3, 3, 8))
+    with pytest.raises(RuntimeError, match="the feature number of src and tgt must be equal "
+                                           "to d_model"):
+        m(jitgrad.ones(5, 2, 8), jitgrad.ones(3, 2, 6))

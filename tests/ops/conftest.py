@@ -304,6 +304,7 @@ def _elu(M, ts, p):
 
 
 ADAPTERS["elu"] = _elu
+ADAPTERS["hypot"] = lambda M, ts, p: M.hypot(ts[0], ts[1])
 
 
 def _by_name(name: str):

@@ -96,6 +96,28 @@ DIFFERENTIABLE = {
     "index_add_inplace": lambda M, x: (x * 1.0).index_add_(1, M.tensor([3, 0]), x[:, :2]),
     "scatter": lambda M, x: x.scatter(0, M.tensor([[0, 1, 2, 0], [2, 2, 1, 1]]), x[1:] * 5.0),
     "scatter_value": lambda M, x: (x * 1.0).scatter_(1, M.tensor([[0], [3], [1]]), 7.5),
+    "logit": lambda M, x: M.logit(M.sigmoid(x)),
+    "logit_eps": lambda M, x: (M.sigmoid(x * 3.0)).logit(eps=0.1),
+    "xlogy": lambda M, x: M.xlogy(x, x.abs() + 0.5),
+    "xlogy_zeros": lambda M, x: M.xlogy((x > 0).double() * x, x.abs() + 0.5),
+    "sgn": lambda M, x: x.sgn() * x,
+    "diff": lambda M, x: M.diff(x, n=2),
+    "diff_dim_prepend": lambda M, x: x.diff(dim=0, prepend=x[:1] * 2.0, append=x[-1:]),
+    "aminmax": lambda M, x: M.aminmax(x, dim=1),
+    "tensor_split": lambda M, x: M.tensor_split(x, 3, dim=1),
+    "tensor_split_indices": lambda M, x: x.tensor_split((1, 3), dim=1),
+    "hsplit": lambda M, x: M.hsplit(x, 2),
+    "vsplit": lambda M, x: x.vsplit([1]),
+    "kron": lambda M, x: M.kron(x[:2, :2], x[1:, 2:]),
+    "kron_ranks": lambda M, x: M.kron(x[0], x[:2, :3]),
+    "tensordot": lambda M, x: M.tensordot(x, x.t() * 2.0, dims=1),
+    "tensordot_lists": lambda M, x: M.tensordot(x.reshape(2, 2, 3), x.reshape(2, 3, 2),
+                                                dims=([0, 2], [0, 1])),
+    "inner": lambda M, x: M.inner(x, x[:2]),
+    "cdist": lambda M, x: M.cdist(x, x[:2] * 0.5),
+    "cdist_p1": lambda M, x: M.cdist(x.reshape(1, 3, 4), x.reshape(1, 3, 4).flip(1), p=1.0),
+    "take_along_dim": lambda M, x: M.take_along_dim(x, M.tensor([[0], [2], [1]]), 1),
+    "take_along_dim_flat": lambda M, x: x.take_along_dim(M.tensor([5, 0, 11])),
 }
 
 #: value functions with no gradient
@@ -130,6 +152,17 @@ VALUES = {
     "scatter_reduce_add": lambda M: M.zeros(2, 3).scatter(
         1, M.tensor([[0, 0], [2, 1]]), M.ones(2, 2), reduce="add"),
     "nansum_int": lambda M: M.nansum(M.tensor([1, 2, 3])),
+    "isin": lambda M: M.isin(M.tensor([1, 2, 3]), M.tensor([2, 5])),
+    "isin_invert_scalar": lambda M: M.isin(M.tensor([1, 2, 3]), 2, invert=True),
+    "isin_empty": lambda M: M.isin(M.tensor([1.0, np.nan]), M.tensor([], dtype=M.float32)),
+    "isneginf": lambda M: M.isneginf(M.tensor([-np.inf, 1.0, np.inf])),
+    "isposinf": lambda M: M.tensor([-np.inf, 1.0, np.inf]).isposinf(),
+    "signbit": lambda M: M.signbit(M.tensor([-0.0, 0.0, -1.0, 2.0])),
+    "diff_bool": lambda M: M.tensor([True, False, False]).diff(),
+    "diff_int": lambda M: M.diff(M.tensor([1, 3, 6, 10]), n=2),
+    "tensor_split_uneven": lambda M: M.tensor_split(M.arange(7), 3),
+    "hypot_large": lambda M: M.hypot(M.tensor([1e200, 3.0], dtype=M.float64),
+                                     M.tensor([1e200, 4.0], dtype=M.float64)),
 }
 
 #: bad input: PyTorch's exception type and message
@@ -164,11 +197,17 @@ ERRORS = {
     "median_empty_dim": lambda M: M.tensor([]).median(0),
     "nanmean_int": lambda M: M.nanmean(M.tensor([1, 2])),
     "bernoulli_p_range": lambda M: M.bernoulli(M.tensor([0.5, 1.5])),
+    "hsplit_uneven": lambda M: M.arange(7).reshape(1, 7).hsplit(3),
+    "vsplit_vector": lambda M: M.vsplit(M.arange(4), 2),
+    "tensordot_sizes": lambda M: M.tensordot(M.ones(2, 3), M.ones(4, 2), dims=1),
+    "cdist_columns": lambda M: M.cdist(M.ones(2, 3), M.ones(2, 4)),
+    "take_along_dim_ranks": lambda M: M.take_along_dim(M.ones(2, 3), M.tensor([0]), 1),
+    "diff_scalar": lambda M: M.diff(M.tensor(1.0)),
 }
 
 
 def _leaves(y):
-    return list(y) if isinstance(y, tuple) else [y]
+    return list(y) if isinstance(y, tuple) else [y]  # (a return type is a tuple too)
 
 
 def _np(t):
@@ -287,7 +326,8 @@ def test_errors_match_pytorch(name):
 CUDA_CASES = ["einsum_batch", "einsum_three", "index_select", "masked_select",
               "repeat_interleave_counts", "diag_of_vector_above", "diag_below", "trace",
               "meshgrid_xy", "nan_to_num", "var_mean", "baddbmm", "repeat", "hstack",
-              "nansum", "median_dim", "logaddexp", "scatter_add", "index_add", "scatter"]
+              "nansum", "median_dim", "logaddexp", "scatter_add", "index_add", "scatter",
+              "kron", "tensordot_lists", "cdist", "take_along_dim", "diff_dim_prepend", "xlogy"]
 
 
 @pytest.mark.parametrize("name", CUDA_CASES)
