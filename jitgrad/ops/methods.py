@@ -28,16 +28,19 @@ _STATE = grad_mode.STATE
 
 # ---------------------------------------------------------- operators that are not ops
 def _no_grad_numpy(name, fn):
-    """Integer-style ops with no gradient (floor division, modulo, bitwise) via NumPy."""
+    """Integer-style ops with no gradient (floor division, bitwise) via NumPy's functions
+    (CuPy's on CUDA arrays: the result stays on the operands' device)."""
     def op(self, other):
         a = self._data
         b = other._data if isinstance(other, Tensor) else other
+        if isinstance(other, Tensor):
+            devices.check_same_device([a, b])
         d = dtypes.result_type(self, other).np
         with np.errstate(divide="ignore", invalid="ignore"):
-            r = fn(a.astype(d, copy=False), b.astype(d, copy=False) if isinstance(b, np.ndarray)
+            r = fn(a.astype(d, copy=False), b.astype(d, copy=False) if isinstance(other, Tensor)
                    else b)
-        return wrap(np.asarray(r).astype(d, copy=False) if np.asarray(r).dtype != np.bool_
-                    else np.asarray(r))
+        r = devices.as_array(r)
+        return wrap(r.astype(d, copy=False) if r.dtype != np.bool_ else r)
     op.__name__ = name
     return op
 
@@ -285,8 +288,6 @@ METHODS = {
     "__rxor__": _xor, "__invert__": _invert,
     "__floordiv__": _no_grad_numpy("__floordiv__", np.floor_divide),
     "__rfloordiv__": _reflected_numpy("__rfloordiv__", np.floor_divide),
-    "__mod__": _no_grad_numpy("__mod__", np.mod),
-    "__rmod__": _reflected_numpy("__rmod__", np.mod),
     # NumPy reductions with no op (no gradient)
     "prod": R.prod, "any": _reduce_bool(np.any), "all": _reduce_bool(np.all),
     # dtype / device

@@ -1,6 +1,8 @@
 """Rounding: ``round`` (half to even, to ``decimals`` places), ``trunc`` / ``fix`` (toward
 zero), ``floor``, ``ceil`` and ``frac`` (what ``trunc`` drops), with PyTorch's gradients
-(zero for all but ``frac``, which passes the incoming gradient). NumPy's (or CuPy's)
+(zero for all but ``frac``, which passes the incoming gradient); and the remainders of a
+rounded division, ``remainder`` (``%``: the divisor's sign) and ``fmod`` (the dividend's),
+differentiable in both operands as PyTorch's. NumPy's (or CuPy's)
 functions compute them: ``round`` with decimals scales by ``10 ** decimals`` in the input's
 dtype, rounds and scales back, as PyTorch does."""
 
@@ -11,10 +13,10 @@ import numpy as np
 from ..tensor import Tensor
 from . import samples as S
 from .api import api
-from .dispatch import unary
+from .dispatch import binary, unary
 from .elementwise_base import ew, unary_public
 
-__all__ = ["round", "trunc", "fix", "floor", "ceil", "frac"]
+__all__ = ["round", "trunc", "fix", "floor", "ceil", "frac", "remainder", "fmod"]
 
 
 def _round_ref(a, decimals=None):
@@ -76,3 +78,65 @@ def frac(input: Tensor) -> Tensor:
         kind = input.dtype.tensor_type[:-6]
         raise NotImplementedError(f"\"frac_cpu\" not implemented for '{kind}'")
     return unary(FRAC, input)
+
+
+
+def _remainder_vjp(rounding):
+    def vjp(g, ins, out, p, n):
+        a, b = ins
+        return (g if n[0] else None, -g * rounding(a / b) if n[1] else None)
+    return vjp
+
+
+def _quiet(fn):
+    def ref(a, b):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return fn(a, b)
+    return ref
+
+
+def _overload(name: str):
+    """PyTorch's node of the Tensor overload (1) or the Scalar one (0)."""
+    return lambda p: f"{name}Backward1" if p and p.get("tensor_other") else f"{name}Backward0"
+
+
+REMAINDER = ew("remainder", _overload("Remainder"), ("a", "b"), None, _quiet(np.remainder),
+               _remainder_vjp(lambda q: floor(q)), save=(0, 1),
+               samples=S.binary_nonzero_b)
+FMOD = ew("fmod", _overload("Fmod"), ("a", "b"), None, _quiet(np.fmod),
+          _remainder_vjp(lambda q: trunc(q)), save=(0, 1), samples=S.binary_nonzero_b)
+
+
+def _call(op, input, other) -> Tensor:
+    """``op`` of a tensor and a tensor or number (a number first becomes a tensor of the
+    other's device), with PyTorch's error for an integer division by zero."""
+    from .methods import _lift
+
+    if not isinstance(input, Tensor):
+        input = _lift(input, other)
+    other_t = isinstance(other, Tensor)
+    ints = not input.dtype.is_floating_point and (
+        not other.dtype.is_floating_point if other_t else isinstance(other, (int, np.integer)))
+    if ints and (bool((other == 0).any().item()) if other_t else other == 0):
+        raise RuntimeError("ZeroDivisionError")
+    return binary(op, input, other, {"tensor_other": True} if other_t else None)
+
+
+@api(REMAINDER, method=("remainder", "__mod__"), inplace=("remainder_", "__imod__"),
+     export="remainder")
+def remainder(input, other) -> Tensor:
+    """``input - other * floor(input / other)`` element-wise: the remainder with the sign of
+    ``other`` (Python's ``%``)."""
+    return _call(REMAINDER, input, other)
+
+
+@api(REMAINDER, method="__rmod__")
+def _reflected_remainder(self, other) -> Tensor:
+    return remainder(other, self)
+
+
+@api(FMOD, method="fmod", inplace="fmod_", export="fmod")
+def fmod(input, other) -> Tensor:
+    """``input - other * trunc(input / other)`` element-wise: the remainder with the sign
+    of ``input`` (C's ``fmod``)."""
+    return _call(FMOD, input, other)

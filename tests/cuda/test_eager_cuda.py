@@ -329,3 +329,17 @@ def test_broadcast_views_of_dtypes_without_a_kernel_keep_their_shape(dtype):
             want = got
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
+
+
+def test_integer_style_operators_stay_on_the_device():
+    # %, //, &, |, ^ ran NumPy's functions and np.asarray on the result: a CUDA operand
+    # gave a CPU result in the simulator (and CuPy would refuse np.asarray on a GPU)
+    x = torch.tensor([5.5, -3.0, 7.25], device="cuda")
+    i = torch.tensor([5, -3, 6], device="cuda")
+    for r, want in ((x % 2.0, [1.5, 1.0, 1.25]), (x // 2.0, [2.0, -2.0, 3.0]),
+                    (7.0 % x, [1.5, -2.0, 7.0]), (i & 3, [1, 1, 2]), (i | 8, [13, -3, 14]),
+                    (i ^ i, [0, 0, 0]), (torch.fmod(x, -2.0), [1.5, -1.0, 1.25])):
+        assert r.device == "cuda:0", r
+        assert r.cpu().tolist() == want
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        i // torch.tensor([1, 1, 1])

@@ -305,6 +305,8 @@ def _elu(M, ts, p):
 
 ADAPTERS["elu"] = _elu
 ADAPTERS["hypot"] = lambda M, ts, p: M.hypot(ts[0], ts[1])
+ADAPTERS["remainder"] = lambda M, ts, p: ts[0] % ts[1]
+ADAPTERS["fmod"] = lambda M, ts, p: M.fmod(ts[0], ts[1])
 
 
 def _by_name(name: str):

@@ -118,6 +118,9 @@ DIFFERENTIABLE = {
     "cdist_p1": lambda M, x: M.cdist(x.reshape(1, 3, 4), x.reshape(1, 3, 4).flip(1), p=1.0),
     "take_along_dim": lambda M, x: M.take_along_dim(x, M.tensor([[0], [2], [1]]), 1),
     "take_along_dim_flat": lambda M, x: x.take_along_dim(M.tensor([5, 0, 11])),
+    "remainder_operator": lambda M, x: (x * 3.0) % 1.3,
+    "remainder_tensors": lambda M, x: M.remainder(x * 3.0, x.flip(0).abs() + 0.5),
+    "fmod": lambda M, x: M.fmod(x * 3.0, -1.3),
 }
 
 #: value functions with no gradient
@@ -163,6 +166,11 @@ VALUES = {
     "tensor_split_uneven": lambda M: M.tensor_split(M.arange(7), 3),
     "hypot_large": lambda M: M.hypot(M.tensor([1e200, 3.0], dtype=M.float64),
                                      M.tensor([1e200, 4.0], dtype=M.float64)),
+    "remainder_int": lambda M: M.tensor([5, -5, 7]) % 3,
+    "remainder_reflected": lambda M: 7.0 % M.tensor([2.0, -3.0]),
+    "remainder_scalar_first": lambda M: M.remainder(7, M.tensor([3, -2])),
+    "fmod_int": lambda M: M.fmod(M.tensor([5, -5, 7]), -3),
+    "remainder_by_zero_float": lambda M: M.remainder(M.tensor([5.0, -1.0]), 0.0),
 }
 
 #: bad input: PyTorch's exception type and message
@@ -203,6 +211,8 @@ ERRORS = {
     "cdist_columns": lambda M: M.cdist(M.ones(2, 3), M.ones(2, 4)),
     "take_along_dim_ranks": lambda M: M.take_along_dim(M.ones(2, 3), M.tensor([0]), 1),
     "diff_scalar": lambda M: M.diff(M.tensor(1.0)),
+    "remainder_int_by_zero": lambda M: M.tensor([5, 1]) % 0,
+    "fmod_int_by_zero": lambda M: M.fmod(M.tensor([5, 1]), M.tensor([1, 0])),
 }
 
 
