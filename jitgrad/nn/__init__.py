@@ -41,7 +41,6 @@ from .activation import (
     Threshold,
 )
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv_transpose import ConvTranspose2d
 from .hooks import (
     RemovableHandle,
     register_module_forward_hook,
@@ -49,7 +48,6 @@ from .hooks import (
     register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 )
-from .interpolation import Upsample
 from .layers import (
     AdaptiveAvgPool2d,
     AvgPool2d,
@@ -81,31 +79,8 @@ from .normalization import (
     InstanceNorm2d,
     LayerNorm,
 )
-from .one_dimensional import AvgPool1d, Conv1d, MaxPool1d
 from .parameter import Parameter
-from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
-from .shape_layers import (
-    ConstantPad1d,
-    ConstantPad2d,
-    PixelShuffle,
-    PixelUnshuffle,
-    ReflectionPad1d,
-    ReflectionPad2d,
-    ReplicationPad1d,
-    ReplicationPad2d,
-    Unflatten,
-    ZeroPad1d,
-    ZeroPad2d,
-)
 from .similarity import CosineSimilarity, PairwiseDistance
-from .transformer import (
-    MultiheadAttention,
-    Transformer,
-    TransformerDecoder,
-    TransformerDecoderLayer,
-    TransformerEncoder,
-    TransformerEncoderLayer,
-)
 
 __all__ = [
     "functional", "init", "parallel", "utils", "Module", "Parameter", "RemovableHandle",
@@ -129,3 +104,29 @@ __all__ = [
     "register_module_forward_pre_hook", "register_module_forward_hook",
     "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
 ]
+
+
+# layers whose modules load on first use (keeps ``import jitgrad`` fast)
+_LAZY = {
+    **dict.fromkeys(("ConvTranspose2d",), "conv_transpose"),
+    **dict.fromkeys(("Upsample",), "interpolation"),
+    **dict.fromkeys(("Conv1d", "MaxPool1d", "AvgPool1d"), "one_dimensional"),
+    **dict.fromkeys(("RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"), "recurrent"),
+    **dict.fromkeys(("MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+                     "TransformerDecoderLayer", "TransformerDecoder", "Transformer"),
+                    "transformer"),
+    **dict.fromkeys(("Unflatten", "PixelShuffle", "PixelUnshuffle", "ZeroPad1d", "ZeroPad2d",
+                     "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d",
+                     "ReplicationPad1d", "ReplicationPad2d"), "shape_layers"),
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

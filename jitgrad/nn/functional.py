@@ -54,10 +54,7 @@ from .activation_functions import (
     threshold,
 )
 from .attention import scaled_dot_product_attention
-from .conv_transpose import conv_transpose2d
-from .interpolation import interpolate
 from .kl_div import kl_div
-from .one_dimensional import avg_pool1d, conv1d, max_pool1d
 from .similarity import cosine_similarity, normalize, pairwise_distance
 
 __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout",
@@ -68,9 +65,24 @@ __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax"
            "softplus", "mish", "elu", "selu", "celu", "leaky_relu", "prelu", "hardtanh",
            "relu6", "hardsigmoid", "hardswish", "logsigmoid", "softsign", "glu", "threshold",
            "kl_div", "cosine_similarity", "normalize", "pairwise_distance", "one_hot",
-           "group_norm", "conv1d", "max_pool1d", "avg_pool1d", "conv_transpose2d",
-           "interpolate", "dropout1d", "dropout2d", "instance_norm", "pixel_shuffle",
-           "pixel_unshuffle", "softmin"]
+           "group_norm", "dropout1d", "dropout2d", "instance_norm", "pixel_shuffle",
+           "pixel_unshuffle", "softmin",
+           # loaded on first use (module __getattr__ below)
+           "conv1d", "max_pool1d", "avg_pool1d", "conv_transpose2d", "interpolate"]  # noqa: F822
+
+# layers whose modules load on first use (keeps ``import jitgrad`` fast)
+_LAZY = {"conv_transpose2d": "conv_transpose", "interpolate": "interpolation",
+         "conv1d": "one_dimensional", "max_pool1d": "one_dimensional",
+         "avg_pool1d": "one_dimensional"}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__package__}.{module}"), name)
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
