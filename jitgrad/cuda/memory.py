@@ -134,13 +134,15 @@ def _current() -> tuple[int, int]:
     return 0, 0
 
 
-def _peaks() -> tuple[int, int]:
+def _peaks() -> tuple[int, int, int, int]:
+    """(allocated, reserved, peak allocated, peak reserved) bytes; a query is a point the
+    peaks cover too."""
     a, r = _current()
     st = _STATS
-    with _lock:  # a query is a point the peak covers too
+    with _lock:
         st.peak_allocated = max(st.peak_allocated, a)
         st.peak_reserved = max(st.peak_reserved, r)
-        return st.peak_allocated, st.peak_reserved
+        return a, r, st.peak_allocated, st.peak_reserved
 
 
 # -- PyTorch's functions ---------------------------------------------------------------------
@@ -153,7 +155,7 @@ def memory_allocated(device=None) -> int:
 def max_memory_allocated(device=None) -> int:
     """The most bytes occupied by arrays at once since the start (or the last
     :func:`reset_peak_memory_stats`)."""
-    return _peaks()[0]
+    return _peaks()[2]
 
 
 def memory_reserved(device=None) -> int:
@@ -163,7 +165,7 @@ def memory_reserved(device=None) -> int:
 
 def max_memory_reserved(device=None) -> int:
     """The most bytes held at once since the start (or the last reset)."""
-    return _peaks()[1]
+    return _peaks()[3]
 
 
 def reset_peak_memory_stats(device=None) -> None:
@@ -188,7 +190,7 @@ def memory_stats(device=None) -> dict[str, int]:
     ``.all.peak``); empty without CUDA, as PyTorch's before CUDA is initialised."""
     if _runtime().backend() is None:
         return {}
-    (a, r), (pa, pr) = _current(), _peaks()
+    a, r, pa, pr = _peaks()
     return {"allocated_bytes.all.current": a, "allocated_bytes.all.peak": pa,
             "reserved_bytes.all.current": r, "reserved_bytes.all.peak": pr}
 

@@ -27,9 +27,10 @@ _PINNED: dict[int, weakref.ref] = {}   # id(buffer) -> weakref to the pinned buf
 def pinned_copy(a: np.ndarray) -> np.ndarray:
     """A C-contiguous copy of host array ``a`` in pinned memory (PyTorch's error when there
     is no CUDA device to pin for)."""
-    if runtime.backend() is None:
+    backend = runtime.backend()
+    if backend is None:
         raise RuntimeError("Cannot access accelerator device when none is available.")
-    if runtime.backend() == "gpu":
+    if backend == "gpu":
         import cupyx
 
         out = cupyx.empty_pinned(a.shape, a.dtype)

@@ -36,21 +36,27 @@ class Stream:
 
     _next_sim_handle = 1
 
-    def __init__(self, device=None, priority: int = 0, **kwargs) -> None:
+    def __init__(self, device=None, priority: int = 0) -> None:
         _check_device(device)
         self.priority = int(priority)
         if runtime.require() == "gpu":
             import cupy
 
-            self._cupy = kwargs.get("_cupy") or _blocking_stream(cupy, self.priority)
+            self._cupy = _blocking_stream(cupy, self.priority)
             self.cuda_stream = int(self._cupy.ptr)
         else:
             self._cupy = None
-            if "_handle" in kwargs:
-                self.cuda_stream = kwargs["_handle"]
-            else:
-                self.cuda_stream = Stream._next_sim_handle
-                Stream._next_sim_handle += 1
+            self.cuda_stream = Stream._next_sim_handle
+            Stream._next_sim_handle += 1
+
+    @classmethod
+    def _default(cls, cupy_stream) -> Stream:
+        """The stream object of the default (legacy) stream: CuPy's ``Stream.null`` on a
+        GPU, handle 0 in the simulator."""
+        s = cls.__new__(cls)
+        s.priority, s._cupy = 0, cupy_stream
+        s.cuda_stream = 0 if cupy_stream is None else int(cupy_stream.ptr)
+        return s
 
     @property
     def device(self):
@@ -194,9 +200,9 @@ def default_stream(device=None) -> Stream:
         if runtime.require() == "gpu":
             import cupy
 
-            _DEFAULT.append(Stream(_cupy=cupy.cuda.Stream.null))
+            _DEFAULT.append(Stream._default(cupy.cuda.Stream.null))
         else:
-            _DEFAULT.append(Stream(_handle=0))
+            _DEFAULT.append(Stream._default(None))
     return _DEFAULT[0]
 
 

@@ -321,22 +321,16 @@ class Transformer(Module):
                  dtype=None) -> None:
         super().__init__()
         kw = {"device": device, "dtype": dtype}
-        if custom_encoder is not None:
-            self.encoder = custom_encoder
-        else:
-            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout,
-                                            activation, layer_norm_eps, batch_first,
-                                            norm_first, bias, **kw)
-            self.encoder = TransformerEncoder(layer, num_encoder_layers, LayerNorm(
-                d_model, eps=layer_norm_eps, bias=bias, **kw))
-        if custom_decoder is not None:
-            self.decoder = custom_decoder
-        else:
-            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout,
-                                            activation, layer_norm_eps, batch_first,
-                                            norm_first, bias, **kw)
-            self.decoder = TransformerDecoder(layer, num_decoder_layers, LayerNorm(
-                d_model, eps=layer_norm_eps, bias=bias, **kw))
+        args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                batch_first, norm_first, bias)
+
+        def stack(stack_cls, layer_cls, n):
+            return stack_cls(layer_cls(*args, **kw), n,
+                             LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        self.encoder = custom_encoder if custom_encoder is not None else stack(
+            TransformerEncoder, TransformerEncoderLayer, num_encoder_layers)
+        self.decoder = custom_decoder if custom_decoder is not None else stack(
+            TransformerDecoder, TransformerDecoderLayer, num_decoder_layers)
         self._reset_parameters()
         self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
 

@@ -75,11 +75,9 @@ def _parse(equation: str, operands: list) -> tuple[list[str], str]:
         subs.append(term)
     ell = "".join(chr(0x100 + i) for i in range(ell_dims))
     if arrow:
-        if "..." in rhs:
+        if "..." in rhs:  # (an output without it sums the broadcast dims, as PyTorch's)
             head, _, tail = rhs.partition("...")
             rhs = head + ell + tail
-        elif ell_dims and any("..." in term for term in terms):
-            pass  # PyTorch sums the broadcast dims when the output omits the ellipsis
         for c in rhs:
             if c in _LETTERS and not any(c in s for s in subs):
                 raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
