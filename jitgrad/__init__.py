@@ -17,8 +17,10 @@ import sys
 
 from . import (  # ops first: attaches Tensor methods
     accelerator,
+    amp,
     autograd,
     backends,
+    cpu,
     cuda,
     distributed,
     linalg,
@@ -28,6 +30,22 @@ from . import (  # ops first: attaches Tensor methods
     utils,
 )
 from ._tensor_str import get_printoptions, set_printoptions
+from .amp.autocast_mode import (
+    autocast,
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_cpu_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
 
 # no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled and
 # is_inference_mode_enabled: grad_mode's __all__ is the one list of them
@@ -84,7 +102,6 @@ from .jit import compile, explain, grad, value_and_grad
 from .kernels.blas_core import choose_blas_core as _choose_blas_core
 from .ops.api import export_table as _export_table
 from .ops.arrangements import broadcast_shapes  # shapes only, no op: exported by hand
-from .ops.reduce import prod  # a NumPy reduction with no op: exported by hand
 from .random import Generator, default_generator, initial_seed, manual_seed, seed
 from .tensor import Size, Tensor
 from .tensor_types import (
@@ -179,7 +196,12 @@ sys.modules[__name__ + ".trace"].__class__ = _TracePackage
 
 __all__ = [
     "Tensor", "Size", "dtype", "device", "get_default_device", "set_default_device",
-    "accelerator", "backends", "cuda", "autograd", "distributed", "linalg", "nn", "ops", "optim",
+    "accelerator", "amp", "backends", "cpu", "cuda", "autograd", "autocast",
+    "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype", "set_autocast_dtype",
+    "is_autocast_cache_enabled", "set_autocast_cache_enabled", "clear_autocast_cache",
+    "autocast_increment_nesting", "autocast_decrement_nesting", "get_autocast_gpu_dtype",
+    "get_autocast_cpu_dtype", "is_autocast_cpu_enabled", "set_autocast_cpu_enabled",
+    "distributed", "linalg", "nn", "ops", "optim",
     "get_float32_matmul_precision", "set_float32_matmul_precision", "bfloat16",
     "utils", "Generator", "default_generator",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
@@ -190,7 +212,7 @@ __all__ = [
     "empty",
     "eye", "arange", "linspace", "logspace", "rand", "randn", "randint", "randperm", "normal",
     "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
-    "randint_like", "multinomial", "prod",
+    "randint_like", "multinomial",
     "is_tensor", "is_floating_point", "numel", "allclose", "equal", "isnan", "isinf",
     "isfinite", "broadcast_shapes", "__version__", "compile", "explain", "grad", "value_and_grad",
     "set_num_threads", "get_num_threads", "FloatTensor", "DoubleTensor", "HalfTensor",

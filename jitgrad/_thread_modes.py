@@ -4,7 +4,8 @@ Eager mode's per-op fast paths (:mod:`jitgrad.ops.eager_fast`) must know whether
 ``jitgrad.compile`` is tracing and whether grad mode is on, on this thread: a
 ``threading.local`` read each, ~40 ns. :class:`CountedLocal` keeps, per such attribute, a
 list with one item per thread whose value is away from the default -- :data:`TRACING`
-(threads with a tracer set), :data:`GRAD_OFF` (threads with grad mode off) -- so a fast path
+(threads with a tracer set), :data:`GRAD_OFF` (threads with grad mode off),
+:data:`AUTOCASTING` (threads autocasting) -- so a fast path
 reads a global list: empty means every thread is at the default, this one included; otherwise
 it reads its thread-local as before. ``list.append``/``pop`` are atomic, so no lock is needed.
 A thread that ends away from a default leaves its item behind: slower, never wrong.
@@ -14,12 +15,15 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["TRACING", "GRAD_OFF", "CountedLocal"]
+__all__ = ["TRACING", "GRAD_OFF", "AUTOCASTING", "CountedLocal"]
 
 #: one item per thread whose ``trace.state.STATE.tracer`` is set
 TRACING: list = []
 #: one item per thread whose grad mode (``autograd.grad_mode.STATE.enabled``) is off
 GRAD_OFF: list = []
+#: one item per thread whose autocast is on and not excluded
+#: (``amp.autocast_mode.STATE.active`` set): what autocast's listed functions test
+AUTOCASTING: list = []
 _UNCOUNTED = (None, None)
 
 

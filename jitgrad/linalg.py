@@ -7,7 +7,9 @@ tensor([ 5., 10.])
 
 from __future__ import annotations
 
+from .ops.contractions import linalg_cross as cross
+from .ops.contractions import multi_dot
 from .ops.linalg import matmul
 from .ops.norms import vector_norm
 
-__all__ = ["vector_norm", "matmul"]
+__all__ = ["vector_norm", "matmul", "multi_dot", "cross"]

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import config
+from .._thread_modes import AUTOCASTING
 from ..creation import full_like, ones_like, zeros_like
 from ..shapes import fmt_shape
 from ..tensor import Tensor, wrap
@@ -276,8 +277,21 @@ def _backward_chain(t: Tensor, retain: bool) -> bool:
     return True
 
 
+def _autocast_mode():
+    from ..amp import autocast_mode
+
+    return autocast_mode
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves of their graph."""
+    if AUTOCASTING and _autocast_mode().autocasting():
+        with _autocast_mode().suspended():  # backward runs in the dtypes the forward chose
+            return _backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
+    return _backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
+
+
+def _backward(tensors, grad_tensors, retain_graph, create_graph, inputs) -> None:
     if (type(tensors) is Tensor and grad_tensors is None and inputs is None and not create_graph
             and tensors._requires_grad and _TRACE.tracer is None
             and _backward_chain(tensors, bool(retain_graph))):
@@ -319,6 +333,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """
     if is_grads_batched:
         raise NotImplementedError("is_grads_batched=True is not supported")
+    if AUTOCASTING and _autocast_mode().autocasting():
+        with _autocast_mode().suspended():  # backward runs in the dtypes the forward chose
+            return grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                        allow_unused, is_grads_batched, materialize_grads, _raw_inputs)
     if allow_unused is None:
         allow_unused = materialize_grads
     outputs = _as_tuple(outputs)

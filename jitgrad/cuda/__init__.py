@@ -31,6 +31,10 @@ _MEMORY = ("memory_allocated", "max_memory_allocated", "memory_reserved",
 
 def __getattr__(name: str):
     # streams, events and memory statistics live in their own modules, loaded on first use
+    if name == "amp":  # (not ``from . import amp``: that asks this __getattr__ again)
+        import importlib
+
+        return importlib.import_module(__name__ + ".amp")
     if name in _STREAMS:
         from . import streams
 

@@ -21,6 +21,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import config
+from .._thread_modes import AUTOCASTING
+from ..amp.autocast_mode import autocasting
 from ..autograd import grad_mode
 from ..compiler.autodiff import differentiable, trace_backward
 from ..compiler.joint import speculation_blocker
@@ -74,6 +76,7 @@ class CompiledFunction:
         self.stats = {"calls": 0, "traces": 0, "retraces": 0, "cache_hits": 0, "evictions": 0}
         self.last_retrace_reason: str | None = None
         self._warned = False
+        self._warned_autocast = False
         self._last_key = None
         self._fast = None  # call_path's fast path of the last entry hit
         self._lock = threading.RLock()  # one trace at a time; plans run concurrently
@@ -96,6 +99,8 @@ class CompiledFunction:
                 grad_mode.STATE.enabled, aliasing.arg_aliasing(flat))
 
     def __call__(self, *args, **kwargs):
+        if AUTOCASTING and autocasting():
+            return self._autocast_eager(args, kwargs)
         fast = self._fast
         if fast is not None and not kwargs:  # the newest hit's generated path, if it fits
             out = fast(args)
@@ -147,6 +152,18 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         self.stats["cache_hits"] += 1
         return entry.run(flat)
+
+    def _autocast_eager(self, args: tuple, kwargs: dict):
+        """A call under autocast runs eagerly: generated kernels compute in float32/float64,
+        autocast's functions in float16 (warned once per compiled function)."""
+        self.stats["calls"] += 1
+        self.stats["autocast_eager"] = self.stats.get("autocast_eager", 0) + 1
+        if not self._warned_autocast and _TRACE.tracer is None:
+            self._warned_autocast = True
+            warnings.warn(f"jitgrad.compile: {self.__name__} is called under autocast and runs "
+                          f"eagerly (compiled kernels have no float16 path); call it outside "
+                          f"autocast to run it compiled", UserWarning, stacklevel=3)
+        return self.fn(*args, **kwargs)
 
     def _used(self, entry) -> None:
         """Mark ``entry`` most recently used (hits through the generated fast path are not

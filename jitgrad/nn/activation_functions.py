@@ -12,6 +12,7 @@ writes the result into the input (``copy_``).
 
 from __future__ import annotations
 
+from ..amp.autocast_mode import autocast_op
 from ..ops.elementwise import sigmoid, tanh
 from ..ops.nnops.elu import elu as elu_op
 from ..ops.selection import where
@@ -34,6 +35,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     return _out(input, input * sigmoid(input), inplace)
 
 
+@autocast_op
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x > threshold``."""
     z = input * beta
@@ -68,6 +70,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     return _out(input, where(input > 0, input, input * negative_slope), inplace)
 
 
+@autocast_op
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """:func:`leaky_relu` with a learned slope: one (``weight`` of one element) or one per
     channel (dim 1 of ``input``)."""

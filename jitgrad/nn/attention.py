@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..amp.autocast_mode import autocast_op
 from ..tensor import Tensor
 
 __all__ = ["scaled_dot_product_attention"]
@@ -53,6 +54,7 @@ def _repeat_heads(t: Tensor, times: int) -> Tensor:
         *s[:-3], s[-3] * times, *s[-2:])
 
 
+@autocast_op
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  attn_mask: Tensor | None = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: float | None = None,

@@ -5,8 +5,12 @@ bias, so it shares conv2d's kernels on the CPU and on CUDA."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import creation, dtypes
+from ..amp.autocast_mode import autocast_op
 from ..ops.conv import conv2d_backward_input
+from ..ops.conv_common import half_through_float
 from ..shapes import fmt_shape
 from ..tensor import Tensor
 from .layers import _ConvBase, _pair, place
@@ -15,6 +19,7 @@ from .parameter import Parameter
 __all__ = ["conv_transpose2d", "ConvTranspose2d"]
 
 
+@autocast_op
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
                      padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """The transposed convolution of ``input`` (N, C_in, H, W) with ``weight``
@@ -23,6 +28,9 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     if input.ndim not in (3, 4):
         raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to "
                            f"conv_transpose2d, but got input of size: {fmt_shape(input.shape)}")
+    if input._data.dtype == np.float16:
+        return half_through_float(conv_transpose2d, input, weight, bias, stride, padding,
+                                  output_padding, groups, dilation)
     unbatched = input.ndim == 3
     x = input.unsqueeze(0) if unbatched else input
     if weight.ndim != 4 or weight.shape[0] != x.shape[1]:

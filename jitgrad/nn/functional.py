@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import warnings
 
+from ..amp.autocast_mode import autocast_op
 from ..ops.elementwise import relu as _relu
 from ..ops.elementwise import sigmoid, tanh
 from ..ops.losses import binary_cross_entropy_with_logits
@@ -57,6 +58,17 @@ from .attention import scaled_dot_product_attention
 from .kl_div import kl_div
 from .similarity import cosine_similarity, normalize, pairwise_distance
 
+# the losses of .more_losses (loaded on first use: module __getattr__ below)
+_MORE_LOSSES = ("margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
+                "cosine_embedding_loss", "triplet_margin_loss",
+                "triplet_margin_with_distance_loss", "multi_margin_loss",
+                "multilabel_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
+                "gaussian_nll_loss")
+# the functions of .more_layers (loaded on first use too)
+_MORE_LAYERS = ("rms_norm", "bilinear", "unfold", "fold", "hardshrink", "softshrink",
+                "tanhshrink", "dropout3d", "gumbel_softmax", "channel_shuffle", "upsample",
+                "upsample_nearest", "upsample_bilinear")
+
 __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout",
            "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "layer_norm",
            "batch_norm", "embedding", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
@@ -68,10 +80,13 @@ __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax"
            "group_norm", "dropout1d", "dropout2d", "instance_norm", "pixel_shuffle",
            "pixel_unshuffle", "softmin",
            # loaded on first use (module __getattr__ below)
-           "conv1d", "max_pool1d", "avg_pool1d", "conv_transpose2d", "interpolate"]  # noqa: F822
+           "conv1d", "max_pool1d", "avg_pool1d", "conv_transpose2d", "interpolate",  # noqa: F822
+           *_MORE_LOSSES, *_MORE_LAYERS]
 
 # layers whose modules load on first use (keeps ``import jitgrad`` fast)
-_LAZY = {"conv_transpose2d": "conv_transpose", "interpolate": "interpolation",
+_LAZY = {**dict.fromkeys(_MORE_LOSSES, "more_losses"),
+         **dict.fromkeys(_MORE_LAYERS, "more_layers"),
+         "conv_transpose2d": "conv_transpose", "interpolate": "interpolation",
          "conv1d": "one_dimensional", "max_pool1d": "one_dimensional",
          "avg_pool1d": "one_dimensional"}
 
@@ -144,6 +159,7 @@ def _dropout(input: Tensor, p: float, training: bool, inplace: bool, shape: tupl
     return input.mul_(mask) if inplace else input * mask
 
 
+@autocast_op
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """2-D convolution over ``(N, C, H, W)`` inputs (see ``jitgrad.ops.conv``)."""
@@ -181,6 +197,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     return (tensor.unsqueeze(-1) == classes).long()
 
 
+@autocast_op
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise each sample of ``(N, C, *)`` over ``num_groups`` groups of channels (mean
@@ -275,6 +292,7 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     return x.reshape(*lead, c * r * r, h // r, w // r)
 
 
+@autocast_op
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
             dtype=None) -> Tensor:
     """``softmax(-input, dim)``."""

@@ -18,7 +18,8 @@ from ..random import Generator
 from ..tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "ones_", "zeros_",
-           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+           "trunc_normal_", "orthogonal_", "eye_", "dirac_"]
 
 _LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "sigmoid")
@@ -124,3 +125,84 @@ def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return normal_(tensor, 0.0, std, generator)
+
+
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
+                  b: float = 2.0, generator: Generator | None = None) -> Tensor:
+    """Fill with N(mean, std²) truncated to ``[a, b]`` (absolute bounds, as PyTorch's):
+    values drawn outside are drawn again, so the distribution is exactly the truncated
+    normal."""
+    if not a < b:
+        raise ValueError(f"trunc_normal_: expected a < b, got a={a}, b={b}")
+    with no_grad():
+        from ..creation import empty
+
+        draw = empty(tensor.shape, dtype=tensor.dtype)
+        draw.normal_(mean, std, generator=generator)
+        bad = (draw < a) | (draw > b)
+        while bool(bad.any()):  # each round keeps P(inside) of what is left (>= 95% at 2 std)
+            fresh = empty(tensor.shape, dtype=tensor.dtype).normal_(mean, std,
+                                                                     generator=generator)
+            draw = draw.where(~bad, fresh)
+            bad = (draw < a) | (draw > b)
+        return tensor.copy_(draw)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Generator | None = None
+                ) -> Tensor:
+    """Fill with a (semi-)orthogonal matrix (trailing dims flattened), times ``gain``: the Q
+    of a Gaussian matrix's QR decomposition, signs fixed by R's diagonal (uniform over the
+    orthogonal group, as PyTorch's)."""
+    import numpy as np
+
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    with no_grad():
+        from ..creation import empty
+        from ..creation import tensor as make
+
+        flat = empty(rows, cols, dtype=tensor.dtype).normal_(0, 1, generator=generator)
+        m = flat.numpy().astype(np.float64)
+        if rows < cols:
+            m = m.T
+        q, r = np.linalg.qr(m)
+        q *= np.sign(np.diag(r))
+        if rows < cols:
+            q = q.T
+        return tensor.copy_(make(q * gain, dtype=tensor.dtype).reshape(tensor.shape))
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """Fill the 2-D ``tensor`` with the identity matrix (ones on the diagonal)."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    with no_grad():
+        from ..creation import eye
+
+        return tensor.copy_(eye(*tensor.shape, dtype=tensor.dtype))
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill the 3-, 4- or 5-D convolution weight ``tensor`` with the Dirac delta: each of
+    the first ``min(out, in)`` channels of each group passes its input channel through."""
+    import numpy as np
+
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    if tensor.shape[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_per = tensor.shape[0] // groups
+    n = min(out_per, tensor.shape[1])
+    w = np.zeros(tuple(tensor.shape), dtype=tensor.dtype.np)
+    centre = tuple(s // 2 for s in tensor.shape[2:])
+    for g in range(groups):
+        for d in range(n):
+            w[(g * out_per + d, d) + centre] = 1
+    with no_grad():
+        from ..creation import tensor as make
+
+        return tensor.copy_(make(w))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+from ..amp.autocast_mode import autocast_op
 from ..ops.nnops.reduction import reduction_arg
 from ..ops.selection import where
 from ..tensor import Tensor
@@ -11,6 +12,7 @@ from ..tensor import Tensor
 __all__ = ["kl_div"]
 
 
+@autocast_op
 def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """``target * (log(target) - input)`` element-wise (``input`` holds log-probabilities;

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from ..amp.autocast_mode import autocast_op
 from ..tensor import Tensor
 from .layers import _ConvBase, place
 from .module import Module
@@ -33,6 +34,7 @@ def _dropped(out: Tensor, unbatched: bool) -> Tensor:
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_op
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """1-D convolution (cross-correlation) of ``input`` (N, C, L) with ``weight``

@@ -4,6 +4,7 @@ compilable, on every device)."""
 
 from __future__ import annotations
 
+from ..amp.autocast_mode import autocast_op
 from ..ops.dispatch import as_tensor_arg
 from ..tensor import Tensor
 from .module import Module
@@ -12,6 +13,7 @@ __all__ = ["normalize", "cosine_similarity", "pairwise_distance", "CosineSimilar
            "PairwiseDistance"]
 
 
+@autocast_op
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out=None) -> Tensor:
     """``input / max(||input||_p, eps)`` along ``dim``."""
@@ -20,6 +22,7 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
     return res if out is None else out.copy_(res)
 
 
+@autocast_op
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """The cosine of the angle between ``x1`` and ``x2`` along ``dim`` (broadcast), each
     scaled by ``1 / max(||x||, eps)`` first (PyTorch's formula: no overflow, ``|cos| <= 1``)."""

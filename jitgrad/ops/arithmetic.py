@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..amp.autocast_mode import autocast_op
 from ..tensor import Tensor, wrap
 from . import samples as S
 from .api import api
@@ -169,6 +170,7 @@ def neg(input: Tensor) -> Tensor:
 
 @api(POW, POW_SCALAR, RPOW_SCALAR, method=("pow", "__pow__"), inplace=("pow_", "__ipow__"),
      export="pow")
+@autocast_op
 def pow(input, exponent) -> Tensor:  # noqa: A001 - PyTorch's name
     """``input ** exponent``; either may be a Python number (not both)."""
     if is_tensor(input) and not is_tensor(exponent):

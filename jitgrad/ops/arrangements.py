@@ -1,6 +1,7 @@
 """Rearranging tensors, written with views and ``cat``: ``repeat``, ``tile``,
 ``broadcast_to`` / ``broadcast_tensors`` / ``broadcast_shapes``, ``atleast_1d/2d/3d``,
-``hstack`` / ``vstack`` / ``dstack`` / ``column_stack`` / ``row_stack``, ``ravel``.
+``hstack`` / ``vstack`` / ``dstack`` / ``column_stack`` / ``row_stack``, ``ravel``, ``diff``,
+the splits, ``rot90``, ``block_diag``, ``cartesian_prod``, ``combinations``.
 Differentiable, traceable and on every device through the ops they call."""
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from .api import api
 from .concat import CAT, cat
 from .dispatch import as_tensor_arg
 from .indexing import GETITEM
-from .views import EXPAND, RESHAPE
+from .padding import CONSTANT_PAD
+from .reorder import FLIP
+from .views import EXPAND, PERMUTE, RESHAPE
 
 __all__ = ["repeat", "tile", "broadcast_to", "broadcast_tensors", "broadcast_shapes",
            "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack",
-           "dstack", "column_stack", "ravel", "diff", "tensor_split", "hsplit", "vsplit"]
+           "dstack", "column_stack", "ravel", "diff", "tensor_split", "hsplit", "vsplit",
+           "rot90", "block_diag", "cartesian_prod", "combinations"]
 
 
 @api(RESHAPE, EXPAND, method="repeat")
@@ -246,3 +250,98 @@ def vsplit(input: Tensor, sections) -> tuple:
         raise RuntimeError(f"torch.vsplit requires a tensor with at least 2 dimension, but got "
                            f"a tensor with {input.ndim} dimensions!")
     return _even_split("vsplit", input, sections, 0)
+
+
+@api(FLIP, PERMUTE, method="rot90", export="rot90")
+def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
+    """Rotate by ``k`` quarter turns in the plane of ``dims`` (from the first dim towards
+    the second): flips and a transpose, as PyTorch's."""
+    from .reorder import flip
+
+    input = as_tensor_arg(input)
+    dims = list(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    d0, d1 = (d % input.ndim for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return flip(input, d1).transpose(d0, d1)
+    if k == 2:
+        return flip(input, (d0, d1))
+    if k == 3:
+        return flip(input, d0).transpose(d0, d1)
+    return input.clone()
+
+
+@api(CAT, CONSTANT_PAD, export="block_diag")
+def block_diag(*tensors) -> Tensor:
+    """The block-diagonal matrix of ``tensors`` (0-D: 1x1, 1-D: one row, 2-D: as they are);
+    zeros elsewhere; the dtypes promoted."""
+    from .. import dtypes
+    from ..creation import zeros
+    from .padding import pad
+
+    mats = []
+    for i, t in enumerate(tensors):
+        t = as_tensor_arg(t, "tensors")
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
+                               f"dimensions. Input {i} has {t.ndim} dimensions")
+        mats.append(t.reshape(1, -1) if t.ndim < 2 else t)
+    if not mats:
+        return zeros(1, 0)
+    dt = dtypes.result_type(*mats)
+    width = sum(m.shape[1] for m in mats)
+    rows, left = [], 0
+    for m in mats:
+        c = m.shape[1]
+        rows.append(pad(m.to(dt), (left, width - left - c)))
+        left += c
+    return cat(rows, 0)
+
+
+@api(RESHAPE, EXPAND, export="cartesian_prod")
+def cartesian_prod(*tensors) -> Tensor:
+    """The Cartesian product of 1-D ``tensors``: one row per combination (first tensor
+    slowest); one tensor is returned as it is."""
+    from .views import meshgrid
+
+    ts = [as_tensor_arg(t, "tensors") for t in tensors]
+    for t in ts:
+        if t.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+    if len(ts) == 1:
+        return ts[0]
+    from .concat import stack
+
+    return stack([g.reshape(-1) for g in meshgrid(*ts, indexing="ij")], 1)
+
+
+@api(GETITEM, export="combinations")
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
+    """The length-``r`` combinations of the 1-D ``input``'s elements (in order; with
+    repeats when ``with_replacement``), one per row."""
+    import itertools
+
+    from ..creation import tensor
+    from .concat import stack
+
+    input = as_tensor_arg(input)
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return input.new_zeros((0,))
+    pick = (itertools.combinations_with_replacement if with_replacement
+            else itertools.combinations)
+    idx = np.array(list(pick(range(input.shape[0]), r)), dtype=np.int64).reshape(-1, r)
+    if idx.shape[0] == 0:
+        return input.new_zeros((0, r))
+    cols = [input.index_select(0, tensor(idx[:, j], device=input.device)) for j in range(r)]
+    return stack(cols, 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..amp.autocast_mode import autocast_op
 from ..creation import zeros
 from ..shapes import fmt_shape, wrap_dim
 from ..tensor import Tensor
@@ -58,6 +59,7 @@ def _common_dtype(ts):
 
 
 @api(CAT, export=("cat", "concatenate"))
+@autocast_op
 def cat(tensors, dim: int = 0) -> Tensor:
     """Concatenate along an existing dim.
 
@@ -97,6 +99,7 @@ concatenate = cat
 
 
 @api(STACK, export="stack")
+@autocast_op
 def stack(tensors, dim: int = 0) -> Tensor:
     """Stack along a new dim."""
     ts = _seq_tensors(tensors, "stack")

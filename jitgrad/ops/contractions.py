@@ -1,6 +1,7 @@
 """Contractions written with matrix products: ``einsum``, ``tensordot``, ``inner``, ``kron``,
-``cdist`` and the scaled-sum products ``addmv`` and ``baddbmm`` (``addmm`` is an op of its
-own: ``nnops/linear.py``). Each is a
+``cdist``, ``dist``, ``vdot``, ``cross``, ``multi_dot`` / ``chain_matmul`` (PyTorch's cheapest
+order) and the scaled-sum products ``addmv``, ``addr``, ``addbmm`` and ``baddbmm`` (``addmm`` is
+an op of its own: ``nnops/linear.py``). Each is a
 composite of jitgrad ops (permute, reshape, expand, sums, ``matmul``), so it is
 differentiable, traceable by ``jitgrad.compile`` and runs on every device the ops do; its
 gradient nodes are those ops' (PyTorch's einsum composes the same way).
@@ -19,6 +20,7 @@ import string
 
 import numpy as np
 
+from ..amp.autocast_mode import autocast_op
 from ..tensor import Tensor
 from .api import api
 from .arithmetic import ADD, MUL
@@ -29,7 +31,8 @@ from .norms import vector_norm as linalg_vector_norm
 from .sums import SUM
 from .views import EXPAND, PERMUTE, RESHAPE
 
-__all__ = ["einsum", "addmv", "baddbmm", "tensordot", "inner", "kron", "cdist"]
+__all__ = ["einsum", "addmv", "baddbmm", "tensordot", "inner", "kron", "cdist", "vdot", "addr",
+           "addbmm", "multi_dot", "chain_matmul", "cross", "linalg_cross", "dist"]
 
 _LETTERS = set(string.ascii_letters)
 
@@ -214,6 +217,7 @@ def _scaled_sum(input: Tensor, product: Tensor, beta, alpha) -> Tensor:
 
 
 @api(MATMUL, MUL, ADD, method="addmv", export="addmv")
+@autocast_op
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * (mat @ vec)`` for a matrix ``mat`` and a vector ``vec``."""
     mat, vec = as_tensor_arg(mat, "mat"), as_tensor_arg(vec, "vec")
@@ -224,6 +228,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor
 
 
 @api(MATMUL, MUL, ADD, method="baddbmm", export="baddbmm")
+@autocast_op
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)`` for 3-D ``batch1``, ``batch2``."""
     return _scaled_sum(as_tensor_arg(input), bmm(as_tensor_arg(batch1, "batch1"),
@@ -231,6 +236,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -
 
 
 @api(PERMUTE, RESHAPE, MATMUL, export="tensordot")
+@autocast_op
 def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
     """The sum of products over ``dims``: the last ``dims`` dims of ``a`` with the first of
     ``b`` (a number), or the listed dims (``([1, 2], [0, 1])``)."""
@@ -284,6 +290,7 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
 
 
 @api(VECTOR_NORM, export="cdist")
+@autocast_op
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
           compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """The ``p``-norm distance between each row of ``x1`` (``(*, P, M)``) and each row of
@@ -299,3 +306,143 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
         raise RuntimeError("cdist only supports non-negative p values")
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     return linalg_vector_norm(diff, p, -1)
+
+
+@api(MUL, SUM, method="vdot", export="vdot")
+def vdot(input: Tensor, other: Tensor) -> Tensor:
+    """Dot product of two 1-D tensors (real: ``dot``)."""
+    from .linalg import dot
+
+    return dot(input, other)
+
+
+@api(MATMUL, MUL, ADD, method="addr", export="addr")
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    vec1, vec2 = as_tensor_arg(vec1, "vec1"), as_tensor_arg(vec2, "vec2")
+    if vec1.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D"
+                           if vec1.ndim != 1 else
+                           f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    return _scaled_sum(as_tensor_arg(input), vec1.unsqueeze(1) * vec2.unsqueeze(0), beta, alpha)
+
+
+@api(MATMUL, MUL, ADD, method="addbmm", export="addbmm")
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``: the batch of products
+    summed."""
+    b1, b2 = as_tensor_arg(batch1, "batch1"), as_tensor_arg(batch2, "batch2")
+    if b1.ndim != 3 or b2.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor" if b1.ndim != 3 else
+                           "batch2 must be a 3D tensor")
+    return _scaled_sum(as_tensor_arg(input), bmm(b1, b2).sum(0), beta, alpha)
+
+
+def _chain_order(dims: list[int]) -> list[list[int]]:
+    """The split points of the cheapest product order of matrices ``dims[i] x dims[i+1]``
+    (the textbook dynamic programme, as PyTorch's ``multi_dot``)."""
+    n = len(dims) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+@api(MATMUL)
+def multi_dot(tensors) -> Tensor:
+    """The product of a chain of matrices in the cheapest order (the first may be a row
+    vector, the last a column vector, as 1-D tensors) -- ``torch.linalg.multi_dot``."""
+    ts = [as_tensor_arg(t, "tensors") for t in tensors]
+    if len(ts) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")
+    first_vec, last_vec = ts[0].ndim == 1, ts[-1].ndim == 1
+    if first_vec:
+        ts[0] = ts[0].unsqueeze(0)
+    if last_vec:
+        ts[-1] = ts[-1].unsqueeze(1)
+    for i, t in enumerate(ts):
+        if t.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    for i in range(len(ts) - 1):
+        if ts[i].shape[1] != ts[i + 1].shape[0]:
+            a, b = ts[i].shape, ts[i + 1].shape
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes "
+                               f"({a[0]}, {a[1]}) and ({b[0]}, {b[1]}) cannot be multiplied")
+    split = _chain_order([ts[0].shape[0]] + [t.shape[1] for t in ts])
+
+    def product(i: int, j: int) -> Tensor:
+        if i == j:
+            return ts[i]
+        k = split[i][j]
+        return matmul(product(i, k), product(k + 1, j))
+    out = product(0, len(ts) - 1)
+    if first_vec:
+        out = out.squeeze(0)
+    if last_vec:
+        out = out.squeeze(-1)
+    return out
+
+
+@api(MATMUL, export="chain_matmul")
+def chain_matmul(*matrices) -> Tensor:
+    """``linalg.multi_dot(matrices)`` (PyTorch's deprecated spelling, with its warning)."""
+    import warnings
+
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
+                  "release. Use torch.linalg.multi_dot instead, which accepts a list of two "
+                  "or more tensors rather than multiple parameters.", UserWarning, stacklevel=2)
+    if len(matrices) == 1:
+        return matrices[0].clone()
+    return multi_dot(matrices)
+
+
+@api(MUL, ADD, method="cross", export="cross")
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
+    """The cross product of 3-vectors along ``dim`` (default: the first dim of size 3, with
+    PyTorch's deprecation warning; ``linalg.cross`` uses the last)."""
+    a, b = as_tensor_arg(input), as_tensor_arg(other, "other")
+    if a.ndim != b.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if dim is None:
+        import warnings
+
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
+                      "Please either pass the dim explicitly or simply use torch.linalg.cross."
+                      "\nThe default value of dim will change to agree with that of "
+                      "linalg.cross in a future release.", UserWarning, stacklevel=2)
+        shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+        dim = next((i for i, s in enumerate(shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    return linalg_cross(a, b, dim=dim)
+
+
+@api(MUL, ADD)
+def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
+    """The cross product of 3-vectors along ``dim`` (the operands broadcast)."""
+    from .concat import cat
+
+    a, b = as_tensor_arg(input), as_tensor_arg(other, "other")
+    d = dim % max(a.ndim, 1)
+    if a.shape[d] != 3 or b.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{a.shape[d]} and {b.shape[d]}")
+
+    def c(t, i):
+        return t.narrow(d, i, 1)
+    a0, a1, a2 = c(a, 0), c(a, 1), c(a, 2)
+    b0, b1, b2 = c(b, 0), c(b, 1), c(b, 2)
+    return cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], d)
+
+
+@api(VECTOR_NORM, method="dist", export="dist")
+def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
+    """The ``p``-norm of ``input - other`` (broadcast), over every element."""
+    return linalg_vector_norm((as_tensor_arg(input) - other).reshape(-1), p)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..amp.autocast_mode import autocast_op
 from ..devices import check_same_device
 from ..kernels.parallel import note_blas
 from ..shapes import fmt_shape
@@ -48,6 +49,7 @@ from .conv_common import (
     _pad,
     _run,
     _windows,
+    half_through_float,
 )
 from .dispatch import as_tensor_arg
 from .pooling import (
@@ -525,6 +527,7 @@ def _type_name(dt, c=False) -> str:
 
 
 @api(CONV2D)
+@autocast_op
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """2-D convolution (cross-correlation) of ``input`` (N, C, H, W) or (C, H, W) with
@@ -609,6 +612,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     check_same_device([t._data for t in (input, weight, bias) if t is not None])
     _check_float(input, "conv2d")
     _check_float(weight, "conv2d")
+    if dt == np.float16:
+        return half_through_float(conv2d, input, weight, bias, stride, padding, dilation, groups)
     p = {"stride": stride, "padding": pad4, "dilation": dilation, "groups": groups}
     if batched:
         return _conv_call(input, weight, bias, p)

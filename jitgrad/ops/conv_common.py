@@ -21,6 +21,7 @@ from .dispatch import record
 PARALLEL_MIN_WORK = 1 << 15
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_F16 = np.dtype(np.float16)
 
 
 def _lazy_module(name: str):
@@ -86,11 +87,27 @@ def _ints(v, n, what):
 
 
 def _check_float(t: Tensor, fn: str) -> None:
-    """Convolution and (non-adaptive) pooling run float32/float64 tensors (on either device):
-    PyTorch's message otherwise."""
-    if t._data.dtype not in _FLOATS:
+    """Convolution and (non-adaptive) pooling run floating tensors (on either device; float16
+    through float32, :func:`half_through_float`): PyTorch's message otherwise."""
+    if t._data.dtype not in _FLOATS and t._data.dtype != _F16:
         raise RuntimeError(f"{fn}: jitgrad implements float32 and float64 tensors, got "
                            f"{t.dtype.name} (input of size {fmt_shape(t._data.shape)})")
+
+
+def half_through_float(fn, *args, **kwargs):
+    """``fn`` on float16 tensors: run on their float32 values (exact) and the floating
+    results rounded once to float16 -- the kernels are float32/float64; PyTorch's float16
+    convolutions accumulate in float32 too. Differentiable: the casts are ops."""
+    def up(v):
+        return v.float() if isinstance(v, Tensor) and v._data.dtype == _F16 else v
+
+    def down(v):
+        if isinstance(v, Tensor):
+            return v.half() if v._data.dtype.kind == "f" else v
+        if isinstance(v, tuple):
+            return tuple(down(e) for e in v)
+        return v
+    return down(fn(*[up(a) for a in args], **{k: up(v) for k, v in kwargs.items()}))
 
 
 def _windows(xp, k, stride, dilation, ohw):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..amp.autocast_mode import autocast_op
+from ..amp.policy import listed
 from ..tensor import Tensor
 from .api import api
 from .dispatch import as_tensor_arg, unary
@@ -40,4 +42,6 @@ def unary_public(op, names: tuple[str, ...], doc: str):
         return unary(op, input)
     fn.__name__ = fn.__qualname__ = names[0]
     fn.__doc__ = doc
+    if listed(names[0]):  # autocast lists it (jitgrad.amp.policy): log2, sinh, tan...
+        fn = autocast_op(fn)
     return api(op, method=names, inplace=tuple(n + "_" for n in names), export=names)(fn)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import devices
+from ..amp.autocast_mode import autocast_op
 from ..kernels.blas_batch import batched_matmul
 from ..kernels.parallel import note_blas
 from ..shapes import broadcast_shapes, fmt_shape
@@ -34,12 +35,24 @@ def _node_name(p) -> str:
     return "UnsafeViewBackward0"
 
 
+_F16 = np.dtype(np.float16)
+
+
+def _half_via_float(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A float16 product on the host: float32 BLAS over the exactly widened operands, rounded
+    once to float16 (PyTorch's CPU and cuBLAS accumulate float16 products in float32;
+    NumPy's own float16 matmul rounds every partial sum and runs no BLAS: ~100x slower)."""
+    return _blas_matmul(a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
+
+
 def _blas_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` through NumPy's BLAS, noting the call (see ``kernels.parallel.note_blas``);
     a batch of small matrices with the batch split across the pool (the same GEMM per
     matrix: ``kernels.blas_batch``)."""
     if not PREPARED:
         prepare_process()
+    if a.dtype == _F16 and isinstance(a, np.ndarray):
+        return _half_via_float(a, b)
     if a.ndim > 2 or b.ndim > 2:
         out = batched_matmul(a, b)
         if out is not None:
@@ -56,6 +69,9 @@ def _blas_matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, **params) -
     BLAS call as :func:`_blas_matmul`, storing where a plan placed the value."""
     if not PREPARED:
         prepare_process()
+    if a.dtype == _F16 and isinstance(a, np.ndarray):
+        out[...] = _half_via_float(a, b)
+        return out
     if (a.ndim > 2 or b.ndim > 2) and batched_matmul(a, b, out) is not None:
         return out
     np.matmul(a, b, out=out)
@@ -162,6 +178,7 @@ def _check_shapes(sa, sb) -> None:
 
 
 @api(MATMUL, method=("matmul", "__matmul__"), export="matmul")
+@autocast_op
 def matmul(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """Matrix product with NumPy/PyTorch semantics (1-D, 2-D, batched, broadcast batch dims);
     written into ``out`` when given."""
@@ -186,6 +203,7 @@ def _rmatmul(self, other):
 
 
 @api(MATMUL, method="mm", export="mm")
+@autocast_op
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """Product of two matrices."""
     if input.ndim != 2 or mat2.ndim != 2:
@@ -196,6 +214,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 
 
 @api(MATMUL, method="mv", export="mv")
+@autocast_op
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """Matrix-vector product."""
     if input.ndim != 2 or vec.ndim != 1:
@@ -206,6 +225,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
 
 
 @api(MATMUL, method="dot", export="dot")
+@autocast_op
 def dot(input: Tensor, other: Tensor) -> Tensor:
     """Inner product of two 1-D tensors."""
     if input.ndim != 1 or other.ndim != 1:
@@ -216,6 +236,7 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
 
 
 @api(MATMUL, method="bmm", export="bmm")
+@autocast_op
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Batched product of 3-D tensors (no broadcasting)."""
     if input.ndim != 3 or mat2.ndim != 3:
@@ -235,6 +256,7 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
 
 
 @api(MATMUL, ADD)
+@autocast_op
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``."""
     out = matmul(input, weight.t() if weight.ndim == 2 else weight)

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..amp.autocast_mode import autocast_op
 from ..devices import array_namespace
 from ..kernels.parallel import PARALLEL_MIN_SIZE
 from ..kernels.pool import run_parts, run_sized
@@ -207,6 +208,7 @@ BCE_WITH_LOGITS = defop(
 
 
 @api(BCE_WITH_LOGITS)
+@autocast_op
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                      size_average=None, reduce=None, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ..amp.autocast_mode import autocast_op
 from ..tensor import Tensor, wrap
 from . import samples as S
 from .api import api
@@ -134,6 +135,7 @@ ATAN2 = ew("atan2", "Atan2Backward0", ("a", "b"), None, np.arctan2, _atan2_vjp, 
 # ---------------------------------------------------------------------- public functions
 @api(ATAN2, method=("atan2", "arctan2"), inplace=("atan2_", "arctan2_"),
      export=("atan2", "arctan2"))
+@autocast_op
 def atan2(input: Tensor, other: Tensor) -> Tensor:
     """The angle of the point (``other``, ``input``) in radians, in [-pi, pi]
     (element-wise ``arctan(input / other)`` with the quadrant from both signs)."""
@@ -153,24 +155,28 @@ def sign(input: Tensor) -> Tensor:
 
 
 @api(EXP, method="exp", inplace="exp_", export="exp")
+@autocast_op
 def exp(input: Tensor) -> Tensor:
     """``e ** input``."""
     return unary(EXP, input)
 
 
 @api(EXPM1, method="expm1", export="expm1")
+@autocast_op
 def expm1(input: Tensor) -> Tensor:
     """``exp(input) - 1``, accurate near 0."""
     return unary(EXPM1, input)
 
 
 @api(LOG, method="log", inplace="log_", export="log")
+@autocast_op
 def log(input: Tensor) -> Tensor:
     """Natural logarithm."""
     return unary(LOG, input)
 
 
 @api(LOG1P, method="log1p", export="log1p")
+@autocast_op
 def log1p(input: Tensor) -> Tensor:
     """``log(1 + input)``, accurate near 0."""
     return unary(LOG1P, input)
@@ -183,12 +189,14 @@ def sqrt(input: Tensor) -> Tensor:
 
 
 @api(RSQRT, method="rsqrt", export="rsqrt")
+@autocast_op
 def rsqrt(input: Tensor) -> Tensor:
     """``1 / sqrt(input)``."""
     return unary(RSQRT, input)
 
 
 @api(RECIPROCAL, method="reciprocal", inplace="reciprocal_", export="reciprocal")
+@autocast_op
 def reciprocal(input: Tensor) -> Tensor:
     """``1 / input``."""
     return unary(RECIPROCAL, input)

@@ -19,7 +19,6 @@ from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
 from . import elementwise as E
 from . import movement as M
-from . import reduce as R
 from .api import method_table
 from .inplace import apply_inplace, check_inplace_allowed, check_writeable
 
@@ -289,7 +288,7 @@ METHODS = {
     "__floordiv__": _no_grad_numpy("__floordiv__", np.floor_divide),
     "__rfloordiv__": _reflected_numpy("__rfloordiv__", np.floor_divide),
     # NumPy reductions with no op (no gradient)
-    "prod": R.prod, "any": _reduce_bool(np.any), "all": _reduce_bool(np.all),
+    "any": _reduce_bool(np.any), "all": _reduce_bool(np.all),
     # dtype / device
     "to": _to, "float": _conv(dtypes.float32), "double": _conv(dtypes.float64),
     "half": _conv(dtypes.float16), "bfloat16": _conv(dtypes.bfloat16),

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ..amp.autocast_mode import autocast_op
 from ..devices import array_namespace
 from ..tensor import Tensor
 from . import samples as S
@@ -162,6 +163,7 @@ def _matrix_norm(x: Tensor, p, dim, keepdim: bool, dtype) -> Tensor:
 
 
 @api(VECTOR_NORM, method="norm", export="norm")
+@autocast_op
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, out=None,
          dtype=None) -> Tensor:
     """The ``p``-norm of ``input`` over ``dim`` (all elements when None), as ``torch.norm``:

@@ -45,6 +45,7 @@ from .conv_common import (
     _pad,
     _run,
     _windows,
+    half_through_float,
 )
 from .dispatch import as_tensor_arg, record
 from .registry import REDUCE, defop
@@ -326,6 +327,9 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     input = as_tensor_arg(input, "input")
     k, s, pad, d, ohw = _pool_geometry(input, "max_pool2d", kernel_size, stride, padding,
                                        dilation, ceil_mode)
+    if input._data.dtype == np.float16:
+        return half_through_float(max_pool2d, input, kernel_size, stride, padding, dilation,
+                                  ceil_mode, return_indices)
     out, idx = _max_pool_fwd(input._data, k, s, pad, d, ohw)
     geo = {"kernel_size": k, "stride": s, "padding": pad, "dilation": d,
            "ceil_mode": bool(ceil_mode)}
@@ -452,6 +456,9 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     _pool_geometry(input, "avg_pool2d", k, s, pad, 1, ceil_mode)
+    if input._data.dtype == np.float16:
+        return half_through_float(avg_pool2d, input, kernel_size, stride, padding, ceil_mode,
+                                  count_include_pad, divisor_override)
     return _avg_call(input, {"input_shape": input._data.shape, "kernel_size": k, "stride": s,
                              "padding": pad, "ceil_mode": bool(ceil_mode),
                              "count_include_pad": bool(count_include_pad),

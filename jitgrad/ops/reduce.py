@@ -1,5 +1,5 @@
 """Reductions and normalisations, declared by job in three modules: :mod:`.sums` (sum, mean,
-var, std, prod), :mod:`.extrema` (max, min, amax, amin, argmax, argmin) and
+var, std), :mod:`.extrema` (max, min, amax, amin, argmax, argmin) and
 :mod:`.softmax_ops` (logsumexp, softmax, log_softmax and their backward ops); what they
 share is in :mod:`.reduce_base`.
 

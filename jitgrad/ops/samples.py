@@ -647,6 +647,34 @@ def cumsum(rng, dtype):
                             ((2, 3, 4), 1, "3d"), ((), 0, "0d"))]
 
 
+def prod(rng, dtype):
+    """prod over everything and along dims (kept and not), with a zero and with two zeros in
+    a slice (the gradient's other formula), a 0-d tensor."""
+    m = _r(rng, (3, 4), dtype, 0.5, 1.5)
+    one_zero = m.copy()
+    one_zero[1, 2] = 0
+    two_zeros = m.copy()
+    two_zeros[0, 1] = two_zeros[0, 3] = 0
+    return [((m,), {"dim": None, "_id": "all"}), ((m,), {"dim": 1, "_id": "dim1"}),
+            ((m,), {"dim": 0, "keepdim": True, "_id": "keep"}),
+            ((one_zero,), {"dim": None, "_id": "zero_all"}),
+            ((one_zero,), {"dim": 1, "_id": "zero_dim"}),
+            ((two_zeros,), {"dim": 1, "_id": "zeros_dim"}),
+            ((two_zeros,), {"dim": None, "_id": "zeros_all"}),
+            ((_r(rng, (), dtype),), {"dim": None, "_id": "0d"})]
+
+
+def cumprod(rng, dtype):
+    """cumprod along dims, and along a slice holding zeros (the gradient's other formula)."""
+    z = _r(rng, (3, 5), dtype, 0.5, 1.5)
+    z[1, 2] = 0
+    z[2, 0] = z[2, 3] = 0
+    return [((_r(rng, (7,), dtype, 0.5, 1.5),), {"dim": 0, "_id": "1d"}),
+            ((_r(rng, (3, 4), dtype, 0.5, 1.5),), {"dim": -1, "_id": "cols"}),
+            ((_r(rng, (2, 3, 4), dtype, 0.5, 1.5),), {"dim": 1, "_id": "3d"}),
+            ((z,), {"dim": 1, "_id": "zeros"}), ((_r(rng, (), dtype),), {"dim": 0, "_id": "0d"})]
+
+
 def rounding(rng, dtype):
     """round: ties (x.5), negative values, decimals > 0 and < 0."""
     ties = np.asarray([0.5, 1.5, 2.5, -0.5, -2.5, 3.25], dtype=dtype)

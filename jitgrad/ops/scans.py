@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..amp.autocast_mode import autocast_op
 from ..devices import array_namespace
 from ..shapes import wrap_dim
 from ..tensor import Tensor
@@ -47,6 +48,7 @@ CUMSUM = defop(name="cumsum", kind=REDUCE, inputs=("a",), params=("dim", "dtype"
 
 
 @api(CUMSUM, method="cumsum", inplace="cumsum_", export="cumsum")
+@autocast_op
 def cumsum(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
     """Cumulative sums of ``input`` along ``dim`` (``dtype``: of the result, and of the
     sums; integer and bool inputs sum to int64 by default, as PyTorch's).

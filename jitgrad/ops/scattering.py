@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..amp.autocast_mode import autocast_op
 from ..shapes import wrap_dim
 from ..tensor import Tensor
 from .api import api
@@ -44,6 +45,7 @@ def _checked(input: Tensor, dim: int, index: Tensor, name: str) -> tuple[Tensor,
 
 
 @api(GATHER_BACKWARD, method="scatter_add", export="scatter_add")
+@autocast_op
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """``input`` with ``src[i][j]`` added at ``[index[i][j]][j]`` (for ``dim=0``; likewise for
     any dim); repeated positions accumulate, in a fixed order."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..amp.autocast_mode import autocast_op
 from ..devices import array_namespace
 from ..shapes import wrap_dim
 from ..tensor import Tensor, wrap
@@ -55,6 +56,7 @@ LOGSUMEXP = defop(name="logsumexp", kind=REDUCE, inputs=("a",),
 
 
 @api(LOGSUMEXP, method="logsumexp", export="logsumexp")
+@autocast_op
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(input), dim))``, computed stably."""
     if input._data.dtype.kind != "f":
@@ -180,12 +182,14 @@ def _dim_op(op, input, dim, dtype, name):
 
 
 @api(SOFTMAX, export="softmax")
+@autocast_op
 def softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
     """``exp(x) / sum(exp(x), dim)``, computed stably."""
     return _dim_op(SOFTMAX, input, dim, dtype, "softmax")
 
 
 @api(LOG_SOFTMAX, export="log_softmax")
+@autocast_op
 def log_softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
     """``x - logsumexp(x, dim)``, computed stably."""
     return _dim_op(LOG_SOFTMAX, input, dim, dtype, "log_softmax")

@@ -1,4 +1,5 @@
-"""Sums and moments: sum, mean (the reductions fused loops compute), var, std, prod."""
+"""Sums and moments: sum, mean (the reductions fused loops compute), var, std (products:
+:mod:`.products`)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ import builtins as _b
 import numpy as np
 
 from .._thread_modes import GRAD_OFF
+from ..amp.autocast_mode import autocast_op
 from ..autograd import grad_mode
 from ..autograd.node import make_node
 from ..devices import array_namespace
-from ..shapes import fmt_shape, wrap_dim
 from ..tensor import Tensor, wrap
 from . import samples as S
 from .api import api
@@ -19,7 +20,7 @@ from .eager_reduce import sum_all_small, sum_float
 from .reduce_base import ALL, call_reduce, count, expand_back, kept_shape, reduce_params
 from .registry import REDUCE, defop
 
-__all__ = ["sum", "mean", "var", "std", "var_mean", "std_mean", "prod"]
+__all__ = ["sum", "mean", "var", "std", "var_mean", "std_mean"]
 
 
 # ---------------------------------------------------------------------------- sum / mean
@@ -83,6 +84,7 @@ _STATE = grad_mode.STATE
 
 
 @api(SUM, method="sum", export="sum")
+@autocast_op
 def sum(input: Tensor, dim=ALL, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
     """Sum over all elements, or over ``dim`` (int or tuple)."""
     if dim is ALL and dtype is None and type(input) is Tensor:  # a loss: the hot case
@@ -107,7 +109,7 @@ def mean(input: Tensor, dim=ALL, keepdim: bool = False, *, dtype=None) -> Tensor
     return call_reduce(MEAN, input, reduce_params(input, dim, keepdim, "mean"))
 
 
-# ----------------------------------------------------------------------- var, std, prod
+# ----------------------------------------------------------------------------- var, std
 def _moments_ref(fn):
     def ref(a, dims, keepdim, shape, correction, full=False):
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -191,15 +193,3 @@ def std(input: Tensor, dim=None, *, correction: int = 1, keepdim: bool = False,
         unbiased=None) -> Tensor:
     """Standard deviation over ``dim`` with Bessel's ``correction``."""
     return _moment(STD, input, dim, correction, keepdim, unbiased, "std")
-
-
-def prod(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """Product of elements (no gradient: use ``exp(sum(log))`` for a differentiable form)."""
-    if input._requires_grad:
-        raise NotImplementedError(
-            f"prod() is not differentiable in jitgrad yet (input shape "
-            f"{fmt_shape(input._data.shape)})"
-        )
-    a = input._data
-    r = np.prod(a, axis=None if dim is None else wrap_dim(dim, a.ndim), keepdims=keepdim)
-    return wrap(array_namespace(a).asarray(r))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import devices
+from ..amp.autocast_mode import autocast_op
 from ..devices import array_namespace
 from ..tensor import Tensor
 from . import samples as S
@@ -122,6 +123,7 @@ def wrap_index(idx: np.ndarray, dev) -> Tensor:
 
 
 @api(GETITEM, method="trace")  # jitgrad.trace: jitgrad/__init__.py (a package has the name)
+@autocast_op
 def trace(input: Tensor) -> Tensor:
     """The sum of a matrix's main diagonal."""
     input = as_tensor_arg(input, "input")

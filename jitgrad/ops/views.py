@@ -170,7 +170,8 @@ def permute(input: Tensor, *dims) -> Tensor:
     return _permute(input, w, "PermuteBackward0")
 
 
-@api(PERMUTE, method=("transpose", "swapaxes"), export=("transpose", "swapaxes"))
+@api(PERMUTE, method=("transpose", "swapaxes", "swapdims"),
+     export=("transpose", "swapaxes", "swapdims"))
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dims."""
     nd = input._data.ndim
@@ -200,7 +201,7 @@ def T(input: Tensor) -> Tensor:
     return _permute(input, tuple(reversed(range(input._data.ndim))), "PermuteBackward0")
 
 
-@api(PERMUTE, method="movedim", export="movedim")
+@api(PERMUTE, method=("movedim", "moveaxis"), export=("movedim", "moveaxis"))
 def movedim(input: Tensor, source: int, destination: int) -> Tensor:
     """Move dim ``source`` to position ``destination``."""
     nd = input._data.ndim

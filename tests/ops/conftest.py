@@ -288,6 +288,9 @@ ADAPTERS = {
     "flip": lambda M, ts, p: M.flip(ts[0], p["dims"]),
     "roll": lambda M, ts, p: M.roll(ts[0], p["shifts"], p["dims"]),
     "cumsum": lambda M, ts, p: M.cumsum(ts[0], p["dim"]),
+    "cumprod": lambda M, ts, p: M.cumprod(ts[0], p["dim"]),
+    "prod": lambda M, ts, p: (M.prod(ts[0]) if p["dim"] is None else
+                              M.prod(ts[0], p["dim"], keepdim=p.get("keepdim", False))),
     "round": lambda M, ts, p: M.round(ts[0], decimals=p["decimals"]),
     "trunc": lambda M, ts, p: ts[0].trunc(),
     "frac": lambda M, ts, p: M.frac(ts[0]),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...amp.autocast_mode import autocast_op
 from ...kernels.parallel import note_blas
 from ...shapes import fmt_shape
 from ...tensor import Tensor
@@ -44,6 +45,7 @@ ADDMM = defop(name="addmm", kind=OPAQUE, node="AddmmBackward0", inputs=("bias", 
 
 
 @api(ADDMM, MATMUL, method="addmm", export="addmm")
+@autocast_op
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)`` for matrices ``mat1``, ``mat2`` (``input``
     broadcasts; with ``beta`` 0 it is ignored, NaNs included, as in PyTorch). The default
@@ -86,6 +88,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
 
 
 @api(ADDMM, MATMUL)
+@autocast_op
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias`` over the last dimension of ``input``.
 

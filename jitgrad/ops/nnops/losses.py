@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...amp.autocast_mode import autocast_op
 from ...devices import array_namespace
 from ...shapes import fmt_shape
 from ...tensor import Tensor
@@ -84,6 +85,7 @@ def _float_pair(input, target, name):
 
 
 @api(MSE_LOSS)
+@autocast_op
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
              reduction: str = "mean", weight=None) -> Tensor:
     """Mean squared error ``(input - target) ** 2``, reduced.
@@ -101,6 +103,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
 
 
 @api(ABS, MEAN, SUM)
+@autocast_op
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
             reduction: str = "mean", weight=None) -> Tensor:
     """Mean absolute error ``|input - target|``, reduced (composite, as PyTorch).
@@ -201,6 +204,7 @@ BCE = defop(name="binary_cross_entropy", kind=REDUCE, node="BinaryCrossEntropyBa
 
 
 @api(BCE)
+@autocast_op
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """Binary cross-entropy of probabilities ``input`` (logs clamped at -100 as PyTorch).
@@ -303,6 +307,7 @@ def _robust_pair(input, target, kernel: str):
 
 
 @api(SMOOTH_L1_LOSS, ABS, MEAN, SUM)
+@autocast_op
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """Smooth L1 loss: ``0.5 * d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta``
@@ -324,6 +329,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
 
 
 @api(HUBER_LOSS, MEAN, SUM)
+@autocast_op
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """Huber loss: ``0.5 * d**2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 * delta)``

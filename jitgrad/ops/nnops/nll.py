@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...amp.autocast_mode import autocast_op
 from ...creation import full
 from ...devices import array_namespace, is_cpu_array
 from ...shapes import fmt_shape
@@ -317,6 +318,7 @@ def _check_nll(x: Tensor, t: Tensor, w, ignore_index: int) -> None:
 
 
 @api(NLL_LOSS)
+@autocast_op
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
              ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of the class ``target`` under log-probabilities ``input``.
@@ -376,6 +378,7 @@ def _smoothing_term(logp, target, weight, reduction, ignore_index, cdim) -> Tens
 
 
 @api(LOG_SOFTMAX, NLL_LOSS)
+@autocast_op
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   size_average=None, ignore_index: int = -100, reduce=None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from ...amp.autocast_mode import autocast_op
 from ...devices import array_namespace, is_cpu_array
 from ...kernels.pool import run_sized
 from ...shapes import fmt_shape
@@ -210,6 +211,7 @@ LAYER_NORM = defop(
 
 
 @api(LAYER_NORM)
+@autocast_op
 def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over the trailing ``normalized_shape`` dims, then scale and shift.

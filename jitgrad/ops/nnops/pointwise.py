@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...amp.autocast_mode import autocast_op
 from ...tensor import Tensor
 from .. import samples as S
 from ..api import api
@@ -51,6 +52,7 @@ def _check_float(op_name: str, *ts: Tensor) -> None:
 
 
 @api(ADD, MUL, method="addcmul", inplace="addcmul_", export="addcmul")
+@autocast_op
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
     """``input + value * tensor1 * tensor2`` in one pass.
 
@@ -68,6 +70,7 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1
 
 
 @api(ADDCDIV, method="addcdiv", inplace="addcdiv_", export="addcdiv")
+@autocast_op
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
     """``input + value * tensor1 / tensor2`` in one pass.
 

@@ -1,0 +1,343 @@
+"""More PyTorch names (ops/pointwise_composites.py, statistics.py, counting.py, products.py,
+the additions to contractions.py and arrangements.py, nn/more_layers.py and nn.init):
+PyTorch's values and input gradients (torch 2.13 as the oracle), gradcheck in float64, CUDA
+(the simulator) == CPU and compiled == eager where a function is traceable."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jitgrad
+from jitgrad.autograd import gradcheck
+
+
+def _arrays(rng):
+    m = rng.standard_normal((4, 5))
+    nanm = m.copy()
+    nanm[1, 2] = nanm[3, 0] = nanm[3, 4] = np.nan
+    return {
+        "m": m, "m2": rng.standard_normal((4, 5)), "v3": rng.standard_normal((4, 3)),
+        "w3": rng.standard_normal((4, 3)), "v": rng.standard_normal(5),
+        "v2": rng.standard_normal(5), "nanm": nanm, "sq": rng.standard_normal((4, 4)),
+        "b1": rng.standard_normal((3, 4, 2)), "b2": rng.standard_normal((3, 2, 5)),
+        "c1": rng.standard_normal((2, 3)), "c2": rng.standard_normal((3, 6)),
+        "c3": rng.standard_normal((6, 2)), "img": rng.standard_normal((2, 3, 6, 5)),
+        "x1": rng.standard_normal((6, 3)), "x2": rng.standard_normal((6, 4)),
+        "bw": rng.standard_normal((2, 3, 4)), "bb": rng.standard_normal(2),
+        "pos": np.abs(rng.standard_normal(7)) + 0.1, "mixed": np.array(
+            [-2.0, -0.4, 0.0, 0.3, 0.5, 0.7, 2.5, -0.5, -0.0]),
+        "q": np.array([0.0, 0.1, 0.5, 0.73, 1.0]),
+        "fw": np.array([1, 2, 0, 3, 1]), "aw": rng.uniform(0.5, 1.5, 5),
+    }
+
+
+_INT = {"fw"}
+
+#: name -> (fn(M, get), differentiated input names)
+CASES = {
+    "deg2rad": (lambda M, g: M.deg2rad(g("m")), ("m",)),
+    "rad2deg": (lambda M, g: M.rad2deg(g("m")), ("m",)),
+    "copysign": (lambda M, g: M.copysign(g("m"), g("m2")), ("m",)),
+    "copysign_scalar": (lambda M, g: M.copysign(g("m"), -0.0), ("m",)),
+    "fmax": (lambda M, g: M.fmax(g("nanm"), g("m2")), ("nanm", "m2")),
+    "fmin": (lambda M, g: M.fmin(g("m2"), g("nanm")), ("nanm", "m2")),
+    "fmax_ties": (lambda M, g: M.fmax(g("m"), g("m") * 1), ("m",)),
+    "float_power": (lambda M, g: M.float_power(g("pos"), 2.5), ("pos",)),
+    "sinc": (lambda M, g: M.sinc(g("mixed")), ("mixed",)),
+    "positive": (lambda M, g: M.positive(g("m")), ("m",)),
+    "prod_dim": (lambda M, g: g("m").prod(1), ("m",)),
+    "cumprod": (lambda M, g: g("m").cumprod(1), ("m",)),
+    "cov": (lambda M, g: M.cov(g("m")), ("m",)),
+    "cov_weights": (lambda M, g: M.cov(g("m"), correction=0, fweights=g("fw"),
+                                       aweights=g("aw")), ("m", "aw")),
+    "corrcoef": (lambda M, g: M.corrcoef(g("m")), ("m",)),
+    "quantile": (lambda M, g: M.quantile(g("m"), 0.3, dim=1), ("m",)),
+    "quantile_q": (lambda M, g: M.quantile(g("m"), g("q"), dim=0, keepdim=True), ("m",)),
+    "quantile_all": (lambda M, g: M.quantile(g("m"), 0.42), ("m",)),
+    "quantile_nan": (lambda M, g: M.quantile(g("nanm"), 0.5, dim=1), ("nanm",)),
+    "quantile_lower": (lambda M, g: M.quantile(g("m"), 0.6, 1, interpolation="lower"), ("m",)),
+    "quantile_higher": (lambda M, g: M.quantile(g("m"), 0.6, 1, interpolation="higher"),
+                        ("m",)),
+    "quantile_nearest": (lambda M, g: M.quantile(g("m"), g("q"), 1,
+                                                 interpolation="nearest"), ("m",)),
+    "quantile_midpoint": (lambda M, g: M.quantile(g("m"), 0.6, 1, interpolation="midpoint"),
+                          ("m",)),
+    "nanquantile": (lambda M, g: M.nanquantile(g("nanm"), g("q"), dim=1), ("nanm",)),
+    "nanmedian_dim": (lambda M, g: M.nanmedian(g("nanm"), 1)[0], ("nanm",)),
+    "nanmedian_idx": (lambda M, g: M.nanmedian(g("nanm"), 0, keepdim=True)[1], ()),
+    "nanmedian": (lambda M, g: M.nanmedian(g("nanm")), ("nanm",)),
+    "vdot": (lambda M, g: M.vdot(g("v"), g("v2")), ("v", "v2")),
+    "addr": (lambda M, g: M.addr(g("m"), g("v")[:4], g("v2"), beta=0.5, alpha=2.0),
+             ("m", "v", "v2")),
+    "addbmm": (lambda M, g: M.addbmm(g("sq")[:, :1], g("b1").transpose(1, 2)[:, :, :4]
+                                     .transpose(1, 2), g("b1").transpose(1, 2)),
+               ("sq", "b1")),
+    "multi_dot": (lambda M, g: M.linalg.multi_dot([g("c1"), g("c2"), g("c3")]),
+                  ("c1", "c2", "c3")),
+    "multi_dot_vec": (lambda M, g: M.linalg.multi_dot([g("c1")[0], g("c2"), g("c3")[:, 0]]),
+                      ("c1", "c2", "c3")),
+    "cross": (lambda M, g: M.cross(g("v3"), g("w3"), dim=1), ("v3", "w3")),
+    "linalg_cross": (lambda M, g: M.linalg.cross(g("v3"), g("w3")), ("v3", "w3")),
+    "dist": (lambda M, g: M.dist(g("m"), g("m2"), 3), ("m", "m2")),
+    "dist_inf": (lambda M, g: M.dist(g("m"), g("m2"), float("inf")), ("m", "m2")),
+    "rot90": (lambda M, g: M.rot90(g("m"), 1, (0, 1)), ("m",)),
+    "rot90_3": (lambda M, g: M.rot90(g("img"), 3, (2, 3)), ("img",)),
+    "rot90_neg": (lambda M, g: M.rot90(g("m"), -2), ("m",)),
+    "block_diag": (lambda M, g: M.block_diag(g("c1"), g("v"), g("sq")), ("c1", "v", "sq")),
+    "cartesian_prod": (lambda M, g: M.cartesian_prod(g("v")[:3], g("v2")[:2]), ("v", "v2")),
+    "combinations": (lambda M, g: M.combinations(g("v"), 3), ("v",)),
+    "combinations_rep": (lambda M, g: M.combinations(g("v")[:3], 2, with_replacement=True),
+                         ("v",)),
+    "swapdims": (lambda M, g: g("img").swapdims(1, 3), ("img",)),
+    "moveaxis": (lambda M, g: M.moveaxis(g("img"), 0, 2), ("img",)),
+    "rms_norm": (lambda M, g: M.nn.functional.rms_norm(g("img"), (6, 5), g("m2")[:, :5]
+                                                       .repeat(2, 1)[:6]), ("img", "m2")),
+    "rms_norm_eps": (lambda M, g: M.nn.functional.rms_norm(g("m"), [5], eps=1e-3), ("m",)),
+    "bilinear": (lambda M, g: M.nn.functional.bilinear(g("x1"), g("x2"), g("bw"), g("bb")),
+                 ("x1", "x2", "bw", "bb")),
+    "unfold": (lambda M, g: M.nn.functional.unfold(g("img"), (2, 3), dilation=(1, 2),
+                                                   padding=1, stride=(2, 1)), ("img",)),
+    "fold": (lambda M, g: M.nn.functional.fold(
+        M.nn.functional.unfold(g("img"), 3, padding=1), (6, 5), 3, padding=1), ("img",)),
+    "hardshrink": (lambda M, g: M.nn.functional.hardshrink(g("mixed"), 0.5), ("mixed",)),
+    "hardshrink_off_kinks": (lambda M, g: M.nn.functional.hardshrink(g("mixed"), 0.45),
+                             ("mixed",)),
+    "softshrink": (lambda M, g: M.nn.functional.softshrink(g("mixed"), 0.35), ("mixed",)),
+    "tanhshrink": (lambda M, g: M.nn.functional.tanhshrink(g("m")), ("m",)),
+    "channel_shuffle": (lambda M, g: M.nn.functional.channel_shuffle(
+        g("img").reshape(2, 6, 5, 3), 3), ("img",)),
+}
+#: integer-valued / non-differentiable functions: values (and dtypes) only
+VALUES = {
+    "bincount": lambda M: M.bincount(M.tensor([0, 3, 3, 1, 7])),
+    "bincount_w": lambda M: M.bincount(M.tensor([0, 3, 3, 1]), M.tensor([0.5, 1.0, 2.0, 4.0]),
+                                       minlength=6),
+    "bincount_w32": lambda M: M.bincount(M.tensor([0, 2]),
+                                         M.tensor([0.5, 1.5], dtype=M.float32)),
+    "histc": lambda M: M.histc(M.tensor([0.0, 0.1, 0.5, 1.0, 2.0, -1.0]), 4, 0, 1),
+    "histc_auto": lambda M: M.histc(M.tensor([1.0, 2.0, 2.5, 4.0]), 3),
+    "searchsorted": lambda M: M.searchsorted(M.tensor([1.0, 3.0, 3.0, 7.0]),
+                                             M.tensor([[3.0, 0.0], [8.0, 3.5]])),
+    "searchsorted_right": lambda M: M.searchsorted(M.tensor([1, 3, 3, 7]), M.tensor([3, 7]),
+                                                   right=True),
+    "searchsorted_batch": lambda M: M.searchsorted(
+        M.tensor([[1, 3, 5], [2, 4, 6]]), M.tensor([[3, 6], [1, 5]]), side="right"),
+    "searchsorted_i32": lambda M: M.searchsorted(M.tensor([1, 3]), M.tensor([2]),
+                                                 out_int32=True),
+    "searchsorted_scalar": lambda M: M.searchsorted(M.tensor([1, 3]), 2),
+    "bucketize": lambda M: M.bucketize(M.tensor([[0.5, 3.0], [9.0, 1.0]]),
+                                       M.tensor([1.0, 3.0, 5.0])),
+    "tril_indices": lambda M: M.tril_indices(4, 3, -1),
+    "triu_indices": lambda M: M.triu_indices(3, 5, 1),
+    "tril_indices_i32": lambda M: M.tril_indices(2, 2, dtype=M.int32),
+    "prod_int": lambda M: M.prod(M.tensor([[2, 3], [4, 5]], dtype=M.int32), 0),
+    "cumprod_int": lambda M: M.cumprod(M.tensor([2, 3, 4], dtype=M.int16), 0),
+    "prod_dtype": lambda M: M.tensor([1.5, 2.0]).prod(dtype=M.float64),
+}
+
+
+def _run(lib, name, arrays, dtype=None, device=None):
+    fn, diff = CASES[name]
+    made = {}
+
+    def get(key):
+        if key not in made:
+            a = arrays[key]
+            if key in _INT:
+                t = lib.tensor(a)
+            else:
+                t = lib.tensor(a if dtype is None else a.astype(dtype))
+                if device is not None:
+                    t = t.to(device)
+                t.requires_grad_(key in diff)
+            made[key] = t
+        return made[key]
+    return fn(lib, get), [get(k) for k in diff]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_values_and_gradients_match_pytorch(name):
+    torch = pytest.importorskip("torch")
+    arrays = _arrays(np.random.default_rng(11))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out, ins = _run(jitgrad, name, arrays)
+        tout, tins = _run(torch, name, arrays)
+    assert out.dtype.name == str(tout.dtype).replace("torch.", "")
+    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-12,
+                               atol=1e-13)
+    if not ins:
+        return
+    w = np.cos(np.arange(out.numel()) + 0.5).reshape(tuple(out.shape))
+    (out * jitgrad.tensor(w)).nansum().backward()
+    (tout * torch.tensor(w)).nansum().backward()
+    for a, b in zip(ins, tins):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_integer_functions_match_pytorch(name):
+    torch = pytest.importorskip("torch")
+    got, want = VALUES[name](jitgrad), VALUES[name](torch)
+    assert got.dtype.name == str(want.dtype).replace("torch.", "")
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+_NO_GRADCHECK = {"nanmedian_idx", "quantile_nan", "nanquantile", "nanmedian_dim", "nanmedian",
+                 "fmax", "fmin",  # NaNs in the input (values, not differentiable there)
+                 "hardshrink"}  # inputs on its kinks (hardshrink_off_kinks is checked)
+
+
+@pytest.mark.parametrize("name", sorted(set(CASES) - _NO_GRADCHECK))
+def test_gradcheck(name):
+    arrays = _arrays(np.random.default_rng(12))
+    fn, diff = CASES[name]
+    _, ins = _run(jitgrad, name, arrays)
+
+    def f(*ts):
+        table = dict(zip(diff, ts))
+        return fn(jitgrad, lambda k: table[k] if k in table else jitgrad.tensor(arrays[k]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert gradcheck(f, tuple(ins), eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["copysign", "fmax", "sinc", "cumprod", "cov", "quantile_q",
+                                  "nanquantile", "multi_dot", "cross", "rot90_3", "block_diag",
+                                  "rms_norm", "bilinear", "unfold", "fold", "softshrink"])
+def test_cuda_matches_cpu(name):
+    if not jitgrad.cuda.is_available():
+        pytest.skip("no CUDA (the simulator)")
+    arrays = _arrays(np.random.default_rng(13))
+    out, ins = _run(jitgrad, name, arrays, dtype=np.float32)
+    cout, cins = _run(jitgrad, name, arrays, dtype=np.float32, device="cuda")
+    assert cout.is_cuda
+    np.testing.assert_allclose(cout.detach().cpu().numpy(), out.detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
+    out.nansum().backward()
+    cout.nansum().backward()
+    for a, b in zip(ins, cins):
+        np.testing.assert_allclose(b.grad.cpu().numpy(), a.grad.numpy(), rtol=1e-5,
+                                   atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["deg2rad", "copysign", "fmax_ties", "sinc", "prod_dim",
+                                  "cumprod", "cov", "quantile", "nanquantile", "vdot", "addr",
+                                  "multi_dot", "cross", "dist", "rot90", "block_diag",
+                                  "cartesian_prod", "combinations", "rms_norm", "bilinear",
+                                  "unfold", "fold", "hardshrink", "softshrink"])
+def test_compiled_matches_eager(name):
+    arrays = _arrays(np.random.default_rng(14))
+    fn, diff = CASES[name]
+    _, ins = _run(jitgrad, name, arrays, dtype=np.float32)
+    fixed = {k: jitgrad.tensor(a if k in _INT else a.astype(np.float32))
+             for k, a in arrays.items()}
+
+    def step(*ts):
+        table = dict(zip(diff, ts))
+        return fn(jitgrad, lambda k: table.get(k, fixed[k])).nansum()
+    ref = step(*ins)
+    ref.backward()
+    grads = [t.grad.numpy().copy() for t in ins]
+    for t in ins:
+        t.grad = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = jitgrad.compile(step)(*ins)
+    out.backward()
+    np.testing.assert_allclose(out.item(), ref.item(), rtol=1e-6)
+    for t, g in zip(ins, grads):
+        np.testing.assert_allclose(t.grad.numpy(), g, rtol=1e-6, atol=1e-6)
+
+
+def test_modules():
+    torch = pytest.importorskip("torch")
+    jnn, tnn = jitgrad.nn, torch.nn
+    x = np.random.default_rng(15).standard_normal((2, 4, 6, 6)).astype(np.float32)
+    jx, tx = jitgrad.tensor(x), torch.tensor(x)
+    for jm, tm in [(jnn.RMSNorm([6, 6]), tnn.RMSNorm([6, 6])),
+                   (jnn.Unfold(3, padding=1), tnn.Unfold(3, padding=1)),
+                   (jnn.Hardshrink(0.3), tnn.Hardshrink(0.3)),
+                   (jnn.Softshrink(), tnn.Softshrink()), (jnn.Tanhshrink(), tnn.Tanhshrink()),
+                   (jnn.Softmax2d(), tnn.Softmax2d()),
+                   (jnn.ChannelShuffle(2), tnn.ChannelShuffle(2)),
+                   (jnn.UpsamplingNearest2d(scale_factor=2),
+                    tnn.UpsamplingNearest2d(scale_factor=2)),
+                   (jnn.UpsamplingBilinear2d(size=(9, 7)), tnn.UpsamplingBilinear2d(size=(9, 7))),
+                   (jnn.Dropout3d(0.5).eval(), tnn.Dropout3d(0.5).eval())]:
+        np.testing.assert_allclose(jm(jx).detach().numpy(), tm(tx).detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+        assert repr(jm) == repr(tm)
+    fold_j, fold_t = jnn.Fold((6, 6), 3, padding=1), tnn.Fold((6, 6), 3, padding=1)
+    cols = jnn.Unfold(3, padding=1)(jx)
+    np.testing.assert_allclose(fold_j(cols).numpy(), fold_t(torch.tensor(cols.numpy())).numpy(),
+                               rtol=1e-5, atol=1e-5)
+    assert repr(fold_j) == repr(fold_t)
+    b = jnn.Bilinear(3, 4, 5)
+    assert [n for n, _ in b.named_parameters()] == ["weight", "bias"]
+    assert tuple(b.weight.shape) == (5, 3, 4) and repr(b) == repr(tnn.Bilinear(3, 4, 5))
+    assert repr(jnn.RMSNorm(4)) == repr(tnn.RMSNorm(4))
+    d = jnn.Dropout3d(0.5)
+    y = d(jitgrad.ones(4, 8, 2, 2, 2))
+    per_channel = y.reshape(4, 8, -1)
+    assert bool(((per_channel == 0).all(-1) | (per_channel == 2).all(-1)).all())
+
+
+def test_gumbel_softmax():
+    logits = jitgrad.randn(64, 5, requires_grad=True)
+    soft = jitgrad.nn.functional.gumbel_softmax(logits, tau=0.5)
+    np.testing.assert_allclose(soft.sum(1).detach().numpy(), 1.0, rtol=1e-6)
+    hard = jitgrad.nn.functional.gumbel_softmax(logits, hard=True)
+    assert set(np.unique(hard.detach().numpy())) <= {0.0, 1.0}
+    np.testing.assert_array_equal(hard.sum(1).detach().numpy(), 1.0)
+    (hard * jitgrad.arange(5.0)).sum().backward()  # straight-through: the soft gradient
+    assert logits.grad is not None and float(logits.grad.abs().sum()) > 0
+
+
+def test_init_functions():
+    g = jitgrad.Generator().manual_seed(3)
+    w = jitgrad.empty(400, 50)
+    jitgrad.nn.init.trunc_normal_(w, mean=0.1, std=0.5, a=-0.3, b=0.6, generator=g)
+    assert float(w.min()) >= -0.3 and float(w.max()) <= 0.6
+    q = jitgrad.nn.init.orthogonal_(jitgrad.empty(3, 6), gain=2.0)
+    np.testing.assert_allclose((q @ q.t()).numpy(), 4 * np.eye(3), atol=1e-5)
+    q = jitgrad.nn.init.orthogonal_(jitgrad.empty(6, 2, 2))
+    flat = q.reshape(6, 4)
+    np.testing.assert_allclose((flat.t() @ flat).numpy(), np.eye(4), atol=1e-5)
+    torch = pytest.importorskip("torch")
+    for shape, groups in (((4, 2, 3), 1), ((4, 2, 3, 3), 2), ((2, 3, 1, 3, 3), 1)):
+        a = jitgrad.nn.init.dirac_(jitgrad.empty(*shape), groups)
+        b = torch.nn.init.dirac_(torch.empty(*shape), groups)
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(jitgrad.nn.init.eye_(jitgrad.empty(2, 3)).numpy(), np.eye(2, 3))
+    with pytest.raises(ValueError, match="Only tensors with 2 dimensions"):
+        jitgrad.nn.init.eye_(jitgrad.empty(3))
+
+
+def test_errors():
+    m = jitgrad.randn(3, 4)
+    with pytest.raises(RuntimeError, match=r"q must be in the range \[0, 1\] but got 1.5"):
+        jitgrad.quantile(m, 1.5)
+    with pytest.raises(RuntimeError, match="q values must be in the range"):
+        jitgrad.quantile(m, jitgrad.tensor([0.5, 1.5]))
+    with pytest.raises(RuntimeError, match="q tensor must be same dtype"):
+        jitgrad.quantile(m, jitgrad.tensor([0.5], dtype=jitgrad.float64))
+    with pytest.raises(RuntimeError, match="input tensor must be either float or double"):
+        jitgrad.quantile(jitgrad.tensor([1, 2]), 0.5)
+    with pytest.raises(RuntimeError, match="expected total rotation dims == 2"):
+        jitgrad.rot90(m, 1, (0, 1, 2))
+    with pytest.raises(RuntimeError, match="bincount only supports 1-d non-negative"):
+        jitgrad.bincount(jitgrad.tensor([1, -1]))
+    with pytest.raises(RuntimeError, match="inputs dimension -1 must have length 3"):
+        jitgrad.linalg.cross(m, m)
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        jitgrad.linalg.multi_dot([m, m])
+    with pytest.raises(RuntimeError, match="lambda must be greater or equal to 0"):
+        jitgrad.nn.functional.softshrink(m, -1.0)
+    with pytest.raises(RuntimeError, match="The `\\+` operator, on a bool tensor"):
+        jitgrad.positive(jitgrad.tensor([True]))
+    with pytest.warns(UserWarning, match="chain_matmul is deprecated"):
+        jitgrad.chain_matmul(m, m.t())
