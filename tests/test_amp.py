@@ -603,3 +603,32 @@ def test_training_with_autocast_and_scaler_follows_torch():
     t, j = run(torch), run(jitgrad)
     np.testing.assert_allclose(j, t, rtol=2e-2, atol=2e-3)
     assert j[-1] < j[0]
+
+
+def test_other_threads_autocasting_change_nothing_here():
+    """Autocast on in another thread (``AUTOCASTING`` non-empty): this thread's listed
+    functions, backward and grad run as without autocast."""
+    entered, release = threading.Event(), threading.Event()
+
+    def other():
+        with jitgrad.autocast("cpu", dtype=F16):
+            entered.set()
+            release.wait(30)
+
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        assert entered.wait(30)
+        x = jitgrad.randn(3, 3, requires_grad=True)
+        y = (x @ x).exp().sum()
+        assert y.dtype == jitgrad.float32
+        gx, = jitgrad.autograd.grad(y, x, retain_graph=True)
+        y.backward()
+        np.testing.assert_allclose(x.grad.numpy(), gx.numpy())
+        f = jitgrad.compile(lambda a: (a @ a).sum())
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert f(x).dtype == jitgrad.float32 and f.stats.get("autocast_eager", 0) == 0
+    finally:
+        release.set()
+        t.join()

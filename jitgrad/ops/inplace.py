@@ -120,6 +120,28 @@ def apply_inplace(self: Tensor, result: Tensor) -> Tensor:
     return self
 
 
+def inplace_view(self: Tensor, result: Tensor, name: str) -> Tensor:
+    """An in-place view op (``t_``, ``transpose_``, ``squeeze_``, ``unsqueeze_``...):
+    ``self`` takes the shape and strides of ``result`` (``self``'s view, computed out of
+    place) and its history, and its version is bumped, as PyTorch's. Not traceable: a
+    compiled function doing it runs eagerly."""
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{name}() requires a Tensor")
+    check_inplace_allowed(self, result._requires_grad)
+    tr = _TRACE.tracer
+    if tr is not None:  # the call finishes eagerly from here (fullgraph=True: an error)
+        tr.graph_break(f"{name}() changes a tensor's shape in place (the out-of-place "
+                       f"{name.rstrip('_')}() compiles)")
+    self._data = result._data
+    self._vc[0] += 1
+    if result._grad_fn is not None and _STATE.enabled:
+        self._grad_fn = result._grad_fn
+        self._requires_grad = True
+        if self._output_nr:
+            self._output_nr = 0
+    return self
+
+
 def write_out(out, result: Tensor, name: str) -> Tensor:
     """The ``out=`` argument of ``name``: ``result`` written into ``out``, which is returned.
 

@@ -2,7 +2,11 @@
 and each prefix rounded once to the input's dtype, as PyTorch's CPU ``cumsum`` does (its
 bits); integers and bools add in int64. The gradient is the reversed cumulative sum of the
 output gradient. On CUDA the scan is CuPy's (float64 too; its association differs, so a
-prefix may differ from the CPU's in its last bit when rounded)."""
+prefix may differ from the CPU's in its last bit when rounded).
+
+``cummax`` / ``cummin``: an op finding where each running extreme was taken (the latest of
+a tie; a NaN sticks, as PyTorch's), then a ``gather``: the gradient goes to those elements.
+That scan runs on the host."""
 
 from __future__ import annotations
 
@@ -10,16 +14,16 @@ import numpy as np
 
 from .. import dtypes
 from ..amp.autocast_mode import autocast_op
-from ..devices import array_namespace
+from ..devices import array_namespace, to_host
 from ..shapes import wrap_dim
 from ..tensor import Tensor
 from . import samples as S
 from .api import api
 from .dispatch import as_tensor_arg, call
 from .inplace import write_out
-from .registry import REDUCE, defop
+from .registry import OPAQUE, REDUCE, defop
 
-__all__ = ["cumsum"]
+__all__ = ["cumsum", "cummax", "cummin"]
 
 
 def _cumsum_ref(a, dim, dtype):
@@ -66,3 +70,59 @@ def cumsum(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
     d = wrap_dim(dim, a.ndim)
     res = call(CUMSUM, (input,), {"dim": d, "dtype": dt})
     return res if out is None else write_out(out, res, "cumsum")
+
+
+# ----------------------------------------------------------------------- cummax, cummin
+def _cum_arg_ref(a, dim, largest):
+    """Where each running maximum (``largest``) or minimum of ``a`` along ``dim`` was
+    taken: the latest position of a tie, and of a NaN (which then stays), as PyTorch's."""
+    xp = array_namespace(a)
+    if a.ndim == 0:
+        return xp.zeros((), np.int64)
+    x = np.asarray(to_host(a))
+    run = (np.maximum if largest else np.minimum).accumulate(x, axis=dim)  # NaN propagates
+    nan = x != x
+    new = (x == run) | nan
+    shape = [1] * x.ndim
+    shape[dim] = x.shape[dim]
+    pos = np.arange(x.shape[dim]).reshape(shape)
+    idx = np.maximum.accumulate(np.where(new, pos, 0), axis=dim).astype(np.int64)
+    return xp.ascontiguousarray(xp.asarray(idx))
+
+
+CUM_ARG = defop(name="cum_arg", kind=OPAQUE, node=None, inputs=("a",),
+                params=("dim", "largest"), ref=_cum_arg_ref,
+                samples=lambda rng, dtype: [
+                    ((np.asarray([1.0, 3.0, 2.0, 3.0, np.nan, 0.0, np.nan], dtype=dtype),),
+                     {"dim": 0, "largest": True, "_id": "ties_nan"}),
+                    ((rng.standard_normal((3, 4)).astype(dtype),),
+                     {"dim": 1, "largest": False, "_id": "min"})],
+                doc="int64 positions of the running max (min) of ``a`` along ``dim``")
+
+
+def _running(name: str, input: Tensor, dim: int, largest: bool):
+    from .extrema import _return_type
+    from .sorting import gather
+
+    input = as_tensor_arg(input)
+    if input.ndim == 0:
+        from ..creation import zeros
+
+        return _return_type(name)(input.clone(), zeros((), dtype=dtypes.int64,
+                                                       device=input.device))
+    d = wrap_dim(dim, input.ndim)
+    idx = call(CUM_ARG, (input,), {"dim": d, "largest": largest})
+    return _return_type(name)(gather(input, d, idx), idx)
+
+
+@api(CUM_ARG, method="cummax", export="cummax")
+def cummax(input: Tensor, dim: int):
+    """``(values, indices)`` of the running maximum along ``dim`` (the gradient goes to the
+    element each value was taken from)."""
+    return _running("cummax", input, dim, True)
+
+
+@api(CUM_ARG, method="cummin", export="cummin")
+def cummin(input: Tensor, dim: int):
+    """``(values, indices)`` of the running minimum along ``dim``."""
+    return _running("cummin", input, dim, False)

@@ -201,6 +201,12 @@ def _maximum(name):
     return f
 
 
+def _diagonals():
+    from jitgrad.ops import diagonals
+
+    return diagonals
+
+
 ADAPTERS = {
     # arithmetic: the operators, as user code writes them
     "add": lambda M, ts, p: ts[0] + ts[1],
@@ -289,6 +295,17 @@ ADAPTERS = {
     "roll": lambda M, ts, p: M.roll(ts[0], p["shifts"], p["dims"]),
     "cumsum": lambda M, ts, p: M.cumsum(ts[0], p["dim"]),
     "cumprod": lambda M, ts, p: M.cumprod(ts[0], p["dim"]),
+    "cum_arg": lambda M, ts, p: (M.cummax if p["largest"] else M.cummin)(ts[0], p["dim"])[1],
+    "inv": lambda M, ts, p: M.linalg.inv(ts[0]),
+    "diagonal": lambda M, ts, p: M.diagonal(ts[0], p["offset"], p["dim1"], p["dim2"]),
+    "diagonal_backward": lambda M, ts, p: _diagonals().diagonal_backward(
+        ts[0], p["input_shape"], p["offset"], p["dim1"], p["dim2"]),
+    "det": lambda M, ts, p: M.linalg.det(ts[0]),
+    "logabsdet": lambda M, ts, p: M.linalg.slogdet(ts[0])[1],
+    "sign_of_det": lambda M, ts, p: M.linalg.slogdet(ts[0])[0],
+    "solve": lambda M, ts, p: M.linalg.solve(ts[0], ts[1]),
+    # symmetrised: the factorisation reads one triangle, its gradient is symmetric
+    "cholesky": lambda M, ts, p: M.linalg.cholesky((ts[0] + ts[0].mT) * 0.5),
     "prod": lambda M, ts, p: (M.prod(ts[0]) if p["dim"] is None else
                               M.prod(ts[0], p["dim"], keepdim=p.get("keepdim", False))),
     "round": lambda M, ts, p: M.round(ts[0], decimals=p["decimals"]),
@@ -331,6 +348,8 @@ TORCH_ADAPTERS = {
     "to_device": lambda M, ts, p: ts[0].to("cpu", copy=True),  # torch's CPU wheel: no CUDA
     "pin_memory": lambda M, ts, p: ts[0].clone(),  # a CPU wheel cannot pin
     "tanh_backward": lambda M, ts, p: M.ops.aten.tanh_backward(ts[0], ts[1]),
+    "diagonal_backward": lambda M, ts, p: M.ops.aten.diagonal_backward(
+        ts[0], p["input_shape"], p["offset"], p["dim1"], p["dim2"]),
     "sigmoid_backward": lambda M, ts, p: M.ops.aten.sigmoid_backward(ts[0], ts[1]),
     "threshold_backward": lambda M, ts, p: M.ops.aten.threshold_backward(
         ts[0], ts[1], p["threshold"]),

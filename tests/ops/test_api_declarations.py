@@ -19,7 +19,6 @@ from jitgrad.ops.registry import ELEMENTWISE, OpDef
 
 #: public functions of op modules that run no op of their own (so declare none)
 NOT_OPS = {
-    "jitgrad.ops.sums.prod",                     # NumPy's product, no gradient
     "jitgrad.ops.inplace.apply_inplace",         # helpers of in-place methods
     "jitgrad.ops.inplace.check_inplace_allowed",
     "jitgrad.ops.inplace.write_out",             # the out= argument of ops

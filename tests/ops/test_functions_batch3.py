@@ -31,6 +31,10 @@ def _arrays(rng):
             [-2.0, -0.4, 0.0, 0.3, 0.5, 0.7, 2.5, -0.5, -0.0]),
         "q": np.array([0.0, 0.1, 0.5, 0.73, 1.0]),
         "fw": np.array([1, 2, 0, 3, 1]), "aw": rng.uniform(0.5, 1.5, 5),
+        "wc": rng.standard_normal((2, 4, 4)) + 3 * np.eye(4),
+        "spd": (lambda a: a @ a.T + 4 * np.eye(4))(rng.standard_normal((4, 4))),
+        "rhs": rng.standard_normal((2, 4, 3)),
+        "ties": np.array([[1.0, 3.0, 2.0, 3.0, 0.5], [2.0, 2.0, -1.0, 4.0, 4.0]]),
     }
 
 
@@ -91,6 +95,40 @@ CASES = {
     "combinations": (lambda M, g: M.combinations(g("v"), 3), ("v",)),
     "combinations_rep": (lambda M, g: M.combinations(g("v")[:3], 2, with_replacement=True),
                          ("v",)),
+    "inv": (lambda M, g: M.linalg.inv(g("wc")), ("wc",)),
+    "inverse": (lambda M, g: g("wc").inverse(), ("wc",)),
+    "det": (lambda M, g: M.det(g("wc")), ("wc",)),
+    "logdet": (lambda M, g: g("spd").logdet(), ("spd",)),
+    "slogdet": (lambda M, g: M.linalg.slogdet(g("wc"))[1], ("wc",)),
+    "slogdet_sign": (lambda M, g: M.linalg.slogdet(g("wc") - 3.5 * M.eye(4))[0], ()),
+    "solve": (lambda M, g: M.linalg.solve(g("wc"), g("rhs")), ("wc", "rhs")),
+    "solve_vector": (lambda M, g: M.linalg.solve(g("wc")[0], g("rhs")[0, :, 0]),
+                     ("wc", "rhs")),
+    "solve_right": (lambda M, g: M.linalg.solve(g("wc"), g("rhs").mT, left=False),
+                    ("wc", "rhs")),
+    "cholesky": (lambda M, g: M.linalg.cholesky((g("spd") + g("spd").mT) * 0.5), ("spd",)),
+    "cholesky_upper": (lambda M, g: M.linalg.cholesky((g("spd") + g("spd").mT) * 0.5,
+                                                      upper=True), ("spd",)),
+    "matrix_power": (lambda M, g: M.linalg.matrix_power(g("wc"), 3), ("wc",)),
+    "matrix_power_neg": (lambda M, g: g("wc").matrix_power(-2), ("wc",)),
+    "matrix_norm_fro": (lambda M, g: M.linalg.matrix_norm(g("wc")), ("wc",)),
+    "matrix_norm_1": (lambda M, g: M.linalg.matrix_norm(g("wc"), 1), ("wc",)),
+    "matrix_norm_inf": (lambda M, g: M.linalg.matrix_norm(g("wc"), float("-inf"),
+                                                          keepdim=True), ("wc",)),
+    "linalg_norm": (lambda M, g: M.linalg.norm(g("m")), ("m",)),
+    "linalg_norm_dim": (lambda M, g: M.linalg.norm(g("m"), 3, dim=1), ("m",)),
+    "linalg_norm_matrix": (lambda M, g: M.linalg.norm(g("m"), "fro", dim=(0, 1)), ("m",)),
+    "vecdot": (lambda M, g: M.linalg.vecdot(g("m"), g("m2"), dim=0), ("m", "m2")),
+    "diagonal": (lambda M, g: M.diagonal(g("img"), 1, 3, 2), ("img",)),
+    "diagonal_method": (lambda M, g: g("m").diagonal(-2), ("m",)),
+    "diag_embed": (lambda M, g: M.diag_embed(g("m"), -1, 0, 2), ("m",)),
+    "fill_diagonal": (lambda M, g: (g("m") * 1).fill_diagonal_(2.5), ("m",)),
+    "fill_diagonal_wrap": (lambda M, g: (g("c3").mT.mT.repeat(2, 1) * 1).fill_diagonal_(
+        -1.0, wrap=True), ("c3",)),
+    "cummax": (lambda M, g: M.cummax(g("ties"), 1)[0], ("ties",)),
+    "cummin_idx": (lambda M, g: g("ties").cummin(0)[1], ()),
+    "cummax_idx": (lambda M, g: M.cummax(g("ties"), -1).indices, ()),
+    "cummax_nan": (lambda M, g: M.cummax(g("nanm"), 1)[1], ()),
     "swapdims": (lambda M, g: g("img").swapdims(1, 3), ("img",)),
     "moveaxis": (lambda M, g: M.moveaxis(g("img"), 0, 2), ("img",)),
     "rms_norm": (lambda M, g: M.nn.functional.rms_norm(g("img"), (6, 5), g("m2")[:, :5]
@@ -188,7 +226,8 @@ def test_integer_functions_match_pytorch(name):
 
 _NO_GRADCHECK = {"nanmedian_idx", "quantile_nan", "nanquantile", "nanmedian_dim", "nanmedian",
                  "fmax", "fmin",  # NaNs in the input (values, not differentiable there)
-                 "hardshrink"}  # inputs on its kinks (hardshrink_off_kinks is checked)
+                 "hardshrink",  # inputs on its kinks (hardshrink_off_kinks is checked)
+                 "cummax"}  # ties in its input (kinks)
 
 
 @pytest.mark.parametrize("name", sorted(set(CASES) - _NO_GRADCHECK))
@@ -205,7 +244,8 @@ def test_gradcheck(name):
         assert gradcheck(f, tuple(ins), eps=1e-6, atol=1e-5, rtol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["copysign", "fmax", "sinc", "cumprod", "cov", "quantile_q",
+@pytest.mark.parametrize("name", ["inv", "det", "solve", "cholesky", "slogdet",
+                                  "copysign", "fmax", "sinc", "cumprod", "cov", "quantile_q",
                                   "nanquantile", "multi_dot", "cross", "rot90_3", "block_diag",
                                   "rms_norm", "bilinear", "unfold", "fold", "softshrink"])
 def test_cuda_matches_cpu(name):
@@ -228,7 +268,9 @@ def test_cuda_matches_cpu(name):
                                   "cumprod", "cov", "quantile", "nanquantile", "vdot", "addr",
                                   "multi_dot", "cross", "dist", "rot90", "block_diag",
                                   "cartesian_prod", "combinations", "rms_norm", "bilinear",
-                                  "unfold", "fold", "hardshrink", "softshrink"])
+                                  "unfold", "fold", "hardshrink", "softshrink", "inv", "det",
+                                  "solve", "cholesky", "matrix_power_neg", "logdet",
+                                  "diagonal", "diag_embed", "fill_diagonal"])
 def test_compiled_matches_eager(name):
     arrays = _arrays(np.random.default_rng(14))
     fn, diff = CASES[name]
@@ -339,5 +381,66 @@ def test_errors():
         jitgrad.nn.functional.softshrink(m, -1.0)
     with pytest.raises(RuntimeError, match="The `\\+` operator, on a bool tensor"):
         jitgrad.positive(jitgrad.tensor([True]))
+    with pytest.raises(RuntimeError, match="input matrix is singular"):
+        jitgrad.linalg.inv(jitgrad.zeros(2, 2))
+    with pytest.raises(RuntimeError, match="not positive-definite"):
+        jitgrad.linalg.cholesky(-jitgrad.eye(3))
+    with pytest.raises(RuntimeError, match="must be batches of square matrices"):
+        jitgrad.det(jitgrad.ones(2, 3))
+    with pytest.raises(NotImplementedError, match="needs singular values"):
+        jitgrad.linalg.matrix_norm(m, "nuc")
     with pytest.warns(UserWarning, match="chain_matmul is deprecated"):
         jitgrad.chain_matmul(m, m.t())
+
+
+@pytest.mark.parametrize("call", ["t_()", "transpose_(0, 1)", "swapdims_(1, 0)",
+                                  "swapaxes_(0, 1)", "squeeze_()", "squeeze_(0)",
+                                  "unsqueeze_(1)", "unsqueeze_(-1)"])
+def test_inplace_view_methods_match_pytorch(call):
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(16).standard_normal((1, 3) if "squeeze" in call else (2, 3))
+    outs = []
+    for M in (jitgrad, torch):
+        leaf = M.tensor(a, requires_grad=True)
+        x = leaf * 2
+        v0 = x._version
+        y = eval(f"x.{call}")  # noqa: S307 - the method call under test
+        assert y is x and x._version == v0 + 1
+        (x * M.tensor(np.arange(x.numel(), dtype=np.float64).reshape(tuple(x.shape)))
+         ).sum().backward()
+        outs.append((tuple(x.shape), x.detach().numpy().copy(), leaf.grad.numpy()))
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            eval(f"leaf.{call}")  # noqa: S307
+    (js, jv, jg), (ts, tv, tg) = outs
+    assert js == ts
+    np.testing.assert_array_equal(jv, tv)
+    np.testing.assert_array_equal(jg, tg)
+
+
+def test_inplace_view_in_a_compiled_function_runs_eagerly():
+    def f(x):
+        y = x * 2
+        y.unsqueeze_(0)
+        return (y * y).sum(1)
+
+    cf = jitgrad.compile(f)
+    x = jitgrad.randn(3)
+    with pytest.warns(UserWarning, match="changes a tensor's shape in place"):
+        got = cf(x)
+    np.testing.assert_array_equal(got.numpy(), f(x).numpy())
+    assert tuple(x.shape) == (3,)
+
+
+def test_diagonal_is_a_view_as_in_pytorch():
+    torch = pytest.importorskip("torch")
+    for M in (jitgrad, torch):
+        x = M.arange(24.0).reshape(2, 3, 4)
+        d = x.diagonal(1, 1, 2)
+        d.mul_(-1)
+        assert x._version == d._version == 1
+        x[0, 0, 1] = 100.0
+        assert float(d[0, 0]) == 100.0
+        if M is jitgrad:
+            got = x.numpy().copy()
+        else:
+            np.testing.assert_array_equal(got, x.numpy())

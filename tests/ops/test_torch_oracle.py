@@ -135,6 +135,9 @@ NAME_BUGS = {
     **{f"pool_gather-{c}": NAME_ONLY + "max_pool2d's double backward (a gather at the argmax "
        "positions) is one node, pool_gather; PyTorch's is a view of an index_select (ViewBackward0)"
        for c in ("k2", "k3s2p1", "dilated", "ceil", "overlap", "unbatched")},
+    **{f"sign_of_det-{c}": NAME_ONLY + "slogdet's sign is an op of its own with no gradient; "
+       "PyTorch's is the other output of the LinalgSlogdetBackward0 node (its gradient is "
+       "zero)" for c in ("matrix", "batch", "1x1")},
 }
 #: ops whose node a CPU wheel of PyTorch cannot make: the name from derivatives.yaml
 NODES_WITHOUT_ORACLE = {"pin_memory": "PinMemoryBackward0"}  # _pin_memory: self: grad
