@@ -181,3 +181,25 @@ def assert_compiled_step_matches_eager(step: Callable, params: list, *args) -> N
     assert out.item() == ref.item()
     for p, g in zip(params, grads):
         np.testing.assert_array_equal(p.grad.numpy(), g)
+
+
+def case_inputs(lib, arrays: dict, diff, int_keys, dtype=None, device=None):
+    """``get(key)``: ``arrays[key]`` as a tensor of ``lib`` (jitgrad or torch), made once
+    per key -- in ``dtype`` and on ``device`` when given, requiring grad when ``key`` is in
+    ``diff``; the keys in ``int_keys`` as they are -- and ``made`` (key -> tensor)."""
+    made: dict = {}
+
+    def get(key):
+        if key not in made:
+            a = arrays[key]
+            if key in int_keys:
+                t = lib.tensor(a)
+                t = t if device is None else t.to(device)
+            else:
+                t = lib.tensor(a if dtype is None else a.astype(dtype))
+                if device is not None:
+                    t = t.to(device)
+                t.requires_grad_(key in diff)
+            made[key] = t
+        return made[key]
+    return get, made

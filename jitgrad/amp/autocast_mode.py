@@ -387,7 +387,6 @@ def autocast_call(name: str, fn: Callable, args: tuple, kwargs: dict):
 
 
 # --------------------------------------------------------------------------- wrappers
-_GENERATED = 0
 _LOCK = threading.Lock()
 
 
@@ -429,31 +428,40 @@ def _forwarding(sig: inspect.Signature, ns: dict) -> tuple[str, str, str]:
     return ", ".join(params), ", ".join(call), packed
 
 
+_CODE: dict = {}  # the forwarding text of a signature -> its compiled wrapper definition
+
+
+def _wrapper_code(params: str, call: str, packed: str):
+    """The code defining ``wrapper(<params>)`` (compiled once per distinct signature:
+    ``import jitgrad`` makes ~80 of them). Its file lies under the package's directory, so
+    tracebacks and the tracer's "user code" test count it as jitgrad's own; the source is in
+    ``linecache``."""
+    src = (f"def wrapper({params}):\n"
+           f"    if _AC:\n"
+           f"        return _call(_name, _fn, {packed})\n"
+           f"    return _fn({call})\n")
+    code = _CODE.get(src)
+    if code is None:
+        with _LOCK:
+            filename = os.path.join(os.path.dirname(__file__),
+                                    f"<autocast wrapper {len(_CODE) + 1}>")
+            linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+            code = _CODE[src] = compile(src, filename, "exec")
+    return code
+
+
 def autocast_op(fn: Callable | None = None, *, name: str | None = None):
     """Define a public function listed in :mod:`jitgrad.amp.policy` (under ``name``, default
     its ``__name__``): returns a wrapper with ``fn``'s signature that runs ``fn`` as called
     while no thread autocasts, and through :func:`autocast_call` otherwise."""
     def make(f: Callable) -> Callable:
-        global _GENERATED
         key = name or f.__name__
         if not policy.listed(key):
             raise ValueError(f"autocast_op: {key!r} is in no autocast list (jitgrad.amp.policy)")
         ns: dict[str, Any] = {"_AC": AUTOCASTING, "_fn": f, "_name": key,
                               "_call": autocast_call}
-        params, call, packed = _forwarding(inspect.signature(f), ns)
-        src = (f"def {f.__name__}({params}):\n"
-               f"    if _AC:\n"
-               f"        return _call(_name, _fn, {packed})\n"
-               f"    return _fn({call})\n")
-        with _LOCK:
-            _GENERATED += 1
-            # under the package's directory: tracebacks and the tracer's "user code" tests
-            # treat it as jitgrad's own (the source is in linecache)
-            filename = os.path.join(os.path.dirname(__file__),
-                                    f"<autocast wrapper {_GENERATED}: {key}>")
-        linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-        exec(compile(src, filename, "exec"), ns)  # noqa: S102 - generated forwarding code
-        wrapper = ns[f.__name__]
+        exec(_wrapper_code(*_forwarding(inspect.signature(f), ns)), ns)  # noqa: S102
+        wrapper = ns["wrapper"]
         functools.update_wrapper(wrapper, f)
         wrapper.__autocast_name__ = key
         return wrapper

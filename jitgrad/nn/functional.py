@@ -68,6 +68,8 @@ _MORE_LOSSES = ("margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss
 _MORE_LAYERS = ("rms_norm", "bilinear", "unfold", "fold", "hardshrink", "softshrink",
                 "tanhshrink", "dropout3d", "gumbel_softmax", "channel_shuffle", "upsample",
                 "upsample_nearest", "upsample_bilinear")
+_OTHER_LAZY = {"adaptive_max_pool2d": "adaptive_max_pool",
+               "adaptive_max_pool1d": "adaptive_max_pool", "embedding_bag": "embedding_bag"}
 
 __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout",
            "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "layer_norm",
@@ -81,11 +83,11 @@ __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax"
            "pixel_unshuffle", "softmin",
            # loaded on first use (module __getattr__ below)
            "conv1d", "max_pool1d", "avg_pool1d", "conv_transpose2d", "interpolate",  # noqa: F822
-           *_MORE_LOSSES, *_MORE_LAYERS]
+           *_MORE_LOSSES, *_MORE_LAYERS, *_OTHER_LAZY]
 
 # layers whose modules load on first use (keeps ``import jitgrad`` fast)
 _LAZY = {**dict.fromkeys(_MORE_LOSSES, "more_losses"),
-         **dict.fromkeys(_MORE_LAYERS, "more_layers"),
+         **dict.fromkeys(_MORE_LAYERS, "more_layers"), **_OTHER_LAZY,
          "conv_transpose2d": "conv_transpose", "interpolate": "interpolation",
          "conv1d": "one_dimensional", "max_pool1d": "one_dimensional",
          "avg_pool1d": "one_dimensional"}

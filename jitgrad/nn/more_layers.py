@@ -327,28 +327,28 @@ class Fold(Module):
                 f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")
 
 
-class Hardshrink(_Pointwise):
+class _Shrink(_Pointwise):
+    """A shrink with threshold ``lambd`` (its repr: the number, as PyTorch's)."""
+
+    settings = ("lambd",)
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__(lambd=lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Hardshrink(_Shrink):
     """:func:`hardshrink` as a module."""
 
-    fn, settings = staticmethod(hardshrink), ("lambd",)
-
-    def __init__(self, lambd: float = 0.5) -> None:
-        super().__init__(lambd=lambd)
-
-    def extra_repr(self) -> str:
-        return f"{self.lambd}"
+    fn = staticmethod(hardshrink)
 
 
-class Softshrink(_Pointwise):
+class Softshrink(_Shrink):
     """:func:`softshrink` as a module."""
 
-    fn, settings = staticmethod(softshrink), ("lambd",)
-
-    def __init__(self, lambd: float = 0.5) -> None:
-        super().__init__(lambd=lambd)
-
-    def extra_repr(self) -> str:
-        return f"{self.lambd}"
+    fn = staticmethod(softshrink)
 
 
 class Tanhshrink(_Pointwise):

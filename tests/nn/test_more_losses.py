@@ -70,21 +70,10 @@ _INT = {"cls", "labels"}
 
 
 def _run(lib, name, reduction, arrays, dtype=None, device=None):
-    fn, diff = CASES[name]
-    made = {}
+    from helpers import case_inputs
 
-    def get(key):
-        if key not in made:
-            a = arrays[key]
-            if key in _INT:
-                t = lib.tensor(a)
-            else:
-                t = lib.tensor(a if dtype is None else a.astype(dtype),
-                               requires_grad=key in diff)
-            if device is not None:
-                t = t.to(device).detach().requires_grad_(key in diff and key not in _INT)
-            made[key] = t
-        return made[key]
+    fn, diff = CASES[name]
+    get, _ = case_inputs(lib, arrays, diff, _INT, dtype, device)
     out = fn(lib.nn.functional, get, reduction)
     return out, [get(k) for k in diff]
 

@@ -129,6 +129,12 @@ CASES = {
     "cummin_idx": (lambda M, g: g("ties").cummin(0)[1], ()),
     "cummax_idx": (lambda M, g: M.cummax(g("ties"), -1).indices, ()),
     "cummax_nan": (lambda M, g: M.cummax(g("nanm"), 1)[1], ()),
+    "adaptive_max_pool2d": (lambda M, g: M.nn.functional.adaptive_max_pool2d(
+        g("img"), (4, 3)), ("img",)),
+    "adaptive_max_pool2d_idx": (lambda M, g: M.nn.functional.adaptive_max_pool2d(
+        g("img"), (None, 2), return_indices=True)[1], ()),
+    "adaptive_max_pool1d": (lambda M, g: M.nn.functional.adaptive_max_pool1d(
+        g("m"), 3), ("m",)),
     "swapdims": (lambda M, g: g("img").swapdims(1, 3), ("img",)),
     "moveaxis": (lambda M, g: M.moveaxis(g("img"), 0, 2), ("img",)),
     "rms_norm": (lambda M, g: M.nn.functional.rms_norm(g("img"), (6, 5), g("m2")[:, :5]
@@ -178,21 +184,10 @@ VALUES = {
 
 
 def _run(lib, name, arrays, dtype=None, device=None):
-    fn, diff = CASES[name]
-    made = {}
+    from helpers import case_inputs
 
-    def get(key):
-        if key not in made:
-            a = arrays[key]
-            if key in _INT:
-                t = lib.tensor(a)
-            else:
-                t = lib.tensor(a if dtype is None else a.astype(dtype))
-                if device is not None:
-                    t = t.to(device)
-                t.requires_grad_(key in diff)
-            made[key] = t
-        return made[key]
+    fn, diff = CASES[name]
+    get, _ = case_inputs(lib, arrays, diff, _INT, dtype, device)
     return fn(lib, get), [get(k) for k in diff]
 
 
@@ -247,7 +242,8 @@ def test_gradcheck(name):
 @pytest.mark.parametrize("name", ["inv", "det", "solve", "cholesky", "slogdet",
                                   "copysign", "fmax", "sinc", "cumprod", "cov", "quantile_q",
                                   "nanquantile", "multi_dot", "cross", "rot90_3", "block_diag",
-                                  "rms_norm", "bilinear", "unfold", "fold", "softshrink"])
+                                  "rms_norm", "bilinear", "unfold", "fold", "softshrink",
+                                  "adaptive_max_pool2d", "diagonal"])
 def test_cuda_matches_cpu(name):
     if not jitgrad.cuda.is_available():
         pytest.skip("no CUDA (the simulator)")
@@ -270,7 +266,8 @@ def test_cuda_matches_cpu(name):
                                   "cartesian_prod", "combinations", "rms_norm", "bilinear",
                                   "unfold", "fold", "hardshrink", "softshrink", "inv", "det",
                                   "solve", "cholesky", "matrix_power_neg", "logdet",
-                                  "diagonal", "diag_embed", "fill_diagonal"])
+                                  "diagonal", "diag_embed", "fill_diagonal",
+                                  "adaptive_max_pool2d"])
 def test_compiled_matches_eager(name):
     arrays = _arrays(np.random.default_rng(14))
     fn, diff = CASES[name]
@@ -444,3 +441,57 @@ def test_diagonal_is_a_view_as_in_pytorch():
             got = x.numpy().copy()
         else:
             np.testing.assert_array_equal(got, x.numpy())
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("layout", ["offsets", "last_offset", "2d", "padding"])
+def test_embedding_bag_matches_pytorch(mode, layout):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(17)
+    w = rng.standard_normal((10, 4))
+    inp = np.array([1, 2, 4, 5, 4, 3, 2, 9])
+    psw = rng.standard_normal(8)
+    res = []
+    for M in (jitgrad, torch):
+        wt = M.tensor(w, requires_grad=True)
+        kw = {"mode": mode}
+        if mode == "sum":
+            kw["per_sample_weights"] = M.tensor(psw if layout != "2d" else psw.reshape(2, 4))
+        if layout == "2d":
+            args = (M.tensor(inp.reshape(2, 4)), wt)
+        else:
+            last = layout == "last_offset"
+            args = (M.tensor(inp), wt, M.tensor([0, 4, 4, 6] + ([8] if last else [])))
+            kw["include_last_offset"] = last
+            if layout == "padding":
+                kw["padding_idx"] = 2
+        o = M.nn.functional.embedding_bag(*args, **kw)
+        (o * M.tensor(np.cos(np.arange(o.numel())).reshape(tuple(o.shape)))).sum().backward()
+        res.append((o.detach().numpy(), wt.grad.numpy()))
+    np.testing.assert_allclose(res[0][0], res[1][0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-12, atol=1e-12)
+
+
+def test_embedding_bag_module_and_adaptive_max_pool_modules():
+    torch = pytest.importorskip("torch")
+    bag = jitgrad.nn.EmbeddingBag(10, 3, mode="max", padding_idx=0)
+    tbag = torch.nn.EmbeddingBag(10, 3, mode="max", padding_idx=0)
+    assert repr(bag) == repr(tbag)
+    assert [n for n, _ in bag.named_parameters()] == ["weight"]
+    assert float(bag.weight[0].abs().sum()) == 0.0
+    pre = jitgrad.nn.EmbeddingBag.from_pretrained(jitgrad.ones(4, 2), mode="sum")
+    np.testing.assert_array_equal(pre(jitgrad.tensor([[0, 1], [2, 3]])).numpy(), 2.0)
+    assert not pre.weight.requires_grad
+    with pytest.raises(RuntimeError, match="last offset must be the input's length"):
+        jitgrad.nn.functional.embedding_bag(jitgrad.tensor([1, 2]), jitgrad.ones(4, 2),
+                                            jitgrad.tensor([0, 1]), include_last_offset=True)
+    m, tm = jitgrad.nn.AdaptiveMaxPool2d((2, 3)), torch.nn.AdaptiveMaxPool2d((2, 3))
+    assert repr(m) == repr(tm)
+    x = np.random.default_rng(18).standard_normal((2, 3, 5, 7))
+    np.testing.assert_array_equal(m(jitgrad.tensor(x)).numpy(), tm(torch.tensor(x)).numpy())
+    m1 = jitgrad.nn.AdaptiveMaxPool1d(3, return_indices=True)
+    t1 = torch.nn.AdaptiveMaxPool1d(3, return_indices=True)
+    a, ai = m1(jitgrad.tensor(x[0]))
+    b, bi = t1(torch.tensor(x[0]))
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(ai.numpy(), bi.numpy())
