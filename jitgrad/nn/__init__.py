@@ -91,7 +91,7 @@ __all__ = [
     "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss",
     "RMSNorm", "Bilinear", "Unfold", "Fold", "Hardshrink", "Softshrink", "Tanhshrink",
     "Softmax2d", "Dropout3d", "ChannelShuffle", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-    "AdaptiveMaxPool2d", "AdaptiveMaxPool1d", "EmbeddingBag",
+    "AdaptiveMaxPool2d", "AdaptiveMaxPool1d", "EmbeddingBag", "ConvTranspose1d",
     "AdaptiveAvgPool2d",
     "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax", "Softmin", "Dropout",
     "Dropout1d", "Dropout2d", "SiLU",
@@ -114,7 +114,7 @@ __all__ = [
 
 # layers whose modules load on first use (keeps ``import jitgrad`` fast)
 _LAZY = {
-    **dict.fromkeys(("ConvTranspose2d",), "conv_transpose"),
+    **dict.fromkeys(("ConvTranspose2d", "ConvTranspose1d"), "conv_transpose"),
     **dict.fromkeys(("MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss",
                      "CosineEmbeddingLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
                      "MultiMarginLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import creation, dtypes
 from ..amp.autocast_mode import autocast_op
+from ..autograd.grad_mode import no_grad
 from ..ops.conv import conv2d_backward_input
 from ..ops.conv_common import half_through_float
 from ..shapes import fmt_shape
@@ -16,7 +17,7 @@ from ..tensor import Tensor
 from .layers import _ConvBase, _pair, place
 from .parameter import Parameter
 
-__all__ = ["conv_transpose2d", "ConvTranspose2d"]
+__all__ = ["conv_transpose2d", "ConvTranspose2d", "conv_transpose1d", "ConvTranspose1d"]
 
 
 @autocast_op
@@ -110,3 +111,58 @@ class ConvTranspose2d(_ConvBase):
                                  f"(for an input of {list(input.shape[-2:])})")
             pads.append(extra)
         return tuple(pads)
+
+
+@autocast_op
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """The transposed convolution of ``(N, C_in, L)`` (or ``(C_in, L)``) with ``weight``
+    ``(C_in, C_out/groups, k)``: :func:`conv_transpose2d` over a height of one."""
+    from .one_dimensional import _single
+
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to "
+                           f"conv_transpose1d, but got input of size: {fmt_shape(input.shape)}")
+    if weight.ndim != 3:
+        raise RuntimeError(f"conv_transpose1d: weight must be 3-D (C_in, C_out/groups, k), got "
+                           f"{fmt_shape(weight.shape)}")
+    out = conv_transpose2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias,
+                           (1, _single(stride, "stride")), (0, _single(padding, "padding")),
+                           (0, _single(output_padding, "output_padding")), groups,
+                           (1, _single(dilation, "dilation")))
+    return out.squeeze(-2)
+
+
+class ConvTranspose1d(ConvTranspose2d):
+    """Transposed 1-D convolution, PyTorch's parameters and initialisation (``weight``
+    ``(C_in, C_out/groups, k)``)."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
+                 padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        from .one_dimensional import _single
+
+        k = _single(kernel_size, "kernel_size")
+        super().__init__(in_channels, out_channels, (1, k), 1, 0, 0, groups, bias, 1,
+                         padding_mode, None, dtype)
+        self.kernel_size = (k,)
+        self.stride, self.padding = (_single(stride, "stride"),), (_single(padding, "padding"),)
+        self.output_padding = (_single(output_padding, "output_padding"),)
+        self.dilation = (_single(dilation, "dilation"),)
+        with no_grad():
+            self.weight = Parameter(self.weight.detach().squeeze(2).clone())
+        place(self, device)
+
+    def forward(self, input: Tensor, output_size=None) -> Tensor:
+        output_padding = self.output_padding[0]
+        if output_size is not None:
+            size = list(output_size)[-1]
+            smallest = ((input.shape[-1] - 1) * self.stride[0] - 2 * self.padding[0]
+                        + self.dilation[0] * (self.kernel_size[0] - 1) + 1)
+            output_padding = size - smallest
+            if not 0 <= output_padding < max(self.stride[0], self.dilation[0]):
+                raise ValueError(f"requested an output size of {[size]}, but valid sizes range "
+                                 f"from {smallest} to {smallest + self.stride[0] - 1} (for an "
+                                 f"input of {list(input.shape[-1:])})")
+        return conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
+                                output_padding, self.groups, self.dilation)

@@ -68,7 +68,7 @@ _MORE_LOSSES = ("margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss
 _MORE_LAYERS = ("rms_norm", "bilinear", "unfold", "fold", "hardshrink", "softshrink",
                 "tanhshrink", "dropout3d", "gumbel_softmax", "channel_shuffle", "upsample",
                 "upsample_nearest", "upsample_bilinear")
-_OTHER_LAZY = {"adaptive_max_pool2d": "adaptive_max_pool",
+_OTHER_LAZY = {"conv_transpose1d": "conv_transpose", "adaptive_max_pool2d": "adaptive_max_pool",
                "adaptive_max_pool1d": "adaptive_max_pool", "embedding_bag": "embedding_bag"}
 
 __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout",

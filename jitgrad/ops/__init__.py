@@ -24,6 +24,7 @@ from . import (  # noqa: F401 - registers ops
     rounding,
     sampling_and_sets,
     scans,
+    scatter_reduce,
     scattering,
     sorting,
     statistics,

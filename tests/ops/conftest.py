@@ -297,6 +297,9 @@ ADAPTERS = {
     "cumprod": lambda M, ts, p: M.cumprod(ts[0], p["dim"]),
     "cum_arg": lambda M, ts, p: (M.cummax if p["largest"] else M.cummin)(ts[0], p["dim"])[1],
     "inv": lambda M, ts, p: M.linalg.inv(ts[0]),
+    "scatter_reduce": lambda M, ts, p: M.scatter_reduce(ts[0], p["dim"], ts[1], ts[2],
+                                                        p["reduce"],
+                                                        include_self=p["include_self"]),
     "diagonal": lambda M, ts, p: M.diagonal(ts[0], p["offset"], p["dim1"], p["dim2"]),
     "diagonal_backward": lambda M, ts, p: _diagonals().diagonal_backward(
         ts[0], p["input_shape"], p["offset"], p["dim1"], p["dim2"]),

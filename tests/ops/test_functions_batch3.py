@@ -34,11 +34,13 @@ def _arrays(rng):
         "wc": rng.standard_normal((2, 4, 4)) + 3 * np.eye(4),
         "spd": (lambda a: a @ a.T + 4 * np.eye(4))(rng.standard_normal((4, 4))),
         "rhs": rng.standard_normal((2, 4, 3)),
+        "sr_idx": np.array([[0, 4, 4], [1, 1, 0], [3, 2, 3], [0, 0, 0]]),
+        "ctw": rng.standard_normal((3, 2, 3)),
         "ties": np.array([[1.0, 3.0, 2.0, 3.0, 0.5], [2.0, 2.0, -1.0, 4.0, 4.0]]),
     }
 
 
-_INT = {"fw"}
+_INT = {"fw", "sr_idx"}
 
 #: name -> (fn(M, get), differentiated input names)
 CASES = {
@@ -135,6 +137,13 @@ CASES = {
         g("img"), (None, 2), return_indices=True)[1], ()),
     "adaptive_max_pool1d": (lambda M, g: M.nn.functional.adaptive_max_pool1d(
         g("m"), 3), ("m",)),
+    "scatter_reduce_mean": (lambda M, g: M.scatter_reduce(
+        g("m"), 1, g("sr_idx"), g("m2")[:, :3], "mean"), ("m", "m2")),
+    "scatter_reduce_amin": (lambda M, g: g("m").scatter_reduce(
+        1, g("sr_idx"), g("m2")[:, :3], "amin", include_self=False), ("m", "m2")),
+    "conv_transpose1d": (lambda M, g: M.nn.functional.conv_transpose1d(
+        g("img")[:, :, 0, :], g("ctw"), g("bb"), stride=2, padding=1, output_padding=1),
+        ("img", "ctw", "bb")),
     "swapdims": (lambda M, g: g("img").swapdims(1, 3), ("img",)),
     "moveaxis": (lambda M, g: M.moveaxis(g("img"), 0, 2), ("img",)),
     "rms_norm": (lambda M, g: M.nn.functional.rms_norm(g("img"), (6, 5), g("m2")[:, :5]
@@ -267,7 +276,9 @@ def test_cuda_matches_cpu(name):
                                   "unfold", "fold", "hardshrink", "softshrink", "inv", "det",
                                   "solve", "cholesky", "matrix_power_neg", "logdet",
                                   "diagonal", "diag_embed", "fill_diagonal",
-                                  "adaptive_max_pool2d"])
+                                  "adaptive_max_pool2d", "scatter_reduce_mean",
+                                  "conv_transpose1d",
+                                  "scatter_reduce_amin"])
 def test_compiled_matches_eager(name):
     arrays = _arrays(np.random.default_rng(14))
     fn, diff = CASES[name]
@@ -485,6 +496,11 @@ def test_embedding_bag_module_and_adaptive_max_pool_modules():
     with pytest.raises(RuntimeError, match="last offset must be the input's length"):
         jitgrad.nn.functional.embedding_bag(jitgrad.tensor([1, 2]), jitgrad.ones(4, 2),
                                             jitgrad.tensor([0, 1]), include_last_offset=True)
+    ct, tct = jitgrad.nn.ConvTranspose1d(4, 6, 3, 2, 1, 1, groups=2), torch.nn.ConvTranspose1d(
+        4, 6, 3, 2, 1, 1, groups=2)
+    assert repr(ct) == repr(tct) and tuple(ct.weight.shape) == tuple(tct.weight.shape)
+    assert [n for n, _ in ct.named_parameters()] == ["weight", "bias"]
+    assert tuple(ct(jitgrad.ones(2, 4, 5), output_size=[10]).shape) == (2, 6, 10)
     m, tm = jitgrad.nn.AdaptiveMaxPool2d((2, 3)), torch.nn.AdaptiveMaxPool2d((2, 3))
     assert repr(m) == repr(tm)
     x = np.random.default_rng(18).standard_normal((2, 3, 5, 7))
