@@ -446,6 +446,10 @@ def test_float16_products_accumulate_in_float32():
     want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
     got = (jitgrad.tensor(a) @ jitgrad.tensor(b)).numpy()
     np.testing.assert_array_equal(got, want)
+    bias = rng.standard_normal(32).astype(np.float16)  # addmm: the bias added in float32 too
+    lin = F.linear(jitgrad.tensor(a), jitgrad.tensor(b.T.copy()), jitgrad.tensor(bias))
+    np.testing.assert_array_equal(lin.numpy(), (a.astype(np.float32) @ b.astype(np.float32)
+                                                + bias.astype(np.float32)).astype(np.float16))
     torch = pytest.importorskip("torch")
     t = (torch.tensor(a) @ torch.tensor(b)).numpy()
     assert np.abs(got.astype(np.float32) - t.astype(np.float32)).max() <= \

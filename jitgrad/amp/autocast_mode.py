@@ -356,12 +356,17 @@ def _promote_target(values, device_type: str, lower: np.dtype) -> np.dtype:
     return target
 
 
-def autocast_call(name: str, fn: Callable, args: tuple, kwargs: dict):
-    """Run listed function ``fn`` under this thread's autocast state (the wrappers'
-    path when ``AUTOCASTING`` is non-empty)."""
+def autocast_call(name: str, listed_on: tuple, fn: Callable, args: tuple, kwargs: dict):
+    """Run listed function ``fn`` (listed by the device types ``listed_on``) under this
+    thread's autocast state (the wrappers' path when ``AUTOCASTING`` is non-empty)."""
     st = STATE
     active = st.active
     if active is None:  # another thread autocasts, not this one
+        return fn(*args, **kwargs)
+    for device_type in listed_on:
+        if device_type in active:
+            break
+    else:  # no active autocast lists it (CPU autocast and exp): as called
         return fn(*args, **kwargs)
     device_type = _first_device_type(args, kwargs)
     lower = active.get(device_type) if device_type is not None else None
@@ -438,7 +443,7 @@ def _wrapper_code(params: str, call: str, packed: str):
     ``linecache``."""
     src = (f"def wrapper({params}):\n"
            f"    if _AC:\n"
-           f"        return _call(_name, _fn, {packed})\n"
+           f"        return _call(_name, _on, _fn, {packed})\n"
            f"    return _fn({call})\n")
     code = _CODE.get(src)
     if code is None:
@@ -458,7 +463,8 @@ def autocast_op(fn: Callable | None = None, *, name: str | None = None):
         key = name or f.__name__
         if not policy.listed(key):
             raise ValueError(f"autocast_op: {key!r} is in no autocast list (jitgrad.amp.policy)")
-        ns: dict[str, Any] = {"_AC": AUTOCASTING, "_fn": f, "_name": key,
+        on = tuple(d for d, table in policy.POLICIES.items() if key in table)
+        ns: dict[str, Any] = {"_AC": AUTOCASTING, "_fn": f, "_name": key, "_on": on,
                               "_call": autocast_call}
         exec(_wrapper_code(*_forwarding(inspect.signature(f), ns)), ns)  # noqa: S102
         wrapper = ns["wrapper"]

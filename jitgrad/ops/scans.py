@@ -4,6 +4,8 @@ bits); integers and bools add in int64. The gradient is the reversed cumulative 
 output gradient. On CUDA the scan is CuPy's (float64 too; its association differs, so a
 prefix may differ from the CPU's in its last bit when rounded).
 
+``logcumsumexp``: a float64 ``logaddexp`` scan per prefix, rounded once; its gradient
+PyTorch's formula in logs, split by the sign of the output gradient (twice differentiable).
 ``cummax`` / ``cummin``: an op finding where each running extreme was taken (the latest of
 a tie; a NaN sticks, as PyTorch's), then a ``gather``: the gradient goes to those elements.
 That scan runs on the host."""
@@ -23,7 +25,7 @@ from .dispatch import as_tensor_arg, call
 from .inplace import write_out
 from .registry import OPAQUE, REDUCE, defop
 
-__all__ = ["cumsum", "cummax", "cummin"]
+__all__ = ["cumsum", "logcumsumexp", "cummax", "cummin"]
 
 
 def _cumsum_ref(a, dim, dtype):
@@ -70,6 +72,57 @@ def cumsum(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
     d = wrap_dim(dim, a.ndim)
     res = call(CUMSUM, (input,), {"dim": d, "dtype": dt})
     return res if out is None else write_out(out, res, "cumsum")
+
+
+# ------------------------------------------------------------------------ logcumsumexp
+def _logcumsumexp_ref(a, dim):
+    xp = array_namespace(a)
+    if a.ndim == 0:
+        return a.copy()
+    host = np.asarray(to_host(a), dtype=np.float64)  # (a sequential scan: on the host)
+    with np.errstate(over="ignore", invalid="ignore"):  # logaddexp of infinities: as PyTorch
+        acc = np.logaddexp.accumulate(host, axis=dim)
+    return xp.ascontiguousarray(xp.asarray(acc.astype(a.dtype)))
+
+
+def _logcumsumexp_vjp(g, ins, out, p, n):
+    """``grad_i = sum_{k>=i} g_k exp(x_i - out_k)``, in logs split by the sign of ``g``
+    (no overflow), with ``logcumsumexp`` reversed: PyTorch's (and TensorFlow's) formula.
+    Where ``g`` has the other sign its log is the dtype's lowest finite number, as
+    PyTorch's (not ``-inf``: ``-inf - -inf`` would make the second derivative NaN)."""
+    x, = ins
+    if x.ndim == 0:
+        return (g,)
+    from .reorder import flip
+    from .selection import where
+
+    d = p["dim"]
+
+    def reversed_scan(t):
+        return flip(call(LOGCUMSUMEXP, (flip(t, d),), {"dim": d}), d)
+    lowest = float(np.finfo(g.dtype.np).min)
+    log_abs = g.abs().log()
+    pos = (reversed_scan(where(g > 0, log_abs, lowest) - out) + x).exp()
+    neg = (reversed_scan(where(g < 0, log_abs, lowest) - out) + x).exp()
+    return (pos - neg,)
+
+
+LOGCUMSUMEXP = defop(name="logcumsumexp", kind=REDUCE, inputs=("a",), params=("dim",),
+                     node="LogcumsumexpBackward0", ref=_logcumsumexp_ref,
+                     vjp=_logcumsumexp_vjp, save=(0,), save_out=True, cast_grads=True,
+                     samples=S.cumsum)
+
+
+@api(LOGCUMSUMEXP, method="logcumsumexp", export="logcumsumexp")
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    """``log(cumsum(exp(input)))`` along ``dim``, without overflow (each prefix a float64
+    ``logaddexp`` scan, rounded once)."""
+    input = as_tensor_arg(input)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"logcumsumexp_out_cpu\" not implemented for "
+                           f"'{input.dtype.tensor_type.replace('Tensor', '')}'")
+    d = wrap_dim(dim, max(input.ndim, 1)) if input.ndim else 0
+    return call(LOGCUMSUMEXP, (input,), {"dim": d})
 
 
 # ----------------------------------------------------------------------- cummax, cummin

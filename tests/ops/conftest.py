@@ -295,6 +295,7 @@ ADAPTERS = {
     "roll": lambda M, ts, p: M.roll(ts[0], p["shifts"], p["dims"]),
     "cumsum": lambda M, ts, p: M.cumsum(ts[0], p["dim"]),
     "cumprod": lambda M, ts, p: M.cumprod(ts[0], p["dim"]),
+    "logcumsumexp": lambda M, ts, p: M.logcumsumexp(ts[0], p["dim"]),
     "cum_arg": lambda M, ts, p: (M.cummax if p["largest"] else M.cummin)(ts[0], p["dim"])[1],
     "inv": lambda M, ts, p: M.linalg.inv(ts[0]),
     "scatter_reduce": lambda M, ts, p: M.scatter_reduce(ts[0], p["dim"], ts[1], ts[2],

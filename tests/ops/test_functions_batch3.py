@@ -127,6 +127,8 @@ CASES = {
     "fill_diagonal": (lambda M, g: (g("m") * 1).fill_diagonal_(2.5), ("m",)),
     "fill_diagonal_wrap": (lambda M, g: (g("c3").mT.mT.repeat(2, 1) * 1).fill_diagonal_(
         -1.0, wrap=True), ("c3",)),
+    "logcumsumexp": (lambda M, g: M.logcumsumexp(g("img"), 2), ("img",)),
+    "logcumsumexp_wide": (lambda M, g: (g("m") * 300).logcumsumexp(-1), ("m",)),
     "cummax": (lambda M, g: M.cummax(g("ties"), 1)[0], ("ties",)),
     "cummin_idx": (lambda M, g: g("ties").cummin(0)[1], ()),
     "cummax_idx": (lambda M, g: M.cummax(g("ties"), -1).indices, ()),
@@ -277,7 +279,7 @@ def test_cuda_matches_cpu(name):
                                   "solve", "cholesky", "matrix_power_neg", "logdet",
                                   "diagonal", "diag_embed", "fill_diagonal",
                                   "adaptive_max_pool2d", "scatter_reduce_mean",
-                                  "conv_transpose1d",
+                                  "conv_transpose1d", "logcumsumexp",
                                   "scatter_reduce_amin"])
 def test_compiled_matches_eager(name):
     arrays = _arrays(np.random.default_rng(14))

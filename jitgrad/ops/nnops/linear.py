@@ -13,7 +13,7 @@ from ...tensor import Tensor
 from .. import samples as S
 from ..api import api
 from ..dispatch import as_tensor_arg, call
-from ..linalg import MATMUL, matmul, rhs_grad
+from ..linalg import MATMUL, _blas_matmul, matmul, rhs_grad
 from ..registry import OPAQUE, defop
 
 __all__ = ["addmm", "linear"]
@@ -24,6 +24,9 @@ def _addmm_ref(bias, a, b):
 
 
 def _addmm_eager(bias, a, b):
+    if a.dtype == np.float16 and isinstance(a, np.ndarray):  # float32 sums, one rounding
+        f32 = np.float32
+        return (_blas_matmul(a.astype(f32), b.astype(f32)) + bias.astype(f32)).astype(a.dtype)
     out = np.matmul(a, b)
     note_blas(out.size * a.shape[-1])
     out += bias  # in place: saves the pass and the allocation of a separate add
