@@ -18,10 +18,7 @@ from .. import creation
 from ..ops.dispatch import as_tensor_arg
 from ..shapes import fmt_shape
 from ..tensor import Tensor
-from . import init
-from .layers import place
-from .module import Module
-from .parameter import Parameter
+from .layers import _Table, place
 
 __all__ = ["embedding_bag", "EmbeddingBag"]
 
@@ -121,7 +118,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     return out
 
 
-class EmbeddingBag(Module):
+class EmbeddingBag(_Table):
     """A table of ``num_embeddings`` vectors (N(0, 1)) reduced per bag: see
     :func:`embedding_bag`."""
 
@@ -131,37 +128,11 @@ class EmbeddingBag(Module):
                  include_last_offset: bool = False, padding_idx: int | None = None,
                  device=None, dtype=None) -> None:
         super().__init__()
-        if max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError("EmbeddingBag: max_norm, scale_grad_by_freq and sparse "
-                                      "are not supported by jitgrad")
-        if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise AssertionError("padding_idx must be within num_embeddings")
-            padding_idx %= num_embeddings
-        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.max_norm, self.norm_type = max_norm, norm_type
-        self.scale_grad_by_freq, self.mode, self.sparse = scale_grad_by_freq, mode, sparse
-        self.include_last_offset, self.padding_idx = include_last_offset, padding_idx
-        if _weight is None:
-            from .. import dtypes
-
-            dt = None if dtype is None else dtypes.to_dtype(dtype)
-            self.weight = Parameter(creation.empty(num_embeddings, embedding_dim, dtype=dt))
-            self.reset_parameters()
-        else:
-            if list(_weight.shape) != [num_embeddings, embedding_dim]:
-                raise AssertionError("Shape of weight does not match num_embeddings and "
-                                     "embedding_dim")
-            self.weight = Parameter(_weight)
+        self.mode, self.include_last_offset = mode, include_last_offset
+        self._setup_table("EmbeddingBag", num_embeddings, embedding_dim, padding_idx,
+                          max_norm, norm_type, scale_grad_by_freq, sparse, _weight, False,
+                          dtype)
         place(self, device)
-
-    def reset_parameters(self) -> None:
-        init.normal_(self.weight)
-        if self.padding_idx is not None:
-            from ..autograd.grad_mode import no_grad
-
-            with no_grad():
-                self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input: Tensor, offsets: Tensor | None = None,
                 per_sample_weights: Tensor | None = None) -> Tensor:

@@ -103,17 +103,16 @@ class Flatten(Module):
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
-class Embedding(Module):
-    """A lookup table of ``num_embeddings`` vectors, initialised N(0, 1) (the
-    ``padding_idx`` row zeroed and given no gradient)."""
+class _Table(Module):
+    """A table of ``num_embeddings`` vectors (``Embedding``, ``EmbeddingBag``): the shared
+    arguments, PyTorch's checks of them, and the N(0, 1) initialisation with the
+    ``padding_idx`` row zeroed."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
-                 max_norm=None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
-                 sparse: bool = False, _weight: Tensor | None = None, _freeze: bool = False,
-                 device=None, dtype=None) -> None:
-        super().__init__()
+    def _setup_table(self, kind: str, num_embeddings: int, embedding_dim: int, padding_idx,
+                     max_norm, norm_type: float, scale_grad_by_freq: bool, sparse: bool,
+                     _weight: Tensor | None, freeze: bool, dtype) -> None:
         if max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse are "
+            raise NotImplementedError(f"{kind}: max_norm, scale_grad_by_freq and sparse are "
                                       "not supported by jitgrad")
         if padding_idx is not None:
             if padding_idx > 0:
@@ -131,14 +130,13 @@ class Embedding(Module):
         self.sparse = sparse
         if _weight is None:
             self.weight = Parameter(_empty(num_embeddings, embedding_dim, dtype=dtype),
-                                    requires_grad=not _freeze)
+                                    requires_grad=not freeze)
             self.reset_parameters()
         else:
             if list(_weight.shape) != [num_embeddings, embedding_dim]:
                 raise AssertionError("Shape of weight does not match num_embeddings and "
                                      "embedding_dim")
-            self.weight = Parameter(_weight, requires_grad=not _freeze)
-        place(self, device)
+            self.weight = Parameter(_weight, requires_grad=not freeze)
 
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
@@ -147,6 +145,20 @@ class Embedding(Module):
 
             with no_grad():
                 self.weight[self.padding_idx].fill_(0)
+
+
+class Embedding(_Table):
+    """A lookup table of ``num_embeddings`` vectors, initialised N(0, 1) (the
+    ``padding_idx`` row zeroed and given no gradient)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 max_norm=None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                 sparse: bool = False, _weight: Tensor | None = None, _freeze: bool = False,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        self._setup_table("Embedding", num_embeddings, embedding_dim, padding_idx, max_norm,
+                          norm_type, scale_grad_by_freq, sparse, _weight, _freeze, dtype)
+        place(self, device)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.embedding(input, self.weight, self.padding_idx)
