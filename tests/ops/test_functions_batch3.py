@@ -513,3 +513,26 @@ def test_embedding_bag_module_and_adaptive_max_pool_modules():
     b, bi = t1(torch.tensor(x[0]))
     np.testing.assert_array_equal(a.numpy(), b.numpy())
     np.testing.assert_array_equal(ai.numpy(), bi.numpy())
+
+
+def test_compiled_functions_follow_python_state_between_calls():
+    """Python values the new functions read (a quantile, a reduction's name, a fill value,
+    a scan's dim, an eps, a threshold), changed between calls of a compiled function: each
+    call equals eager."""
+    state = {"q": 0.3, "reduce": "amax", "fill": 2.0, "dim": 1, "eps": 1e-3, "lambd": 0.5}
+    x = jitgrad.randn(4, 5)
+    idx = jitgrad.tensor([[0, 4, 4], [1, 1, 0], [3, 2, 3], [0, 0, 0]])
+
+    def f(x):
+        return (jitgrad.quantile(x, state["q"], dim=1).sum()
+                + jitgrad.scatter_reduce(x, 1, idx, x[:, :3] * 2, state["reduce"]).sum()
+                + (x * 1).fill_diagonal_(state["fill"]).sum()
+                + jitgrad.logcumsumexp(x, state["dim"]).sum()
+                + jitgrad.nn.functional.rms_norm(x, [5], eps=state["eps"]).sum()
+                + jitgrad.nn.functional.softshrink(x, state["lambd"]).sum())
+
+    cf = jitgrad.compile(f)
+    for new in ({}, {"q": 0.7, "reduce": "sum", "fill": -1.0, "dim": 0, "eps": 0.5,
+                     "lambd": 0.1}, {"q": 0.1, "reduce": "mean", "fill": 5.0}):
+        state.update(new)
+        np.testing.assert_allclose(cf(x).item(), f(x).item(), rtol=1e-6)
