@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import creation, dtypes
 from ..ops.selection import where
-from ..shapes import fmt_shape
+from ..shapes import as_shape, fmt_shape
 from ..tensor import Tensor
 from . import functional as F
 from . import init
@@ -40,7 +40,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     """``input / sqrt(mean(input**2) + eps) * weight`` over the trailing
     ``normalized_shape`` dims (``eps``: the dtype's machine epsilon by default; float16
     computed in float32, as PyTorch's)."""
-    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    ns = as_shape((normalized_shape,))
     if tuple(input.shape[input.ndim - len(ns):]) != ns or len(ns) > input.ndim:
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
                            f"[*, {', '.join(str(s) for s in ns)}], but got input of size"
@@ -77,6 +77,12 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
     return y.reshape(*lead, weight.shape[0])
 
 
+def _patch_args(kernel_size, dilation, padding, stride) -> tuple:
+    """unfold's and fold's window arguments, each as a pair."""
+    return (_pair(kernel_size, "kernel_size"), _pair(dilation, "dilation"),
+            _pair(padding, "padding"), _pair(stride, "stride"))
+
+
 def _patch_index(hp: int, wp: int, k, d, s) -> tuple[np.ndarray, int, int]:
     """Flat positions ``row * wp + col`` in a padded ``hp x wp`` plane of each kernel offset
     (rows) at each output position (columns), and the output's height and width."""
@@ -97,8 +103,7 @@ def _patch_index(hp: int, wp: int, k, d, s) -> tuple[np.ndarray, int, int]:
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """Sliding ``kernel_size`` blocks of ``(N, C, H, W)`` (or ``(C, H, W)``) as columns:
     ``(N, C * kh * kw, L)`` (PyTorch's ``im2col`` order: channel, then kernel row, column)."""
-    k, d = _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation")
-    p, s = _pair(padding, "padding"), _pair(stride, "stride")
+    k, d, p, s = _patch_args(kernel_size, dilation, padding, stride)
     batched = input.ndim == 4
     if input.ndim not in (3, 4):
         raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got "
@@ -118,8 +123,7 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0,
     """The adjoint of :func:`unfold`: columns ``(N, C * kh * kw, L)`` summed back into an
     ``(N, C, H, W)`` image (overlapping blocks add)."""
     o = _pair(output_size, "output_size")
-    k, d = _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation")
-    p, s = _pair(padding, "padding"), _pair(stride, "stride")
+    k, d, p, s = _patch_args(kernel_size, dilation, padding, stride)
     batched = input.ndim == 3
     if input.ndim not in (2, 3):
         raise RuntimeError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors "
@@ -237,8 +241,7 @@ class RMSNorm(Module):
     def __init__(self, normalized_shape, eps: float | None = None,
                  elementwise_affine: bool = True, device=None, dtype=None) -> None:
         super().__init__()
-        ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(
-            normalized_shape)
+        ns = as_shape((normalized_shape,))
         self.normalized_shape = ns
         self.eps = eps
         self.elementwise_affine = elementwise_affine

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from .. import creation, dtypes
+from ..shapes import as_shape
 from ..tensor import Tensor
 from . import functional as F
 from . import init
@@ -49,8 +50,7 @@ class LayerNorm(_Affine):
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
-        ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(
-            normalized_shape)
+        ns = as_shape((normalized_shape,))
         self.normalized_shape = ns
         self.eps = eps
         self.elementwise_affine = elementwise_affine

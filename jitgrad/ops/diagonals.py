@@ -15,6 +15,7 @@ import numpy as np
 from ..devices import array_namespace
 from ..shapes import wrap_dim
 from ..tensor import Tensor
+from . import samples as S
 from .api import api
 from .dispatch import as_tensor_arg, call
 from .registry import OPAQUE, defop
@@ -45,11 +46,7 @@ DIAGONAL_BACKWARD = defop(
     vjp=lambda gg, ins, out, p, n: (call(DIAGONAL, (gg,), {
         "offset": p["offset"], "dim1": p["dim1"], "dim2": p["dim2"],
         "input_shape": tuple(p["input_shape"])}),),
-    samples=lambda rng, dtype: [
-        ((rng.standard_normal((3,)).astype(dtype),),
-         {"input_shape": (3, 4), "offset": 0, "dim1": 0, "dim2": 1, "_id": "main"}),
-        ((rng.standard_normal((2, 3)).astype(dtype),),
-         {"input_shape": (3, 2, 4), "offset": -1, "dim1": 2, "dim2": 0, "_id": "batch"})])
+    samples=S.diagonal_backward)
 
 def _diagonal_vjp(g, ins, out, p, n):
     return (call(DIAGONAL_BACKWARD, (g,), {"input_shape": p["input_shape"],
@@ -62,13 +59,7 @@ DIAGONAL = defop(
                                                          "input_shape"),
     node="DiagonalBackward0", cast_grads=True, vjp=_diagonal_vjp,
     ref=lambda a, offset, dim1, dim2, input_shape=None: _view(a, offset, dim1, dim2),
-    samples=lambda rng, dtype: [
-        ((rng.standard_normal((3, 4)).astype(dtype),),
-         {"offset": 0, "dim1": 0, "dim2": 1, "input_shape": (3, 4), "_id": "main"}),
-        ((rng.standard_normal((3, 4)).astype(dtype),),
-         {"offset": 2, "dim1": 0, "dim2": 1, "input_shape": (3, 4), "_id": "above"}),
-        ((rng.standard_normal((2, 3, 4)).astype(dtype),),
-         {"offset": -1, "dim1": 2, "dim2": 1, "input_shape": (2, 3, 4), "_id": "batch"})])
+    samples=S.diagonal)
 
 
 @api(DIAGONAL, method="diagonal", export="diagonal")

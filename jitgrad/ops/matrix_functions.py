@@ -18,6 +18,7 @@ import numpy as np
 
 from ..devices import array_namespace
 from ..tensor import Tensor
+from . import samples as S
 from .api import api
 from .dispatch import as_tensor_arg, call
 from .linalg import MATMUL, matmul
@@ -54,7 +55,7 @@ def _square(name: str, a: Tensor) -> None:
                            f"Got {a.dtype.tensor_type.replace('Tensor', '')}")
 
 
-def _singular(name: str, a) -> RuntimeError:
+def _singular(name: str) -> RuntimeError:
     """PyTorch's error for a singular matrix (the first zero pivot of its LU)."""
     return RuntimeError(f"{name}: The diagonal element of the LU factorization is zero, the "
                         f"{'inversion' if 'inv' in name else 'solve'} could not be completed "
@@ -66,16 +67,16 @@ def _inv_ref(a):
     try:
         out = xp.linalg.inv(a)
     except np.linalg.LinAlgError:
-        raise _singular("linalg.inv", a) from None
+        raise _singular("linalg.inv") from None
     if not bool(xp.isfinite(out).all()) and bool(xp.isfinite(a).all()):
-        raise _singular("linalg.inv", a)  # CuPy returns infs/NaNs rather than raising
+        raise _singular("linalg.inv")  # CuPy returns infs/NaNs rather than raising
     return out
 
 
 INV = defop(name="inv", kind=OPAQUE, inputs=("a",), node="LinalgInvExBackward0",
             ref=_inv_ref, save_out=True, cast_grads=True,
             vjp=lambda g, ins, out, p, n: (-(out.mT @ g @ out.mT),),
-            samples=lambda rng, dtype: _spd_samples(rng, dtype, 2.0))
+            samples=S.square_matrices(2.0))
 
 
 def _det_ref(a):
@@ -90,7 +91,7 @@ def _det_vjp(g, ins, out, p, n):
 
 DET = defop(name="det", kind=OPAQUE, inputs=("a",), node="LinalgDetBackward0",
             ref=_det_ref, vjp=_det_vjp, save=(0,), save_out=True, cast_grads=True,
-            samples=lambda rng, dtype: _spd_samples(rng, dtype, 0.0))
+            samples=S.square_matrices(0.0))
 
 
 def _logabsdet_ref(a):
@@ -103,7 +104,7 @@ LOGABSDET = defop(name="logabsdet", kind=OPAQUE, inputs=("a",),
                   cast_grads=True,
                   vjp=lambda g, ins, out, p, n: (g.unsqueeze(-1).unsqueeze(-1)
                                                  * inv(ins[0]).mT,),
-                  samples=lambda rng, dtype: _spd_samples(rng, dtype, 0.0))
+                  samples=S.square_matrices(0.0))
 
 
 def _sign_of_det_ref(a):
@@ -113,7 +114,7 @@ def _sign_of_det_ref(a):
 
 SIGN_OF_DET = defop(name="sign_of_det", kind=OPAQUE, inputs=("a",), node=None,
                     ref=_sign_of_det_ref, vjp=None,
-                    samples=lambda rng, dtype: _spd_samples(rng, dtype, 0.0))
+                    samples=S.square_matrices(0.0))
 
 
 def _solve_ref(a, b):
@@ -121,7 +122,7 @@ def _solve_ref(a, b):
     try:
         return xp.linalg.solve(a, b)
     except np.linalg.LinAlgError:
-        raise _singular("linalg.solve", a) from None
+        raise _singular("linalg.solve") from None
 
 
 def _solve_vjp(g, ins, out, p, n):
@@ -133,11 +134,7 @@ def _solve_vjp(g, ins, out, p, n):
 
 SOLVE = defop(name="solve", kind=OPAQUE, inputs=("a", "b"), node="LinalgSolveExBackward0",
               ref=_solve_ref, vjp=_solve_vjp, save=(0,), save_out=True, cast_grads=True,
-              samples=lambda rng, dtype: [
-                  ((_spd(rng, (3, 3), dtype, 2.0), rng.standard_normal((3, 2)).astype(dtype)),
-                   {"_id": "matrix"}),
-                  ((_spd(rng, (2, 4, 4), dtype, 2.0),
-                    rng.standard_normal((2, 4, 3)).astype(dtype)), {"_id": "batch"})])
+              samples=S.solve)
 
 
 def _cholesky_ref(a):
@@ -171,25 +168,7 @@ def _half_diagonal(m: Tensor) -> Tensor:
 
 CHOLESKY = defop(name="cholesky", kind=OPAQUE, inputs=("a",), node="LinalgCholeskyExBackward0",
                  ref=_cholesky_ref, vjp=_cholesky_vjp, save_out=True, cast_grads=True,
-                 samples=lambda rng, dtype: _spd_samples(rng, dtype, 1.0, symmetric=True))
-
-
-# ------------------------------------------------------------------------------ samples
-def _spd(rng, shape, dtype, shift: float, symmetric: bool = False) -> np.ndarray:
-    m = rng.standard_normal(shape)
-    if symmetric:
-        m = m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
-    else:
-        m = m + shift * np.eye(shape[-1])
-    return m.astype(dtype)
-
-
-def _spd_samples(rng, dtype, shift: float, symmetric: bool = False) -> list:
-    """A matrix, a batch and a 1 x 1 matrix, well conditioned (``shift`` on the diagonal;
-    ``symmetric``: positive-definite)."""
-    return [((_spd(rng, (3, 3), dtype, shift, symmetric),), {"_id": "matrix"}),
-            ((_spd(rng, (2, 4, 4), dtype, shift, symmetric),), {"_id": "batch"}),
-            ((_spd(rng, (1, 1), dtype, 1.0, symmetric) + 0.5,), {"_id": "1x1"})]
+                 samples=S.square_matrices(1.0, symmetric=True))
 
 
 # ---------------------------------------------------------------------------- functions

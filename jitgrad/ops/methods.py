@@ -20,6 +20,7 @@ from ..trace.state import STATE as _TRACE
 from . import elementwise as E
 from . import movement as M
 from .api import method_table
+from .diagonals import fill_diagonal_
 from .inplace import apply_inplace, check_inplace_allowed, check_writeable, inplace_view
 
 _STATE = grad_mode.STATE
@@ -281,13 +282,6 @@ def _nonzero(self, as_tuple=False):
 
 # methods and operators that are not ops, or not only ops (the op methods are declared with
 # their functions: see jitgrad.ops.api)
-def _fill_diagonal_(self, fill_value, wrap: bool = False):
-    """Fill the main diagonal in place (``jitgrad.ops.diagonals.fill_diagonal_``)."""
-    from .diagonals import fill_diagonal_
-
-    return fill_diagonal_(self, fill_value, wrap)
-
-
 def _view_inplace(name: str, view: str):
     """The in-place form ``name`` of view method ``view`` (``t_`` of ``t``...)."""
     def method(self, *args, **kwargs):
@@ -299,7 +293,7 @@ def _view_inplace(name: str, view: str):
 
 METHODS = {
     # the in-place view ops: the tensor takes its view's shape and strides
-    "fill_diagonal_": _fill_diagonal_,
+    "fill_diagonal_": fill_diagonal_,
     **{f"{v}_": _view_inplace(f"{v}_", v) for v in ("t", "transpose", "swapdims", "swapaxes",
                                                    "squeeze", "unsqueeze")},
     "__pos__": lambda self: self,

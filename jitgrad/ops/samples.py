@@ -675,6 +675,72 @@ def cumprod(rng, dtype):
             ((z,), {"dim": 1, "_id": "zeros"}), ((_r(rng, (), dtype),), {"dim": 0, "_id": "0d"})]
 
 
+def _square(rng, shape, dtype, shift: float, symmetric: bool = False) -> np.ndarray:
+    """Well-conditioned square matrices: ``shift`` added on the diagonal, or (``symmetric``)
+    ``m m^T + n I``, positive-definite."""
+    m = rng.standard_normal(shape)
+    if symmetric:
+        m = m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
+    else:
+        m = m + shift * np.eye(shape[-1])
+    return m.astype(dtype)
+
+
+def square_matrices(shift: float, symmetric: bool = False):
+    """Samples of a matrix function: a matrix, a batch and a 1 x 1 matrix (see
+    :func:`_square`)."""
+    def samples(rng, dtype):
+        return [((_square(rng, (3, 3), dtype, shift, symmetric),), {"_id": "matrix"}),
+                ((_square(rng, (2, 4, 4), dtype, shift, symmetric),), {"_id": "batch"}),
+                ((_square(rng, (1, 1), dtype, 1.0, symmetric) + 0.5,), {"_id": "1x1"})]
+    return samples
+
+
+def solve(rng, dtype):
+    """solve: a matrix and a batch, each with a matrix right-hand side."""
+    return [((_square(rng, (3, 3), dtype, 2.0), rng.standard_normal((3, 2)).astype(dtype)),
+             {"_id": "matrix"}),
+            ((_square(rng, (2, 4, 4), dtype, 2.0),
+              rng.standard_normal((2, 4, 3)).astype(dtype)), {"_id": "batch"})]
+
+
+def diagonal(rng, dtype):
+    """diagonal: the main one, one above it, one below in a batch with the dims swapped."""
+    return [((rng.standard_normal((3, 4)).astype(dtype),),
+             {"offset": 0, "dim1": 0, "dim2": 1, "input_shape": (3, 4), "_id": "main"}),
+            ((rng.standard_normal((3, 4)).astype(dtype),),
+             {"offset": 2, "dim1": 0, "dim2": 1, "input_shape": (3, 4), "_id": "above"}),
+            ((rng.standard_normal((2, 3, 4)).astype(dtype),),
+             {"offset": -1, "dim1": 2, "dim2": 1, "input_shape": (2, 3, 4), "_id": "batch"})]
+
+
+def diagonal_backward(rng, dtype):
+    """diagonal's gradient: the main diagonal, and one below in a batch."""
+    return [((rng.standard_normal((3,)).astype(dtype),),
+             {"input_shape": (3, 4), "offset": 0, "dim1": 0, "dim2": 1, "_id": "main"}),
+            ((rng.standard_normal((2, 3)).astype(dtype),),
+             {"input_shape": (3, 2, 4), "offset": -1, "dim1": 2, "dim2": 0, "_id": "batch"})]
+
+
+def cum_arg(rng, dtype):
+    """Where running maxima/minima were taken: ties and NaNs, and a random matrix."""
+    return [((np.asarray([1.0, 3.0, 2.0, 3.0, np.nan, 0.0, np.nan], dtype=dtype),),
+             {"dim": 0, "largest": True, "_id": "ties_nan"}),
+            ((rng.standard_normal((3, 4)).astype(dtype),),
+             {"dim": 1, "largest": False, "_id": "min"})]
+
+
+def scatter_reduce(rng, dtype):
+    """scatter_reduce: every reduction, with and without the input's values, repeated
+    positions (no zeros, no ties: the gradients are smooth there)."""
+    base = rng.uniform(0.5, 1.5, (3, 4)).astype(dtype)
+    src = rng.uniform(0.5, 1.5, (2, 4)).astype(dtype)
+    idx = np.array([[0, 2, 2, 1], [2, 2, 0, 1]])
+    return [((base, idx, src), {"dim": 0, "reduce": r, "include_self": inc,
+                                "_id": f"{r}{'' if inc else '-noself'}"})
+            for r in ("sum", "prod", "mean", "amax", "amin") for inc in (True, False)]
+
+
 def rounding(rng, dtype):
     """round: ties (x.5), negative values, decimals > 0 and < 0."""
     ties = np.asarray([0.5, 1.5, 2.5, -0.5, -2.5, 3.25], dtype=dtype)

@@ -145,11 +145,7 @@ def _cum_arg_ref(a, dim, largest):
 
 CUM_ARG = defop(name="cum_arg", kind=OPAQUE, node=None, inputs=("a",),
                 params=("dim", "largest"), ref=_cum_arg_ref,
-                samples=lambda rng, dtype: [
-                    ((np.asarray([1.0, 3.0, 2.0, 3.0, np.nan, 0.0, np.nan], dtype=dtype),),
-                     {"dim": 0, "largest": True, "_id": "ties_nan"}),
-                    ((rng.standard_normal((3, 4)).astype(dtype),),
-                     {"dim": 1, "largest": False, "_id": "min"})],
+                samples=S.cum_arg,
                 doc="int64 positions of the running max (min) of ``a`` along ``dim``")
 
 

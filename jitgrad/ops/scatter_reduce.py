@@ -16,6 +16,7 @@ import numpy as np
 
 from ..devices import array_namespace, to_host
 from ..tensor import Tensor
+from . import samples as S
 from .api import api
 from .dispatch import as_tensor_arg, call
 from .registry import OPAQUE, defop
@@ -101,20 +102,11 @@ def _scatter_reduce_vjp(g, ins, out, p, n):
     return (gself if n[0] else None, None, gsrc if n[2] else None)
 
 
-def _samples(rng, dtype):
-    base = rng.uniform(0.5, 1.5, (3, 4)).astype(dtype)
-    src = rng.uniform(0.5, 1.5, (2, 4)).astype(dtype)
-    idx = np.array([[0, 2, 2, 1], [2, 2, 0, 1]])
-    return [((base, idx, src), {"dim": 0, "reduce": r, "include_self": inc,
-                                "_id": f"{r}{'' if inc else '-noself'}"})
-            for r in _REDUCES for inc in (True, False)]
-
-
 SCATTER_REDUCE = defop(name="scatter_reduce", kind=OPAQUE, inputs=("a", "index", "src"),
                        params=("dim", "reduce", "include_self"),
                        node="ScatterReduceBackward0", ref=_scatter_reduce_ref,
                        vjp=_scatter_reduce_vjp, save=(0, 1, 2), save_out=True,
-                       cast_grads=True, samples=_samples)
+                       cast_grads=True, samples=S.scatter_reduce)
 
 
 @api(SCATTER_REDUCE, method="scatter_reduce", export="scatter_reduce")

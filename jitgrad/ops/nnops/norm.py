@@ -18,7 +18,7 @@ import numpy as np
 from ...amp.autocast_mode import autocast_op
 from ...devices import array_namespace, is_cpu_array
 from ...kernels.pool import run_sized
-from ...shapes import fmt_shape
+from ...shapes import as_shape, fmt_shape
 from ...tensor import Tensor
 from .. import samples as S
 from ..api import api
@@ -222,7 +222,7 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     tensor([[-1.0000,  1.0000]])
     """
     input = as_tensor_arg(input)
-    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    ns = as_shape((normalized_shape,))
     shape = input._data.shape
     if len(ns) > len(shape) or shape[len(shape) - len(ns):] != ns:
         raise RuntimeError(
