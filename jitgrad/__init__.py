@@ -27,6 +27,7 @@ from . import (  # ops first: attaches Tensor methods
     nn,  # noqa: E402,I001 - needs the ops above
     ops,
     optim,
+    special,
     utils,
 )
 from ._tensor_str import get_printoptions, set_printoptions
@@ -201,7 +202,7 @@ __all__ = [
     "is_autocast_cache_enabled", "set_autocast_cache_enabled", "clear_autocast_cache",
     "autocast_increment_nesting", "autocast_decrement_nesting", "get_autocast_gpu_dtype",
     "get_autocast_cpu_dtype", "is_autocast_cpu_enabled", "set_autocast_cpu_enabled",
-    "distributed", "linalg", "nn", "ops", "optim",
+    "distributed", "linalg", "nn", "ops", "optim", "special",
     "get_float32_matmul_precision", "set_float32_matmul_precision", "bfloat16",
     "utils", "Generator", "default_generator",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",

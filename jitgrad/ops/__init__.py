@@ -27,6 +27,7 @@ from . import (  # noqa: F401 - registers ops
     scatter_reduce,
     scattering,
     sorting,
+    special_functions,
     statistics,
     transcendental,
     triangular,

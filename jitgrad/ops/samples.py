@@ -45,6 +45,31 @@ def unary_away_from_0(rng, dtype):
     return [((_away(rng, s, dtype),), {}) for s in SHAPES]
 
 
+def unary_gamma(rng, dtype):
+    """Positive and negative non-integer arguments, away from Gamma's poles (lgamma,
+    digamma)."""
+    out = [((_r(rng, s, dtype, 0.3, 5.0),), {}) for s in SHAPES]
+    out.append(((np.asarray([-2.6, -1.3, -0.4, 0.7, 12.5], dtype=dtype),), {}))
+    return out
+
+
+def polygamma(rng, dtype):
+    """Orders 1 to 3 at positive arguments and one negative non-integer row."""
+    out = [((_r(rng, s, dtype, 0.4, 4.0),), {"n": n}) for n, s in zip((1, 2, 3, 1), SHAPES)]
+    out.append(((np.asarray([-1.4, -0.6, 2.5], dtype=dtype),), {"n": 2}))
+    return out
+
+
+def unary_probability(rng, dtype):
+    """Inside (0, 1), away from the ends (ndtri)."""
+    return [((_r(rng, s, dtype, 0.05, 0.95),), {}) for s in SHAPES]
+
+
+def unary_wide(rng, dtype):
+    """From -12 to 6: both tails of the normal CDF (log_ndtr)."""
+    return [((_r(rng, s, dtype, -12.0, 6.0),), {}) for s in SHAPES]
+
+
 def binary(rng, dtype):
     out = [((_r(rng, a, dtype), _r(rng, b, dtype)), {}) for a, b in BROADCASTS]
     out.append(((_r(rng, (2, 3), dtype), 1.5), {}))

@@ -15,11 +15,12 @@ from .arithmetic import MUL
 from .dispatch import binary
 from .elementwise_base import ew, unary_public
 from .math_functions import LOG
+from .math_functions import log as LOG_FN
 from .registry import FLOAT
 from .selection import CLAMP, WHERE, where
 
-__all__ = ["log2", "log10", "exp2", "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh",
-           "acosh", "atanh", "hypot", "logit", "xlogy"]
+__all__ = ["log2", "log10", "exp2", "sinh", "cosh", "tan", "asin", "acos",
+           "atan", "asinh", "acosh", "atanh", "hypot", "logit", "xlogy"]
 
 _LN2 = 0.6931471805599453
 _LN10 = 2.302585092994046
@@ -104,16 +105,25 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
     return (z / (1.0 - z)).log()
 
 
+def zero_times_log(x: Tensor, y: Tensor, log_fn, lower: float, neutral: float) -> Tensor:
+    """``x * log_fn(y)``, and 0 where ``x`` is 0 and ``y`` is not NaN (``xlogy``,
+    ``xlog1py``): the gradients are PyTorch's, ``log_fn(y)`` for ``x`` (0 where ``y`` is at
+    or below ``lower``, the log's domain, or inf) and ``g x / ...`` for ``y`` (0 where ``x``
+    is 0). ``neutral`` is an argument where ``log_fn`` is 0."""
+    keep = (x != 0) | (y != y)
+    finite = (y > lower) & (y < float("inf"))
+    safe = where(keep | finite, y, neutral)  # no -inf * 0 in a value or gradient dropped
+    prod = x * log_fn(safe)
+    return where(keep, prod, prod + 0.0)  # +0.0, not -0.0, where x is 0
+
+
 @api(LOG, MUL, WHERE, method="xlogy", inplace="xlogy_", export="xlogy")
 def xlogy(input, other) -> Tensor:
-    """``input * log(other)``, and 0 where ``input`` is 0 (unless ``other`` is NaN). The
-    gradient of ``other`` where both are 0 is 0 (PyTorch's is NaN there)."""
+    """``input * log(other)``, and 0 where ``input`` is 0 (unless ``other`` is NaN)."""
     from .dispatch import as_tensor_arg
 
     x = input if isinstance(input, Tensor) else as_tensor_arg(input)
     y = other if isinstance(other, Tensor) else as_tensor_arg(other)
     if not y.dtype.is_floating_point:
         y = y.to(x.dtype if x.dtype.is_floating_point else None)
-    keep = (x != 0) | (y != y)
-    safe = where(keep, y, 1.0)  # log(1) = 0: no -inf * 0 in the gradient where dropped
-    return where(keep, x * safe.log(), 0.0)
+    return zero_times_log(x, y, LOG_FN, lower=0.0, neutral=1.0)

@@ -27,6 +27,15 @@ FWD_TOL = {F32: (1e-5, 1e-6), F64: (1e-12, 1e-13)}
 GRAD_TOL = {F32: (1e-5, 1e-5), F64: (1e-11, 1e-12)}
 
 
+def _tol(table: dict, name: str, dtype) -> tuple[float, float]:
+    """``table``'s (rtol, atol), looser in float64 where PyTorch's own values are less
+    accurate (``H.TORCH_F64_RTOL``, with the reason)."""
+    rtol, atol = table[dtype]
+    if dtype == F64 and name in H.TORCH_F64_RTOL:
+        rtol = max(rtol, H.TORCH_F64_RTOL[name][0])
+    return rtol, atol
+
+
 @pytest.fixture(scope="module")
 def torch():
     return pytest.importorskip("torch")
@@ -55,7 +64,7 @@ def test_forward_matches_torch(torch, name, i, dtype):
     _, out, _, t_out = _both(torch, name, i, dtype, grad=False)
     assert tuple(out.shape) == tuple(t_out.shape)
     assert H.dtype_name(out) == H.dtype_name(t_out)
-    rtol, atol = FWD_TOL[dtype]
+    rtol, atol = _tol(FWD_TOL, name, dtype)
     ref = H.to_numpy(t_out)
     # sums in another order (conv, matmul) differ by rounding relative to the terms, which
     # an element that cancels to near 0 does not show: scale atol by the output's magnitude
@@ -89,7 +98,7 @@ def test_gradients_match_torch(torch, name, i, dtype):
     w = w.astype(H.to_numpy(t_out).dtype)
     (out * jitgrad.tensor(w)).sum().backward()
     (t_out * torch.tensor(w)).sum().backward()
-    rtol, atol = GRAD_TOL[dtype]
+    rtol, atol = _tol(GRAD_TOL, name, dtype)
     for k, (j, t) in enumerate(zip(jts, tts)):
         if not H.is_tensor(torch, t) or not t.requires_grad:
             continue
