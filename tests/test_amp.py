@@ -34,6 +34,7 @@ def _cases(m):
         "addmv": lambda x: m.addmv(x[:, 0], x, x[0]),
         "conv2d": lambda x: nnf.conv2d(x.reshape(1, 1, 4, 6), x[:2, :3].reshape(2, 1, 1, 3)),
         "conv1d": lambda x: nnf.conv1d(x[None], x[:, :3].reshape(2, 2, 3)[:, :1].repeat(1, 4, 1)),
+        "conv3d": lambda x: nnf.conv3d(x.reshape(1, 1, 2, 2, 6), x[:2, :3].reshape(2, 1, 1, 1, 3)),
         "conv_transpose2d": lambda x: nnf.conv_transpose2d(x.reshape(1, 1, 4, 6),
                                                            x[:1, :4].reshape(1, 1, 2, 2)),
         "prelu": lambda x: nnf.prelu(x, x[0, :1]),

@@ -373,11 +373,11 @@ def _inline_view(e) -> InlineStep | None:
         return InlineStep(f"env[{dst}] = env[{src}].transpose(PARAM)", tuple(e.params["dims"]))
     if e.op.keeps_order and "node" in e.params and not e.params.get("copy"):  # reshape
         shape = tuple(e.params["shape"])
-        if e.params.get("node") != "ViewBackward0":
+        if not e.params.get("strict"):
             return InlineStep(f"env[{dst}] = env[{src}].reshape(PARAM)", shape)
         # view(): the op's own function (it raises where the strides do not allow it)
         return InlineStep(f"env[{dst}] = PARAM[0](env[{src}], *PARAM[1:])",
-                          (e.op.ref, shape, e.params["in_shape"], "ViewBackward0"))
+                          (e.op.ref, shape, e.params["in_shape"], e.params["node"], True))
     return None
 
 

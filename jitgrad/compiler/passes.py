@@ -411,7 +411,7 @@ def drop_copies(graph: Graph, keep=()) -> list:
 def _needs_strides(e: Eqn) -> bool:
     """``e`` is a ``view()`` (a reshape that must not copy): it fails on a value whose strides
     do not allow the new shape, where a contiguous copy would have been fine."""
-    return e.name == "reshape" and e.params.get("node") == "ViewBackward0"
+    return e.name == "reshape" and bool(e.params.get("strict"))
 
 
 def _internal_view(e: Eqn, producer: dict) -> bool:

@@ -70,7 +70,9 @@ _MORE_LAYERS = ("rms_norm", "bilinear", "unfold", "fold", "hardshrink", "softshr
                 "upsample_nearest", "upsample_bilinear")
 _OTHER_LAZY = {"conv_transpose1d": "conv_transpose", "adaptive_max_pool2d": "adaptive_max_pool",
                "adaptive_max_pool1d": "adaptive_max_pool", "embedding_bag": "embedding_bag",
-               "grid_sample": "grid_sampling", "affine_grid": "grid_sampling"}
+               "grid_sample": "grid_sampling", "affine_grid": "grid_sampling",
+               "conv3d": "three_dimensional", "max_pool3d": "three_dimensional",
+               "avg_pool3d": "three_dimensional", "adaptive_avg_pool3d": "three_dimensional"}
 
 __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout",
            "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "layer_norm",

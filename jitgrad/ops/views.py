@@ -22,8 +22,10 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------------- reshape
-def _reshape_fwd(a, shape, in_shape, node, copy=False):
-    if node == "ViewBackward0" and not copy:
+def _reshape_fwd(a, shape, in_shape, node, strict=False):
+    """``a`` in ``shape``: a view when the strides allow one, else a copy; with ``strict``
+    (``view()``), PyTorch's error instead of the copy."""
+    if strict:
         v = a.view()
         try:
             v.shape = shape
@@ -37,24 +39,21 @@ def _reshape_fwd(a, shape, in_shape, node, copy=False):
 
 
 RESHAPE = defop(name="reshape", kind=MOVEMENT, inputs=("a",),
-                params=("shape", "in_shape", "node"), node=lambda p: p["node"],
+                params=("shape", "in_shape", "node", "strict"), node=lambda p: p["node"],
                 ref=_reshape_fwd, view=True, keeps_order=True,
                 vjp=lambda g, ins, out, p, n: (g.reshape(p["in_shape"]),))
 
 
 def _reshape(input: Tensor, shape, node: str, must_view: bool = False) -> Tensor:
     a = input._data
-    if shape == a.shape:
-        p = {"shape": shape, "in_shape": a.shape, "node": node}
-        return call(RESHAPE, (input,), p, view_of=input)
-    if must_view:
-        p = {"shape": shape, "in_shape": a.shape, "node": node}
+    if shape == a.shape or must_view:
+        p = {"shape": shape, "in_shape": a.shape, "node": node, "strict": must_view}
         return call(RESHAPE, (input,), p, view_of=input)
     res = np.reshape(a, shape)
     copied = a.size > 1 and not np.may_share_memory(res, a)
     if copied and node == "ViewBackward0":
         node = "UnsafeViewBackward0"
-    p = {"shape": shape, "in_shape": a.shape, "node": node}
+    p = {"shape": shape, "in_shape": a.shape, "node": node, "strict": False}
     out = wrap(res)
     if not copied:
         mark_view(out, input)
