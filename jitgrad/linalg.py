@@ -1,5 +1,11 @@
-"""``jitgrad.linalg``: the linear-algebra functions of ``torch.linalg`` jitgrad has (no
-decompositions beyond Cholesky: ``svd``, ``qr``, ``eigh`` are not there).
+"""``jitgrad.linalg``: the linear-algebra functions of ``torch.linalg`` jitgrad has: products
+and norms (``matrix_norm`` / ``norm`` with every ``ord``, ``'nuc'`` and the 2-norms through
+singular values), ``inv``, ``det``, ``slogdet``, ``solve``, ``solve_triangular``,
+``matrix_power``, ``matrix_exp``; the decompositions ``cholesky`` (``cholesky_ex``, and
+``inv_ex``, which report failures in ``info``), ``svd`` / ``svdvals``, ``qr``, ``eigh`` /
+``eigvalsh``, and ``pinv``, ``lstsq``, ``matrix_rank`` built on them; all differentiable with
+PyTorch's gradients, for real (float32, float64) matrices and batches of them
+(:mod:`jitgrad.ops.decompositions`). Complex inputs (``eig``, ``eigvals``) are not there.
 
 >>> import jitgrad
 >>> jitgrad.linalg.vector_norm(jitgrad.tensor([[3.0, 4.0], [6.0, 8.0]]), dim=1)
@@ -10,6 +16,21 @@ from __future__ import annotations
 
 from .ops.contractions import linalg_cross as cross
 from .ops.contractions import multi_dot
+from .ops.decompositions import (
+    LinAlgError,
+    cholesky_ex,
+    eigh,
+    eigvalsh,
+    inv_ex,
+    lstsq,
+    matrix_exp,
+    matrix_rank,
+    pinv,
+    solve_triangular,
+    svdvals,
+)
+from .ops.decompositions import linalg_qr as qr
+from .ops.decompositions import linalg_svd as svd
 from .ops.linalg import matmul
 from .ops.matrix_functions import (
     cholesky,
@@ -25,4 +46,6 @@ from .ops.matrix_functions import linalg_norm as norm
 from .ops.norms import vector_norm
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "multi_dot", "cross", "inv", "det",
-           "slogdet", "solve", "cholesky", "matrix_power", "vecdot"]
+           "slogdet", "solve", "cholesky", "matrix_power", "vecdot", "svd", "svdvals", "qr",
+           "eigh", "eigvalsh", "pinv", "lstsq", "matrix_rank", "solve_triangular",
+           "matrix_exp", "cholesky_ex", "inv_ex", "LinAlgError"]

@@ -5,6 +5,7 @@ from . import (  # noqa: F401 - registers ops
     contractions,
     conv,
     counting,
+    decompositions,
     diagonals,
     elementwise,
     linalg,

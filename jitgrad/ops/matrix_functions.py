@@ -9,7 +9,8 @@ uses them: ``inv``: ``-A^-T g A^-T``; ``det``: ``g det A^-T``; ``slogdet``'s log
 ``solve``: ``gB = A^-T g``, ``gA = -gB X^T``; ``cholesky``: ``L^-H Phi(L^H gL) L^-1``
 symmetrised (Murray 2016, PyTorch's). A singular (or, for ``cholesky``, not positive-definite)
 input raises PyTorch's error; the gradient of ``det`` at a singular matrix raises too
-(PyTorch's is the adjugate's, finite: a known difference).
+(PyTorch's is the adjugate's, finite: a known difference). ``matrix_norm``'s ``'nuc'`` and
+2-norms go through ``svdvals`` (:mod:`jitgrad.ops.decompositions`).
 """
 
 from __future__ import annotations
@@ -138,15 +139,17 @@ SOLVE = defop(name="solve", kind=OPAQUE, inputs=("a", "b"), node="LinalgSolveExB
 
 
 def _cholesky_ref(a):
+    from .decompositions import _cholesky_error  # (PyTorch's message: the failing minor)
+
     xp = array_namespace(a)
     try:
         out = xp.linalg.cholesky(a)
     except np.linalg.LinAlgError:
-        raise RuntimeError("linalg.cholesky: The factorization could not be completed because "
-                           "the input is not positive-definite.") from None
-    if not bool(xp.isfinite(out).all()) and bool(xp.isfinite(a).all()):
-        raise RuntimeError("linalg.cholesky: The factorization could not be completed because "
-                           "the input is not positive-definite.")
+        raise _cholesky_error(a, "linalg.cholesky") from None
+    if not bool(xp.isfinite(out).all()):  # CuPy fails with NaNs, not an error; NaN inputs
+        err = _cholesky_error(a, "linalg.cholesky")
+        if err is not None:
+            raise err
     return out
 
 
@@ -284,9 +287,9 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
 @api(MATMUL)
 def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
                 dtype=None) -> Tensor:
-    """A matrix norm over ``dim``: ``'fro'`` (Frobenius), ``1`` / ``-1`` (max / min column
-    abs-sum), ``inf`` / ``-inf`` (max / min row abs-sum). (``'nuc'`` and 2-norms need
-    singular values, which jitgrad does not compute.)"""
+    """A matrix norm over ``dim``: ``'fro'`` (Frobenius), ``'nuc'`` (nuclear: the sum of
+    the singular values), ``2`` / ``-2`` (the largest / smallest singular value), ``1`` /
+    ``-1`` (max / min column abs-sum), ``inf`` / ``-inf`` (max / min row abs-sum)."""
     A = as_tensor_arg(A, "A")
     if dtype is not None:
         A = A.to(dtype)
@@ -296,10 +299,20 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
     d0, d1 = (d % A.ndim for d in dim)
     if ord == "fro":
         return (A * A).sum((d0, d1), keepdim=keepdim).sqrt()
-    if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values, "
-                                  f"which jitgrad does not compute (use 'fro', 1, -1, inf, "
-                                  f"-inf)")
+    if ord in ("nuc", 2, -2):  # through the singular values (PyTorch's way: its nodes)
+        from .decompositions import svdvals
+
+        if not A.dtype.is_floating_point:
+            got = A.dtype.tensor_type.replace("Tensor", "")
+            raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex "
+                               f"tensor as input. Got {got}")
+        perm = [d for d in range(A.ndim) if d not in (d0, d1)] + [d0, d1]
+        s = svdvals(A.permute(*perm))
+        r = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
+        if keepdim:
+            inverse = [perm.index(d) for d in range(A.ndim)]
+            r = r.unsqueeze(-1).unsqueeze(-1).permute(*inverse)
+        return r
     if ord in (1, -1, float("inf"), float("-inf")):
         summed, over = (d0, d1) if ord in (1, -1) else (d1, d0)
         sums = A.abs().sum(summed, keepdim=True)

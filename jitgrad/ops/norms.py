@@ -148,7 +148,8 @@ def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *, d
 
 
 def _matrix_norm(x: Tensor, p, dim, keepdim: bool, dtype) -> Tensor:
-    """``torch.linalg.matrix_norm``'s argument checks; the Frobenius norm over two dims."""
+    """``torch.linalg.matrix_norm``'s argument checks; the Frobenius or nuclear norm over two
+    dims."""
     dims = list(range(x.ndim)) if dim is None else ([dim] if isinstance(dim, int) else
                                                      list(dim))
     if len(dims) != 2:
@@ -156,9 +157,10 @@ def _matrix_norm(x: Tensor, p, dim, keepdim: bool, dtype) -> Tensor:
                            f"{' '.join(str(d) for d in dims)}")
     if p == "fro":
         return vector_norm(x, 2, dims, keepdim, dtype=dtype)
-    if p == "nuc":
-        raise NotImplementedError("linalg.matrix_norm: the nuclear norm ('nuc') is not "
-                                  "implemented by jitgrad")
+    if p == "nuc":  # the sum of the singular values (linalg.matrix_norm's)
+        from .matrix_functions import matrix_norm
+
+        return matrix_norm(x, "nuc", tuple(dims), keepdim, dtype=dtype)
     raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
 
 

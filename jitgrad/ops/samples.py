@@ -782,3 +782,203 @@ def elu(rng, dtype):
             for a, s, i, cid in ((1.0, 1.0, 1.0, "elu"), (0.5, 1.0, 1.0, "alpha"),
                                  (1.6732632423543772, 1.0507009873554805, 1.0, "selu"),
                                  (2.0, 1.0, 0.5, "celu"))]
+
+
+# ------------------------------------------------------------- decompositions (svd, qr, eigh)
+_SPECTRUM = (2.9, 2.1, 1.4, 0.8)  # well separated, away from 0: smooth factors
+
+
+def _with_spectrum(rng, shape, dtype, values=_SPECTRUM) -> np.ndarray:
+    """Matrices (a batch) with the singular values ``values``: ``U diag(values) V^T`` for
+    random orthogonal ``U``, ``V``."""
+    lead, (m, n) = tuple(shape[:-2]), shape[-2:]
+    k = min(m, n)
+    u = np.linalg.qr(rng.standard_normal(lead + (m, m)))[0][..., :k]
+    v = np.linalg.qr(rng.standard_normal(lead + (n, n)))[0][..., :k]
+    return ((u * np.asarray(values[:k])) @ np.swapaxes(v, -1, -2)).astype(dtype)
+
+
+def _symmetric(rng, shape, dtype, values=(-1.3, 0.4, 1.5, 2.7)) -> np.ndarray:
+    """Symmetric matrices (a batch) with the eigenvalues ``values``: ``Q diag(values) Q^T``,
+    exactly symmetric in ``dtype``."""
+    q = np.linalg.qr(rng.standard_normal(tuple(shape)))[0]
+    a = ((q * np.asarray(values[:shape[-1]])) @ np.swapaxes(q, -1, -2)).astype(dtype)
+    return (a + np.swapaxes(a, -1, -2)) * dtype.type(0.5)
+
+
+#: (shape, full_matrices, id) of the SVD samples
+_SVD_CASES = [((3, 3), False, "square"), ((4, 3), False, "tall"), ((2, 3, 4), False, "wide"),
+              ((3, 3), True, "square-full"), ((4, 3), True, "tall-full"),
+              ((2, 3, 4), True, "wide-full")]
+
+
+def svd_factors(rng, dtype):
+    """svd's packed factors: reduced, full and singular values alone."""
+    out = [((_with_spectrum(rng, s, dtype),), {"full_matrices": f, "compute_uv": True,
+                                               "_id": cid}) for s, f, cid in _SVD_CASES[:5]]
+    out.append(((_with_spectrum(rng, (2, 4, 3), dtype),),
+                {"full_matrices": False, "compute_uv": False, "_id": "values"}))
+    return out
+
+
+def svd_part(field: str):
+    """Samples of the op of one SVD factor (``(A, None)``: the packed factors are computed
+    from ``A``). The gradient ignores the columns of ``U`` (rows of ``Vh``) past
+    ``min(m, n)`` (PyTorch's): a full ``U`` of a tall matrix (``Vh`` of a wide one) is
+    compared forward only."""
+    def samples(rng, dtype):
+        out = []
+        for shape, full, cid in _SVD_CASES:
+            m, n = shape[-2:]
+            extra = (field == "U" and m > n) or (field == "Vh" and n > m)
+            p = {"full_matrices": full, "compute_uv": True, "fn": "linalg.svd", "_id": cid}
+            if full and extra:
+                p["_nograd"] = True
+            out.append(((_with_spectrum(rng, shape, dtype), None), p))
+        if field == "S":
+            for fn in ("svdvals", "svd", "svd-no-uv"):
+                out.append(((_with_spectrum(rng, (2, 4, 3), dtype), None),
+                            {"full_matrices": False, "compute_uv": True, "fn": fn, "_id": fn}))
+        return out
+    return samples
+
+
+#: (shape, mode, id) of the QR samples
+_QR_CASES = [((3, 3), "reduced", "square"), ((4, 3), "reduced", "tall"),
+             ((3, 4), "reduced", "wide"), ((2, 4, 3), "reduced", "batch"),
+             ((3, 4), "complete", "wide-complete"), ((4, 3), "complete", "tall-complete"),
+             ((4, 3), "r", "r")]
+
+
+def qr_factors(rng, dtype):
+    """qr's packed factors in each mode."""
+    return [((_with_spectrum(rng, s, dtype),), {"mode": mode, "_id": cid})
+            for s, mode, cid in _QR_CASES]
+
+
+def qr_part(field: str):
+    """Samples of the op of one QR factor (``(A, None)``); mode ``'complete'`` of a tall
+    matrix and mode ``'r'`` are not differentiable (PyTorch's error): forward only."""
+    def samples(rng, dtype):
+        out = []
+        for shape, mode, cid in _QR_CASES:
+            p = {"mode": mode, "fn": "linalg.qr", "_id": cid}
+            if mode == "r" or (mode == "complete" and shape[-2] > shape[-1]):
+                p["_nograd"] = True
+            out.append(((_with_spectrum(rng, shape, dtype), None), p))
+        out.append(((_with_spectrum(rng, (4, 3), dtype), None),
+                    {"mode": "reduced", "fn": "qr", "_id": "torch.qr"}))
+        return out
+    return samples
+
+
+def eigh_factors(rng, dtype):
+    """eigh's packed factors: each triangle, and the eigenvalues alone."""
+    return [((_symmetric(rng, (3, 3), dtype),), {"UPLO": "L", "compute_v": True, "_id": "L"}),
+            ((_symmetric(rng, (2, 4, 4), dtype),), {"UPLO": "U", "compute_v": True,
+                                                    "_id": "U"}),
+            ((_symmetric(rng, (2, 3, 3), dtype),), {"UPLO": "L", "compute_v": False,
+                                                    "_id": "values"})]
+
+
+def eigh_part(field: str):
+    """Samples of the op of the eigenvalues or eigenvectors (``(A, None)``; the adapters
+    symmetrise ``A``: its gradient is symmetric, one triangle is read)."""
+    def samples(rng, dtype):
+        out = [((_symmetric(rng, (3, 3), dtype), None),
+                {"UPLO": "L", "compute_v": True, "fn": "eigh", "_id": "L"}),
+               ((_symmetric(rng, (2, 4, 4), dtype), None),
+                {"UPLO": "U", "compute_v": True, "fn": "eigh", "_id": "U-batch"}),
+               ((_symmetric(rng, (1, 1), dtype), None),
+                {"UPLO": "L", "compute_v": True, "fn": "eigh", "_id": "1x1"})]
+        if field == "eigenvalues":
+            out.append(((_symmetric(rng, (2, 3, 3), dtype), None),
+                        {"UPLO": "L", "compute_v": True, "fn": "eigvalsh", "_id": "eigvalsh"}))
+        return out
+    return samples
+
+
+def solve_triangular(rng, dtype):
+    """solve_triangular: each triangle, from the left and the right, unit diagonal, batch
+    dims broadcast."""
+    def tri(shape):
+        return (rng.standard_normal(shape) * 0.5 + 3.0 * np.eye(shape[-1])).astype(dtype)
+
+    def rhs(shape):
+        return rng.standard_normal(shape).astype(dtype)
+
+    return [((tri((3, 3)), rhs((3, 2))), {"upper": True, "left": True, "unitriangular": False,
+                                          "_id": "upper"}),
+            ((tri((3, 3)), rhs((3, 2))), {"upper": False, "left": True, "unitriangular": False,
+                                          "_id": "lower"}),
+            ((tri((2, 4, 4)), rhs((4, 3))), {"upper": True, "left": True,
+                                             "unitriangular": True, "_id": "unit-batch"}),
+            ((tri((3, 3)), rhs((2, 3))), {"upper": False, "left": False,
+                                          "unitriangular": False, "_id": "right"}),
+            ((tri((2, 1, 3, 3)), rhs((4, 3, 2))), {"upper": True, "left": True,
+                                                   "unitriangular": False, "_id": "broadcast"})]
+
+
+def pinv(rng, dtype):
+    """pinv ``(A, atol, rtol)``: square, tall, wide batch, symmetric (``hermitian``), and a
+    rank-deficient matrix whose zero singular value ``atol`` cuts (its rank stays put under
+    gradcheck's steps)."""
+    deficient = _with_spectrum(rng, (3, 3), dtype, (2.5, 1.2, 0.0))
+    return [((_with_spectrum(rng, (3, 3), dtype), None, None), {"hermitian": False,
+                                                                "_id": "square"}),
+            ((_with_spectrum(rng, (4, 3), dtype), None, None), {"hermitian": False,
+                                                                "_id": "tall"}),
+            ((_with_spectrum(rng, (2, 3, 4), dtype), None, None), {"hermitian": False,
+                                                                   "_id": "wide"}),
+            ((_symmetric(rng, (3, 3), dtype, (-1.7, 0.6, 2.2)), None, None),
+             {"hermitian": True, "_id": "hermitian"}),
+            ((deficient, np.asarray(0.1, dtype), None),
+             {"hermitian": False, "_torch_nograd": (1,), "_id": "rank-deficient"})]
+
+
+def matrix_exp(rng, dtype):
+    """matrix_exp: small and larger norms (scaled and squared), a batch, 1 x 1."""
+    return [((rng.standard_normal((3, 3)).astype(dtype) * dtype.type(0.7),), {"_id": "matrix"}),
+            ((rng.standard_normal((2, 4, 4)).astype(dtype) * dtype.type(0.5),), {"_id": "batch"}),
+            ((rng.standard_normal((3, 3)).astype(dtype) * dtype.type(2.5),), {"_id": "scaled"}),
+            ((rng.standard_normal((1, 1)).astype(dtype),), {"_id": "1x1"})]
+
+
+def _not_positive_definite(dtype) -> np.ndarray:
+    """A batch: positive-definite, then not from the leading minor of order 2."""
+    return np.stack([np.eye(3) * 2.0, [[1.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]]]
+                    ).astype(dtype)
+
+
+def _singular(dtype) -> np.ndarray:
+    """A batch: invertible, then a zero pivot in column 2 of its LU factorisation."""
+    return np.stack([np.eye(3) * 2.0, [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 0.0, 1.0]]]
+                    ).astype(dtype)
+
+
+def cholesky_ex_part(info: bool, packed: bool = False):
+    """cholesky_ex's ``L`` (positive-definite matrices: ``L`` is garbage elsewhere) or
+    ``info`` (a batch with a matrix that is not); ``packed``: its packed factors."""
+    def samples(rng, dtype):
+        rest = () if packed else (None,)
+        if info:
+            return [((_not_positive_definite(dtype), *rest), {"upper": False, "_id": "batch"}),
+                    ((_square(rng, (3, 3), dtype, 1.0, True), *rest), {"upper": True,
+                                                                      "_id": "ok"})]
+        return [((_square(rng, (3, 3), dtype, 1.0, True), *rest), {"upper": False,
+                                                                  "_id": "matrix"}),
+                ((_square(rng, (2, 4, 4), dtype, 1.0, True), *rest), {"upper": True,
+                                                                     "_id": "batch-upper"})]
+    return samples
+
+
+def inv_ex_part(info: bool):
+    """inv_ex's inverse (invertible matrices: garbage elsewhere) or ``info`` (a batch with a
+    singular matrix)."""
+    def samples(rng, dtype):
+        if info:
+            return [((_singular(dtype), None), {"_id": "batch"}),
+                    ((_square(rng, (3, 3), dtype, 2.0), None), {"_id": "ok"})]
+        return [((_square(rng, (3, 3), dtype, 2.0), None), {"_id": "matrix"}),
+                ((_square(rng, (2, 4, 4), dtype, 2.0), None), {"_id": "batch"})]
+    return samples

@@ -1079,6 +1079,136 @@ ADAPTERS["constant_pad_nd"] = lambda M, ts, p: M.nn.functional.pad(ts[0], p["pad
                                                                    value=p["value"])
 
 
+# matrix decompositions (ops/decompositions.py). Singular vectors and eigenvectors are
+# defined up to sign, and PyTorch's LAPACK (MKL) picks other signs than NumPy's (jitgrad's)
+# now and then: PyTorch's factors get NumPy's signs, flipped in place on their data, which
+# its node saved too (so its gradients are those of the flipped factors, and the node
+# names stay PyTorch's).
+def _decompositions():
+    from jitgrad.ops import decompositions
+
+    return decompositions
+
+
+def _flip_signs(M, t, ref: np.ndarray, axis: int) -> None:
+    """``t``'s columns (``axis=-2``) or rows (``axis=-1``) times the signs making them
+    point as NumPy's factor ``ref`` does."""
+    d = np.sign((ref * t.detach().numpy()).sum(axis))
+    d[d == 0] = 1
+    t.data.mul_(M.tensor(d, dtype=t.dtype).unsqueeze(axis))
+
+
+def _torch_svd(M, x, full: bool):
+    U, S, Vh = M.linalg.svd(x, full_matrices=full)
+    u, _, vh = np.linalg.svd(x.detach().numpy(), full_matrices=full)
+    _flip_signs(M, U, u, -2)
+    _flip_signs(M, Vh, vh, -1)
+    return U, S, Vh
+
+
+def _torch_eigh(M, x, uplo: str):
+    L, V = M.linalg.eigh(x, UPLO=uplo)
+    _flip_signs(M, V, np.linalg.eigh(x.detach().numpy(), UPLO=uplo)[1], -2)
+    return L, V
+
+
+def _packed(M, x, *parts):
+    """PyTorch's factors packed as jitgrad's ``*_factors`` ops pack them."""
+    lead = tuple(x.shape[:-2])
+    return M.cat([t.reshape(*lead, -1) for t in parts], -1)
+
+
+def _svd_factors(M, ts, p):
+    x, full, uv = ts[0], p["full_matrices"], p["compute_uv"]
+    if not is_torch(M):
+        return _decompositions().svd_factors(x, full, uv)
+    with M.no_grad():
+        return _packed(M, x, *_torch_svd(M, x, full)) if uv else M.linalg.svdvals(x)
+
+
+def _svd_part(field: str):
+    def f(M, ts, p):
+        x, fn = ts[0], p["fn"]
+        if fn == "svdvals":
+            return M.linalg.svdvals(x)
+        if fn == "svd":
+            return M.svd(x).S
+        if fn == "svd-no-uv":
+            return M.svd(x, compute_uv=False).S
+        full = p["full_matrices"]
+        U, S, Vh = _torch_svd(M, x, full) if is_torch(M) else M.linalg.svd(x, full)
+        return {"U": U, "S": S, "Vh": Vh}[field]
+    return f
+
+
+def _qr_factors(M, ts, p):
+    if not is_torch(M):
+        return _decompositions().qr_factors(ts[0], p["mode"])
+    with M.no_grad():
+        Q, R = M.linalg.qr(ts[0], mode=p["mode"])
+        return _packed(M, ts[0], R) if p["mode"] == "r" else _packed(M, ts[0], Q, R)
+
+
+def _qr_part(field: str):
+    def f(M, ts, p):
+        if p["fn"] == "qr":
+            import warnings
+
+            with warnings.catch_warnings():  # PyTorch's torch.qr is deprecated
+                warnings.simplefilter("ignore")
+                return getattr(M.qr(ts[0]), field)
+        return getattr(M.linalg.qr(ts[0], mode=p["mode"]), field)
+    return f
+
+
+def _eigh_factors(M, ts, p):
+    x, uplo, v = ts[0], p["UPLO"], p["compute_v"]
+    if not is_torch(M):
+        return _decompositions().eigh_factors(x, uplo, v)
+    with M.no_grad():
+        return _packed(M, x, *_torch_eigh(M, x, uplo)) if v else M.linalg.eigvalsh(x, uplo)
+
+
+def _eigh_part(field: str):
+    """The symmetrised input: one triangle is read, the gradient is symmetric."""
+    def f(M, ts, p):
+        x = (ts[0] + ts[0].mT) * 0.5
+        if p["fn"] == "eigvalsh":
+            return M.linalg.eigvalsh(x, UPLO=p["UPLO"])
+        L, V = _torch_eigh(M, x, p["UPLO"]) if is_torch(M) else M.linalg.eigh(x, p["UPLO"])
+        return L if field == "eigenvalues" else V
+    return f
+
+
+def _pinv(M, ts, p):
+    x, atol, rtol = ts
+    if p["hermitian"]:  # (symmetrised: its gradient is symmetric, one triangle is read)
+        x = (x + x.mT) * 0.5
+    kw = {k: v for k, v in (("atol", atol), ("rtol", rtol)) if v is not None}
+    return M.linalg.pinv(x, hermitian=p["hermitian"], **kw)
+
+
+ADAPTERS.update({
+    "svd_factors": _svd_factors, "svd_u": _svd_part("U"), "svd_s": _svd_part("S"),
+    "svd_vh": _svd_part("Vh"), "qr_factors": _qr_factors, "qr_q": _qr_part("Q"),
+    "qr_r": _qr_part("R"), "eigh_factors": _eigh_factors,
+    "eigh_values": _eigh_part("eigenvalues"), "eigh_vectors": _eigh_part("eigenvectors"),
+    "pinv": _pinv,
+    "solve_triangular": lambda M, ts, p: M.linalg.solve_triangular(
+        ts[0], ts[1], upper=p["upper"], left=p["left"], unitriangular=p["unitriangular"]),
+    "matrix_exp": lambda M, ts, p: M.linalg.matrix_exp(ts[0]),
+    "cholesky_ex_factors": lambda M, ts, p: _packed(
+        M, ts[0], *M.linalg.cholesky_ex(ts[0], upper=p["upper"])),
+    # symmetrised, as cholesky's: the factorisation reads one triangle
+    "cholesky_ex_l": lambda M, ts, p: M.linalg.cholesky_ex((ts[0] + ts[0].mT) * 0.5,
+                                                           upper=p["upper"]).L,
+    "cholesky_ex_info": lambda M, ts, p: M.linalg.cholesky_ex(ts[0], upper=p["upper"]).info,
+    "inv_ex_factors": lambda M, ts, p: _packed(M, ts[0], *M.linalg.inv_ex(ts[0])),
+    "inv_ex_inverse": lambda M, ts, p: M.linalg.inv_ex(ts[0]).inverse,
+    "inv_ex_info": lambda M, ts, p: M.linalg.inv_ex(ts[0]).info,
+})
+
+
 # special functions (ops/special_functions.py): torch.<name> or torch.special.<name>
 def _special(name: str):
     def f(M, ts, p):
