@@ -195,6 +195,18 @@ class _TracePackage(type(sys)):
 
 sys.modules[__name__ + ".trace"].__class__ = _TracePackage
 
+#: subpackages imported on first use, not by ``import jitgrad``
+_LAZY_SUBMODULES = frozenset({"distributions"})
+
+
+def __getattr__(name: str):
+    """``jitgrad.distributions`` (the lazily loaded subpackages), imported on first use."""
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 __all__ = [
     "Tensor", "Size", "dtype", "device", "get_default_device", "set_default_device",
     "accelerator", "amp", "backends", "cpu", "cuda", "autograd", "autocast",

@@ -173,11 +173,14 @@ def test_a_reused_launch_takes_each_calls_numbers_and_params():
     from jitgrad.cuda import launch
 
     x = torch.arange(6.0, device="cuda")
-    n = len(launch._plans)
+    launch._plans.clear()  # (a full table is cleared: earlier tests must not decide the count)
     assert torch.clamp(x, 0, 1).tolist() == [0.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    n = len(launch._plans)
     assert torch.clamp(x, 0, 2).tolist() == [0.0, 1.0, 2.0, 2.0, 2.0, 2.0]  # same launch
+    assert len(launch._plans) == n
     assert (x * 2).tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
     assert (x * 3).tolist() == [0.0, 3.0, 6.0, 9.0, 12.0, 15.0]
+    n = len(launch._plans)
     assert (x[1:] - x[:-1]).tolist() == [1.0] * 5   # views: another layout
     assert len(launch._plans) > n
     y = torch.ones(3, 1, device="cuda")

@@ -1,0 +1,142 @@
+"""``Binomial``: the number of successes in ``total_count`` Bernoulli trials."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+import jitgrad
+
+from ..random import rng
+from ..tensor import Size, Tensor
+from . import constraints
+from .distribution import Distribution
+from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+
+__all__ = ["Binomial"]
+
+
+def _clamp_by_zero(x: Tensor) -> Tensor:
+    """``clamp(x, min=0)`` with gradient 0.5 at 0 (PyTorch's)."""
+    return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
+
+
+class Binomial(Distribution):
+    """Successes in ``total_count`` independent trials of probability ``probs`` (or
+    log-odds ``logits``; exactly one of them). Samples come from NumPy's binomial sampler
+    on jitgrad's generator (a graph break under ``jitgrad.compile``).
+
+    >>> import jitgrad
+    >>> from jitgrad.distributions import Binomial
+    >>> Binomial(10, jitgrad.tensor([0.5])).variance
+    tensor([2.5000])
+
+    Args:
+        total_count: the number of trials (nonnegative integers).
+        probs: the success probability.
+        logits: the success log-odds.
+        validate_args: whether to validate the arguments.
+    """
+
+    arg_constraints = {"total_count": constraints.nonnegative_integer,
+                       "probs": constraints.unit_interval, "logits": constraints.real}
+    has_enumerate_support = True
+
+    def __init__(self, total_count: Tensor | int = 1, probs: Tensor | None = None,
+                 logits: Tensor | None = None, validate_args: bool | None = None) -> None:
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            self.total_count, self.probs = broadcast_all(total_count, probs)
+            self.total_count = self.total_count.type_as(self.probs)
+        else:
+            self.total_count, self.logits = broadcast_all(total_count, logits)
+            self.total_count = self.total_count.type_as(self.logits)
+        self._param = self.probs if probs is not None else self.logits
+        batch_shape = self._param.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Binomial:
+        new = self._get_checked_instance(Binomial, _instance)
+        batch_shape = Size(batch_shape)
+        new.total_count = self.total_count.expand(batch_shape)
+        if "probs" in self.__dict__:
+            new.probs = self.probs.expand(batch_shape)
+            new._param = new.probs
+        if "logits" in self.__dict__:
+            new.logits = self.logits.expand(batch_shape)
+            new._param = new.logits
+        super(Binomial, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self) -> constraints.Constraint:
+        return constraints.integer_interval(0, self.total_count)
+
+    @property
+    def mean(self) -> Tensor:
+        return self.total_count * self.probs
+
+    @property
+    def mode(self) -> Tensor:
+        return ((self.total_count + 1) * self.probs).floor().clamp(max=self.total_count)
+
+    @property
+    def variance(self) -> Tensor:
+        return self.total_count * self.probs * (1 - self.probs)
+
+    @lazy_property
+    def logits(self) -> Tensor:
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self) -> Tensor:
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self) -> Size:
+        return self._param.size()
+
+    def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        shape = self._extended_shape(sample_shape)
+        with jitgrad.no_grad():
+            n = self.total_count.expand(shape).detach().cpu().numpy()
+            p = self.probs.expand(shape).detach().cpu().numpy()
+            draws = rng(None).binomial(np.asarray(n, dtype=np.int64),
+                                       np.asarray(p, dtype=np.float64))
+            return jitgrad.tensor(draws, dtype=self._param.dtype, device=self._param.device)
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        log_factorial_n = jitgrad.lgamma(self.total_count + 1)
+        log_factorial_k = jitgrad.lgamma(value + 1)
+        log_factorial_nmk = jitgrad.lgamma(self.total_count - value + 1)
+        # k log(p) + (n - k) log(1 - p) = k logit - n max(logit, 0) - n log1p(e^-|logit|)
+        normalize_term = (self.total_count * _clamp_by_zero(self.logits)
+                          + self.total_count * jitgrad.log1p(jitgrad.exp(-jitgrad.abs(
+                              self.logits)))
+                          - log_factorial_n)
+        return value * self.logits - log_factorial_k - log_factorial_nmk - normalize_term
+
+    def entropy(self) -> Tensor:
+        total_count = int(self.total_count.max())
+        if not self.total_count.min() == total_count:
+            raise NotImplementedError("Inhomogeneous total count not supported by `entropy`.")
+        log_prob = self.log_prob(self.enumerate_support(False))
+        return -(jitgrad.exp(log_prob) * log_prob).sum(0)
+
+    def enumerate_support(self, expand: bool = True) -> Tensor:
+        total_count = int(self.total_count.max())
+        if not self.total_count.min() == total_count:
+            raise NotImplementedError(
+                "Inhomogeneous total count not supported by `enumerate_support`.")
+        values = jitgrad.arange(1 + total_count, dtype=self._param.dtype,
+                                device=self._param.device)
+        values = values.view((-1,) + (1,) * len(self._batch_shape))
+        if expand:
+            values = values.expand((-1,) + tuple(self._batch_shape))
+        return values
