@@ -63,7 +63,7 @@ _MORE_LOSSES = ("margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss
                 "cosine_embedding_loss", "triplet_margin_loss",
                 "triplet_margin_with_distance_loss", "multi_margin_loss",
                 "multilabel_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
-                "gaussian_nll_loss")
+                "gaussian_nll_loss", "ctc_loss")
 # the functions of .more_layers (loaded on first use too)
 _MORE_LAYERS = ("rms_norm", "bilinear", "unfold", "fold", "hardshrink", "softshrink",
                 "tanhshrink", "dropout3d", "gumbel_softmax", "channel_shuffle", "upsample",

@@ -3,7 +3,8 @@ jitgrad's ops (so differentiable, compilable and on CUDA): ``margin_ranking_loss
 ``hinge_embedding_loss``, ``soft_margin_loss``, ``cosine_embedding_loss``,
 ``triplet_margin_loss``, ``triplet_margin_with_distance_loss``, ``multi_margin_loss``,
 ``multilabel_margin_loss``, ``multilabel_soft_margin_loss``, ``poisson_nll_loss``,
-``gaussian_nll_loss``, and their modules. Loaded on first use (``jitgrad.nn`` and
+``gaussian_nll_loss``, ``ctc_loss`` (an op: ``jitgrad.ops.nnops.ctc``), and their modules.
+Loaded on first use (``jitgrad.nn`` and
 ``jitgrad.nn.functional`` module ``__getattr__``)."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 from ..amp.autocast_mode import autocast_op
 from ..autograd.grad_mode import no_grad
 from ..ops.dispatch import as_tensor_arg
+from ..ops.nnops.ctc import ctc_loss
 from ..ops.nnops.reduction import reduction_arg
 from ..ops.selection import where
 from ..shapes import fmt_shape
@@ -27,10 +29,10 @@ __all__ = [
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "triplet_margin_with_distance_loss", "multi_margin_loss",
     "multilabel_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
-    "gaussian_nll_loss", "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss",
+    "gaussian_nll_loss", "ctc_loss", "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss",
     "CosineEmbeddingLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
     "MultiMarginLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss",
-    "GaussianNLLLoss",
+    "GaussianNLLLoss", "CTCLoss",
 ]
 
 
@@ -419,3 +421,17 @@ class GaussianNLLLoss(_Loss):
     def forward(self, input: Tensor, target: Tensor, var) -> Tensor:
         return gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
                                  reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """:func:`ctc_loss` as a module."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean",
+                 zero_infinity: bool = False) -> None:
+        super().__init__(None, None, reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths,
+                target_lengths) -> Tensor:
+        return ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                        self.reduction, self.zero_infinity)

@@ -982,3 +982,33 @@ def inv_ex_part(info: bool):
         return [((_square(rng, (3, 3), dtype, 2.0), None), {"_id": "matrix"}),
                 ((_square(rng, (2, 4, 4), dtype, 2.0), None), {"_id": "batch"})]
     return samples
+
+
+def _log_softmax_rows(x):
+    m = x.max(-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(-1, keepdims=True))
+
+
+_CTC_CASES = [  # (T, N, C), targets, input lengths, target lengths, blank, zero_infinity
+    ((5, 2, 4), np.array([[1, 2, 2], [3, 1, 0]]), [5, 4], [3, 2], 0, False),
+    ((6, 3, 5), np.array([1, 1, 2, 4, 3, 2]), [6, 5, 6], [2, 1, 3], 0, False),  # concatenated
+    ((4, 2, 3), np.array([[0, 1], [1, 1]]), [4, 3], [2, 0], 2, False),  # blank 2, empty target
+    ((3, 2, 4), np.array([[1, 1, 1], [2, 3, 1]]), [3, 3], [3, 2], 0, True),  # impossible: 0
+]
+
+
+def ctc_loss(rng, dtype):
+    """log-softmax rows (the reference reads them as given), padded and concatenated
+    targets, repeated labels, a blank that is not 0, an empty target and (zero_infinity)
+    an impossible alignment."""
+    out = []
+    for shape, tg, il, tl, blank, zinf in _CTC_CASES:
+        lp = _log_softmax_rows(rng.standard_normal(shape)).astype(dtype)
+        out.append(((lp, tg.astype(np.int64), np.array(il, dtype=np.int64),
+                     np.array(tl, dtype=np.int64)), {"blank": blank, "zero_infinity": zinf}))
+    return out
+
+
+def ctc_loss_backward(rng, dtype):
+    return [((_r(rng, (a[0].shape[1],), dtype), *a), {**p, "_nograd": True})
+            for a, p in ctc_loss(rng, dtype)]

@@ -1221,3 +1221,23 @@ ADAPTERS.update({name: _special(name) for name in (
     "lgamma", "digamma", "erfc", "erfinv", "erfcx", "i0", "i0e", "i1", "i1e", "ndtri",
     "log_ndtr")})
 ADAPTERS["polygamma"] = lambda M, ts, p: M.polygamma(p["n"], ts[0])
+
+
+# CTC (ops/nnops/ctc.py): through log_softmax, so a numeric gradient of the input is the
+# derivative PyTorch's CTC gradient gives (see kernels/ctc.py)
+def _ctc(M, ts, p, lp=None):
+    lp = ts[0].log_softmax(-1) if lp is None else lp
+    return M.nn.functional.ctc_loss(lp, ts[1], ts[2], ts[3], blank=p["blank"],
+                                    reduction="none", zero_infinity=p["zero_infinity"])
+
+
+def _ctc_backward(M, ts, p):
+    g, lp = ts[0], ts[1]
+    x = lp.detach().requires_grad_()
+    with M.enable_grad():
+        (gx,) = M.autograd.grad(_ctc(M, ts[1:], p, lp=x), x, g, create_graph=True)
+    return gx
+
+
+ADAPTERS["ctc_loss"] = _ctc
+ADAPTERS["ctc_loss_backward"] = _ctc_backward

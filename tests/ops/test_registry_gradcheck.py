@@ -86,6 +86,9 @@ def test_gradcheck(name, i):
 NOT_TWICE = {
     # goes through float32: random grad_outputs are not exact there
     "to_dtype": "float32 round trip",
+    # PyTorch's CTC gradient is not differentiable (its double backward raises "derivative
+    # for aten::_ctc_loss_backward is not implemented"); jitgrad's raises the same error
+    "ctc_loss": "not twice differentiable, as PyTorch's",
 }
 GRADGRAD_CASES = H.case_params([n for n in DIFFERENTIABLE if n not in NOT_TWICE], F64,
                                keep=_differentiable_sample, xfail=H.GRADGRAD_BUGS)

@@ -131,7 +131,11 @@ BUG_POW_CG = (NAME_ONLY + "the create_graph gradient of x ** c records "
 BUG_CLAMP_CG = (NAME_ONLY + "the create_graph gradient of clamp records "
                 "ClampBackwardBackward0; PyTorch's "
                 "is a where() on the incoming gradient (WhereBackward0, or no grad_fn)")
+BUG_CTC_ZERO_INF = (NAME_ONLY + "ctc_loss(zero_infinity=True): PyTorch zeroes the infinite "
+                    "losses with a where() after its CTC node (WhereBackward0); jitgrad's CTC op "
+                    "zeroes them itself (CtcLossBackward0)")
 NAME_BUGS = {
+    "ctc_loss-3": BUG_CTC_ZERO_INF,
     **{f"pow_backward-{i}": BUG_POW_CG for i in range(6)},
     **{f"clamp_backward-{i}": BUG_CLAMP_CG for i in range(4)},
     **{f"binary_cross_entropy_with_logits_backward-{c}": BUG_BCE_CG_NAME

@@ -4,6 +4,7 @@ in-place tensor methods the optimizers use. ``jitgrad.nn.functional`` is their p
 
 from . import (  # noqa: F401 - registers ops and attaches methods
     activation,
+    ctc,
     elu,
     embedding,
     linear,
