@@ -35,6 +35,8 @@ def _cases(m):
         "conv2d": lambda x: nnf.conv2d(x.reshape(1, 1, 4, 6), x[:2, :3].reshape(2, 1, 1, 3)),
         "conv1d": lambda x: nnf.conv1d(x[None], x[:, :3].reshape(2, 2, 3)[:, :1].repeat(1, 4, 1)),
         "conv3d": lambda x: nnf.conv3d(x.reshape(1, 1, 2, 2, 6), x[:2, :3].reshape(2, 1, 1, 1, 3)),
+        "conv_transpose3d": lambda x: nnf.conv_transpose3d(x.reshape(1, 1, 2, 2, 6),
+                                                           x[:1, :4].reshape(1, 1, 1, 2, 2)),
         "conv_transpose2d": lambda x: nnf.conv_transpose2d(x.reshape(1, 1, 4, 6),
                                                            x[:1, :4].reshape(1, 1, 2, 2)),
         "prelu": lambda x: nnf.prelu(x, x[0, :1]),

@@ -34,7 +34,8 @@ _MARGIN_LOSSES = (  # float32 on both devices
 )
 _CUDA_LOWER = (
     "matmul", "mm", "mv", "bmm", "addmm", "addmv", "baddbmm", "linear", "conv1d", "conv2d",
-    "conv3d", "conv_transpose1d", "conv_transpose2d", "prelu", "scaled_dot_product_attention",
+    "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
+    "scaled_dot_product_attention",
 )
 _CUDA_FP32 = (
     "pow", "reciprocal", "rsqrt", "exp", "expm1", "log", "log2", "log10", "log1p", "sinh",
@@ -48,7 +49,8 @@ _CUDA_PROMOTE = ("addcdiv", "addcmul", "atan2", "dot", "tensordot", "scatter_add
 
 _CPU_LOWER = (
     "matmul", "mm", "bmm", "addmm", "baddbmm", "linear", "conv1d", "conv2d", "conv3d",
-    "conv_transpose1d", "conv_transpose2d", "prelu", "scaled_dot_product_attention",
+    "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
+    "scaled_dot_product_attention",
 )
 _CPU_FP32 = (
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "prod", "cdist", "trace",

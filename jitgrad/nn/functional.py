@@ -72,6 +72,7 @@ _OTHER_LAZY = {"conv_transpose1d": "conv_transpose", "adaptive_max_pool2d": "ada
                "adaptive_max_pool1d": "adaptive_max_pool", "embedding_bag": "embedding_bag",
                "grid_sample": "grid_sampling", "affine_grid": "grid_sampling",
                "conv3d": "three_dimensional", "max_pool3d": "three_dimensional",
+               "conv_transpose3d": "three_dimensional",
                "avg_pool3d": "three_dimensional", "adaptive_avg_pool3d": "three_dimensional"}
 
 __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout",

@@ -1,11 +1,15 @@
 """3-D convolution and pooling over ``(N, C, D, H, W)`` (or unbatched ``(C, D, H, W)``)
 inputs, written with the 2-D ops (so their kernels, gradients, compilation and CUDA paths
 serve them): ``conv3d`` / ``Conv3d``, ``max_pool3d`` / ``MaxPool3d``, ``avg_pool3d`` /
-``AvgPool3d``, ``adaptive_avg_pool3d`` / ``AdaptiveAvgPool3d``.
+``AvgPool3d``, ``adaptive_avg_pool3d`` / ``AdaptiveAvgPool3d``, ``conv_transpose3d`` /
+``ConvTranspose3d``.
 
 * ``conv3d``: for each kernel depth ``kd``, the depth slices it reads (strided, dilated) are
   folded into the batch and convolved in 2-D with ``weight[:, :, kd]``; the ``KD`` results
   are added.
+* ``conv_transpose3d``: for each kernel depth, the 2-D transposed convolution of every input
+  slice with ``weight[:, :, kd]``; the results are spread along depth by the stride (zeros
+  between), shifted by ``kd * dilation``, added, and cropped by the padding.
 * ``max_pool3d``: 2-D max pooling of every depth slice, then the maximum over each depth
   window (``max(dim)``, so the gradient goes to one element: the first maximum in
   ``(d, h, w)`` order, as PyTorch's; ``return_indices`` gives its flat ``d*H*W + h*W + w``).
@@ -20,16 +24,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import creation
+from .. import creation, dtypes
 from ..amp.autocast_mode import autocast_op
 from ..ops.dispatch import as_tensor_arg
 from ..ops.movement import stack
 from ..tensor import Tensor
 from .layers import _ConvBase, place
 from .module import Module
+from .parameter import Parameter
 
-__all__ = ["conv3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "Conv3d",
-           "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d"]
+__all__ = ["conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",
+           "Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d"]
 
 
 def _triple(v, name: str) -> tuple[int, int, int]:
@@ -42,10 +47,11 @@ def _triple(v, name: str) -> tuple[int, int, int]:
 
 
 def _batched(input: Tensor, fn_name: str) -> tuple[Tensor, bool]:
-    if input.ndim not in (4, 5) or (input.numel() == 0 and fn_name != "conv3d"):
-        if fn_name == "conv3d":
-            msg = (f"Expected 4D (unbatched) or 5D (batched) input to conv3d, but got input of "
-                   f"size: {list(input.shape)}")
+    convolution = fn_name.startswith("conv")
+    if input.ndim not in (4, 5) or (input.numel() == 0 and not convolution):
+        if convolution:
+            msg = (f"Expected 4D (unbatched) or 5D (batched) input to {fn_name}, but got input "
+                   f"of size: {list(input.shape)}")
         elif fn_name == "adaptive_avg_pool3d":
             msg = f"adaptive_avg_pool3d(): Expected 4D or 5D tensor, but got {list(input.shape)}"
         else:
@@ -133,6 +139,67 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                       (pads[1][0], pads[2][0]), dil[1:], groups)
         out = term if out is None else out + term
     out = _unfold_depth(out, n)
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1, 1)
+    return out.squeeze(0) if unbatched else out
+
+
+def _spread(y: Tensor, stride: int) -> Tensor:
+    """``y`` (N, C, D, H, W) with ``stride - 1`` zero slices between its depth slices."""
+    if stride == 1:
+        return y
+    n, c, d, h, w = y.shape
+    zeros = creation.zeros((n, c, d, h, w), dtype=y.dtype, device=y.device)
+    return stack([y] + [zeros] * (stride - 1), 3).reshape(n, c, d * stride, h, w)[
+        :, :, :(d - 1) * stride + 1]
+
+
+@autocast_op
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """The transposed 3-D convolution of ``input`` (N, C_in, D, H, W) with ``weight``
+    (C_in, C_out/groups, kD, kH, kW): output depth ``(D - 1) * stride - 2 * padding +
+    dilation * (kD - 1) + output_padding + 1`` (likewise height and width)."""
+    from ..ops.padding import pad as pad_fn
+    from .conv_transpose import conv_transpose2d
+
+    input = as_tensor_arg(input, "input")
+    x, unbatched = _batched(input, "conv_transpose3d")
+    if weight.ndim != 5 or weight.shape[0] != x.shape[1]:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, "
+                           f"expected input{list(x.shape)} to have {weight.shape[0]} "
+                           f"channels, but got {x.shape[1]} channels instead")
+    if weight.shape[0] < groups or weight.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {list(weight.shape)} instead")
+    s, p = _triple(stride, "stride"), _triple(padding, "padding")
+    op, d = _triple(output_padding, "output_padding"), _triple(dilation, "dilation")
+    if any(o >= max(st, di) for o, st, di in zip(op, s, d)):
+        names = ("depth", "height", "width")
+        raise RuntimeError(
+            "output padding must be smaller than either stride or dilation, but got "
+            + " ".join(f"output_padding_{nm}: {v}" for nm, v in zip(names, op)) + " "
+            + " ".join(f"stride_{nm}: {v}" for nm, v in zip(names, s)) + " "
+            + " ".join(f"dilation_{nm}: {v}" for nm, v in zip(names, d)))
+    kernel = tuple(weight.shape[2:])
+    sizes = tuple(x.shape[2:])
+    outs = [(i - 1) * st - 2 * pp + di * (k - 1) + o + 1
+            for i, st, pp, di, k, o in zip(sizes, s, p, d, kernel, op)]
+    if any(o <= 0 for o in outs):
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, sizes))}). "
+                           f"Calculated output size per channel: "
+                           f"({' x '.join(map(str, outs))}). Output size is too small")
+    n = x.shape[0]
+    full = (sizes[0] - 1) * s[0] + d[0] * (kernel[0] - 1) + 1 + op[0]
+    planes = _fold_depth(x)
+    out = None
+    for kd in range(kernel[0]):
+        y = _spread(_unfold_depth(conv_transpose2d(planes, weight[:, :, kd], None, s[1:],
+                                                   p[1:], op[1:], groups, d[1:]), n), s[0])
+        front = kd * d[0]
+        term = pad_fn(y, (0, 0, 0, 0, front, full - front - y.shape[2]))
+        out = term if out is None else out + term
+    out = out[:, :, p[0]: p[0] + outs[0]]
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1, 1)
     return out.squeeze(0) if unbatched else out
@@ -288,6 +355,39 @@ class Conv3d(_ConvBase):
     def forward(self, input: Tensor) -> Tensor:
         return conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
                       self.groups)
+
+
+class ConvTranspose3d(_ConvBase):
+    """Transposed 3-D convolution (a learned upsampling), PyTorch's parameters and
+    initialisation (``weight`` (C_in, C_out/groups, kD, kH, kW))."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
+                 padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        super().__init__()
+        self._check_groups(in_channels, out_channels, groups)
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for '
+                             f"{type(self).__name__}")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = _triple(kernel_size, "kernel_size")
+        self.stride, self.padding = _triple(stride, "stride"), _triple(padding, "padding")
+        self.output_padding = _triple(output_padding, "output_padding")
+        self.dilation, self.groups, self.padding_mode = _triple(dilation, "dilation"), groups, \
+            padding_mode
+        dt = None if dtype is None else dtypes.to_dtype(dtype)
+        shape = (in_channels, out_channels // groups, *self.kernel_size)
+        self.weight = Parameter(creation.empty(*shape, dtype=dt, device="cpu"))
+        if bias:
+            self.bias = Parameter(creation.empty(out_channels, dtype=dt, device="cpu"))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+        place(self, device)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
+                                self.output_padding, self.groups, self.dilation)
 
 
 class MaxPool3d(Module):

@@ -78,6 +78,45 @@ def test_conv3d_unbatched_and_gradcheck():
                      (x, wt, b))
 
 
+TRANSPOSED_CASES = {
+    "stride output padding": ((4, 3, 2, 3, 2), dict(stride=2, padding=1, output_padding=1)),
+    "mixed groups dilation": ((4, 2, 3, 2, 2), dict(stride=(2, 1, 3), padding=(1, 0, 1),
+                                                     output_padding=(1, 0, 2), groups=2,
+                                                     dilation=(1, 2, 1))),
+    "pointwise": ((4, 3, 1, 1, 1), {}),
+    "depthwise dilated": ((4, 1, 3, 3, 3), dict(groups=4, dilation=2, padding=2)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TRANSPOSED_CASES))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_conv_transpose3d_matches_torch(case, dtype):
+    wshape, kw = TRANSPOSED_CASES[case]
+    x = X[:, :, :3, :4, :5]
+    bias = RNG.standard_normal(wshape[1] * kw.get("groups", 1))
+    _compare(JF.conv_transpose3d, TF.conv_transpose3d, [x, RNG.standard_normal(wshape), bias],
+             dtype, **kw)
+
+
+def test_conv_transpose3d_unbatched_gradcheck_and_module():
+    _compare(JF.conv_transpose3d, TF.conv_transpose3d,
+             [X[0, :, :3, :3, :3], RNG.standard_normal((4, 2, 2, 2, 2)), None], stride=2)
+    x = jitgrad.tensor(X[:1, :2, :2, :3, :2], requires_grad=True)
+    w = jitgrad.tensor(RNG.standard_normal((2, 2, 2, 2, 2)), requires_grad=True)
+    assert gradcheck(lambda a, b: JF.conv_transpose3d(a, b, stride=(2, 1, 2), padding=1,
+                                                      output_padding=(1, 0, 0)), (x, w))
+    torch.manual_seed(0)
+    t_mod = torch.nn.ConvTranspose3d(4, 6, (2, 3, 3), stride=2, groups=2, output_padding=1)
+    j_mod = jitgrad.nn.ConvTranspose3d(4, 6, (2, 3, 3), stride=2, groups=2, output_padding=1)
+    assert repr(j_mod) == repr(t_mod)
+    assert {k: tuple(v.shape) for k, v in j_mod.state_dict().items()} == {
+        k: tuple(v.shape) for k, v in t_mod.state_dict().items()}
+    j_mod.load_state_dict({k: jitgrad.tensor(v.numpy()) for k, v in t_mod.state_dict().items()})
+    x = X[:1].astype(np.float32)
+    np.testing.assert_allclose(j_mod(jitgrad.tensor(x)).detach().numpy(),
+                               t_mod(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
 MAX_CASES = [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
              dict(kernel_size=(3, 2, 3), stride=(2, 2, 1), padding=(1, 1, 0),
                   dilation=(2, 1, 1), ceil_mode=True)]
@@ -143,6 +182,14 @@ ERRORS = [
                                            stride=2, padding="same")),
     ("bad padding string", lambda M, F: F.conv3d(M.zeros(1, 1, 4, 4, 4),
                                                  M.zeros(1, 1, 3, 3, 3), padding="full")),
+    ("transposed output padding", lambda M, F: F.conv_transpose3d(
+        M.zeros(1, 2, 3, 3, 3), M.zeros(2, 1, 2, 2, 2), stride=2, output_padding=2)),
+    ("transposed channels", lambda M, F: F.conv_transpose3d(M.zeros(1, 2, 3, 3, 3),
+                                                            M.zeros(3, 1, 2, 2, 2))),
+    ("transposed too small", lambda M, F: F.conv_transpose3d(M.zeros(1, 2, 3, 3, 3),
+                                                             M.zeros(2, 1, 2, 2, 2), padding=3)),
+    ("transposed rank", lambda M, F: F.conv_transpose3d(M.zeros(2, 3, 4),
+                                                        M.zeros(2, 1, 2, 2, 2))),
     ("pool rank", lambda M, F: F.max_pool3d(M.zeros(2, 3, 4), 2)),
     ("adaptive rank", lambda M, F: F.adaptive_avg_pool3d(M.zeros(2, 3, 4), 2)),
     ("pool padding", lambda M, F: F.avg_pool3d(M.zeros(1, 1, 4, 4, 4), 2, padding=2)),
