@@ -63,23 +63,20 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     return out.squeeze(0) if unbatched else out
 
 
-class ConvTranspose2d(_ConvBase):
-    """Transposed 2-D convolution (a learned upsampling), PyTorch's parameters and
-    initialisation (``weight`` (C_in, C_out/groups, kH, kW))."""
+class _ConvTransposeBase(_ConvBase):
+    """What the transposed convolution layers share: parameters (``weight`` ``(C_in,
+    C_out/groups, *kernel)``), PyTorch's initialisation and ``output_size``."""
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
-                 padding_mode: str = "zeros", device=None, dtype=None) -> None:
-        super().__init__()
+    def _setup_transposed(self, in_channels: int, out_channels: int, kernel_size: tuple,
+                          stride: tuple, padding: tuple, output_padding: tuple, groups: int,
+                          bias: bool, dilation: tuple, padding_mode: str, dtype) -> None:
         self._check_groups(in_channels, out_channels, groups)
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for '
                              f"{type(self).__name__}")
         self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.stride, self.padding = _pair(stride, "stride"), _pair(padding, "padding")
-        self.output_padding = _pair(output_padding, "output_padding")
-        self.dilation, self.groups = _pair(dilation, "dilation"), groups
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.output_padding, self.dilation, self.groups = output_padding, dilation, groups
         self.padding_mode = padding_mode
         dt = None if dtype is None else dtypes.to_dtype(dtype)
         shape = (in_channels, out_channels // groups, *self.kernel_size)
@@ -89,6 +86,36 @@ class ConvTranspose2d(_ConvBase):
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
+
+    def _output_padding(self, input: Tensor, output_size) -> tuple:
+        """The output padding that makes the output's spatial size ``output_size``."""
+        k = len(self.kernel_size)
+        size = list(output_size)[-k:]
+        pads = []
+        for d in range(k):
+            smallest = ((input.shape[-k + d] - 1) * self.stride[d] - 2 * self.padding[d]
+                        + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            extra = size[d] - smallest
+            if not 0 <= extra < max(self.stride[d], self.dilation[d]):
+                raise ValueError(f"requested an output size of {size}, but valid sizes range "
+                                 f"from {smallest} to {smallest + self.stride[d] - 1} "
+                                 f"(for an input of {list(input.shape[-k:])})")
+            pads.append(extra)
+        return tuple(pads)
+
+
+class ConvTranspose2d(_ConvTransposeBase):
+    """Transposed 2-D convolution (a learned upsampling), PyTorch's parameters and
+    initialisation (``weight`` (C_in, C_out/groups, kH, kW))."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
+                 padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        super().__init__()
+        self._setup_transposed(in_channels, out_channels, _pair(kernel_size, "kernel_size"),
+                               _pair(stride, "stride"), _pair(padding, "padding"),
+                               _pair(output_padding, "output_padding"), groups, bias,
+                               _pair(dilation, "dilation"), padding_mode, dtype)
         place(self, device)
 
     def forward(self, input: Tensor, output_size=None) -> Tensor:
@@ -97,20 +124,6 @@ class ConvTranspose2d(_ConvBase):
             output_padding = self._output_padding(input, output_size)
         return conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
                                 output_padding, self.groups, self.dilation)
-
-    def _output_padding(self, input: Tensor, output_size) -> tuple:
-        size = list(output_size)[-2:]
-        pads = []
-        for d in range(2):
-            smallest = ((input.shape[-2 + d] - 1) * self.stride[d] - 2 * self.padding[d]
-                        + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
-            extra = size[d] - smallest
-            if not 0 <= extra < max(self.stride[d], self.dilation[d]):
-                raise ValueError(f"requested an output size of {size}, but valid sizes range "
-                                 f"from {smallest} to {smallest + self.stride[d] - 1} "
-                                 f"(for an input of {list(input.shape[-2:])})")
-            pads.append(extra)
-        return tuple(pads)
 
 
 @autocast_op

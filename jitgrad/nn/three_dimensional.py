@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import creation, dtypes
+from .. import creation
 from ..amp.autocast_mode import autocast_op
 from ..ops.dispatch import as_tensor_arg
 from ..ops.movement import stack
 from ..tensor import Tensor
+from .conv_transpose import _ConvTransposeBase
 from .layers import _ConvBase, place
 from .module import Module
-from .parameter import Parameter
 
 __all__ = ["conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",
            "Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d"]
@@ -357,7 +357,7 @@ class Conv3d(_ConvBase):
                       self.groups)
 
 
-class ConvTranspose3d(_ConvBase):
+class ConvTranspose3d(_ConvTransposeBase):
     """Transposed 3-D convolution (a learned upsampling), PyTorch's parameters and
     initialisation (``weight`` (C_in, C_out/groups, kD, kH, kW))."""
 
@@ -365,29 +365,18 @@ class ConvTranspose3d(_ConvBase):
                  output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
                  padding_mode: str = "zeros", device=None, dtype=None) -> None:
         super().__init__()
-        self._check_groups(in_channels, out_channels, groups)
-        if padding_mode != "zeros":
-            raise ValueError(f'Only "zeros" padding mode is supported for '
-                             f"{type(self).__name__}")
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size = _triple(kernel_size, "kernel_size")
-        self.stride, self.padding = _triple(stride, "stride"), _triple(padding, "padding")
-        self.output_padding = _triple(output_padding, "output_padding")
-        self.dilation, self.groups, self.padding_mode = _triple(dilation, "dilation"), groups, \
-            padding_mode
-        dt = None if dtype is None else dtypes.to_dtype(dtype)
-        shape = (in_channels, out_channels // groups, *self.kernel_size)
-        self.weight = Parameter(creation.empty(*shape, dtype=dt, device="cpu"))
-        if bias:
-            self.bias = Parameter(creation.empty(out_channels, dtype=dt, device="cpu"))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        self._setup_transposed(in_channels, out_channels, _triple(kernel_size, "kernel_size"),
+                               _triple(stride, "stride"), _triple(padding, "padding"),
+                               _triple(output_padding, "output_padding"), groups, bias,
+                               _triple(dilation, "dilation"), padding_mode, dtype)
         place(self, device)
 
-    def forward(self, input: Tensor) -> Tensor:
+    def forward(self, input: Tensor, output_size=None) -> Tensor:
+        output_padding = self.output_padding
+        if output_size is not None:
+            output_padding = self._output_padding(input, output_size)
         return conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
-                                self.output_padding, self.groups, self.dilation)
+                                output_padding, self.groups, self.dilation)
 
 
 class MaxPool3d(Module):

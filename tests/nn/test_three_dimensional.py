@@ -115,6 +115,13 @@ def test_conv_transpose3d_unbatched_gradcheck_and_module():
     x = X[:1].astype(np.float32)
     np.testing.assert_allclose(j_mod(jitgrad.tensor(x)).detach().numpy(),
                                t_mod(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
+    j_mod.output_padding = t_mod.output_padding = (0, 0, 0)
+    size = (1, 6, 11, 13, 16)  # one more than the smallest along depth and width
+    j_out = j_mod(jitgrad.tensor(x), output_size=size)
+    t_out = t_mod(torch.tensor(x), output_size=size)
+    assert tuple(j_out.shape) == tuple(t_out.shape) == size
+    np.testing.assert_allclose(j_out.detach().numpy(), t_out.detach().numpy(), rtol=1e-5,
+                               atol=1e-5)
 
 
 MAX_CASES = [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
