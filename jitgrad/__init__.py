@@ -196,15 +196,20 @@ class _TracePackage(type(sys)):
 sys.modules[__name__ + ".trace"].__class__ = _TracePackage
 
 #: subpackages imported on first use, not by ``import jitgrad``
-_LAZY_SUBMODULES = frozenset({"distributions"})
+_LAZY_SUBMODULES = frozenset({"distributions", "serialization"})
 
 
 def __getattr__(name: str):
-    """``jitgrad.distributions`` (the lazily loaded subpackages), imported on first use."""
+    """``jitgrad.distributions`` (the lazily loaded subpackages) and ``jitgrad.save`` /
+    ``load`` (from ``jitgrad.serialization``), imported on first use."""
     if name in _LAZY_SUBMODULES:
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")
+    if name in ("save", "load"):  # jitgrad.serialization: loaded on first use
+        from . import serialization
+
+        return getattr(serialization, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
