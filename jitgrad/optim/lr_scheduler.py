@@ -1,5 +1,8 @@
 """Learning-rate schedules as PyTorch's (same recursive formulas, so the values match):
-``StepLR`` and ``CosineAnnealingLR`` on the ``LRScheduler`` base."""
+the ``LRScheduler`` base, ``StepLR`` and ``CosineAnnealingLR``; the others live in
+``lr_schedules`` (formulas of the epoch), ``cyclic_schedules`` (``CyclicLR``,
+``OneCycleLR``) and ``composite_schedules`` (``SequentialLR``, ``ChainedScheduler``,
+``ReduceLROnPlateau``), and are names of this module too (``torch.optim.lr_scheduler``)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,15 @@ from functools import wraps
 
 from .optimizer import Optimizer
 
-__all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR"]
+__all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR", "EPOCH_DEPRECATION_WARNING"]
+
+#: PyTorch's warning for ``scheduler.step(epoch)``
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated "
+    "where possible. Please use `scheduler.step()` to step the scheduler. During the "
+    "deprecation, if epoch is different from None, the closed form is used instead of the new "
+    "chainable form, where available. Please open an issue if you are unable to replicate "
+    "your use case: https://github.com/pytorch/pytorch/issues/new/choose.")
 
 
 class LRScheduler:
@@ -31,10 +42,16 @@ class LRScheduler:
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         self._wrap_optimizer_step()
+        self._initial_step()
+
+    def _initial_step(self) -> None:
+        """The step a scheduler takes when made (its first learning rate)."""
         self._step_count = 0
         self._is_initial = True
-        self.step()
-        self._is_initial = False
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
 
     def _wrap_optimizer_step(self) -> None:
         """Mark the optimizer when it steps, to warn about a scheduler stepped first."""
@@ -77,6 +94,12 @@ class LRScheduler:
                 "result in PyTorch skipping the first value of the learning rate schedule.",
                 UserWarning, stacklevel=2)
         self._step_count += 1
+        if epoch is not None:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch: int | None = None) -> None:
+        """Advance one epoch, or go to ``epoch`` by the closed form where there is one."""
         if epoch is None:
             self.last_epoch += 1
             values = self.get_lr()
@@ -144,3 +167,23 @@ class CosineAnnealingLR(LRScheduler):
     def _get_closed_form_lr(self) -> list[float]:
         return [self.eta_min + (b - self.eta_min) * (1 + math.cos(
             math.pi * self.last_epoch / self.T_max)) / 2 for b in self.base_lrs]
+
+
+# the other schedules, under this module's name as in PyTorch (imported last: they subclass
+# LRScheduler from here)
+from .composite_schedules import ChainedScheduler, ReduceLROnPlateau, SequentialLR  # noqa: E402
+from .cyclic_schedules import CyclicLR, OneCycleLR  # noqa: E402
+from .lr_schedules import (  # noqa: E402
+    ConstantLR,
+    CosineAnnealingWarmRestarts,
+    ExponentialLR,
+    LambdaLR,
+    LinearLR,
+    MultiplicativeLR,
+    MultiStepLR,
+    PolynomialLR,
+)
+
+__all__ += ["LambdaLR", "MultiplicativeLR", "MultiStepLR", "ConstantLR", "LinearLR",
+            "ExponentialLR", "PolynomialLR", "CosineAnnealingWarmRestarts", "CyclicLR",
+            "OneCycleLR", "SequentialLR", "ChainedScheduler", "ReduceLROnPlateau"]
