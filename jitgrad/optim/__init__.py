@@ -1,5 +1,5 @@
 """Optimizers (``SGD``, ``Adam``, ``AdamW``, ``Adamax``, ``NAdam``, ``RAdam``, ``RMSprop``,
-``Adagrad``, ``Adadelta``) and
+``Adagrad``, ``Adadelta``, ``LBFGS``) and
 learning-rate schedules, as ``torch.optim``.
 
 >>> import jitgrad
@@ -14,6 +14,7 @@ from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .adamax import Adamax
+from .lbfgs import LBFGS
 from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
@@ -21,4 +22,4 @@ from .rmsprop import RMSprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad",
-           "Adadelta", "lr_scheduler"]
+           "Adadelta", "LBFGS", "lr_scheduler"]
