@@ -80,6 +80,13 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .determinism import (
+    are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_deterministic_debug_mode,
+    use_deterministic_algorithms,
+)
 from .devices import device, get_default_device, set_default_device
 from .dtypes import (
     DType as dtype,
@@ -103,7 +110,9 @@ from .jit import compile, explain, grad, value_and_grad
 from .kernels.blas_core import choose_blas_core as _choose_blas_core
 from .ops.api import export_table as _export_table
 from .ops.arrangements import broadcast_shapes  # shapes only, no op: exported by hand
+from .ops.tensor_extras import detach, is_nonzero, is_same_size, is_signed, nonzero
 from .random import Generator, default_generator, initial_seed, manual_seed, seed
+from .rng_state import get_rng_state, set_rng_state
 from .tensor import Size, Tensor
 from .tensor_types import (
     BoolTensor,
@@ -117,6 +126,7 @@ from .tensor_types import (
     ShortTensor,
 )
 from .threads import get_num_threads, set_num_threads
+from .type_info import can_cast, finfo, iinfo, promote_types
 
 # NumPy's OpenBLAS kernel set for this CPU, before jitgrad runs any product (eager and
 # compiled then run the same kernels): kernels/blas_core.py
@@ -196,16 +206,21 @@ class _TracePackage(type(sys)):
 sys.modules[__name__ + ".trace"].__class__ = _TracePackage
 
 #: subpackages imported on first use, not by ``import jitgrad``
-_LAZY_SUBMODULES = frozenset({"distributions", "serialization"})
+_LAZY_SUBMODULES = frozenset({"distributions", "func", "serialization"})
 
 
 def __getattr__(name: str):
-    """``jitgrad.distributions`` (the lazily loaded subpackages) and ``jitgrad.save`` /
-    ``load`` (from ``jitgrad.serialization``), imported on first use."""
+    """``jitgrad.distributions``, ``jitgrad.func`` (the lazily loaded subpackages),
+    ``jitgrad.vmap`` (``torch.vmap``, from ``jitgrad.func``) and ``jitgrad.save`` / ``load``
+    (from ``jitgrad.serialization``), imported on first use."""
     if name in _LAZY_SUBMODULES:
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "vmap":
+        from .func import vmap
+
+        return vmap
     if name in ("save", "load"):  # jitgrad.serialization: loaded on first use
         from . import serialization
 
@@ -235,5 +250,10 @@ __all__ = [
     "isfinite", "broadcast_shapes", "__version__", "compile", "explain", "grad", "value_and_grad",
     "set_num_threads", "get_num_threads", "FloatTensor", "DoubleTensor", "HalfTensor",
     "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
+    "finfo", "iinfo", "promote_types", "can_cast", "get_rng_state", "set_rng_state",
+    "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+    "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
+    "get_deterministic_debug_mode", "nonzero", "detach", "is_nonzero", "is_same_size",
+    "is_signed",
     *_OP_EXPORTS,
 ]

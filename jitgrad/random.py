@@ -52,11 +52,26 @@ class Generator:
         return self._seed
 
     def get_state(self):
+        """The state as a ``uint8`` tensor (:mod:`jitgrad.rng_state`); ``set_state`` of it
+        makes the generator draw the same numbers again."""
+        from .rng_state import get_state
+
+        return get_state(self)
+
+    def set_state(self, new_state) -> Generator:
+        """Restore a state :meth:`get_state` returned; returns self."""
+        from .rng_state import set_state
+
+        set_state(self, new_state)
+        return self
+
+    def _state(self) -> dict:
+        """NumPy's state of the stream (a dict: cheap, comparable; jitgrad's own snapshots)."""
         return self.np.bit_generator.state
 
-    def set_state(self, state) -> Generator:
+    def _restore(self, state: dict) -> None:
+        """Put back a :meth:`_state` snapshot."""
         self.np.bit_generator.state = state
-        return self
 
 
 default_generator = Generator()
@@ -78,13 +93,18 @@ def initial_seed() -> int:
 
 
 def get_rng_state():
-    """State of the default generator (restore with :func:`set_rng_state`)."""
-    return default_generator.get_state()
+    """State of the default generator, a ``uint8`` tensor (restore with
+    :func:`set_rng_state`)."""
+    from .rng_state import get_rng_state as get
+
+    return get()
 
 
-def set_rng_state(state) -> None:
+def set_rng_state(new_state) -> None:
     """Restore the default generator's state."""
-    default_generator.set_state(state)
+    from .rng_state import set_rng_state as set_
+
+    set_(new_state)
 
 
 def rng(generator: Generator | None) -> np.random.Generator:

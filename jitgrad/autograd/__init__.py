@@ -20,6 +20,10 @@ def __getattr__(name: str):
         from ..tensor_types import Variable
 
         return Variable
+    if name == "functional":  # torch.autograd.functional, loaded on first use
+        import importlib
+
+        return importlib.import_module(f"{__name__}.functional")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [

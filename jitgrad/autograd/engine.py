@@ -34,6 +34,9 @@ class _Frames(threading.local):
 
     def __init__(self) -> None:
         self.stack: list[list[Callable[[], None]]] = []
+        # per pass running: whether it accumulates into every leaf (no ``inputs=``, not
+        # ``autograd.grad``), what a reentrant checkpoint needs (``is_checkpoint_valid``)
+        self.all_leaves: list[bool] = []
 
 
 _FRAMES = _Frames()
@@ -58,6 +61,14 @@ def queue_callback(callback: Callable[[], None]) -> None:
     if not stack:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")
     stack[-1].append(callback)
+
+
+def is_checkpoint_valid() -> bool:
+    """Whether the backward pass running on this thread (if any) accumulates into every
+    leaf: false inside ``autograd.grad`` or ``backward(inputs=...)``, where a reentrant
+    checkpoint cannot give its gradients (PyTorch's ``torch.autograd._is_checkpoint_valid``)."""
+    runs = _FRAMES.all_leaves
+    return runs[-1] if runs else True
 
 
 def _run_callbacks(queued: list) -> None:
@@ -442,6 +453,7 @@ class _Run:
         stack = _FRAMES.stack
         queued: list = []
         stack.append(queued)
+        _FRAMES.all_leaves.append(self.inputs is None)
         try:
             self._traverse()
             self._commit()
@@ -450,6 +462,7 @@ class _Run:
         finally:
             state.enabled = prev
             stack.pop()
+            _FRAMES.all_leaves.pop()
 
     def _commit(self) -> None:
         for eff in self._effects:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from ..trace.interpreter import run_eqn
 from ..trace.ir import Eqn, Var
 from .describe import _equation_line
@@ -31,6 +33,8 @@ def cheap_op(op, params: dict, cdt) -> bool:
     ``cdt``) calls no transcendental function: cheaper to recompute than to read."""
     if isinstance(op, str) or op.kind != "elementwise" or op.expr is None or not op.fusable:
         return False
+    if np.dtype(cdt).name not in ("float32", "float64"):  # integer index maths:
+        return False  # no kernel expression of their own (they run on NumPy's functions)
     line = _equation_line(op, params, [f"a{k}" for k in range(len(op.inputs))], cdt, True)
     return _MATH_CALL.search(line) is None and not re.search(r"\bpow\(", line)
 

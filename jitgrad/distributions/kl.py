@@ -12,6 +12,7 @@ from functools import total_ordering
 import jitgrad
 import jitgrad.nn.functional as F
 
+from ..ops.truth_reductions import any_true
 from ..tensor import Tensor
 from .bernoulli import Bernoulli
 from .beta import Beta
@@ -178,7 +179,7 @@ def _kl_beta_beta(p: Beta, q: Beta) -> Tensor:
 
 @register_kl(Binomial, Binomial)
 def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
-    if (p.total_count < q.total_count).any():
+    if any_true(p.total_count < q.total_count):
         raise NotImplementedError("KL between Binomials where q.total_count > p.total_count "
                                   "is not implemented")
     kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p()

@@ -77,6 +77,7 @@ from .normalization import (
     GroupNorm,
     InstanceNorm1d,
     InstanceNorm2d,
+    InstanceNorm3d,
     LayerNorm,
 )
 from .parameter import Parameter
@@ -109,6 +110,13 @@ __all__ = [
     "BCEWithLogitsLoss", "KLDivLoss", "CosineSimilarity", "PairwiseDistance",
     "register_module_forward_pre_hook", "register_module_forward_hook",
     "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
+    "InstanceNorm3d", "RNNBase", "RNNCellBase", "AdaptiveAvgPool1d", "MaxUnpool1d",
+    "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d", "ZeroPad3d",
+    "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad1d", "CircularPad2d",
+    "CircularPad3d", "LocalResponseNorm",
+    "RReLU", "AlphaDropout", "FeatureAlphaDropout", "Buffer", "LazyLinear", "LazyConv1d",
+    "LazyConv2d", "LazyConv3d", "UninitializedParameter", "UninitializedBuffer",
+    "SyncBatchNorm", "DataParallel",
 ]
 
 
@@ -129,13 +137,25 @@ _LAZY = {
     **dict.fromkeys(("Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d",
                      "AdaptiveAvgPool3d"),
                     "three_dimensional"),
-    **dict.fromkeys(("RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"), "recurrent"),
+    **dict.fromkeys(("RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell", "RNNBase",
+                     "RNNCellBase"), "recurrent"),
+    **dict.fromkeys(("AdaptiveAvgPool1d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+                     "LPPool1d", "LPPool2d", "LPPool3d"), "pooling_extra"),
+    "LocalResponseNorm": "local_response_norm",
+    **dict.fromkeys(("RReLU", "AlphaDropout", "FeatureAlphaDropout"), "random_activations"),
+    "Buffer": "buffer",
+    **dict.fromkeys(("LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d",
+                     "UninitializedParameter", "UninitializedBuffer"), "lazy"),
+    "SyncBatchNorm": "sync_batchnorm",
+    "DataParallel": "parallel.data_parallel",
     **dict.fromkeys(("MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
                      "TransformerDecoderLayer", "TransformerDecoder", "Transformer"),
                     "transformer"),
     **dict.fromkeys(("Unflatten", "PixelShuffle", "PixelUnshuffle", "ZeroPad1d", "ZeroPad2d",
                      "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d",
-                     "ReplicationPad1d", "ReplicationPad2d"), "shape_layers"),
+                     "ReplicationPad1d", "ReplicationPad2d", "ZeroPad3d", "ConstantPad3d",
+                     "ReflectionPad3d", "ReplicationPad3d", "CircularPad1d", "CircularPad2d",
+                     "CircularPad3d"), "shape_layers"),
 }
 
 

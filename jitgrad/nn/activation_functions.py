@@ -7,7 +7,8 @@ Each has PyTorch's values and PyTorch's gradient everywhere, boundaries included
 formula would pick another one-sided derivative, the branches are written so it does not),
 and stays finite where a branch not taken overflows (its argument is clamped first: the
 gradient of an unused ``exp(x)`` would otherwise be ``0 * inf = nan``). ``inplace=True``
-writes the result into the input (``copy_``).
+writes the result into the input (``copy_``; computed from a copy of an input that requires
+grad, so its backward still has the values it needs).
 """
 
 from __future__ import annotations
@@ -26,13 +27,17 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def _out(input: Tensor, result: Tensor, inplace: bool) -> Tensor:
-    return input.copy_(result) if inplace else result
+def _out(input: Tensor, fn, inplace: bool) -> Tensor:
+    """``fn(input)``; with ``inplace`` written into ``input``, computed from a copy of it
+    when it requires grad (so the backward's saved input is not the tensor overwritten)."""
+    if not inplace:
+        return fn(input)
+    return input.copy_(fn(input.clone() if input.requires_grad else input))
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * sigmoid(x)`` (also called swish)."""
-    return _out(input, input * sigmoid(input), inplace)
+    return _out(input, lambda x: x * sigmoid(x), inplace)
 
 
 @autocast_op
@@ -45,29 +50,29 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * tanh(softplus(x))``."""
-    return _out(input, input * tanh(softplus(input)), inplace)
+    return _out(input, lambda x: x * tanh(softplus(x)), inplace)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` for ``x > 0``, else ``alpha * (exp(x) - 1)`` (one op: ``ops/nnops/elu.py``)."""
-    return _out(input, elu_op(input, alpha), inplace)
+    return _out(input, lambda x: elu_op(x, alpha), inplace)
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """``scale * elu(x, alpha)`` with the self-normalising constants."""
-    return _out(input, elu_op(input, _SELU_ALPHA, _SELU_SCALE), inplace)
+    return _out(input, lambda x: elu_op(x, _SELU_ALPHA, _SELU_SCALE), inplace)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` for ``x > 0``, else ``alpha * (exp(x / alpha) - 1)``."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    return _out(input, elu_op(input, alpha, 1.0, 1.0 / alpha), inplace)
+    return _out(input, lambda x: elu_op(x, alpha, 1.0, 1.0 / alpha), inplace)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """``x`` for ``x > 0``, else ``negative_slope * x``."""
-    return _out(input, where(input > 0, input, input * negative_slope), inplace)
+    return _out(input, lambda x: where(x > 0, x, x * negative_slope), inplace)
 
 
 @autocast_op
@@ -96,8 +101,11 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
     """``input`` clamped to ``[min_val, max_val]``; the gradient passes strictly inside."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    inside = (input > min_val) & (input < max_val)
-    return _out(input, where(inside, input, input.clamp(min_val, max_val).detach()), inplace)
+    def clamp(x: Tensor) -> Tensor:
+        inside = (x > min_val) & (x < max_val)
+        return where(inside, x, x.clamp(min_val, max_val).detach())
+
+    return _out(input, clamp, inplace)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
@@ -108,15 +116,17 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """``relu6(x + 3) / 6``: 0 below -3, 1 above 3, linear between (the gradient is 1/6
     there; PyTorch's is a float32 1/6, ~6e-8 relative from it, in float64 too)."""
-    return _out(input, hardtanh(input + 3.0, 0.0, 6.0) / 6.0, inplace)
+    return _out(input, lambda x: hardtanh(x + 3.0, 0.0, 6.0) / 6.0, inplace)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * relu6(x + 3) / 6`` (gradient ``x / 3 + 1/2`` strictly inside ``(-3, 3)``, 0 at
     and below -3, 1 at and above 3, as PyTorch's)."""
-    middle = input * (input + 3.0) / 6.0
-    return _out(input, where(input <= -3.0, input * 0.0, where(input < 3.0, middle, input)),
-                inplace)
+    def swish(x: Tensor) -> Tensor:
+        middle = x * (x + 3.0) / 6.0
+        return where(x <= -3.0, x * 0.0, where(x < 3.0, middle, x))
+
+    return _out(input, swish, inplace)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
@@ -147,4 +157,4 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """``x`` where ``x > threshold``, else ``value``."""
-    return _out(input, where(input > threshold, input, float(value)), inplace)
+    return _out(input, lambda x: where(x > threshold, x, float(value)), inplace)

@@ -73,7 +73,17 @@ _OTHER_LAZY = {"conv_transpose1d": "conv_transpose", "adaptive_max_pool2d": "ada
                "grid_sample": "grid_sampling", "affine_grid": "grid_sampling",
                "conv3d": "three_dimensional", "max_pool3d": "three_dimensional",
                "conv_transpose3d": "three_dimensional",
-               "avg_pool3d": "three_dimensional", "adaptive_avg_pool3d": "three_dimensional"}
+               "avg_pool3d": "three_dimensional", "adaptive_avg_pool3d": "three_dimensional",
+               **dict.fromkeys(("adaptive_avg_pool1d", "max_unpool1d", "max_unpool2d",
+                                "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
+                                "max_pool1d_with_indices", "max_pool2d_with_indices",
+                                "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices",
+                                "adaptive_max_pool2d_with_indices"), "pooling_extra"),
+               "local_response_norm": "local_response_norm", "pdist": "pdist",
+               **dict.fromkeys(("rrelu", "rrelu_", "alpha_dropout", "feature_alpha_dropout"),
+                               "random_activations"),
+               **dict.fromkeys(("relu_", "elu_", "leaky_relu_", "hardtanh_", "selu_", "celu_",
+                                "threshold_"), "inplace_activations")}
 
 __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout",
            "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "layer_norm",

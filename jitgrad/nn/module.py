@@ -202,10 +202,14 @@ class Module:
                 modules[name] = value
             else:
                 buffers = d.get("_buffers")
-                if buffers is not None and name in buffers:
+                if isinstance(value, Tensor) and getattr(value, "_is_buffer", False):
+                    # an nn.Buffer registers itself (persistent as it says)
+                    self.register_buffer(name, value, value.persistent)
+                elif buffers is not None and name in buffers:
                     if value is not None and not isinstance(value, Tensor):
                         raise TypeError(f"cannot assign '{_typename(value)}' as buffer "
-                                        f"'{name}' (torch.Tensor or None expected)")
+                                        f"'{name}' (torch.nn.Buffer, torch.Tensor or None "
+                                        "expected)")
                     buffers[name] = value
                 else:
                     object.__setattr__(self, name, value)

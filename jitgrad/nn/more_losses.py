@@ -19,6 +19,7 @@ from ..ops.dispatch import as_tensor_arg
 from ..ops.nnops.ctc import ctc_loss
 from ..ops.nnops.reduction import reduction_arg
 from ..ops.selection import where
+from ..ops.truth_reductions import any_true
 from ..shapes import fmt_shape
 from ..tensor import Tensor
 from .activation_functions import logsigmoid
@@ -264,7 +265,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
             raise ValueError("var has negative entry/entries")
         var = input.new_full(input.shape, var)
     var = as_tensor_arg(var, "var")
-    if bool((var.detach() < 0).any().item()):
+    if any_true(var.detach() < 0):
         raise ValueError("var has negative entry/entries")
     if var.shape != input.shape:
         if input.shape[:-1] == var.shape:  # homoscedastic: one variance per row

@@ -13,7 +13,7 @@ from .module import Module
 from .parameter import Parameter
 
 __all__ = ["LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
-           "InstanceNorm1d", "InstanceNorm2d"]
+           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
 
 def _dt(dtype):
@@ -236,3 +236,9 @@ class InstanceNorm2d(_InstanceNorm):
     """Instance normalisation of ``(N, C, H, W)`` (or ``(C, H, W)``) inputs."""
 
     spatial = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation of ``(N, C, D, H, W)`` (or ``(C, D, H, W)``) inputs."""
+
+    spatial = 3

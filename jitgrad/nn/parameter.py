@@ -10,7 +10,22 @@ from __future__ import annotations
 
 from ..tensor import Tensor, wrap
 
-__all__ = ["Parameter", "zero_grads"]
+__all__ = ["Parameter", "zero_grads",
+           # loaded on first use (module __getattr__ below)
+           "Buffer", "UninitializedParameter", "UninitializedBuffer", "is_lazy"]  # noqa: F822
+
+# PyTorch's other names of ``torch.nn.parameter``, loaded on first use
+_LAZY = {"Buffer": "buffer", "UninitializedParameter": "lazy", "UninitializedBuffer": "lazy",
+         "is_lazy": "lazy"}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__package__}.{module}"), name)
 
 
 class _ParameterMeta(type):

@@ -1,9 +1,11 @@
 """Recurrent layers with PyTorch's parameters, initialisation and results: ``RNN``, ``LSTM``
 (gates i, f, g, o), ``GRU`` (gates r, z, n) -- any number of layers, ``batch_first``,
-``bidirectional``, dropout between layers, unbatched inputs -- and the cells ``RNNCell``,
-``LSTMCell``, ``GRUCell``. Each step is jitgrad ops (the input projections of a whole
-sequence are one matrix product), so they differentiate, run on every device, and a
-compiled function traces the unrolled steps."""
+``bidirectional``, dropout between layers, unbatched inputs, packed batches
+(``nn.utils.rnn.PackedSequence``: each step runs on the sequences still going, each final
+state is its sequence's last step) -- their base ``RNNBase``, and the cells ``RNNCell``,
+``LSTMCell``, ``GRUCell`` (base ``RNNCellBase``). Each step is jitgrad ops (the input
+projections of a whole sequence are one matrix product), so they differentiate, run on every
+device, and a compiled function traces the unrolled steps."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from .layers import place
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -42,11 +44,20 @@ def _step(mode: str, xw: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor,
     return (tanh(pre) if mode == "RNN_TANH" else relu(pre)), None
 
 
-class _RNNBase(Module):
+class RNNBase(Module):
+    """The base of :class:`RNN`, :class:`LSTM` and :class:`GRU` (``mode``: ``"RNN_TANH"``,
+    ``"RNN_RELU"``, ``"LSTM"`` or ``"GRU"``): their parameters ``weight_ih_l{k}[_reverse]``...
+    and the loop over layers, directions and steps, for padded or packed input."""
+
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
-                 bidirectional: bool = False, device=None, dtype=None) -> None:
+                 bidirectional: bool = False, proj_size: int = 0, device=None,
+                 dtype=None) -> None:
         super().__init__()
+        if mode not in _GATES:
+            raise ValueError("Unrecognized RNN mode: " + mode)
+        if proj_size:
+            raise NotImplementedError("LSTM: proj_size is not supported by jitgrad")
         if not 0 <= dropout <= 1 or isinstance(dropout, bool):
             raise ValueError("dropout should be a number in range [0, 1] representing the "
                              "probability of an element being zeroed")
@@ -57,6 +68,7 @@ class _RNNBase(Module):
         self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
         self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
         self.dropout, self.bidirectional = float(dropout), bidirectional
+        self.proj_size = 0
         dt = None if dtype is None else dtypes.to_dtype(dtype)
         gates = _GATES[mode] * hidden_size
         dirs = 2 if bidirectional else 1
@@ -82,12 +94,34 @@ class _RNNBase(Module):
         for p in self.parameters():
             init.uniform_(p, -bound, bound)
 
+    @property
+    def _flat_weights_names(self) -> list[str]:
+        """The parameter names, layer by layer and direction by direction (PyTorch's
+        order)."""
+        return list(self._parameters)
+
+    @property
+    def _flat_weights(self) -> list:
+        return [getattr(self, n) for n in self._flat_weights_names]
+
+    @property
+    def all_weights(self) -> list[list]:
+        """The parameters of each layer and direction: ``[w_ih, w_hh(, b_ih, b_hh)]``."""
+        per = 4 if self.bias else 2
+        flat = self._flat_weights
+        return [flat[i:i + per] for i in range(0, len(flat), per)]
+
+    def flatten_parameters(self) -> None:
+        """Nothing to do: jitgrad keeps no fused weight buffer (PyTorch's cuDNN one)."""
+
     def _weights(self, layer: int, d: int) -> tuple:
         sfx = f"_l{layer}" + ("_reverse" if d else "")
         return (getattr(self, "weight_ih" + sfx), getattr(self, "weight_hh" + sfx),
                 getattr(self, "bias_ih" + sfx, None), getattr(self, "bias_hh" + sfx, None))
 
-    def forward(self, input: Tensor, hx=None):
+    def forward(self, input, hx=None):
+        if isinstance(input, tuple):  # a PackedSequence (nn.utils.rnn)
+            return self._forward_packed(input, hx)
         lstm = self.mode == "LSTM"
         if input.ndim not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
@@ -147,12 +181,60 @@ class _RNNBase(Module):
             h = h.unsqueeze(1)
             c = c.unsqueeze(1) if lstm else None
         want = (layers, n, self.hidden_size)
-        for name, t in (("h0", h), ("c0", c)) if lstm else (("hx", h),):
+        for what, t in (("hidden[0]", h), ("hidden[1]", c)) if lstm else (("hidden", h),):
             if tuple(t.shape) != want:
-                raise RuntimeError(f"Expected hidden size {want}, got {tuple(t.shape)}"
-                                   if name != "c0" else
-                                   f"Expected hidden[1] size {want}, got {tuple(t.shape)}")
+                raise RuntimeError(f"Expected {what} size {want}, got {list(t.shape)}")
         return h, c
+
+    def _forward_packed(self, packed, hx):
+        """A :class:`~jitgrad.nn.utils.rnn.PackedSequence` input: step ``t`` runs on the
+        first ``batch_sizes[t]`` sequences (sorted by decreasing length), so each sequence's
+        final state is its state at its own last step (the reverse direction starts there
+        from the initial state). Returns a PackedSequence and the final states, in the
+        batch's original order."""
+        from .utils.rnn import PackedSequence
+
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        lstm = self.mode == "LSTM"
+        if data.ndim != 2:
+            raise RuntimeError(f"input must have 2 dimensions, got {data.ndim}")
+        if data.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {data.shape[-1]}")
+        sizes = [int(b) for b in batch_sizes.tolist()]
+        dirs = 2 if self.bidirectional else 1
+        if hx is not None and sorted_indices is not None:
+            hx = tuple(t.index_select(1, sorted_indices) for t in hx) if lstm \
+                else hx.index_select(1, sorted_indices)
+        h0, c0 = self._initial(hx, sizes[0], dirs, False, data)
+        starts = [0]
+        for b in sizes:
+            starts.append(starts[-1] + b)
+        h_n, c_n = [], []
+        layer_in = data
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+                k = layer * dirs + d
+                xw = F.linear(layer_in, w_ih, b_ih)  # every step's input projection
+                run = _packed_reverse if d else _packed_forward
+                out, h, c = run(self.mode, xw, sizes, starts, h0[k],
+                                c0[k] if lstm else None, w_hh, b_hh)
+                outs.append(out)
+                h_n.append(h)
+                if lstm:
+                    c_n.append(c)
+            layer_in = outs[0] if dirs == 1 else cat(outs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_in = F.dropout(layer_in, self.dropout, True)
+        hn = stack(h_n, 0)
+        cn = stack(c_n, 0) if lstm else None
+        if unsorted_indices is not None:
+            hn = hn.index_select(1, unsorted_indices)
+            cn = cn.index_select(1, unsorted_indices) if lstm else None
+        out = PackedSequence(layer_in, batch_sizes, sorted_indices, unsorted_indices)
+        return (out, (hn, cn)) if lstm else (out, hn)
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
@@ -169,7 +251,48 @@ class _RNNBase(Module):
         return s
 
 
-class RNN(_RNNBase):
+def _packed_forward(mode: str, xw: Tensor, sizes: list, starts: list, h0: Tensor,
+                    c0: Tensor | None, w_hh: Tensor, b_hh: Tensor | None):
+    """One direction forward in time over a packed batch: the outputs (packed) and each
+    sequence's state after its last step (rows of sequences that ended are set aside as
+    the batch shrinks)."""
+    h, c = h0, c0
+    outs, done_h, done_c = [], [], []
+    for t, bs in enumerate(sizes):
+        if bs < h.shape[0]:
+            done_h.append(h[bs:])
+            h = h[:bs]
+            if c is not None:
+                done_c.append(c[bs:])
+                c = c[:bs]
+        h, c = _step(mode, xw[starts[t]:starts[t + 1]], h, c, w_hh, b_hh)
+        outs.append(h)
+    if done_h:
+        h = cat([h, *reversed(done_h)], 0)
+        c = cat([c, *reversed(done_c)], 0) if c is not None else None
+    return cat(outs, 0), h, c
+
+
+def _packed_reverse(mode: str, xw: Tensor, sizes: list, starts: list, h0: Tensor,
+                    c0: Tensor | None, w_hh: Tensor, b_hh: Tensor | None):
+    """One direction backward in time over a packed batch: each sequence starts at its own
+    last step from its initial state (rows join as the batch grows)."""
+    n = sizes[-1]
+    h, c = h0[:n], (c0[:n] if c0 is not None else None)
+    outs = []
+    for t in range(len(sizes) - 1, -1, -1):
+        bs = sizes[t]
+        if bs > n:
+            h = cat([h, h0[n:bs]], 0)
+            c = cat([c, c0[n:bs]], 0) if c is not None else None
+            n = bs
+        h, c = _step(mode, xw[starts[t]:starts[t + 1]], h, c, w_hh, b_hh)
+        outs.append(h)
+    outs.reverse()
+    return cat(outs, 0), h, c
+
+
+class RNN(RNNBase):
     """Elman RNN: ``h' = tanh(x W_ih.T + b_ih + h W_hh.T + b_hh)`` (``nonlinearity="relu"``:
     ReLU)."""
 
@@ -182,42 +305,42 @@ class RNN(_RNNBase):
                              "'relu'.")
         super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size,
                          hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
-                         device, dtype)
+                         device=device, dtype=dtype)
         self.nonlinearity = nonlinearity
 
 
-class LSTM(_RNNBase):
+class LSTM(RNNBase):
     """Long short-term memory: returns ``output, (h_n, c_n)``."""
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
                  bidirectional: bool = False, proj_size: int = 0, device=None,
                  dtype=None) -> None:
-        if proj_size:
-            raise NotImplementedError("LSTM: proj_size is not supported by jitgrad")
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first,
-                         dropout, bidirectional, device, dtype)
-        self.proj_size = 0
+                         dropout, bidirectional, proj_size, device=device, dtype=dtype)
 
 
-class GRU(_RNNBase):
+class GRU(RNNBase):
     """Gated recurrent unit: returns ``output, h_n``."""
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
                  bidirectional: bool = False, device=None, dtype=None) -> None:
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first,
-                         dropout, bidirectional, device, dtype)
+                         dropout, bidirectional, device=device, dtype=dtype)
 
 
-class _CellBase(Module):
-    def __init__(self, mode: str, input_size: int, hidden_size: int, bias: bool,
-                 device, dtype) -> None:
+class RNNCellBase(Module):
+    """The base of the cells: ``weight_ih`` (``num_chunks * hidden_size`` rows),
+    ``weight_hh``, ``bias_ih``, ``bias_hh``, initialised as the layers' (PyTorch's
+    signature)."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
+                 device=None, dtype=None) -> None:
         super().__init__()
-        self.mode, self.input_size, self.hidden_size, self.bias = (mode, input_size,
-                                                                   hidden_size, bias)
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
         dt = None if dtype is None else dtypes.to_dtype(dtype)
-        gates = _GATES[mode] * hidden_size
+        gates = num_chunks * hidden_size
         self.weight_ih = Parameter(creation.empty(gates, input_size, dtype=dt, device="cpu"))
         self.weight_hh = Parameter(creation.empty(gates, hidden_size, dtype=dt, device="cpu"))
         if bias:
@@ -226,11 +349,29 @@ class _CellBase(Module):
         else:
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)
-        _RNNBase.reset_parameters(self)
+        self.reset_parameters()
         place(self, device)
 
     def reset_parameters(self) -> None:
-        _RNNBase.reset_parameters(self)
+        """Every weight and bias uniform in ``[-1/sqrt(hidden_size), 1/sqrt(hidden_size)]``."""
+        RNNBase.reset_parameters(self)
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if getattr(self, "nonlinearity", "tanh") != "tanh":
+            s += f", nonlinearity={self.nonlinearity}"
+        return s
+
+
+class _CellBase(RNNCellBase):
+    """A cell of ``mode`` (``_GATES``): its step."""
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, bias: bool,
+                 device, dtype) -> None:
+        super().__init__(input_size, hidden_size, bias, _GATES[mode], device, dtype)
+        self.mode = mode
 
     def _run(self, input: Tensor, hx):
         if input.ndim not in (1, 2):
@@ -253,14 +394,6 @@ class _CellBase(Module):
             h = h.squeeze(0)
             c = c.squeeze(0) if lstm else None
         return (h, c) if lstm else h
-
-    def extra_repr(self) -> str:
-        s = f"{self.input_size}, {self.hidden_size}"
-        if not self.bias:
-            s += ", bias=False"
-        if self.mode == "RNN_RELU":
-            s += ", nonlinearity=relu"
-        return s
 
 
 class RNNCell(_CellBase):

@@ -1,6 +1,6 @@
 """Modules that rearrange or pad: ``Unflatten``, ``PixelShuffle`` / ``PixelUnshuffle`` and
-the padding layers (``ZeroPad1d/2d``, ``ConstantPad1d/2d``, ``ReflectionPad1d/2d``,
-``ReplicationPad1d/2d``: ``F.pad`` with PyTorch's reprs)."""
+the padding layers (``ZeroPad1d/2d/3d``, ``ConstantPad1d/2d/3d``, ``ReflectionPad1d/2d/3d``,
+``ReplicationPad1d/2d/3d``, ``CircularPad1d/2d/3d``: ``F.pad`` with PyTorch's reprs)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from .module import Module
 
 __all__ = ["Unflatten", "PixelShuffle", "PixelUnshuffle", "ZeroPad1d", "ZeroPad2d",
            "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d",
-           "ReplicationPad1d", "ReplicationPad2d"]
+           "ReplicationPad1d", "ReplicationPad2d", "ZeroPad3d", "ConstantPad3d",
+           "ReflectionPad3d", "ReplicationPad3d", "CircularPad1d", "CircularPad2d",
+           "CircularPad3d"]
 
 
 class Unflatten(Module):
@@ -102,3 +104,30 @@ ReplicationPad1d = _pad_class("ReplicationPad1d", _Pad, "replicate", 1,
                               "Pad the last dim with its edge values.")
 ReplicationPad2d = _pad_class("ReplicationPad2d", _Pad, "replicate", 2,
                               "Pad the last 2 dims with their edge values.")
+ZeroPad3d = _pad_class("ZeroPad3d", _Pad, "constant", 3, "Pad the last 3 dims with zeros.")
+ConstantPad3d = _pad_class("ConstantPad3d", _ConstantPad, "constant", 3,
+                           "Pad the last 3 dims with ``value``.")
+ReflectionPad3d = _pad_class("ReflectionPad3d", _Pad, "reflect", 3,
+                             "Pad the last 3 dims with their reflection.")
+ReplicationPad3d = _pad_class("ReplicationPad3d", _Pad, "replicate", 3,
+                              "Pad the last 3 dims with their edge values.")
+
+
+class _CircularPad(_Pad):
+    """Circular padding, with PyTorch's check of the input's rank (batched or not)."""
+
+    mode = "circular"
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim not in (self.dims + 1, self.dims + 2):
+            raise ValueError(f"expected {self.dims + 1}D or {self.dims + 2}D input (got "
+                             f"{input.ndim}D input)")
+        return F.pad(input, self.padding, "circular")
+
+
+CircularPad1d = _pad_class("CircularPad1d", _CircularPad, "circular", 1,
+                           "Pad the last dim by wrapping it around.")
+CircularPad2d = _pad_class("CircularPad2d", _CircularPad, "circular", 2,
+                           "Pad the last 2 dims by wrapping them around.")
+CircularPad3d = _pad_class("CircularPad3d", _CircularPad, "circular", 3,
+                           "Pad the last 3 dims by wrapping them around.")

@@ -2,15 +2,23 @@
 
 from . import (  # noqa: F401 - registers ops
     arrangements,
+    binary_composites,
+    bitwise,
     contractions,
     conv,
     counting,
     decompositions,
     diagonals,
     elementwise,
+    float_bits,
+    index_updates,
+    integer_ops,
+    integration,
     linalg,
     losses,
+    matrix_builders,
     matrix_functions,
+    method_aliases,
     methods,
     movement,
     nan_reductions,
@@ -21,6 +29,7 @@ from . import (  # noqa: F401 - registers ops
     pointwise_composites,
     products,
     reduce,
+    renorm,
     reorder,
     rounding,
     sampling_and_sets,
@@ -32,7 +41,10 @@ from . import (  # noqa: F401 - registers ops
     statistics,
     transcendental,
     triangular,
+    truth_reductions,
+    unfold_view,
     value_tests,
+    windows,
 )
 from .registry import REGISTRY, OpDef, get
 

@@ -63,6 +63,7 @@ from .api import api
 from .dispatch import as_tensor_arg, call
 from .linalg import MATMUL
 from .registry import OPAQUE, defop
+from .truth_reductions import any_true
 
 __all__ = ["linalg_svd", "svdvals", "svd", "linalg_qr", "qr", "eigh", "eigvalsh", "pinv",
            "pinverse", "lstsq", "matrix_rank", "solve_triangular", "matrix_exp", "cholesky_ex",
@@ -949,7 +950,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
             if S_ is not None else empty(0, dtype=_int64(), device=A.device)
     residuals = empty(0, dtype=A.dtype, device=A.device)
     if m > n and driver != "gelsy" and (
-            driver == "gels" or bool((rank == min(m, n)).all())):
+            driver == "gels" or not any_true(rank != min(m, n))):
         residuals = ((matmul(A, X) - b) ** 2).sum(-2)  # (a vector B: one column, kept)
     sv = S_ if driver in ("gelsd", "gelss") else empty(0, dtype=A.dtype, device=A.device)
     return return_linalg_lstsq(X.squeeze(-1) if vector else X, residuals, rank, sv)

@@ -2,7 +2,7 @@
 
 The methods of ops (``x.tanh()``, ``x + y``, ``x.add_(y)``) are declared with the functions
 that run them (:mod:`jitgrad.ops.api`) and derived from the registry; this module adds the
-hand-written rest: conversions, in-place writes, bitwise operators, NumPy-only helpers.
+hand-written rest: conversions, in-place writes, NumPy-only helpers.
 ``jitgrad.ops`` calls :func:`install` once every op module is imported; keeping the methods
 here keeps ``tensor.py`` free of maths.
 """
@@ -22,69 +22,19 @@ from . import movement as M
 from .api import method_table
 from .diagonals import fill_diagonal_
 from .inplace import apply_inplace, check_inplace_allowed, check_writeable, inplace_view
+from .random_inplace import sampler_methods
+from .tensor_extras import EXTRA_METHODS
 
 _STATE = grad_mode.STATE
 
 
-# ---------------------------------------------------------- operators that are not ops
-def _no_grad_numpy(name, fn):
-    """Integer-style ops with no gradient (floor division, bitwise) via NumPy's functions
-    (CuPy's on CUDA arrays: the result stays on the operands' device)."""
-    def op(self, other):
-        a = self._data
-        b = other._data if isinstance(other, Tensor) else other
-        if isinstance(other, Tensor):
-            devices.check_same_device([a, b])
-        d = dtypes.result_type(self, other).np
-        with np.errstate(divide="ignore", invalid="ignore"):
-            r = fn(a.astype(d, copy=False), b.astype(d, copy=False) if isinstance(other, Tensor)
-                   else b)
-        r = devices.as_array(r)
-        return wrap(r.astype(d, copy=False) if r.dtype != np.bool_ else r)
-    op.__name__ = name
-    return op
-
-
-def _reflected_numpy(name, fn):
-    base = _no_grad_numpy(name, fn)
-    return lambda self, other: base(_lift(other, self), self)
-
-
+# ---------------------------------------------------------------------- helpers
 def _lift(x, like):
     if isinstance(x, Tensor):
         return x
     from ..creation import tensor
 
     return tensor(x, dtype=dtypes.promote_scalar(like.dtype, x), device=like.device)
-
-
-def _and(self, other):
-    if self._data.dtype == np.bool_ and (getattr(other, "dtype", None) == dtypes.bool_ or
-                                         isinstance(other, bool)):
-        return E.logical_and(self, other)
-    return _no_grad_numpy("__and__", np.bitwise_and)(self, other)
-
-
-def _or(self, other):
-    if self._data.dtype == np.bool_ and (getattr(other, "dtype", None) == dtypes.bool_ or
-                                         isinstance(other, bool)):
-        return E.logical_or(self, other)
-    return _no_grad_numpy("__or__", np.bitwise_or)(self, other)
-
-
-def _xor(self, other):
-    if self._data.dtype == np.bool_ and (getattr(other, "dtype", None) == dtypes.bool_ or
-                                         isinstance(other, bool)):
-        return E.logical_xor(self, other)
-    return _no_grad_numpy("__xor__", np.bitwise_xor)(self, other)
-
-
-def _invert(self):
-    if self._data.dtype == np.bool_:
-        return E.logical_not(self)
-    if self._data.dtype.kind == "f":
-        raise TypeError("bitwise_not_cpu not implemented for 'Float'")
-    return wrap(np.invert(self._data))
 
 
 # -------------------------------------------------------------------- conversions
@@ -254,12 +204,6 @@ def _equal(self, other):
                                                                           other._data))
 
 
-def _reduce_bool(fn):
-    def method(self, dim=None, keepdim=False):
-        return wrap(np.asarray(fn(self._data, axis=dim, keepdims=keepdim)))
-    return method
-
-
 def _elementwise_np(fn):
     def method(self):
         return wrap(fn(self._data))
@@ -267,6 +211,9 @@ def _elementwise_np(fn):
 
 
 def _mT(self):
+    if self._data.ndim < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
+                           f"Got {self._data.ndim}-D tensor.")
     return M.transpose(self, -2, -1)
 
 
@@ -275,8 +222,9 @@ def _numel_size(self):
 
 
 def _nonzero(self, as_tuple=False):
-    if as_tuple:
-        return tuple(wrap(i.astype(np.int64)) for i in np.nonzero(self._data))
+    if as_tuple:  # (a 0-d tensor counts as 1-d, as PyTorch's)
+        a = self._data if self._data.ndim else self._data.reshape(1)
+        return tuple(wrap(i.astype(np.int64)) for i in np.nonzero(a))
     return wrap(np.argwhere(self._data).astype(np.int64))
 
 
@@ -297,12 +245,6 @@ METHODS = {
     **{f"{v}_": _view_inplace(f"{v}_", v) for v in ("t", "transpose", "swapdims", "swapaxes",
                                                    "squeeze", "unsqueeze")},
     "__pos__": lambda self: self,
-    "__and__": _and, "__rand__": _and, "__or__": _or, "__ror__": _or, "__xor__": _xor,
-    "__rxor__": _xor, "__invert__": _invert,
-    "__floordiv__": _no_grad_numpy("__floordiv__", np.floor_divide),
-    "__rfloordiv__": _reflected_numpy("__rfloordiv__", np.floor_divide),
-    # NumPy reductions with no op (no gradient)
-    "any": _reduce_bool(np.any), "all": _reduce_bool(np.all),
     # dtype / device
     "to": _to, "float": _conv(dtypes.float32), "double": _conv(dtypes.float64),
     "half": _conv(dtypes.float16), "bfloat16": _conv(dtypes.bfloat16),
@@ -319,6 +261,10 @@ METHODS = {
     "isnan": _elementwise_np(np.isnan), "isinf": _elementwise_np(np.isinf),
     "isfinite": _elementwise_np(np.isfinite),
 }
+
+
+METHODS.update(EXTRA_METHODS)  # sizes, conversions, new, apply_/map_, H/mH... (no ops)
+METHODS.update(sampler_methods(_random_inplace))  # random_, exponential_, cauchy_...
 
 
 def all_methods() -> dict:

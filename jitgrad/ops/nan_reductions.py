@@ -14,6 +14,7 @@ from .extrema import AMAX, AMIN, _return_type
 from .selection import CLAMP, MAXIMUM, NE, WHERE, clamp, maximum, where
 from .sorting import GATHER, SORT_INDICES, kthvalue
 from .sums import SUM
+from .truth_reductions import any_true
 
 __all__ = ["nansum", "nanmean", "median", "logaddexp", "clamp_min", "clamp_max",
            "aminmax", "return_median", "return_aminmax"]
@@ -89,7 +90,7 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False):
     if input.dtype.is_floating_point and input.dim():
         nan = input != input
         rows = nan.any(d, keepdim=True)
-        if bool(rows.any().item()):
+        if any_true(rows):
             first = nan.long().argmax(d, keepdim=True)  # argmax: the first NaN
             values = where(rows, input.gather(d, first), values)
             indices = where(rows, first, indices)
@@ -104,7 +105,7 @@ def _median_value(flat: Tensor) -> Tensor:
 
     with no_grad():
         n = flat.shape[0]
-        if flat.dtype.is_floating_point and bool((flat != flat).any().item()):
+        if flat.dtype.is_floating_point and any_true(flat != flat):
             return flat.new_full((), float("nan"))
         return kthvalue(flat, (n + 1) // 2).values
 

@@ -15,6 +15,7 @@ from . import samples as S
 from .api import api
 from .dispatch import binary, unary
 from .elementwise_base import ew, unary_public
+from .truth_reductions import any_true
 
 __all__ = ["round", "trunc", "fix", "floor", "ceil", "frac", "remainder", "fmod"]
 
@@ -117,7 +118,7 @@ def _call(op, input, other) -> Tensor:
     other_t = isinstance(other, Tensor)
     ints = not input.dtype.is_floating_point and (
         not other.dtype.is_floating_point if other_t else isinstance(other, (int, np.integer)))
-    if ints and (bool((other == 0).any().item()) if other_t else other == 0):
+    if ints and (any_true(other == 0) if other_t else other == 0):
         raise RuntimeError("ZeroDivisionError")
     return binary(op, input, other, {"tensor_other": True} if other_t else None)
 

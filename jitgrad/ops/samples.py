@@ -1012,3 +1012,87 @@ def ctc_loss(rng, dtype):
 def ctc_loss_backward(rng, dtype):
     return [((_r(rng, (a[0].shape[1],), dtype), *a), {**p, "_nograd": True})
             for a, p in ctc_loss(rng, dtype)]
+
+
+# ------------------------------------------------ integer and float-bits ops (batch 4)
+_INT_PAIRS = [((5,), (5,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 3))]
+
+
+def bitwise(rng, dtype):
+    """bitwise_and/or/xor: int64, int32, uint8 and bool tensors (broadcast pairs), an int8
+    pair, a tensor and a Python int (integers only: no dtype of the float samples)."""
+    out = [((rng.integers(-50, 50, a), rng.integers(-50, 50, b)), {}) for a, b in _INT_PAIRS]
+    out.append(((rng.integers(-9, 9, (2, 3)).astype(np.int32),
+                 rng.integers(-9, 9, (3,)).astype(np.int32)), {}))
+    out.append(((rng.integers(0, 255, (4,)).astype(np.uint8),
+                 rng.integers(0, 255, (4,)).astype(np.uint8)), {}))
+    out.append(((rng.integers(-100, 100, (4,)).astype(np.int8),
+                 rng.integers(-100, 100, (4,)).astype(np.int8)), {}))
+    out.append(((rng.random(5) < 0.5, rng.random(5) < 0.5), {}))
+    out.append(((rng.integers(-50, 50, (2, 3)), 6), {}))
+    return out
+
+
+def bitwise_not(rng, dtype):
+    """bitwise_not: signed, unsigned and bool tensors."""
+    return [((rng.integers(-50, 50, (2, 3)),), {}),
+            ((rng.integers(0, 255, (5,)).astype(np.uint8),), {}),
+            ((rng.integers(-9, 9, ()).astype(np.int32),), {}),
+            ((rng.random(4) < 0.5,), {})]
+
+
+def shifts(rng, dtype):
+    """Shifts: amounts inside the width, and PyTorch's out-of-range cases (negative, the
+    width and beyond) for int64, int8 and uint8."""
+    return [((rng.integers(-50, 50, (2, 3)), rng.integers(0, 10, (3,))), {}),
+            ((np.array([-8, 8, 5, -1, 3, 7], dtype=np.int64),
+              np.array([-1, 64, 70, 63, 0, 2], dtype=np.int64)), {}),
+            ((np.array([-8, 8, 100, -128], dtype=np.int8),
+              np.array([7, 8, 1, 9], dtype=np.int8)), {}),
+            ((np.array([200, 3, 255, 1], dtype=np.uint8),
+              np.array([1, 8, 7, 9], dtype=np.uint8)), {}),
+            ((rng.integers(-50, 50, (2, 3)), 3), {})]
+
+
+def integer_pairs(rng, dtype):
+    """gcd / lcm / floor_divide: integers of both signs, zeros, broadcast pairs (divisors
+    nonzero)."""
+    def nonzero(shape):
+        v = rng.integers(1, 12, shape)
+        return np.where(rng.random(shape) < 0.5, -v, v)
+    out = [((rng.integers(-40, 40, a), nonzero(b)), {}) for a, b in _INT_PAIRS]
+    out.append(((np.array([0, 12, -18, 7], dtype=np.int32),
+                 np.array([5, 8, 12, -7], dtype=np.int32)), {}))
+    out.append(((rng.integers(0, 100, (4,)).astype(np.uint8),
+                 rng.integers(1, 20, (4,)).astype(np.uint8)), {}))
+    return out
+
+
+def frexp(rng, dtype):
+    """frexp's mantissa and exponent: random values, and zeros, powers of two, tiny and
+    huge ones (the exponent's range), infinities and NaN (value samples only)."""
+    out = [((_away(rng, s, dtype, 0.05, 40.0),), {}) for s in SHAPES]
+    tiny = np.finfo(dtype).tiny
+    out.append(((np.asarray([0.0, -0.0, 1.0, -2.0, 0.75, tiny, tiny / 8, 3e30, np.inf, -np.inf,
+                             np.nan], dtype=dtype),), {"_nograd": True}))
+    return out
+
+
+def unfold(rng, dtype):
+    """Tensor.unfold: windows overlapping (step < size), apart, the whole dim, a 0-d input,
+    a middle dim of a 3-D tensor."""
+    return [((_r(rng, (7,), dtype),), {"dim": 0, "size": 3, "step": 2, "_id": "overlap"}),
+            ((_r(rng, (3, 8), dtype),), {"dim": 1, "size": 2, "step": 3, "_id": "apart"}),
+            ((_r(rng, (4, 3), dtype),), {"dim": -2, "size": 4, "step": 1, "_id": "whole"}),
+            ((_r(rng, (), dtype),), {"dim": 0, "size": 1, "step": 1, "_id": "0d"}),
+            ((_r(rng, (2, 6, 3), dtype),), {"dim": 1, "size": 3, "step": 1, "_id": "3d"})]
+
+
+def unfold_backward(rng, dtype):
+    """unfold's gradient: overlapping windows (summed), windows apart (zeros between)."""
+    return [((_r(rng, (3, 3), dtype),), {"input_shape": (7,), "dim": 0, "size": 3,
+                                         "step": 2, "_id": "overlap"}),
+            ((_r(rng, (3, 3, 2), dtype),), {"input_shape": (3, 8), "dim": 1, "size": 2,
+                                            "step": 3, "_id": "apart"}),
+            ((_r(rng, (2, 4, 3, 3), dtype),), {"input_shape": (2, 6, 3), "dim": 1, "size": 3,
+                                               "step": 1, "_id": "3d"})]

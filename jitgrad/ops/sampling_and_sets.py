@@ -1,5 +1,6 @@
 """``bernoulli`` (0/1 draws with given probabilities, from jitgrad's generator), ``unique``
-(the distinct values, sorted, with inverse indices and counts) and ``argwhere``. None has a
+(the distinct values, sorted, with inverse indices and counts), ``unique_consecutive``
+(runs of equal values collapsed) and ``argwhere``. None has a
 gradient (PyTorch's have none that is not zero)."""
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from ..tensor import Tensor, wrap
 from .api import api
 from .dispatch import as_tensor_arg
 from .selection import LT
+from .truth_reductions import any_true
 
-__all__ = ["bernoulli", "unique", "argwhere"]
+__all__ = ["bernoulli", "unique", "unique_consecutive", "argwhere"]
 
 
 @api(LT, method="bernoulli", export="bernoulli")
@@ -28,7 +30,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator=None) -> Tenso
                                   f"'{input.dtype.tensor_type[:-6]}'")
     with no_grad():
         probs = input if p is None else input.new_full(tuple(input.shape), float(p))
-        if bool(((probs < 0) | (probs > 1)).any().item()):
+        if any_true((probs < 0) | (probs > 1)):
             raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  "
                                "(Could this error message be improved?  If so, please "
                                "report an enhancement request to PyTorch.)")
@@ -53,6 +55,43 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
         out.append(wrap(devices.to_device(inv.astype(np.int64), dev)))
     if return_counts:
         out.append(wrap(devices.to_device(counts.astype(np.int64), dev)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@api(LT, method="unique_consecutive", export="unique_consecutive")
+def unique_consecutive(input: Tensor, return_inverse: bool = False,
+                       return_counts: bool = False, dim: int | None = None):
+    """``input`` (flattened, or its slices along ``dim``) with each run of equal consecutive
+    values kept once (NaNs are all distinct); with ``return_inverse`` also which run each
+    element (slice) fell in, with ``return_counts`` each run's length. On ``input``'s
+    device."""
+    from ..shapes import wrap_dim
+
+    input = as_tensor_arg(input)
+    a = devices.to_host(input._data)
+    if dim is None or a.ndim == 0:
+        flat = a.reshape(-1)
+        new = np.ones(flat.shape, dtype=bool)
+        new[1:] = flat[1:] != flat[:-1]
+        vals = flat[new]
+        inv_shape = a.shape
+    else:
+        d = wrap_dim(dim, a.ndim)
+        moved = np.moveaxis(a, d, 0)
+        moved = moved.reshape(moved.shape[0], int(np.prod(moved.shape[1:])))
+        new = np.ones(moved.shape[0], dtype=bool)
+        new[1:] = (moved[1:] != moved[:-1]).any(axis=1)
+        vals = np.take(a, np.nonzero(new)[0], axis=d)
+        inv_shape = (moved.shape[0],)
+    starts = np.nonzero(new)[0]
+    dev = input.device
+    out = [wrap(devices.to_device(np.ascontiguousarray(vals), dev))]
+    if return_inverse:
+        inv = (np.cumsum(new) - 1).reshape(inv_shape).astype(np.int64)
+        out.append(wrap(devices.to_device(inv, dev)))
+    if return_counts:
+        counts = np.diff(np.append(starts, new.size)).astype(np.int64)
+        out.append(wrap(devices.to_device(counts, dev)))
     return out[0] if len(out) == 1 else tuple(out)
 
 

@@ -98,7 +98,7 @@ class Tracer:
         self.saved_history: dict[int, tuple] = {}   # externals written: autograd state
         from ..random import LIVE
 
-        self.saved_rng = [(g, g.get_state()) for g in list(LIVE)]
+        self.saved_rng = [(g, g._state()) for g in list(LIVE)]
 
     # ---------------------------------------------------------------- variables
     def _new_var(self, arr: np.ndarray, kind: str, source=None) -> Var:
@@ -352,7 +352,7 @@ class Tracer:
         for leaf, g in self.saved_grads.values():
             leaf._grad = g
         for gen, state in self.saved_rng:
-            gen.set_state(state)
+            gen._restore(state)
         for vc, version in self.saved_versions.values():
             vc[0] = version
         for t, fn, req, nr in self.saved_history.values():

@@ -110,7 +110,9 @@ def test_dataloader_with_sampler():
     assert [y.tolist() for _, y in dropped] == [[1, 3], [5, 7]] and len(dropped) == 2
     pairs = DataLoader(list(zip(range(4), "abcd")), batch_size=None,
                        sampler=SequentialSampler(range(3)))
-    assert list(pairs) == [(0, "a"), (1, "b"), (2, "c")] and len(pairs) == 3
+    # batch_size=None: each sample through default_convert, which makes tuples lists (as
+    # PyTorch's loader gives them)
+    assert list(pairs) == [[0, "a"], [1, "b"], [2, "c"]] and len(pairs) == 3
     shuffled = DistributedSampler(ds, num_replicas=2, rank=0, seed=3)
     epoch0 = [y.tolist() for _, y in DataLoader(ds, batch_size=5, sampler=shuffled)]
     assert epoch0 == [list(shuffled)]

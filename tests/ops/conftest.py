@@ -1232,12 +1232,42 @@ def _ctc(M, ts, p, lp=None):
 
 
 def _ctc_backward(M, ts, p):
+    """CTC's gradient (without create_graph: it is not differentiable again, in either
+    library -- see DERIVATIVE_NOT_IMPLEMENTED)."""
     g, lp = ts[0], ts[1]
     x = lp.detach().requires_grad_()
     with M.enable_grad():
-        (gx,) = M.autograd.grad(_ctc(M, ts[1:], p, lp=x), x, g, create_graph=True)
+        (gx,) = M.autograd.grad(_ctc(M, ts[1:], p, lp=x), x, g)
     return gx
+
+
+#: ops whose VJP raises PyTorch's "derivative for ... is not implemented" (as PyTorch's do):
+#: no differentiable samples to check
+DERIVATIVE_NOT_IMPLEMENTED = {"ctc_loss_backward": "PyTorch's CTC gradient is not "
+                                                   "differentiable; jitgrad's raises its error"}
 
 
 ADAPTERS["ctc_loss"] = _ctc
 ADAPTERS["ctc_loss_backward"] = _ctc_backward
+
+
+# bitwise, integer and float-bits ops (ops/bitwise.py, integer_ops.py, float_bits.py) and
+# Tensor.unfold (ops/unfold_view.py)
+def _two(name: str):
+    """The adapter of a two-operand function ``M.<name>(a, b)``."""
+    return lambda M, ts, p: getattr(M, name)(ts[0], ts[1])
+
+
+ADAPTERS.update({name: _two(name) for name in (
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+    "gcd", "lcm", "floor_divide", "nextafter")})
+ADAPTERS.update({
+    "bitwise_not": lambda M, ts, p: M.bitwise_not(ts[0]),
+    "frexp_mantissa": lambda M, ts, p: M.frexp(ts[0])[0],
+    "frexp_exponent": lambda M, ts, p: M.frexp(ts[0])[1],
+    "unfold": lambda M, ts, p: ts[0].unfold(p["dim"], p["size"], p["step"]),
+    "unfold_backward": lambda M, ts, p: jitgrad.ops.unfold_view.unfold_backward(
+        ts[0], p["input_shape"], p["dim"], p["size"], p["step"]),
+})
+TORCH_ADAPTERS["unfold_backward"] = lambda M, ts, p: M.ops.aten.unfold_backward(
+    ts[0], list(p["input_shape"]), p["dim"], p["size"], p["step"])

@@ -50,8 +50,8 @@ def test_no_adapter_for_an_unknown_op():
 
 
 def test_every_differentiable_op_has_samples():
-    missing = sorted(n for n in DIFFERENTIABLE
-                     if not any(_differentiable_sample(n, a, p)
+    missing = sorted(n for n in DIFFERENTIABLE if n not in H.DERIVATIVE_NOT_IMPLEMENTED
+                     and not any(_differentiable_sample(n, a, p)
                                 for a, p in H.samples_for(n, F64)))
     assert not missing, f"differentiable ops without (differentiable) samples: {missing}"
 

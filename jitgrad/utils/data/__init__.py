@@ -1,6 +1,8 @@
 """Datasets and batching, as ``torch.utils.data``: ``Dataset``, ``TensorDataset``,
 ``DataLoader`` (``batch_size``, seeded ``shuffle``, ``drop_last``, ``sampler``,
-``batch_sampler``, ``default_collate``), samplers (``DistributedSampler``: one rank's shard).
+``batch_sampler``, ``default_collate``), samplers (``DistributedSampler``: one rank's shard),
+``IterableDataset`` / ``ChainDataset`` / ``ConcatDataset`` / ``StackDataset``,
+``SubsetRandomSampler`` / ``WeightedRandomSampler``, ``get_worker_info``, ``default_convert``.
 
 >>> import jitgrad
 >>> from jitgrad.utils.data import DataLoader, TensorDataset
@@ -9,8 +11,10 @@
 [[0, 1], [2, 3], [4]]
 """
 
+from .composite import ChainDataset, ConcatDataset, IterableDataset, StackDataset
 from .dataloader import DataLoader, default_collate
 from .dataset import Dataset, Subset, TensorDataset, random_split
+from .more_samplers import SubsetRandomSampler, WeightedRandomSampler
 from .sampler import (
     BatchSampler,
     DistributedSampler,
@@ -18,7 +22,10 @@ from .sampler import (
     Sampler,
     SequentialSampler,
 )
+from .worker import default_convert, get_worker_info
 
 __all__ = ["Dataset", "TensorDataset", "Subset", "random_split", "DataLoader",
            "default_collate", "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler",
-           "DistributedSampler"]
+           "DistributedSampler", "IterableDataset", "ChainDataset", "ConcatDataset",
+           "StackDataset", "SubsetRandomSampler", "WeightedRandomSampler", "get_worker_info",
+           "default_convert"]

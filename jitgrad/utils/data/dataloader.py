@@ -1,5 +1,5 @@
 """``DataLoader``: batches of a map-style dataset, optionally shuffled by a seeded
-generator, collated into tensors."""
+generator, collated into tensors (or of an ``IterableDataset``'s stream)."""
 
 from __future__ import annotations
 
@@ -47,11 +47,11 @@ def default_collate(batch: list):
     if isinstance(elem, Mapping):
         return {k: default_collate([d[k] for d in batch]) for k in elem}
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+        return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, Sequence):
         if any(len(e) != len(elem) for e in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        return [default_collate(list(s)) for s in zip(*batch)]
+        return [default_collate(s) for s in zip(*batch)]
     raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, "
                     f"dicts or lists; found {type(elem)}")
 
@@ -89,6 +89,19 @@ class DataLoader:
                  collate_fn: Callable | None = None, pin_memory: bool = False,
                  drop_last: bool = False, timeout: float = 0, worker_init_fn=None,
                  generator: Generator | None = None, **kwargs) -> None:
+        from .composite import IterableDataset
+
+        self._iterable = isinstance(dataset, IterableDataset)
+        if self._iterable:  # a stream: no order to choose
+            if shuffle not in (False, None):
+                raise ValueError(f"DataLoader with IterableDataset: expected unspecified "
+                                 f"shuffle option, but got shuffle={shuffle}")
+            if sampler is not None:
+                raise ValueError(f"DataLoader with IterableDataset: expected unspecified "
+                                 f"sampler option, but got sampler={sampler}")
+            if batch_sampler is not None:
+                raise ValueError(f"DataLoader with IterableDataset: expected unspecified "
+                                 f"batch_sampler option, but got batch_sampler={batch_sampler}")
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
@@ -111,7 +124,12 @@ class DataLoader:
         self.generator = generator
         self.sampler = sampler
         self.batch_sampler = batch_sampler
-        self.collate_fn = collate_fn or default_collate
+        if collate_fn is None:  # samples one by one (batch_size=None): converted only
+            from .worker import default_convert
+
+            collate_fn = default_collate if batch_size is not None or \
+                batch_sampler is not None else default_convert
+        self.collate_fn = collate_fn
         self.pin_memory = pin_memory
         self._fast = isinstance(dataset, TensorDataset) and collate_fn is None
 
@@ -148,17 +166,46 @@ class DataLoader:
         return (pin_batch(b) for b in batches)
 
     def _unpinned(self) -> Iterator:
+        if self._iterable:
+            yield from self._stream()
+            return
         if self.batch_size is None and self.batch_sampler is None:  # samples one by one
             for i in self._batches():
-                yield self.dataset[int(i)]
+                yield self.collate_fn(self.dataset[int(i)])
             return
+        getitems = getattr(self.dataset, "__getitems__", None)
         for idx in self._batches():
             if self._fast:
                 yield list(self.dataset.batch(idx))
+            elif callable(getitems):
+                yield self.collate_fn(getitems([int(i) for i in idx]))
             else:
                 yield self.collate_fn([self.dataset[int(i)] for i in idx])
 
+    def _stream(self) -> Iterator:
+        """An ``IterableDataset``: its samples in batches of ``batch_size`` (the last one
+        dropped when short and ``drop_last``), or one by one."""
+        it = iter(self.dataset)
+        if self.batch_size is None:
+            for sample in it:
+                yield self.collate_fn(sample)
+            return
+        while True:
+            batch = []
+            for sample in it:
+                batch.append(sample)
+                if len(batch) == self.batch_size:
+                    break
+            if not batch or (self.drop_last and len(batch) < self.batch_size):
+                return
+            yield self.collate_fn(batch)
+
     def __len__(self) -> int:
+        if self._iterable:  # the dataset's own length (a TypeError when it has none)
+            n = len(self.dataset)
+            if self.batch_size is None:
+                return n
+            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
         if self.batch_sampler is not None:
             return len(self.batch_sampler)
         n = len(self.dataset) if self.sampler is None else len(self.sampler)

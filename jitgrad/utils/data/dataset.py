@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -17,6 +18,12 @@ class Dataset:
 
     def __getitem__(self, index):
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
+
+    def __add__(self, other: Dataset) -> Dataset:
+        """``ConcatDataset([self, other])``."""
+        from .composite import ConcatDataset
+
+        return ConcatDataset([self, other])
 
 
 class TensorDataset(Dataset):
@@ -63,6 +70,13 @@ class Subset(Dataset):
             return self.dataset[[self.indices[i] for i in idx]]
         return self.dataset[self.indices[idx]]
 
+    def __getitems__(self, indices: list) -> list:
+        """The samples at ``indices`` (the dataset's own ``__getitems__`` when it has one)."""
+        get = getattr(self.dataset, "__getitems__", None)
+        if callable(get):
+            return get([self.indices[i] for i in indices])
+        return [self.dataset[self.indices[i]] for i in indices]
+
     def __len__(self) -> int:
         return len(self.indices)
 
@@ -72,10 +86,17 @@ def random_split(dataset: Dataset, lengths, generator: Generator | None = None) 
     n = len(dataset)
     lengths = list(lengths)
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        for i, f in enumerate(lengths):
+            if f < 0 or f > 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
         sizes = [int(math.floor(n * f)) for f in lengths]
         for i in range(n - sum(sizes)):
             sizes[i % len(sizes)] += 1
         lengths = sizes
+        for i, k in enumerate(lengths):
+            if k == 0:
+                warnings.warn(f"Length of split at index {i} is 0. This might result in an "
+                              "empty dataset.", stacklevel=2)
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     perm = rng(generator).permutation(n).tolist()
