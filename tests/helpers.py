@@ -203,3 +203,26 @@ def case_inputs(lib, arrays: dict, diff, int_keys, dtype=None, device=None):
             made[key] = t
         return made[key]
     return get, made
+
+
+def assert_close(a, b, tol: float = 1e-10) -> None:
+    """Two tensors (jitgrad's, PyTorch's) or arrays have one shape and equal values within
+    ``tol`` (relative and absolute)."""
+    import numpy as np
+
+    an = a.detach().numpy() if hasattr(a, "detach") else np.asarray(a)
+    bn = b.detach().numpy() if hasattr(b, "detach") else np.asarray(b)
+    assert an.shape == bn.shape, (an.shape, bn.shape)
+    np.testing.assert_allclose(an, bn, rtol=tol, atol=tol)
+
+
+def assert_same_error(jitgrad_call: Callable, torch_call: Callable) -> None:
+    """Both calls raise the same exception type with the same message."""
+    import pytest
+
+    with pytest.raises(Exception) as j_err:
+        jitgrad_call()
+    with pytest.raises(Exception) as t_err:
+        torch_call()
+    assert type(j_err.value) is type(t_err.value)
+    assert str(j_err.value) == str(t_err.value)

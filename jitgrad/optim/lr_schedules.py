@@ -27,11 +27,16 @@ def _per_group(optimizer: Optimizer, fns, name: str = "lr_lambdas") -> list:
     return [fns] * n
 
 
-class _LambdaState:
-    """``state_dict`` / ``load_state_dict`` of the schedulers holding functions: a plain
-    function or lambda is not saved (None), a callable object's ``__dict__`` is."""
+class _LambdaSchedule(LRScheduler):
+    """The schedules holding one function per group: their construction, and a
+    ``state_dict`` that saves a callable object's ``__dict__`` (a plain function or lambda:
+    None), as PyTorch's."""
 
-    lr_lambdas: list
+    def __init__(self, optimizer: Optimizer, lr_lambda: Callable | list, last_epoch: int = -1
+                 ) -> None:
+        self.optimizer = optimizer
+        self.lr_lambdas = _per_group(optimizer, lr_lambda)
+        super().__init__(optimizer, last_epoch)
 
     def state_dict(self) -> dict:
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
@@ -48,28 +53,16 @@ class _LambdaState:
                 fn.__dict__.update(saved)
 
 
-class LambdaLR(_LambdaState, LRScheduler):
+class LambdaLR(_LambdaSchedule):
     """Each group's learning rate is its initial one times ``lr_lambda(epoch)`` (one function,
     or one per group)."""
-
-    def __init__(self, optimizer: Optimizer, lr_lambda: Callable | list, last_epoch: int = -1
-                 ) -> None:
-        self.optimizer = optimizer
-        self.lr_lambdas = _per_group(optimizer, lr_lambda)
-        super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
         return [b * fn(self.last_epoch) for fn, b in zip(self.lr_lambdas, self.base_lrs)]
 
 
-class MultiplicativeLR(_LambdaState, LRScheduler):
+class MultiplicativeLR(_LambdaSchedule):
     """Each epoch multiplies the learning rate by ``lr_lambda(epoch)``."""
-
-    def __init__(self, optimizer: Optimizer, lr_lambda: Callable | list, last_epoch: int = -1
-                 ) -> None:
-        self.optimizer = optimizer
-        self.lr_lambdas = _per_group(optimizer, lr_lambda)
-        super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
         if self.last_epoch > 0:

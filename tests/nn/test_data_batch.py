@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import assert_same_error as _errors
 
 import jitgrad
 from jitgrad.utils import data as D
@@ -31,15 +32,6 @@ def _plain(x):
     if isinstance(x, np.ndarray):
         return ("ndarray", x.tolist())
     return x
-
-
-def _errors(fj, ft):
-    with pytest.raises(Exception) as ej:
-        fj()
-    with pytest.raises(Exception) as et:
-        ft()
-    assert type(ej.value) is type(et.value)
-    assert str(ej.value) == str(et.value)
 
 
 def _both(fn):

@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 import pytest
+from helpers import assert_close as _close
+from helpers import assert_same_error as _errors
 
 import jitgrad
 import jitgrad.nn as nn
@@ -17,22 +19,6 @@ import jitgrad.nn.functional as F
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
-
-
-def _close(a, b, tol=1e-10):
-    an = a.detach().numpy() if hasattr(a, "detach") else np.asarray(a)
-    bn = b.detach().numpy() if hasattr(b, "detach") else np.asarray(b)
-    assert an.shape == bn.shape, (an.shape, bn.shape)
-    np.testing.assert_allclose(an, bn, rtol=tol, atol=tol)
-
-
-def _errors(fj, ft):
-    with pytest.raises(Exception) as ej:
-        fj()
-    with pytest.raises(Exception) as et:
-        ft()
-    assert type(ej.value) is type(et.value)
-    assert str(ej.value) == str(et.value)
 
 
 def _compare(fj, ft, *shapes, seed=0, positive=False, tol=1e-10):

@@ -9,6 +9,8 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import assert_close as _close
+from helpers import assert_same_error as _errors
 
 import jitgrad
 import jitgrad.nn as nn
@@ -20,29 +22,12 @@ torch = pytest.importorskip("torch")
 TU = torch.nn.utils
 
 
-def _close(a, b, tol=1e-10):
-    an = a.detach().numpy() if hasattr(a, "detach") else np.asarray(a)
-    bn = b.detach().numpy() if hasattr(b, "detach") else np.asarray(b)
-    assert an.shape == bn.shape, (an.shape, bn.shape)
-    np.testing.assert_allclose(an, bn, rtol=tol, atol=tol)
-
-
 def _to_torch(sd):
     return {k: torch.tensor(np.array(v.numpy())) for k, v in sd.items()}
 
 
 def _to_jit(sd):
     return {k: jitgrad.tensor(v.detach().numpy()) for k, v in sd.items()}
-
-
-def _errors(fj, ft):
-    """The same exception type and message (shapes print as ``jitgrad.Size`` here)."""
-    with pytest.raises(Exception) as ej:
-        fj()
-    with pytest.raises(Exception) as et:
-        ft()
-    assert type(ej.value) is type(et.value)
-    assert str(ej.value).replace("jitgrad.Size", "torch.Size") == str(et.value)
 
 
 def _run(jm, tm, x, rng):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import assert_close as _close
+from helpers import assert_same_error as _errors
 
 import jitgrad
 import jitgrad.nn as nn
@@ -22,23 +24,6 @@ def _j(a, grad=False):
 
 def _t(a, grad=False):
     return torch.tensor(np.array(a), requires_grad=grad)
-
-
-def _close(a, b, tol=1e-10):
-    an = a.detach().numpy() if hasattr(a, "detach") else np.asarray(a)
-    bn = b.detach().numpy() if hasattr(b, "detach") else np.asarray(b)
-    assert an.shape == bn.shape, (an.shape, bn.shape)
-    np.testing.assert_allclose(an, bn, rtol=tol, atol=tol)
-
-
-def _errors(fj, ft):
-    """Both raise the same exception type with the same message."""
-    with pytest.raises(Exception) as ej:
-        fj()
-    with pytest.raises(Exception) as et:
-        ft()
-    assert type(ej.value) is type(et.value)
-    assert str(ej.value) == str(et.value)
 
 
 @pytest.mark.parametrize("batch_first", [False, True])
