@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -13,7 +14,7 @@ import jitgrad
 from ..tensor import Size, Tensor
 from . import constraints
 from .constraints import _fmt
-from .utils import lazy_property
+from .utils import broadcast_all, lazy_property
 
 __all__ = ["Distribution"]
 
@@ -73,6 +74,28 @@ class Distribution:
                         f"to satisfy the constraint {constraint!r}, "
                         f"but found invalid values:\n{_fmt(value)}")
         super().__init__()
+
+    def _set_broadcast_params(self, **params) -> Size:
+        """Broadcast the tensor-or-number ``params`` together and set them as attributes;
+        returns the batch shape (empty when every parameter is a Python number)."""
+        values = broadcast_all(*params.values())
+        for name, value in zip(params, values):
+            setattr(self, name, value)
+        if all(isinstance(v, numbers.Number) for v in params.values()):
+            return Size()
+        return values[0].size()
+
+    def _expand_params(self, cls: type, batch_shape: _size, _instance: Any,
+                       names: tuple[str, ...]) -> Distribution:
+        """``expand`` of a distribution whose parameters ``names`` all have its batch shape
+        (no event dims): each parameter expanded, no new validation."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = Size(batch_shape)
+        for name in names:
+            setattr(new, name, getattr(self, name).expand(batch_shape))
+        super(cls, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
 
     def expand(self, batch_shape: _size, _instance: Any = None) -> Distribution:
         """A new distribution whose parameters are ``expand``-ed to ``batch_shape`` (no

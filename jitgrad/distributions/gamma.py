@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from typing import Any
 
 import jitgrad
 
-from ..tensor import Size, Tensor
+from ..tensor import Tensor
 from . import constraints
 from ._gamma_helpers import gammainc, standard_gamma
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, finfo
+from .utils import finfo
 
 __all__ = ["Gamma", "Chi2"]
 
@@ -53,21 +52,11 @@ class Gamma(ExponentialFamily):
 
     def __init__(self, concentration: Tensor | float, rate: Tensor | float,
                  validate_args: bool | None = None) -> None:
-        self.concentration, self.rate = broadcast_all(concentration, rate)
-        if isinstance(concentration, numbers.Number) and isinstance(rate, numbers.Number):
-            batch_shape = Size()
-        else:
-            batch_shape = self.concentration.size()
+        batch_shape = self._set_broadcast_params(concentration=concentration, rate=rate)
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Gamma:
-        new = self._get_checked_instance(Gamma, _instance)
-        batch_shape = Size(batch_shape)
-        new.concentration = self.concentration.expand(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        super(Gamma, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Gamma, batch_shape, _instance, ("concentration", "rate"))
 
     def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from typing import Any
 
 import jitgrad
 
-from ..tensor import Size, Tensor
+from ..tensor import Tensor
 from . import constraints
 from .distribution import Distribution
-from .utils import _uniform, broadcast_all, finfo
+from .utils import _uniform, finfo
 
 __all__ = ["Laplace"]
 
@@ -53,21 +52,11 @@ class Laplace(Distribution):
 
     def __init__(self, loc: Tensor | float, scale: Tensor | float,
                  validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number):
-            batch_shape = Size()
-        else:
-            batch_shape = self.loc.size()
+        batch_shape = self._set_broadcast_params(loc=loc, scale=scale)
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Laplace:
-        new = self._get_checked_instance(Laplace, _instance)
-        batch_shape = Size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Laplace, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Laplace, batch_shape, _instance, ("loc", "scale"))
 
     def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)

@@ -55,12 +55,7 @@ class Poisson(ExponentialFamily):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Poisson:
-        new = self._get_checked_instance(Poisson, _instance)
-        batch_shape = Size(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        super(Poisson, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Poisson, batch_shape, _instance, ("rate",))
 
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Sequence
 from typing import Any
 
 import jitgrad
 
-from ..tensor import Size, Tensor
+from ..tensor import Tensor
 from . import constraints
 from .distribution import Distribution
-from .utils import _uniform, broadcast_all
+from .utils import _uniform
 
 __all__ = ["Uniform"]
 
@@ -57,21 +56,11 @@ class Uniform(Distribution):
 
     def __init__(self, low: Tensor | float, high: Tensor | float,
                  validate_args: bool | None = None) -> None:
-        self.low, self.high = broadcast_all(low, high)
-        if isinstance(low, numbers.Number) and isinstance(high, numbers.Number):
-            batch_shape = Size()
-        else:
-            batch_shape = self.low.size()
+        batch_shape = self._set_broadcast_params(low=low, high=high)
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Uniform:
-        new = self._get_checked_instance(Uniform, _instance)
-        batch_shape = Size(batch_shape)
-        new.low = self.low.expand(batch_shape)
-        new.high = self.high.expand(batch_shape)
-        super(Uniform, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Uniform, batch_shape, _instance, ("low", "high"))
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self) -> constraints.Constraint:
