@@ -394,6 +394,28 @@ def hessian(func: Callable[..., Tensor], inputs: Tensors, create_graph: bool = F
     return _tuple_postprocess(res, (is_inputs_tuple, is_inputs_tuple))
 
 
+def _first_derivative(func, inputs, v, name: str, create_graph: bool, strict: bool):
+    """What vhp and hvp share: the inputs and ``v`` checked and prepared, the scalar output
+    of ``func`` and its gradient (with a graph, to differentiate again)."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", name)
+    inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+    v = _prepare_v(v, inputs, is_inputs_tuple, name, create_graph, _V_NONE_INPUT)
+    is_outputs_tuple, outputs = _call(func, inputs, name, strict)
+    _scalar_output(outputs, is_outputs_tuple, name)
+    jac = _autograd_grad(outputs, inputs, create_graph=True)
+    _check_requires_grad(jac, "jacobian", strict)
+    return is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac
+
+
+def _value_and_product(outputs, is_outputs_tuple: bool, res, is_inputs_tuple: bool,
+                       create_graph: bool) -> tuple:
+    """``(func's value, the product)`` nested as the caller gave them."""
+    outputs = _grad_postprocess(outputs, create_graph)
+    res = _grad_postprocess(res, create_graph)
+    return (_tuple_postprocess(outputs, is_outputs_tuple),
+            _tuple_postprocess(res, is_inputs_tuple))
+
+
 def vhp(func: Callable[..., Tensor], inputs: Tensors, v: Tensors | None = None,
         create_graph: bool = False, strict: bool = False) -> tuple[Tensor, Tensors]:
     """``(func(*inputs), v^T H)``: vector-Hessian product of scalar ``func`` at ``inputs``
@@ -405,20 +427,12 @@ def vhp(func: Callable[..., Tensor], inputs: Tensors, v: Tensors | None = None,
     tensor([ 6., 12.])
     """
     with grad_mode.enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        v = _prepare_v(v, inputs, is_inputs_tuple, "vhp", create_graph, _V_NONE_INPUT)
-        is_outputs_tuple, outputs = _call(func, inputs, "vhp", strict)
-        _scalar_output(outputs, is_outputs_tuple, "vhp")
-        jac = _autograd_grad(outputs, inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict)
+        is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _first_derivative(
+            func, inputs, v, "vhp", create_graph, strict)
     with grad_mode.set_grad_enabled(True if create_graph else grad_mode.is_grad_enabled()):
         grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
         res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    res = _grad_postprocess(res, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(res, is_inputs_tuple))
+    return _value_and_product(outputs, is_outputs_tuple, res, is_inputs_tuple, create_graph)
 
 
 def hvp(func: Callable[..., Tensor], inputs: Tensors, v: Tensors | None = None,
@@ -433,20 +447,12 @@ def hvp(func: Callable[..., Tensor], inputs: Tensors, v: Tensors | None = None,
     tensor([ 6., 12.])
     """
     with grad_mode.enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        v = _prepare_v(v, inputs, is_inputs_tuple, "hvp", create_graph, _V_NONE_INPUT)
-        is_outputs_tuple, outputs = _call(func, inputs, "hvp", strict)
-        _scalar_output(outputs, is_outputs_tuple, "hvp")
-        jac = _autograd_grad(outputs, inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict)
+        is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _first_derivative(
+            func, inputs, v, "hvp", create_graph, strict)
         grad_jac = tuple(zeros_like(inp).requires_grad_(True) for inp in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict)
     with grad_mode.set_grad_enabled(True if create_graph else grad_mode.is_grad_enabled()):
         grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
         res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    res = _grad_postprocess(res, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(res, is_inputs_tuple))
+    return _value_and_product(outputs, is_outputs_tuple, res, is_inputs_tuple, create_graph)
