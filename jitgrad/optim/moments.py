@@ -34,14 +34,15 @@ def check_moment_options(name: str, lr: float, betas: tuple[float, float], eps: 
     check_options(name, differentiable, weight_decay=weight_decay, **more)
 
 
-def moment_state(state: dict, p: Tensor, group: dict, *buffers: str, **scalars: float
-                 ) -> dict:
+def moment_state(state: dict, p: Tensor, group: dict, *buffers: str,
+                 on_param_device: bool = False, **scalars: float) -> dict:
     """``state`` filled on a parameter's first step, in PyTorch's key order: ``step`` (a
     float tensor of the default dtype), then the 0-d ``scalars`` (of the same dtype), then a
     zero buffer shaped as ``p`` for each name in ``buffers``. As PyTorch's, the 0-d entries
-    live on the CPU, or on ``p``'s device when the group is ``capturable``."""
+    live on the CPU, or on ``p``'s device when the group is ``capturable`` (or always, with
+    ``on_param_device``: ASGD's)."""
     if not state:
-        on_p = p.device if group["capturable"] else None
+        on_p = p.device if group["capturable"] or on_param_device else None
         state["step"] = tensor(0.0, dtype=get_default_dtype(), device=on_p or "cpu")
         for key, value in scalars.items():
             state[key] = tensor(float(value), dtype=get_default_dtype(), device=on_p or "cpu")
