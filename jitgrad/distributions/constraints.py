@@ -7,7 +7,8 @@ The constraints: ``boolean``, ``cat``, ``corr_cholesky``, ``dependent``,
 ``independent(constraint, reinterpreted_batch_ndims)``,
 ``integer_interval(lower_bound, upper_bound)``, ``interval(lower_bound, upper_bound)``,
 ``half_open_interval(lower_bound, upper_bound)``, ``less_than(upper_bound)``,
-``lower_cholesky``, ``lower_triangular``, ``multinomial``, ``nonnegative``,
+``lower_cholesky``, ``lower_triangular``, ``MixtureSameFamilyConstraint(base_constraint)``,
+``multinomial``, ``nonnegative``,
 ``nonnegative_integer``, ``one_hot``, ``positive``, ``positive_definite``,
 ``positive_integer``, ``positive_semidefinite``, ``real``, ``real_vector``, ``simplex``,
 ``square``, ``stack``, ``symmetric``, ``unit_interval``.
@@ -25,7 +26,8 @@ import jitgrad
 from ..tensor import Tensor
 
 __all__ = [
-    "Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
+    "Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky",
+    "dependent", "dependent_property",
     "greater_than", "greater_than_eq", "independent", "integer_interval", "interval",
     "half_open_interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular",
     "multinomial", "nonnegative", "nonnegative_integer", "one_hot", "positive",
@@ -156,6 +158,41 @@ class _IndependentConstraint(Constraint):
     def __repr__(self) -> str:
         return (f"{self.__class__.__name__[1:]}({self.base_constraint!r}, "
                 f"{self.reinterpreted_batch_ndims})")
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """The support of a :class:`~jitgrad.distributions.MixtureSameFamily`: the component
+    distribution's constraint ``base_constraint`` checked with the rightmost batch
+    dimension (the components') added back, an event valid when it is valid for every
+    component."""
+
+    def __init__(self, base_constraint: Constraint) -> None:
+        if not isinstance(base_constraint, Constraint):
+            raise AssertionError(f"base_constraint must be a Constraint, got "
+                                 f"{type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+        super().__init__()
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return self.base_constraint.event_dim
+
+    def check(self, value: Tensor) -> Tensor:
+        unsqueezed_value = value.unsqueeze(-1 - self.event_dim)
+        result = self.base_constraint.check(unsqueezed_value)
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got "
+                             f"{value.dim()}")
+        num_dim_to_keep = value.dim() - self.event_dim
+        result = result.reshape(tuple(result.shape[:num_dim_to_keep]) + (-1,))
+        return result.all(-1)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.base_constraint!r})"
 
 
 class _Boolean(Constraint):
