@@ -1,6 +1,9 @@
 """Special functions on the CPU: one Numba loop over a flat array for each of ``lgamma``,
 ``digamma``, ``polygamma``, ``erfc``, ``erfinv``, ``erfcx``, ``i0``, ``i0e``, ``i1``,
-``i1e``, ``ndtri`` and ``log_ndtr`` (:func:`special_map`; :data:`FUNCTIONS` numbers them).
+``i1e``, ``ndtri`` and ``log_ndtr`` (:func:`special_map`; :data:`FUNCTIONS` numbers them),
+and one over two flat arrays for ``zeta``, ``igamma`` and ``igammac`` (:func:`special_map2`;
+:data:`FUNCTIONS2`). (The Bessel and Airy functions are in :mod:`.bessel`, the orthogonal
+polynomials in :mod:`.orthopoly`: separate loops, compiled only when used.)
 
 Every function is evaluated in float64 (a float32 input is widened, its result rounded once)
 with textbook methods, no coefficient tables:
@@ -19,7 +22,15 @@ with textbook methods, no coefficient tables:
   ``log(erfcx(-x/sqrt2) / 2) - x*x/2`` below -1, ``log1p(-erfc(x/sqrt2) / 2)`` up to 1 and
   ``log1p(-erfcx(x/sqrt2) exp(-x*x/2) / 2)`` beyond;
 * ``i0``, ``i1`` (and their exponentially scaled ``e`` forms): the power series up to
-  ``|x| <= 20``, the large-argument asymptotic series beyond.
+  ``|x| <= 20``, the large-argument asymptotic series beyond;
+* ``zeta(x, q)``: the direct sum (each ``(q + k)**-x`` corrected for the rounding of
+  ``q + k``, added from the smallest) and the Euler-Maclaurin tail, PyTorch's domain;
+* ``igamma(a, x)``, ``igammac(a, x)`` (``P``, ``Q``): the power series for ``P``, Legendre's
+  continued fraction for ``Q`` (its depth found by Lentz's method, then evaluated bottom-up)
+  and Gautschi's series for ``Q`` at small ``a`` and ``x``, in the regions of DiDonato &
+  Morris (1986) / Cephes; the prefactor ``x**a e**-x / Gamma(a)`` as written (split into
+  ``2**j`` equal factors against over- and underflow) or by Stirling's series; Temme's uniform
+  expansion (two terms) from ``a = 3e5``; PyTorch's values off the interior.
 
 tests/ops/test_special_functions.py measures them against mpmath (the bounds it asserts are
 in its table) and against PyTorch.
@@ -332,3 +343,362 @@ def special_map(which, n, x, out):
     polygamma's order), over flat arrays; computed in float64, stored in ``out``'s dtype."""
     for i in range(x.size):
         out[i] = _one(which, np.float64(x[i]), n)
+
+
+# ------------------------------------------------------------ two-argument functions
+# zeta(x, q), igamma(a, x) and igammac(a, x), by special_map2 (FUNCTIONS2 numbers them)
+
+#: two-argument function name -> the code :func:`special_map2` takes
+FUNCTIONS2: dict[str, int] = {"zeta": 0, "igamma": 1, "igammac": 2}
+
+_EULER = 0.5772156649015329  # Euler's constant
+
+
+def _zeta_minus_one(kmax: int) -> np.ndarray:
+    """``zeta(k) - 1`` for k = 2 .. kmax (index k): the direct sum to 9, Euler-Maclaurin
+    beyond (as :func:`hurwitz_zeta`), in Python floats: microseconds, once."""
+    out = np.zeros(kmax + 1)
+    for k in range(2, kmax + 1):
+        total = sum(n ** -k for n in range(2, 10))
+        tail = 10.0 ** (1 - k) / (k - 1) + 0.5 * 10.0 ** -k
+        rising, power = float(k), 10.0 ** (-k - 1)
+        for j in range(_BERNOULLI.size):
+            tail += _BERNOULLI[j] / _FACT_2K[j] * rising * power
+            rising *= (k + 2 * j + 1.0) * (k + 2 * j + 2.0)
+            power *= 0.01
+        out[k] = total + tail
+    return out
+
+
+_ZETA_M1 = _zeta_minus_one(60)
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def zeta(x, q):
+    """The Hurwitz zeta function ``sum((q + k) ** -x for k >= 0)`` with PyTorch's domain:
+    inf at ``x == 1`` and at the poles ``q = 0, -1, ...``, NaN for ``x < 1`` and for
+    ``q < 0`` with a non-integer ``x``. The direct sum up to ``q + k >= 12 + x``, then the
+    Euler-Maclaurin tail (:func:`hurwitz_zeta`'s), added from the smallest term."""
+    if x == 1.0:
+        return _INF
+    if x < 1.0:
+        return _NAN
+    if q <= 0.0:
+        if q == math.floor(q):
+            return _INF
+        if x != math.floor(x):
+            return _NAN
+    if x != x or q != q:
+        return _NAN
+    if q == _INF:
+        return 0.0
+    if x == _INF:  # the limit: only terms with |q + k| <= 1 count
+        if q > 1.0:
+            return 0.0
+        return 1.0 if q == 1.0 else _INF
+    n = int(math.ceil(12.0 + x - q)) if q < 12.0 + x else 0
+    if n > 64:  # a large exponent: the terms fall off at once, stop when the rest is
+        total = 0.0  # negligible (at most (q + k)**(1 - x) / (x - 1))
+        for k in range(n):
+            a = q + k
+            term = _shifted_power(q, k, x)
+            total += term
+            if a > 0.0 and term * a <= 1e-17 * (x - 1.0) * total:
+                return total
+        return total + _zeta_tail(x, q, n)
+    # the tail first, then the terms from the smallest: each addition rounds less
+    total = _zeta_tail(x, q, n)
+    for k in range(n - 1, -1, -1):
+        total += _shifted_power(q, k, x)
+    return total
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def _two_sum(q, k):
+    """``q + k`` as ``hi + lo`` exactly (Knuth's two-sum)."""
+    hi = q + k
+    b = hi - q
+    return hi, (q - (hi - b)) + (k - b)
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def _shifted_power(q, k, x):
+    """``(q + k) ** -x`` with the rounding of ``q + k`` corrected to first order (``x``
+    times it would show)."""
+    hi, lo = _two_sum(q, float(k))
+    return hi ** -x * (1.0 - x * (lo / hi))
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def _zeta_tail(x, q, n):
+    """``sum((a + k) ** -x for k >= 0)``, ``a = q + n >= 12 + x``, by Euler-Maclaurin:
+    ``a**(1-x)/(x-1) + a**-x/2 + sum B_2k/(2k)! x(x+1)...(x+2k-2) a**(-x-2k+1)`` (the
+    rounding of ``a`` corrected to first order)."""
+    a, lo = _two_sum(q, float(n))
+    tail = a ** (1.0 - x) / (x - 1.0) + 0.5 * a ** -x
+    rising = x
+    power = a ** (-x - 1.0)
+    inv_a2 = 1.0 / (a * a)
+    for k in range(_BERNOULLI.size):
+        term = _BERNOULLI[k] / _FACT_2K[k] * rising * power
+        tail += term
+        if abs(term) <= 1e-17 * abs(tail):
+            break
+        rising *= (x + 2 * k + 1.0) * (x + 2 * k + 2.0)
+        power *= inv_a2
+    return tail * (1.0 - (x - 1.0) * (lo / a))
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def log1pmx(t):
+    """``log(1 + t) - t`` without cancellation: ``-t*t/(2 + t) + 2 (u**3/3 + u**5/5 + ...)``
+    with ``u = t / (2 + t)`` (``log1p(t) = 2 atanh(u)``) for -0.6 < t < 1."""
+    if t <= -0.6 or t >= 1.0:
+        return math.log1p(t) - t
+    u = t / (2.0 + t)
+    u2 = u * u
+    p = u * u2
+    s = 0.0
+    k = 3.0
+    while True:
+        term = p / k
+        s += term
+        if abs(term) <= 1e-17 * abs(s):
+            break
+        p *= u2
+        k += 2.0
+    return 2.0 * s - t * t / (2.0 + t)
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def _stirling_mu(a):
+    """``lgamma(a) - ((a - 1/2) log(a) - a + log(2 pi)/2)``, ``a >= 10``: Stirling's series
+    ``sum B_2k / (2k (2k - 1) a**(2k - 1))``."""
+    z = 1.0 / (a * a)
+    power = 1.0 / a
+    s = 0.0
+    for k in range(1, _BERNOULLI.size + 1):
+        term = _BERNOULLI[k - 1] / (2.0 * k * (2.0 * k - 1.0)) * power
+        s += term
+        if abs(term) <= 1e-17 * s:
+            break
+        power *= z
+    return s
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def lgamma1p(a):
+    """``lgamma(1 + a)``, accurate for small ``a`` (where ``1 + a`` would round): for
+    ``|a| <= 1/2`` the series ``-gamma a + a - log1p(a) + sum (-1)^k (zeta(k) - 1) a^k / k``
+    (Abramowitz & Stegun 6.1.33, with ``sum (-1)^k a^k / k = a - log1p(a)`` split off)."""
+    if abs(a) > 0.5:
+        return math.lgamma(1.0 + a)
+    s = 0.0
+    p = -a
+    for k in range(2, _ZETA_M1.size):
+        p *= -a  # (-a)**k
+        term = _ZETA_M1[k] * p / k
+        s += term
+        if abs(term) <= 1e-17 * abs(s):
+            break
+    return (a - _EULER * a) - math.log1p(a) + s
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def _igam_prefix(a, x):
+    """``x**a exp(-x) / Gamma(a)``. Stirling's ``Gamma(a)`` (``a >= 10``):
+    ``sqrt(a / 2 pi) exp(E)``, ``E = a log1pmx((x - a) / a) - mu(a)``, where ``|E|`` is
+    small (near the transition, ``x - a`` exact) or ``Gamma(a)`` overflows (from 171: the
+    rounding of ``E`` then costs a few ``|E|`` ulp); else as written, in ``2**j`` equal factors
+    ``(x**(a/2**j) exp(-x/2**j))**(2**j)`` (exact exponents) where one would over- or
+    underflow (``j`` ulp more)."""
+    if a >= 10.0:
+        e = a * log1pmx((x - a) / a) - _stirling_mu(a)
+        if a >= 171.0 or (abs(e) < 8.0 and 0.5 * a <= x <= 2.0 * a):  # (x - a exact)
+            return math.sqrt(a / (2.0 * _PI)) * math.exp(e)
+    big = abs(a * math.log(x))
+    m = 1.0
+    while big > 700.0 * m or x > 700.0 * m:
+        m *= 2.0
+    t = math.pow(x, a / m) * math.exp(-x / m)
+    while m > 1.0:
+        t *= t
+        m *= 0.5
+    return t / math.gamma(a)
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def _igam_series(a, x):
+    """``P(a, x) = x**a e**-x / Gamma(a) * sum x**n / (a (a + 1) ... (a + n))``: the terms
+    counted forward, then the sum nested from its last term back (``1/a (1 + x/(a + 1)
+    (1 + x/(a + 2) (...)))``: each level's rounding damped, where the forward products'
+    would add up)."""
+    term = 1.0 / a
+    s = term
+    ap = a
+    n = 0
+    while True:
+        ap += 1.0
+        n += 1
+        term *= x / ap
+        s += term
+        if term <= 1e-17 * s or n >= 100_000_000:  # (a < 3e5 takes ~5000 at most)
+            break
+    t = 1.0
+    for k in range(n, 0, -1):
+        t = 1.0 + x / (a + k) * t
+    return _igam_prefix(a, x) * (t / a)
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def _igamc_fraction(a, x):
+    """``Q(a, x) = x**a e**-x / Gamma(a) / (x + 1 - a - 1 (1 - a) / (x + 3 - a - ...))``,
+    Legendre's continued fraction (its even part; converges for ``x > 1``, ``x > a``): its
+    depth found with Lentz's method (Numerical Recipes' ``gcf``), then evaluated from the
+    bottom up, which rounds far less (a few ulp where Lentz's product gathers tens)."""
+    fpmin = 1e-300
+    b = x + 1.0 - a
+    c = 1.0 / fpmin
+    d = 1.0 / b
+    i = 1
+    while True:
+        an = -i * (i - a)
+        b += 2.0
+        d = an * d + b
+        if abs(d) < fpmin:
+            d = fpmin
+        c = b + an / c
+        if abs(c) < fpmin:
+            c = fpmin
+        d = 1.0 / d
+        if not abs(d * c - 1.0) > 1e-16 or i >= 100_000_000:
+            break
+        i += 1
+    t = 0.0
+    for k in range(i + i // 4 + 2, 0, -1):
+        t = (-k * (k - a)) / ((x + 1.0 - a + 2.0 * k) + t)
+    return _igam_prefix(a, x) / ((x + 1.0 - a) + t)
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def _igamc_small(a, x):
+    """``Q(a, x)`` for ``x <= 1.1`` and small ``a``, where ``1 - P`` would cancel:
+    ``1 - x**a / Gamma(1 + a) - x**a / Gamma(a) sum_{n >= 1} (-x)**n / (n! (a + n))``, the
+    first part as ``-expm1(a log(x) - lgamma1p(a))`` (Gautschi's form)."""
+    fac = 1.0
+    s = 0.0
+    n = 1.0
+    while True:
+        fac *= -x / n
+        term = fac / (a + n)
+        s += term
+        if abs(term) <= 1e-17 * abs(s):
+            break
+        n += 1.0
+    e = a * math.log(x) - lgamma1p(a)
+    return -math.expm1(e) - a * math.exp(e) * s
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def _igam_temme(a, x, lower):
+    """``Q(a, x)`` (``P`` if ``lower``) for very large ``a``: Temme's uniform expansion
+    ``Q = erfc(eta sqrt(a/2)) / 2 + R``, ``P = erfc(-eta sqrt(a/2)) / 2 - R``,
+    ``R = exp(-a eta**2 / 2) / sqrt(2 pi a) (C0(eta) + C1(eta) / a)``,
+    ``eta**2 / 2 = lambda - 1 - log(lambda)``, ``lambda = x / a`` (Temme 1979; the next
+    term, ``C2 / a**2``, costs a few ulp at ``a = 3e5``, less beyond, where the series and
+    the fraction take thousands of terms and gather more); ``C0``, ``C1`` in closed form, by
+    their Taylor series (derived from that definition) for ``|eta| < 0.01``."""
+    mu = (x - a) / a
+    eta = math.sqrt(-2.0 * log1pmx(mu))
+    if mu < 0.0:
+        eta = -eta
+    if abs(eta) < 0.01:
+        c0 = -1.0 / 3.0 + eta * (1.0 / 12.0 + eta * (-2.0 / 135.0 + eta * (
+            1.0 / 864.0 + eta * (1.0 / 2835.0))))
+        c1 = -1.0 / 540.0 + eta * (-1.0 / 288.0 + eta * (1.0 / 378.0))
+    else:
+        c0 = 1.0 / mu - 1.0 / eta
+        c1 = 1.0 / eta ** 3 - 1.0 / mu ** 3 - 1.0 / mu ** 2 - 1.0 / (12.0 * mu)
+    r = math.exp(-0.5 * a * eta * eta) / math.sqrt(2.0 * _PI * a) * (c0 + c1 / a)
+    if lower:
+        return 0.5 * math.erfc(-eta * math.sqrt(0.5 * a)) - r
+    return 0.5 * math.erfc(eta * math.sqrt(0.5 * a)) + r
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def _igam_edge(a, x, lower):
+    """PyTorch's values off the interior (its order of checks, NaN for negative arguments),
+    or -1.0 for an interior point."""
+    if x < 0.0 or a < 0.0:
+        return _NAN
+    if a == 0.0:
+        if x > 0.0:
+            return 1.0 if lower else 0.0
+        return _NAN
+    if x == 0.0:
+        return 0.0 if lower else 1.0
+    if a == _INF:
+        if x == _INF:
+            return _NAN
+        return 0.0 if lower else 1.0
+    if x == _INF:
+        return 1.0 if lower else 0.0
+    if a != a or x != x:
+        return _NAN
+    return -1.0
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def igammac(a, x):
+    """The regularized upper incomplete gamma function ``Q(a, x) = Gamma(a, x) / Gamma(a)``.
+    ``1 - P`` (series) where ``Q`` is not small, the continued fraction for ``x > 1.1``,
+    ``x >= a``, Gautschi's series for small ``a`` and ``x <= 1.1`` (the regions of DiDonato &
+    Morris / Cephes); Temme's expansion for ``a >= 3e5``."""
+    e = _igam_edge(a, x, False)
+    if e != -1.0:
+        return e
+    if a >= 3e5:
+        return _igam_temme(a, x, False)
+    if x > 1.1:
+        if x < a:
+            return 1.0 - _igam_series(a, x)
+        return _igamc_fraction(a, x)
+    if x <= 0.5:
+        if -0.4 / math.log(x) < a:
+            return 1.0 - _igam_series(a, x)
+        return _igamc_small(a, x)
+    if x * 1.1 < a:
+        return 1.0 - _igam_series(a, x)
+    return _igamc_small(a, x)
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def igamma(a, x):
+    """The regularized lower incomplete gamma function ``P(a, x) = gamma(a, x) / Gamma(a)``:
+    the power series, or ``1 - Q`` for ``x > 1``, ``x > a`` (:func:`igammac`)."""
+    e = _igam_edge(a, x, True)
+    if e != -1.0:
+        return e
+    if a >= 3e5:
+        return _igam_temme(a, x, True)
+    if x > 1.0 and x > a:
+        return 1.0 - igammac(a, x)
+    return _igam_series(a, x)
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def _two(which, x, y):
+    if which == 0:
+        return zeta(x, y)
+    if which == 1:
+        return igamma(x, y)
+    return igammac(x, y)
+
+
+@cached_njit(nogil=True, error_model="numpy")
+def special_map2(which, x, y, out):
+    """``out[i] = f(x[i], y[i])`` for the two-argument function numbered ``which``
+    (:data:`FUNCTIONS2`), over flat arrays of one length; computed in float64, stored in
+    ``out``'s dtype."""
+    for i in range(out.size):
+        out[i] = _two(which, np.float64(x[i]), np.float64(y[i]))

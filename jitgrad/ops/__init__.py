@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401 - registers ops
     arrangements,
+    bessel_polynomials,
     binary_composites,
     bitwise,
     contractions,

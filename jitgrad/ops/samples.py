@@ -70,6 +70,58 @@ def unary_wide(rng, dtype):
     return [((_r(rng, s, dtype, -12.0, 6.0),), {}) for s in SHAPES]
 
 
+_SPECIAL_BROADCASTS = [BROADCASTS[i] for i in (0, 2, 3)]  # same shape, outer, 0-d
+
+
+def zeta(rng, dtype):
+    """Hurwitz zeta(x, q): integer exponents (int64 tensors: PyTorch has no derivative in
+    ``x``, so only ``q`` requires grad) and ``q`` in (0.3, 3), broadcast; a Python exponent;
+    float exponents (forward only: their gradient raises, as PyTorch's), one with a Python
+    ``q``."""
+    out = [((rng.integers(2, 6, size=a), _r(rng, b, dtype, 0.3, 3.0)), {})
+           for a, b in _SPECIAL_BROADCASTS]
+    out.append(((2.5, _r(rng, (2, 3), dtype, 0.4, 3.0)), {}))
+    out.append(((_r(rng, (2, 3), dtype, 1.2, 6.0), _r(rng, (3,), dtype, 0.2, 4.0)),
+                {"_nograd": True}))
+    out.append(((_r(rng, (4,), dtype, 1.5, 5.0), 0.75), {"_nograd": True}))
+    return out
+
+
+def incomplete_gamma(rng, dtype):
+    """igamma / igammac(a, x): ``a`` 1 or 2 as int64 tensors (PyTorch has no derivative in
+    ``a``; its float32 lgamma of an integer ``a`` is exact there) with ``x`` in (0.2, 6),
+    broadcast; float ``a`` from 0.3 to 12 (forward only: their gradient raises)."""
+    out = [((rng.integers(1, 3, size=a), _r(rng, b, dtype, 0.2, 6.0)), {})
+           for a, b in _SPECIAL_BROADCASTS]
+    out.append(((_r(rng, (2, 3), dtype, 0.3, 12.0), _r(rng, (2, 3), dtype, 0.05, 15.0)),
+                {"_nograd": True}))
+    out.append(((_r(rng, (3, 1), dtype, 0.5, 3.0), _r(rng, (4,), dtype, 0.1, 5.0)),
+                {"_nograd": True}))
+    return out
+
+
+def bessel(rng, dtype):
+    """From -9 to 9, both signs (J, I, the spherical j0, Ai: defined everywhere)."""
+    return [((_r(rng, s, dtype, -9.0, 9.0),), {}) for s in SHAPES]
+
+
+def bessel_positive(rng, dtype):
+    """From 0.1 to 12 (Y, K: defined above 0)."""
+    return [((_r(rng, s, dtype, 0.1, 12.0),), {}) for s in SHAPES]
+
+
+def polynomial(rng, dtype):
+    """Orthogonal polynomials p_n(x): x in (-1.2, 1.2), degrees 0 to 12 as int64 tensors
+    (both the recurrence and, from 7 or 9, the trigonometric forms), broadcast; a Python
+    degree; a Python x (with float degrees: the dtype is theirs); float degrees (truncated)."""
+    out = [((_r(rng, a, dtype, -1.2, 1.2), rng.integers(0, 13, size=b)), {})
+           for a, b in _SPECIAL_BROADCASTS]
+    out.append(((_r(rng, (2, 3), dtype, -1.0, 1.0), 5), {}))
+    out.append(((0.375, rng.integers(0, 10, size=(4,)).astype(dtype)), {}))
+    out.append(((_r(rng, (3,), dtype, 0.1, 0.9), _r(rng, (2, 1), dtype, 0.0, 11.0)), {}))
+    return out
+
+
 def binary(rng, dtype):
     out = [((_r(rng, a, dtype), _r(rng, b, dtype)), {}) for a, b in BROADCASTS]
     out.append(((_r(rng, (2, 3), dtype), 1.5), {}))

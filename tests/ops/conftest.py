@@ -752,9 +752,17 @@ GRADGRAD_BUGS: dict[str, str] = {}  # second-order gradient wrong: gradgradcheck
 _TRIGAMMA = ("PyTorch's trigamma (polygamma(1, x), and so digamma's gradient) stops its "
              "asymptotic series early: ~5e-10 relative error in float64; jitgrad's is within a "
              "few ulp of mpmath (tests/ops/test_special_functions.py)")
+_TORCH_BESSEL = ("PyTorch's float64 J0, J1, Y0, Y1 (bessel_j0...) are accurate to ~3e-6 of "
+                 "|value| + max |value| only (measured against mpmath on -9..9); jitgrad's are "
+                 "within a few ulp of mpmath (tests/ops/test_special_extended.py)")
+_TORCH_AIRY = ("PyTorch's float64 airy_ai is accurate to ~2e-5 of |value| + max |value| only "
+               "(measured against mpmath on -9..9); jitgrad's is within a few ulp of mpmath")
 #: op -> (float64 rtol against PyTorch, why PyTorch's values are less accurate than that)
 TORCH_F64_RTOL: dict[str, tuple[float, str]] = {"polygamma": (2e-9, _TRIGAMMA),
-                                                "digamma": (2e-9, _TRIGAMMA)}
+                                                "digamma": (2e-9, _TRIGAMMA),
+                                                **{f"bessel_{k}": (1e-5, _TORCH_BESSEL)
+                                                   for k in ("j0", "j1", "y0", "y1")},
+                                                "airy_ai": (1e-4, _TORCH_AIRY)}
 
 
 def sample(name: str, i: int, dtype):
@@ -1221,6 +1229,28 @@ ADAPTERS.update({name: _special(name) for name in (
     "lgamma", "digamma", "erfc", "erfinv", "erfcx", "i0", "i0e", "i1", "i1e", "ndtri",
     "log_ndtr")})
 ADAPTERS["polygamma"] = lambda M, ts, p: M.polygamma(p["n"], ts[0])
+# zeta, igamma / igammac (two operands), the Bessel and Airy functions (torch.special only)
+# and the orthogonal polynomials (special.<name>(x, n)): ops/bessel_polynomials.py
+ADAPTERS["zeta"] = lambda M, ts, p: M.special.zeta(ts[0], ts[1])
+ADAPTERS["igamma"] = lambda M, ts, p: M.igamma(ts[0], ts[1])
+ADAPTERS["igammac"] = lambda M, ts, p: M.special.gammaincc(ts[0], ts[1])
+ADAPTERS.update({name: _special(name) for name in (
+    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
+    "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0",
+    "airy_ai")})
+
+
+def _special_two(name: str):
+    return lambda M, ts, p: getattr(M.special, name)(ts[0], ts[1])
+
+
+ADAPTERS.update({name: _special_two(name) for name in (
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+    "laguerre_polynomial_l", "legendre_polynomial_p")})
 
 
 # CTC (ops/nnops/ctc.py): through log_softmax, so a numeric gradient of the input is the

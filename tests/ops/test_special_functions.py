@@ -290,9 +290,15 @@ def test_special_namespace_matches_torch_special():
             got, want = j_fn(3, jitgrad.tensor(x)), t_fn(3, torch.tensor(x))
         elif name == "multigammaln":
             got, want = j_fn(jitgrad.tensor(x + 1.0), 2), t_fn(torch.tensor(x + 1.0), 2)
+        elif name in ("zeta", "gammainc", "gammaincc") or "polynomial" in name:
+            # (zeta's exponent above 1, the polynomials' degree 3.5 -> 3)
+            got = j_fn(jitgrad.tensor(x + 1.5), jitgrad.tensor(x.T * 5.0))
+            want = t_fn(torch.tensor(x + 1.5), torch.tensor(x.T * 5.0))
         else:
             got, want = j_fn(jitgrad.tensor(x)), t_fn(torch.tensor(x))
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, err_msg=name)
+        # PyTorch's float64 J, Y and Ai are accurate to ~1e-6 only (test_special_extended.py)
+        rtol = 1e-4 if name.startswith(("bessel_", "airy")) else 1e-12
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=rtol, err_msg=name)
 
 
 def test_compiled_equals_eager_with_gradients():
