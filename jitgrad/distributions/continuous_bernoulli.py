@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +12,7 @@ import jitgrad.nn.functional as F
 
 from ..tensor import Size, Tensor
 from . import constraints
+from ._probs_logits import BinaryProbsOrLogits
 from .exp_family import ExponentialFamily
 from .utils import (
     _uniform,
@@ -20,13 +20,12 @@ from .utils import (
     clamp_probs,
     lazy_property,
     logits_to_probs,
-    probs_to_logits,
 )
 
 __all__ = ["ContinuousBernoulli"]
 
 
-class ContinuousBernoulli(ExponentialFamily):
+class ContinuousBernoulli(BinaryProbsOrLogits, ExponentialFamily):
     """The continuous Bernoulli distribution, ``p(x) = C(probs) probs**x (1-probs)**(1-x)``
     on ``[0, 1]``, parameterized by ``probs`` in ``(0, 1)`` or ``logits`` (real), exactly
     one of them (they are not a probability and log-odds, despite the names). Near
@@ -54,35 +53,22 @@ class ContinuousBernoulli(ExponentialFamily):
                  logits: Tensor | float | None = None,
                  lims: tuple[float, float] = (0.499, 0.501),
                  validate_args: bool | None = None) -> None:
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        self._set_probs_or_logits(probs, logits)
         if probs is not None:
-            is_scalar = isinstance(probs, numbers.Number)
-            (self.probs,) = broadcast_all(probs)
             # validate 'probs' here if necessary, it is clamped below
             if validate_args is not None:
                 if not bool(self.arg_constraints["probs"].check(self.probs).all()):
                     raise ValueError("The parameter probs has invalid values")
-            self.probs = clamp_probs(self.probs)
-        else:
-            is_scalar = isinstance(logits, numbers.Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = Size() if is_scalar else self._param.size()
+            self.probs = self._param = clamp_probs(self.probs)
         self._lims = lims
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int],
                _instance: Any = None) -> ContinuousBernoulli:
         new = self._get_checked_instance(ContinuousBernoulli, _instance)
         new._lims = self._lims
         batch_shape = Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        self._expand_probs_or_logits(new, batch_shape)
         super(ContinuousBernoulli, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
@@ -132,17 +118,8 @@ class ContinuousBernoulli(ExponentialFamily):
         return jitgrad.where(self._outside_unstable_region(), vars_, taylor)
 
     @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
     def probs(self) -> Tensor:
         return clamp_probs(logits_to_probs(self.logits, is_binary=True))
-
-    @property
-    def param_shape(self) -> Size:
-        """The shape of the parameter given (``probs`` or ``logits``)."""
-        return self._param.size()
 
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)

@@ -9,15 +9,13 @@ from typing import Any
 import jitgrad
 
 from ..tensor import Tensor
-from . import constraints
-from ._transforms_elementwise import AbsTransform
+from ._folded import FoldedAtZero
 from .cauchy import Cauchy
-from .transformed_distribution import TransformedDistribution
 
 __all__ = ["HalfCauchy"]
 
 
-class HalfCauchy(TransformedDistribution):
+class HalfCauchy(FoldedAtZero):
     """``Y = |X|`` for ``X ~ Cauchy(0, scale)`` (reparameterized).
 
     >>> import jitgrad
@@ -30,23 +28,12 @@ class HalfCauchy(TransformedDistribution):
         validate_args: whether to validate the arguments.
     """
 
-    arg_constraints = {"scale": constraints.positive}
-    support = constraints.nonnegative
-    has_rsample = True
+    base = Cauchy
     base_dist: Cauchy
-
-    def __init__(self, scale: Tensor | float, validate_args: bool | None = None) -> None:
-        base_dist = Cauchy(0, scale, validate_args=False)
-        super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> HalfCauchy:
         new = self._get_checked_instance(HalfCauchy, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def scale(self) -> Tensor:
-        """The scale of the full Cauchy distribution."""
-        return self.base_dist.scale
 
     @property
     def mean(self) -> Tensor:
@@ -54,28 +41,9 @@ class HalfCauchy(TransformedDistribution):
                             device=self.scale.device)
 
     @property
-    def mode(self) -> Tensor:
-        return jitgrad.zeros_like(self.scale)
-
-    @property
     def variance(self) -> Tensor:
         return self.base_dist.variance
 
-    def log_prob(self, value: Tensor) -> Tensor:
-        if self._validate_args:
-            self._validate_sample(value)
-        value = jitgrad.as_tensor(value, dtype=self.base_dist.scale.dtype,
-                                  device=self.base_dist.scale.device)
-        log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return jitgrad.where(value >= 0, log_prob, -math.inf)
-
-    def cdf(self, value: Tensor) -> Tensor:
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob: Tensor) -> Tensor:
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self) -> Tensor:
-        return self.base_dist.entropy() - math.log(2)
+    def _value(self, value: Tensor) -> Tensor:
+        return jitgrad.as_tensor(value, dtype=self.base_dist.scale.dtype,
+                                 device=self.base_dist.scale.device)

@@ -29,8 +29,8 @@ class ExpRelaxedCategorical(Distribution):
     >>> import jitgrad
     >>> from jitgrad.distributions.relaxed_categorical import ExpRelaxedCategorical
     >>> d = ExpRelaxedCategorical(jitgrad.tensor(1.0), logits=jitgrad.zeros(3))
-    >>> d.rsample((2,)).exp().sum(-1)
-    tensor([1.0000, 1.0000])
+    >>> bool(d.rsample((2,)).exp().sum(-1).allclose(jitgrad.ones(2)))
+    True
 
     Args:
         temperature: the relaxation temperature (a tensor).
