@@ -7,12 +7,13 @@ Everything is computed with jitgrad's tensor ops, so it is differentiable and tr
 ``jitgrad.compile``; random numbers come from jitgrad's generator (``jitgrad.manual_seed``
 makes them reproducible; the streams differ from PyTorch's). Normal, Uniform, Exponential,
 Laplace, Bernoulli, Categorical, OneHotCategorical, MultivariateNormal, Cauchy, Geometric,
-ContinuousBernoulli, LowRankMultivariateNormal, Multinomial and the distributions built on
-:class:`TransformedDistribution` over those draw their noise with ``rand``/``randn`` and
-sample inside compiled functions (those that build inner distributions with the default
-validation, as PyTorch's do -- OneHotCategorical, Multinomial, the relaxed ones -- need
-:meth:`Distribution.set_default_validate_args` off to compile whole); Gamma, Chi2, Beta,
-Dirichlet, Poisson, Binomial, StudentT and NegativeBinomial draw on the host from the
+ContinuousBernoulli, LowRankMultivariateNormal, Multinomial, GeneralizedPareto and the
+distributions built on :class:`TransformedDistribution` over those (Kumaraswamy too) draw
+their noise with ``rand``/``randn`` and sample inside compiled functions (those that build
+inner distributions with the default validation, as PyTorch's do -- OneHotCategorical,
+Multinomial, the relaxed ones -- need :meth:`Distribution.set_default_validate_args` off to
+compile whole); Gamma, Chi2, Beta, Dirichlet, Poisson, Binomial, StudentT, NegativeBinomial,
+InverseGamma, FisherSnedecor, VonMises, LKJCholesky and Wishart draw on the host from the
 parameters' values (a graph break: the call runs eagerly). ``transforms``, ``biject_to`` and
 ``transform_to`` map between unconstrained space and the ``constraints``. Argument validation
 (on by default, :meth:`Distribution.set_default_validate_args`) reads the parameters' values
@@ -44,14 +45,19 @@ from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .fishersnedecor import FisherSnedecor
 from .gamma import Chi2, Gamma
+from .generalized_pareto import GeneralizedPareto
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_cauchy import HalfCauchy
 from .half_normal import HalfNormal
 from .independent import Independent
+from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
+from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
+from .lkj_cholesky import LKJCholesky
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
@@ -69,7 +75,9 @@ from .studentT import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import *  # noqa: F403
 from .uniform import Uniform
+from .von_mises import VonMises
 from .weibull import Weibull
+from .wishart import Wishart
 
 __all__ = [
     "Bernoulli", "Beta", "Binomial", "Categorical", "Chi2", "Dirichlet", "Distribution",
@@ -81,6 +89,7 @@ __all__ = [
     "RelaxedOneHotCategorical", "TransformedDistribution", "Weibull",
     "biject_to", "transform_to", "transforms", "ContinuousBernoulli", "Geometric",
     "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial", "NegativeBinomial",
-    "StudentT",
+    "StudentT", "FisherSnedecor", "GeneralizedPareto", "InverseGamma", "Kumaraswamy",
+    "VonMises", "LKJCholesky", "Wishart",
 ]
 __all__.extend(transforms.__all__)
