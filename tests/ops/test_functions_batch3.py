@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import assert_compiled_step_matches_eager
 
 import jitgrad
 from jitgrad.autograd import gradcheck
@@ -291,18 +292,7 @@ def test_compiled_matches_eager(name):
     def step(*ts):
         table = dict(zip(diff, ts))
         return fn(jitgrad, lambda k: table.get(k, fixed[k])).nansum()
-    ref = step(*ins)
-    ref.backward()
-    grads = [t.grad.numpy().copy() for t in ins]
-    for t in ins:
-        t.grad = None
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        out = jitgrad.compile(step)(*ins)
-    out.backward()
-    np.testing.assert_allclose(out.item(), ref.item(), rtol=1e-6)
-    for t, g in zip(ins, grads):
-        np.testing.assert_allclose(t.grad.numpy(), g, rtol=1e-6, atol=1e-6)
+    assert_compiled_step_matches_eager(step, ins, *ins, rtol=1e-6, atol=1e-6)
 
 
 def test_modules():
