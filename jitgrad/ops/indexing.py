@@ -201,6 +201,19 @@ def assemble_slices(grads, indices, shape) -> Tensor:
                                                 "shape": tuple(shape)})
 
 
+def _value_used_as_index(t: Tensor) -> None:
+    """A 0-d tensor's value becomes a Python int of the index: while ``jitgrad.compile`` (or
+    ``vmap``) traces, that is a value escaping the trace -- unless the tensor is a constant
+    the function built, its value then the same at every call."""
+    from ..trace.state import STATE
+
+    tr = STATE.tracer
+    if tr is not None:
+        v = tr.vars.get(id(t._data))
+        if v is None or v.kind != "const":
+            tr.escape("using a tensor's value as an index")
+
+
 def _normalise_index(index, shape):
     """Convert tensors in an index to arrays and check bounds with PyTorch's messages."""
     items = index if isinstance(index, tuple) else (index,)
@@ -208,8 +221,9 @@ def _normalise_index(index, shape):
     advanced = False
     for it in items:
         if isinstance(it, Tensor):
-            it = to_host(it._data)  # checked on the host; moved to the data by index_on
+            t, it = it, to_host(it._data)  # checked on the host; moved to the data by index_on
             if it.ndim == 0 and it.dtype.kind in "iu":  # a 0-d integer tensor acts as an int
+                _value_used_as_index(t)
                 it = int(it)
         elif isinstance(it, (list,)) and not all(isinstance(x, slice) for x in it):
             it = np.asarray(it)

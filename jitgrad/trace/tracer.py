@@ -205,11 +205,11 @@ class Tracer:
             return a  # made by the op's own code (not a tensor's data)
         if v is not None and v.kind == "const":
             return a.copy()  # the value now: a later in-place change must not reach it
-        raise TraceError(
+        self._stop(ValueEscape, (
             f"{user_location()}: {op.name} depends on the values of a traced tensor "
-            f"(its '{k}' comes from tensor data): data-dependent indexing is not "
-            "supported by jitgrad.compile"
-        )
+            f"(its '{k}' comes from tensor data): data-dependent indexing cannot be "
+            "compiled (a graph break: the call runs eagerly; fullgraph=True raises)"))
+        return a
 
     def on_constant(self, t) -> None:
         """A tensor built from Python data inside the function: a constant of the graph."""

@@ -308,6 +308,30 @@ def test_constant_index_tensors_are_frozen_into_the_plan(rng):
         jg.compile(lambda x: x[x > 0].sum(), fullgraph=True)(x)
 
 
+def test_indexing_with_a_tensor_value_is_a_graph_break_never_a_frozen_index():
+    """``x[x.argmax()]``, ``x[i]`` for a 0-d tensor argument ``i`` and ``x[x > 0]`` need the
+    values: the call runs eagerly (the index was once frozen into the plan: a second call
+    with other values returned the first call's element). A constant index compiles."""
+    f = jg.compile(lambda a: a[a.argmax()] * 2)
+    with pytest.warns(UserWarning, match="as an index"):
+        assert f(jg.tensor([1.0, 5.0, 2.0])).item() == 10
+    assert f(jg.tensor([9.0, 5.0, 2.0])).item() == 18
+    h = jg.compile(lambda a, i: a[i] * 2)
+    a = jg.tensor([1.0, 5.0, 2.0])
+    with pytest.warns(UserWarning, match="as an index"):
+        assert h(a, jg.tensor(0)).item() == 2
+    assert h(a, jg.tensor(2)).item() == 4
+    m = jg.compile(lambda a: a[a > 0].sum())
+    with pytest.warns(UserWarning, match="data-dependent indexing"):
+        assert m(jg.tensor([1.0, -5.0, 2.0])).item() == 3
+    assert m(jg.tensor([-1.0, 5.0, 2.0])).item() == 7
+    with pytest.raises(TraceError, match="as an index"):
+        jg.compile(lambda a: a[a.argmax()], fullgraph=True)(a)
+    g = jg.compile(lambda a: a[jg.tensor(1)] * 2)
+    assert g(a).item() == 10 and g.eager_reason(a) is None
+    assert g(jg.tensor([0.0, 7.0, 0.0])).item() == 14
+
+
 def test_literal_params_fold_in_generated_kernels(rng):
     """Op params are literals in fused kernels: ``x ** 2`` becomes ``x * x`` (forward and
     ``pow_backward``'s ``exponent - 1``), other fast-path exponents their sqrt/reciprocal
