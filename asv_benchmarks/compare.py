@@ -717,6 +717,24 @@ def cnn_impls(jg, batch: int):
     return _training_impls(makers, "jitgrad")
 
 
+def per_sample_impls(jg, batch: int):
+    """Per-sample gradients of the MLP (``vmap(grad(loss))``): jitgrad's batched vmap, its
+    per-element loop and a Python loop of ``grad`` calls; torch.func's vmap and loop. Checked
+    on the gradient of the first layer's weight, against jitgrad's loop."""
+    tw = workloads("training_workloads")
+    impls = {"jitgrad_vmap": tw.per_sample_grads(jg, batch, "vmap"),
+             "jitgrad_vmap_loop": tw.per_sample_grads(jg, batch, "loop"),
+             "jitgrad_for_grad": tw.per_sample_grads(jg, batch, "for")}
+    torch = optional("torch")
+    if torch:
+        impls["torch_func_vmap"] = tw.per_sample_grads(torch, batch, "vmap")
+        impls["torch_for_grad"] = tw.per_sample_grads(torch, batch, "for")
+    ref = to_np(impls["jitgrad_vmap_loop"]()[0]).astype(np.float64)
+    checks = {k: (lambda f=f: rel_err(to_np(f()[0]).astype(np.float64), ref))
+              for k, f in impls.items()}
+    return impls, checks
+
+
 def gpt_impls(jg, config: str, with_torch_compile: bool):
     """The GPT example's training step: jitgrad eager and compiled, PyTorch eager and
     torch.compile running the same file (``train_gpt.pytorch_twin()``; PyTorch takes its
@@ -1096,8 +1114,8 @@ def versions() -> dict:
 
 
 # ------------------------------------------------------------------------------ main
-WORKLOADS = ("per_op", "seed", "matmul", "attention", "chain", "mlp", "optim", "cnn", "gpt", "cold",
-             "compile")
+WORKLOADS = ("per_op", "seed", "matmul", "attention", "chain", "mlp", "optim", "cnn",
+             "per_sample", "gpt", "cold", "compile")
 
 
 def main(argv=None) -> int:
@@ -1217,6 +1235,11 @@ def main(argv=None) -> int:
         impls, checks = cnn_impls(jg, 32 if q else 128)
         run("cnn_step", f"digits CNN b{32 if q else 128} f32 SGD-m", impls, checks)
         del impls, checks
+    if "per_sample" in todo:
+        for batch in ((16,) if q else (64, 256)):
+            impls, checks = per_sample_impls(jg, batch)
+            run("per_sample", f"MLP 784-256-256-10 b{batch} f32 vmap(grad)", impls, checks)
+            del impls, checks
     if "gpt" in todo:
         for config in (("nano",) if q else ("tiny", "small")):
             impls, checks = gpt_impls(jg, config, with_torch_compile=not q)
@@ -1241,7 +1264,7 @@ def main(argv=None) -> int:
     print()
     print_table(rows, triad, gemm)
     print()
-    for workload in ("mlp_step", "cnn_step", "gpt_step"):
+    for workload in ("mlp_step", "cnn_step", "per_sample", "gpt_step"):
         print_side_by_side(rows, workload)
     for r in rows:
         if r.get("check_error"):

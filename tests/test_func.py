@@ -411,8 +411,9 @@ def test_vmap_randomness_same_and_different():
     assert all(len(set(r)) == 1 for r in n.numpy().tolist()) and len(set(n[:, 0].tolist())) == 3
 
 
-def test_vmap_is_a_loop_over_any_function():
-    """Data-dependent Python control flow and .item() work (one call per element)."""
+def test_vmap_falls_back_to_a_loop_for_data_dependent_functions():
+    """Data-dependent Python control flow and .item() work: the traced call stops at the
+    value it needs (its effects undone) and vmap runs one call per element."""
     calls = []
 
     def f(a):
@@ -421,7 +422,20 @@ def test_vmap_is_a_loop_over_any_function():
 
     x = jitgrad.tensor([[1.0, 2.0], [-3.0, 1.0], [0.5, 0.5]])
     np.testing.assert_array_equal(jf.vmap(f)(x).numpy(), [[2, 4], [3, -1], [1, 1]])
-    assert len(calls) == 3
+    assert len(calls) == 1 + 3  # the trace that stopped at .item(), then the loop
+
+
+def test_vmap_runs_the_python_of_a_batchable_function_once():
+    """As torch.vmap: the function's Python runs once, its ops on the whole batch."""
+    calls = []
+
+    def f(a):
+        calls.append(1)
+        return (a * 2).sum(0)
+
+    x = jitgrad.tensor([[1.0, 2.0], [-3.0, 1.0], [0.5, 0.5]])
+    np.testing.assert_array_equal(jf.vmap(f)(x).numpy(), [6, -4, 2])
+    assert len(calls) == 1
 
 
 # ------------------------------------------------------ modules: functional_call

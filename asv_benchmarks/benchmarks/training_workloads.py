@@ -320,3 +320,42 @@ def optimizer_step(lib, name: str, **options):
         opt.step()
         return tensors[0]
     return step
+
+
+# ------------------------------------------------------------- per-sample gradients
+def per_sample_grads(lib, batch: int, mode: str):
+    """torch.func's per-sample-gradient recipe on the MLP: ``vmap(grad(loss), in_dims=(None,
+    0, 0))(params, x, y)``, each element's loss that of a batch of one. ``lib`` is jitgrad
+    or torch; ``mode`` "vmap" (jitgrad: one trace, a batched replay), "loop" (jitgrad's
+    per-element loop, ``JITGRAD_VMAP=loop``) or "for" (a Python loop of ``grad`` calls, what
+    a user writes without vmap). Returns ``run() -> tuple of per-sample gradients``."""
+    x, y, params = mlp_data(batch)
+    xt, yt = lib.from_numpy(x), lib.from_numpy(y)
+    ps = tuple(lib.from_numpy(np.ascontiguousarray(p.T) if p.ndim == 2 else p.copy())
+               for p in params)
+    F = lib.nn.functional
+    func = lib.func
+
+    def loss(ps, xi, yi):
+        w1, b1, w2, b2, w3, b3 = ps
+        h = F.relu(F.linear(xi.unsqueeze(0), w1, b1))
+        h = F.relu(F.linear(h, w2, b2))
+        return F.cross_entropy(F.linear(h, w3, b3), yi.unsqueeze(0))
+
+    per_sample = func.vmap(func.grad(loss), in_dims=(None, 0, 0))
+    if mode == "for":
+        g = func.grad(loss)
+
+        def run():
+            grads = [g(ps, xt[i], yt[i]) for i in range(batch)]
+            return tuple(lib.stack([gs[k] for gs in grads]) for k in range(len(ps)))
+        return run
+    if mode == "loop":
+        def run():
+            os.environ["JITGRAD_VMAP"] = "loop"
+            try:
+                return per_sample(ps, xt, yt)
+            finally:
+                del os.environ["JITGRAD_VMAP"]
+        return run
+    return lambda: per_sample(ps, xt, yt)

@@ -460,9 +460,27 @@ def hessian(func: Callable[..., Any], argnums: argnums_t = 0) -> Callable[..., A
     return jacfwd(jacrev(func, argnums), argnums)
 
 
-def _jacobian(func, argnums, has_aux: bool, args: tuple, api: str, forward: bool):
-    from ..ops.concat import stack
+def _jacobian_rows(o: Tensor, inputs: list, keep: bool) -> list:
+    """Per input, the rows of ``o``'s Jacobian stacked (``o.numel()`` first), or None when
+    ``o`` has no element or does not require grad: the vector-Jacobian product mapped over
+    the identity's rows with :func:`vmap` (as ``torch.func.jacrev``), so one traced backward
+    pass runs on all seeds at once where ``vmap`` can batch it (else one pass per row)."""
+    from ._vmap import vmap
 
+    n = o.nelement()
+    if not o.requires_grad or n == 0:
+        return [None] * len(inputs)
+
+    def row(seed: Tensor) -> tuple:
+        return _autograd_grad((o,), inputs, (seed.view(o.shape),), retain_graph=True,
+                              create_graph=keep)
+
+    from ..creation import eye
+
+    return list(vmap(row)(eye(n, dtype=o.dtype, device=o.device)))
+
+
+def _jacobian(func, argnums, has_aux: bool, args: tuple, api: str, forward: bool):
     argnums = _normalize_argnums(argnums, len(args))
     diff = _slice_argnums(args, argnums)
     primals = (diff,) if isinstance(argnums, int) else diff
@@ -483,24 +501,14 @@ def _jacobian(func, argnums, has_aux: bool, args: tuple, api: str, forward: bool
     keep = level.needs_graph(flat_out)
     per_output = []
     for o in flat_out:
-        n = o.nelement()
-        rows: list[list] = [[] for _ in level.fresh]
-        if o.requires_grad:
-            flat_seed = o.new_zeros(n)
-            for k in range(n):
-                seed = flat_seed.clone()
-                seed[k] = 1
-                gs = _autograd_grad((o,), level.fresh, (seed.view(o.shape),),
-                                    retain_graph=True, create_graph=keep)
-                for r, g in zip(rows, gs):
-                    r.append(g)
+        rows = _jacobian_rows(o, level.fresh, keep)
         jacs = []
         for r, p in zip(rows, level.fresh):
             shape = tuple(o.shape) + tuple(p.shape)
-            if not r:  # no element, or an output that does not depend on the arguments
+            if r is None:  # no element, or an output that does not depend on the arguments
                 jacs.append(p.new_zeros(shape) if not forward else o.new_zeros(shape))
             else:
-                jacs.append(stack(r, 0).view(shape))
+                jacs.append(r.reshape(shape))
         per_in = tree_unflatten(jacs, p_spec)
         per_output.append(per_in[0] if isinstance(argnums, int) else per_in)
     res = level.unwrap(tree_unflatten(per_output, out_spec), keep)

@@ -1,10 +1,8 @@
-"""``vmap`` as a loop: ``func`` runs once per batch element, on the inputs sliced along
-their ``in_dims``, and the outputs are stacked along ``out_dims``.
-
-jitgrad has no batching rules, so this is correct for any function (random ops, in-place
-updates of the slices, ``.item()``, data-dependent Python control flow...) and its speed is
-the per-sample speed times the batch size. Argument checking and error messages are
-PyTorch's (``torch/_functorch/vmap.py``).
+"""``vmap``: one traced call replayed on the whole batch (:mod:`._batch_trace`), or, where
+that cannot capture the function (random ops, in-place updates of the slices, ``.item()``,
+data-dependent Python control flow...), a loop: ``func`` once per batch element on the
+inputs sliced along their ``in_dims``, the outputs stacked along ``out_dims``. Argument
+checking and error messages are PyTorch's (``torch/_functorch/vmap.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
+from . import _batch_trace
 from ._pytree import broadcast_to_and_flatten, tree_flatten, tree_unflatten
 
 __all__ = ["vmap"]
@@ -173,11 +172,20 @@ def vmap(func: Callable[..., Any], in_dims: in_dims_t = 0, out_dims: out_dims_t 
     applies ``func`` to each slice of ``args`` along ``in_dims`` and stacks the results
     along ``out_dims``.
 
-    **It is a loop**: jitgrad has no batching rules, so ``func`` runs once per batch element
-    (on ``arg.select(in_dim, i)``) and its speed is the per-sample speed -- correct for any
-    ``func``, but no faster than writing the loop. It composes with everything: nested
-    ``vmap``, ``vmap(grad(loss), in_dims=(None, 0, 0))`` (per-sample gradients), autograd
-    through the result.
+    **Batched by tracing**: ``func`` runs once, on the first element, under the tracer
+    ``jitgrad.compile`` uses; the ops it recorded -- those of ``grad``/``vjp`` inside it
+    included -- then run once on the whole batch, each through its batching rule
+    (``jitgrad/func/_batch_rules.py``; an op without one runs per element). As with
+    ``torch.vmap``, ``func``'s Python code runs once. A call that cannot be replayed --
+    data-dependent Python (``if t > 0``, ``.item()``, indexing by a tensor's values), random
+    draws, in-place writes to its inputs or captured tensors, ``.grad`` changes, non-tensor
+    outputs -- runs as a loop instead: once per element on ``arg.select(in_dim, i)`` (after
+    the traced attempt, its effects undone), correct for any ``func`` at the per-sample
+    speed. ``JITGRAD_VMAP=loop`` forces the loop. Batched and looped results agree to
+    rounding (a batched sum or product may add in another order). It composes: nested
+    ``vmap`` (the inner one is a loop the outer one batches), ``vmap(grad(loss),
+    in_dims=(None, 0, 0))`` (per-sample gradients), autograd through the result (each
+    replayed op keeps the inputs that carried gradient when it was traced).
 
     Args:
         in_dims: an int, or a (nested) tuple matching the structure of the positional
@@ -191,8 +199,8 @@ def vmap(func: Callable[..., Any], in_dims: in_dims_t = 0, out_dims: out_dims_t 
             jitgrad generator raises PyTorch's error), ``'different'`` (each element draws
             its own numbers: the loop's natural behaviour) or ``'same'`` (every element sees
             the same draws: the generators are rewound before each call).
-        chunk_size: accepted (PyTorch's memory knob); the loop already runs one element at
-            a time.
+        chunk_size: PyTorch's memory knob: the batched replay runs on slices of this many
+            elements (the loop runs one element at a time anyway).
 
     An empty batch runs ``func`` once, on zeros shaped as one element, to learn the shapes
     of the (empty) outputs.
@@ -208,11 +216,12 @@ def vmap(func: Callable[..., Any], in_dims: in_dims_t = 0, out_dims: out_dims_t 
 
     @functools.wraps(func)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        return _vmap_impl(func, in_dims, out_dims, randomness, args, kwargs)
+        return _vmap_impl(func, in_dims, out_dims, randomness, args, kwargs, chunk_size)
     return wrapped
 
 
-def _vmap_impl(func, in_dims, out_dims, randomness: str, args: tuple, kwargs: dict) -> Any:
+def _vmap_impl(func, in_dims, out_dims, randomness: str, args: tuple, kwargs: dict,
+               chunk_size: int | None = None) -> Any:
     from ..creation import zeros
     from ..ops.concat import stack
 
@@ -229,6 +238,11 @@ def _vmap_impl(func, in_dims, out_dims, randomness: str, args: tuple, kwargs: di
                for o, d in zip(flat, dims)]
         return tree_unflatten(res, out_spec)
 
+    if _batch_trace.enabled():
+        got = _batch_trace.batched_call(func, flat_args, flat_in_dims, spec, kwargs, batch,
+                                        chunk_size)
+        if got is not _batch_trace.NOT_BATCHED:
+            return _finish_batched(func, got, out_dims, batch)
     guard = _RandomnessGuard() if randomness != "different" else None
     outs = []
     for i in range(batch):
@@ -271,3 +285,28 @@ def _finish(func, values: list, out_dim, combine) -> Any:
                          f"{type(bad)}. Did you mean to set out_dims= to None for output?")
     return combine(values, out_dim)
 
+
+
+def _finish_batched(func, got: tuple, out_dims: out_dims_t, size: int) -> Any:
+    """The outputs of a batched replay with the batch dim moved to ``out_dims``: a value
+    that does not depend on the mapped inputs is expanded along it (as PyTorch does), or,
+    for ``out_dims=None``, returned as it is."""
+    values, out_spec = got
+    shaped = tree_unflatten([Tensor.__new__(Tensor) for _ in values], out_spec)
+    dims = _flat_out_dims(shaped, out_spec, out_dims, func)
+    res = []
+    for v, d in zip(values, dims):
+        if d is None:
+            if v.batched:
+                name = _get_name(func)
+                raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor "
+                                 "when out_dim is None")
+            res.append(v.t)
+        elif v.batched:
+            res.append(v.t.movedim(0, d))
+        else:
+            u = v.t.unsqueeze(d)
+            shape = list(u.shape)
+            shape[d % u.dim()] = size
+            res.append(u.expand(shape))
+    return tree_unflatten(res, out_spec)

@@ -1,0 +1,216 @@
+"""``vmap`` by tracing: the function runs once, on the first batch element, under the tracer
+``jitgrad.compile`` uses; the recorded equations then run once on the whole batch, each
+through its batching rule (:mod:`jitgrad.func._batch_rules`).
+
+This is how ``torch.vmap`` behaves -- the function's Python code runs once, its tensor ops
+run batched -- reached without a batched tensor type: tracing turns everything the function
+does, ``grad``/``vjp`` of it included (the engine's VJP rules run as recorded ops), into a
+straight-line program over registered ops, and each op has one batching rule.
+
+:func:`batched_call` returns :data:`NOT_BATCHED` (and leaves no trace of having tried: the
+trace's effects are undone) when the call cannot be replayed: data-dependent Python control
+flow or ``.item()`` (a value escapes the trace), random draws (``randomness`` is the loop's
+business), in-place writes to inputs or captured tensors, ``.grad`` changes, collectives,
+outputs that are not tensors. ``vmap`` then runs its loop.
+
+Autograd through the replay matches the loop's: each op is replayed with the inputs that
+carried gradient when it was traced (a ``detach()``ed or ``no_grad`` input stays cut off),
+so ``vmap``'s outputs have the history eager per-element calls would have given them.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..autograd import grad_mode
+from ..config import check_ir
+from ..devices import as_array
+from ..tensor import Tensor, wrap
+from ..trace.ir import Lit, Var, is_effect
+from ..trace.state import STATE
+from ..trace.tracer import TraceError, Tracer
+from ._batch_rules import Batched, NoRule, loop_rule, move_batch_to_front, rule_for, run_op
+from ._pytree import tree_flatten
+
+__all__ = ["batched_call", "NOT_BATCHED", "enabled"]
+
+NOT_BATCHED = object()
+
+
+def enabled() -> bool:
+    """Whether ``vmap`` batches by tracing (``JITGRAD_VMAP=loop`` turns it off: every call
+    then runs the per-element loop)."""
+    return os.environ.get("JITGRAD_VMAP", "").lower() != "loop"
+
+
+class _CannotBatch(Exception):
+    """The traced call cannot be replayed on the batch."""
+
+
+class _BatchTracer(Tracer):
+    """The compile tracer, also noting per equation which inputs carried gradient and which
+    params are traced tensors (max's indices: a value of the graph, batched like one)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name=name)
+        self.info: dict = {}  # id(Eqn) -> (grad mask, {param name: Var})
+
+    def on_op(self, op, out, inputs, params, cdt=None) -> None:
+        tensor_params = {}
+        if params:
+            for k, val in params.items():
+                if isinstance(val, Tensor):
+                    tensor_params[k] = self.vars.get(id(val._data))
+        super().on_op(op, out, inputs, params, cdt)
+        records = grad_mode.STATE.enabled and op.vjp is not None
+        mask = tuple(records and type(x) is Tensor and x._requires_grad for x in inputs)
+        self.info[id(self.graph.eqns[-1])] = (mask, tensor_params)
+
+
+def batched_call(func, flat_args: list, flat_in_dims: list, spec, kwargs: dict, size: int,
+                 chunk_size: int | None):
+    """``func`` mapped over ``size`` elements by one trace and one batched replay: the
+    flattened outputs as :class:`Batched` values and their tree spec, or
+    :data:`NOT_BATCHED`."""
+    from ._pytree import tree_unflatten
+
+    if STATE.tracer is not None:  # inside jitgrad.compile or an outer vmap's trace: the
+        return NOT_BATCHED       # loop's ops are what that trace records
+    tracer = _BatchTracer(getattr(func, "__name__", "vmapped"))
+    sample = []
+    for i, (a, d) in enumerate(zip(flat_args, flat_in_dims)):
+        if isinstance(a, Tensor):
+            s = a.select(d, 0) if d is not None else a
+            tracer.add_input(s, i)
+            sample.append(s)
+        else:
+            sample.append(a)
+    STATE.tracer = tracer
+    try:
+        out = func(*tree_unflatten(sample, spec), **kwargs)
+    except Exception:  # noqa: BLE001 - the loop runs it again (and raises a real error)
+        STATE.tracer = None
+        tracer.undo()
+        return NOT_BATCHED
+    finally:
+        STATE.tracer = None
+    try:
+        flat_out, out_spec = tree_flatten(out)
+        if not all(isinstance(t, Tensor) for t in flat_out):
+            raise _CannotBatch
+        graph = tracer.finish(flat_out)
+    except (TraceError, _CannotBatch):
+        tracer.undo()
+        return NOT_BATCHED
+    tracer.undo()
+    del out, flat_out, sample
+    if graph.writes or graph.grad_sets or graph.bumps or any(
+            isinstance(e.op, str) and (e.op != "fill" or is_effect(e)) for e in graph.eqns):
+        return NOT_BATCHED
+    info = tracer.info
+    tracer.release()
+    inputs = {}
+    by_index = {v.source.index: v for v in graph.inputs}
+    for i, (a, d) in enumerate(zip(flat_args, flat_in_dims)):
+        v = by_index.get(i)
+        if v is not None:
+            inputs[id(v)] = Batched(move_batch_to_front(a, d), True, v.shape) if d is not None \
+                else Batched(a, False, v.shape)
+    try:
+        if chunk_size is None or chunk_size >= size:
+            values = _replay(graph, info, inputs, size)
+        else:
+            values = _replay_chunks(graph, info, inputs, size, chunk_size)
+    except _CannotBatch:
+        return NOT_BATCHED
+    return values, out_spec
+
+
+def _replay_chunks(graph, info, inputs: dict, size: int, chunk: int) -> list:
+    """The replay over batch slices of ``chunk`` elements (``vmap``'s ``chunk_size``),
+    each output's slices concatenated."""
+    from ..ops.concat import cat
+
+    parts = []
+    for start in range(0, size, chunk):
+        n = min(chunk, size - start)
+        sub = {k: Batched(v.t.narrow(0, start, n), True, v.shape) if v.batched else v
+               for k, v in inputs.items()}
+        parts.append(_replay(graph, info, sub, n))
+    return [Batched(cat([p[k].t for p in parts], 0), True, v.shape) if v.batched else v
+            for k, v in enumerate(parts[0])]
+
+
+def _replay(graph, info: dict, inputs: dict, size: int) -> list:
+    """Run ``graph``'s equations on the batch; the outputs as :class:`Batched` values."""
+    env = dict(inputs)
+    for v in graph.externals:
+        env[id(v)] = Batched(_external(v), False, v.shape)
+
+    def value(x):
+        if isinstance(x, Lit):
+            return x.value
+        if not isinstance(x, Var):
+            return x
+        got = env.get(id(x))
+        if got is None:
+            if x.kind != "const":
+                raise _CannotBatch
+            got = env[id(x)] = Batched(wrap(np.array(x.source, copy=True)), False, x.shape)
+        return got
+
+    for e in graph.eqns:
+        if isinstance(e.op, str):  # a factory's fill: the same for every element
+            env[id(e.out)] = Batched(wrap(as_array(e.impl())), False, e.out.shape)
+            continue
+        mask, tensor_params = info.get(id(e), (None, {}))
+        ins = [value(x) for x in e.ins]
+        if mask is not None:
+            ins = [Batched(v.t.detach(), v.batched, v.shape)
+                   if isinstance(v, Batched) and not keep and v.t.requires_grad else v
+                   for v, keep in zip(ins, mask)]
+        params = dict(e.params)
+        for k, var in tensor_params.items():
+            if var is not None:
+                params[k] = value(var)
+        batched = any(isinstance(v, Batched) and v.batched
+                      for v in (*ins, *params.values()))
+        if not batched:
+            operands = [v.t if isinstance(v, Batched) else v for v in ins]
+            ps = {k: v.t if isinstance(v, Batched) else v for k, v in params.items()}
+            env[id(e.out)] = Batched(run_op(e.op, operands, ps, e.cdt, e.out.dtype), False,
+                                     e.out.shape)
+            continue
+        rule = rule_for(e.op)
+        try:
+            if rule is None:
+                raise NoRule
+            res = rule(e.op, ins, params, e, size)
+        except NoRule:
+            res = loop_rule(e.op, ins, params, e, size)
+        want = (size,) + tuple(e.out.shape)
+        if tuple(res.shape) != want or res._data.dtype != np.dtype(e.out.dtype):
+            if check_ir():
+                raise AssertionError(f"vmap: the batching rule of {e.op.name} gave "
+                                     f"{res._data.dtype}{list(res.shape)}, expected "
+                                     f"{np.dtype(e.out.dtype)}{list(want)}")
+            raise _CannotBatch
+        env[id(e.out)] = Batched(res, True, e.out.shape)
+    return [value(v) for v in graph.outputs]
+
+
+def _external(v: Var) -> Tensor:
+    """A captured value's tensor (a module parameter, a closure's tensor, a leaf's .grad,
+    an optimizer's number)."""
+    src = v.source
+    if src.kind == "tensor":
+        return src.obj
+    if src.kind == "grad":
+        if src.obj._grad is None:
+            raise _CannotBatch
+        return src.obj._grad
+    if src.kind == "scalar":
+        return wrap(np.asarray(src.read([])))
+    raise _CannotBatch

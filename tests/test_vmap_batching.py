@@ -1,0 +1,375 @@
+"""``vmap`` batching by tracing (``jitgrad/func/_batch_trace.py``, ``_batch_rules.py``): the
+batched replay equals the per-element loop (``JITGRAD_VMAP=loop``) -- values and gradients --
+for every registered op's samples and for the functions users map (per-sample gradients,
+Jacobians, models), and it really batches (one trace, no per-element calls) where it should.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import ops_helpers
+
+import jitgrad
+import jitgrad.nn.functional as F
+from jitgrad.func import _batch_rules, _batch_trace, grad, vjp, vmap
+from jitgrad.ops import REGISTRY
+
+H = ops_helpers()
+F64 = np.float64
+SIZE = 3
+SCALES = (1.0, 0.9, 0.8)  # element i = sample * SCALES[i]: domains and orderings kept
+
+
+class Counter:
+    """How a vmap call ran: traces replayed, and op calls that fell back to the per-element
+    loop (by op name)."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.replays = 0
+        self.looped: list = []
+        real_replay, real_loop = _batch_trace._replay, _batch_trace.loop_rule
+
+        def replay(*a, **k):
+            self.replays += 1
+            return real_replay(*a, **k)
+
+        def loop(op, *a, **k):
+            self.looped.append(op.name)
+            return real_loop(op, *a, **k)
+
+        monkeypatch.setattr(_batch_trace, "_replay", replay)
+        monkeypatch.setattr(_batch_trace, "loop_rule", loop)
+
+
+@pytest.fixture
+def counter(monkeypatch):
+    return Counter(monkeypatch)
+
+
+def looped(monkeypatch, fn):
+    """``fn()`` with vmap running its per-element loop."""
+    monkeypatch.setenv("JITGRAD_VMAP", "loop")
+    try:
+        return fn()
+    finally:
+        monkeypatch.delenv("JITGRAD_VMAP")
+
+
+def assert_close(a, b, rtol=1e-11, atol=1e-12):
+    a = a.detach().numpy() if isinstance(a, jitgrad.Tensor) else np.asarray(a)
+    b = b.detach().numpy() if isinstance(b, jitgrad.Tensor) else np.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
+    if a.dtype.kind == "f":
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------ every op's samples
+def _op_cases():
+    return [c for c in H.case_params(sorted(REGISTRY), F64)]
+
+
+def _batched_inputs(args):
+    """Float arrays batched (scaled copies along a new dim 0), the rest shared."""
+    ins, dims = [], []
+    for a in args:
+        if isinstance(a, np.generic):
+            a = np.asarray(a)
+        if isinstance(a, np.ndarray) and a.dtype.kind == "f":
+            ins.append(jitgrad.tensor(np.stack([a * s for s in SCALES]), requires_grad=True))
+            dims.append(0)
+        elif isinstance(a, np.ndarray):
+            ins.append(jitgrad.tensor(a.copy()))
+            dims.append(None)
+        else:
+            ins.append(a)
+            dims.append(None)
+    return ins, tuple(dims)
+
+
+@pytest.mark.parametrize("name,i", _op_cases())
+def test_every_op_batches_like_the_loop(name, i, monkeypatch):
+    """Each registered op's samples, mapped over three scaled copies of their float inputs:
+    the values, and the gradients of every float input, equal the loop's."""
+    args, p = H.sample(name, i, F64)
+    if not any(isinstance(a, np.ndarray) and a.dtype.kind == "f" for a in args):
+        pytest.skip("no float input to map over")
+
+    def f(*ts):
+        out = H.call(jitgrad, name, list(ts), p)
+        return tuple(out) if isinstance(out, (tuple, list)) else out
+
+    def run():
+        ins, dims = _batched_inputs(args)
+        try:
+            out = vmap(f, in_dims=dims)(*ins)
+        except Exception as e:  # noqa: BLE001 - both paths must raise alike
+            return ins, type(e)
+        outs = out if isinstance(out, tuple) else (out,)
+        floats = [o for o in outs if o.dtype.is_floating_point and o.requires_grad]
+        if floats:
+            total = sum((o * jitgrad.linspace(0.5, 1.5, o.numel(), dtype=o.dtype)
+                         .reshape(o.shape)).sum() for o in floats)
+            try:
+                total.backward()
+            except (RuntimeError, NotImplementedError) as e:  # (not differentiable)
+                return ins, outs + (type(e),)
+        return ins, outs
+
+    ins_b, got = run()
+    ins_l, want = looped(monkeypatch, run)
+    if isinstance(want, type):
+        assert got is want
+        return
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        if isinstance(w, type):
+            assert g is w
+            continue
+        assert_close(g, w, rtol=1e-10, atol=1e-11)
+    for a, b in zip(ins_b, ins_l):
+        if isinstance(a, jitgrad.Tensor) and a.requires_grad:
+            assert (a.grad is None) == (b.grad is None), name
+            if a.grad is not None:
+                assert_close(a.grad, b.grad, rtol=1e-10, atol=1e-11)
+
+
+#: ops whose samples are replayed batched with a rule of their own, no per-element loop
+BATCHED_OPS = ["add", "mul", "tanh", "exp", "where", "clamp", "sum", "mean", "amax", "std",
+               "var", "logsumexp", "vector_norm", "softmax", "log_softmax", "cumsum",
+               "reshape", "permute", "expand", "getitem", "cat", "stack", "matmul", "addmm",
+               "max_dim", "flip", "to_dtype", "tril", "constant_pad_nd"]
+
+
+@pytest.mark.parametrize("name", BATCHED_OPS)
+def test_ops_with_rules_run_once_on_the_batch(name, counter):
+    """Their samples replay with no op falling back to the per-element loop."""
+    cases = H.samples_for(name, F64)
+    ran = 0
+    for args, p in cases:
+        if not any(isinstance(a, np.ndarray) and a.dtype.kind == "f" for a in args):
+            continue
+        ins, dims = _batched_inputs(args)
+        try:
+            vmap(lambda *ts, p=p: H.call(jitgrad, name, list(ts), p), in_dims=dims)(*ins)
+        except Exception:  # noqa: BLE001 - error samples (checked against the loop above)
+            continue
+        ran += 1
+    assert ran and counter.replays == ran
+    assert name not in counter.looped
+
+
+# ------------------------------------------------------------ per-sample gradients
+def _mlp_params(dtype=jitgrad.float64):
+    g = jitgrad.Generator().manual_seed(3)
+    return (jitgrad.randn(16, 6, generator=g, dtype=dtype),
+            jitgrad.randn(16, generator=g, dtype=dtype),
+            jitgrad.randn(4, 16, generator=g, dtype=dtype))
+
+
+def _mlp_loss(params, x, t, reduction="mean", weight=None, ignore_index=-100):
+    w1, b1, w2 = params
+    h = jitgrad.tanh(F.linear(x.unsqueeze(0), w1, b1))
+    return F.cross_entropy(F.linear(h, w2), t.unsqueeze(0), weight=weight,
+                           reduction=reduction, ignore_index=ignore_index)
+
+
+@pytest.mark.parametrize("kw", [{}, {"reduction": "sum"},
+                                {"weight": "w"}, {"ignore_index": 2}])
+def test_per_sample_gradients_of_an_mlp(kw, counter, monkeypatch):
+    """torch.func's tutorial recipe: vmap(grad(loss), in_dims=(None, 0, 0)); one replay,
+    cross-entropy's forward and backward batched by their rules."""
+    params = _mlp_params()
+    x = jitgrad.randn(10, 6, dtype=jitgrad.float64)
+    t = jitgrad.tensor([0, 1, 2, 3, 2, 1, 0, 2, 2, 3])
+    if kw.get("weight") == "w":
+        kw = {"weight": jitgrad.tensor([0.5, 1.0, 2.0, 1.5], dtype=jitgrad.float64)}
+
+    def run():
+        return vmap(grad(lambda p, a, b: _mlp_loss(p, a, b, **kw)), in_dims=(None, 0, 0))(
+            params, x, t)
+
+    got = run()
+    assert counter.replays == 1 and counter.looped == []
+    want = looped(monkeypatch, run)
+    for g, w in zip(got, want):
+        assert_close(g, w)
+    # each element's gradient is the gradient of that element's loss alone
+    one = grad(lambda p: _mlp_loss(p, x[4], t[4], **kw))(params)
+    for g, w in zip(got, one):
+        assert_close(g[4], w)
+
+
+def test_per_sample_gradients_of_a_cnn(counter, monkeypatch):
+    """conv2d, max_pool2d, flatten, linear: per-sample gradients via functional_call."""
+    from jitgrad.func import functional_call
+
+    jitgrad.manual_seed(0)
+    model = jitgrad.nn.Sequential(
+        jitgrad.nn.Conv2d(1, 4, 3), jitgrad.nn.ReLU(), jitgrad.nn.MaxPool2d(2),
+        jitgrad.nn.Flatten(), jitgrad.nn.Linear(4 * 3 * 3, 5)).double()
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    x = jitgrad.randn(6, 1, 8, 8, dtype=jitgrad.float64)
+    t = jitgrad.tensor([0, 4, 1, 3, 2, 0])
+
+    def loss(p, a, b):
+        out = functional_call(model, p, (a.unsqueeze(0),))
+        return F.cross_entropy(out, b.unsqueeze(0))
+
+    def run():
+        return vmap(grad(loss), in_dims=(None, 0, 0))(params, x, t)
+
+    got = run()
+    assert counter.replays == 1
+    want = looped(monkeypatch, run)
+    assert got.keys() == want.keys()
+    for k in got:
+        assert_close(got[k], want[k])
+
+
+def test_jacobian_rows_by_vmap_of_vjp(counter):
+    """jacrev's recipe: the vjp function mapped over the identity's rows."""
+    x = jitgrad.randn(5, dtype=jitgrad.float64)
+    w = jitgrad.randn(4, 5, dtype=jitgrad.float64)
+    _, pullback = vjp(lambda a: jitgrad.sin(w @ a) * a.sum(), x)
+    jac = vmap(pullback)(jitgrad.eye(4, dtype=jitgrad.float64))[0]
+    assert counter.replays == 1
+    want = jitgrad.autograd.functional.jacobian(lambda a: jitgrad.sin(w @ a) * a.sum(), x)
+    assert_close(jac, want)
+
+
+# ---------------------------------------------------------------- autograd through
+def test_gradients_flow_through_the_outputs_to_inputs_and_captured_tensors(monkeypatch):
+    w = jitgrad.randn(4, 3, dtype=jitgrad.float64, requires_grad=True)
+
+    def run():
+        x = jitgrad.linspace(-1, 1, 15, dtype=jitgrad.float64).reshape(5, 3).requires_grad_()
+        w.grad = None
+        y = vmap(lambda a: jitgrad.tanh(w @ a).sum() * a.norm())(x)
+        (y * jitgrad.arange(5, dtype=jitgrad.float64)).sum().backward()
+        return y, x.grad, w.grad
+
+    got = run()
+    want = looped(monkeypatch, run)
+    for g, v in zip(got, want):
+        assert_close(g, v)
+
+
+def test_detach_and_no_grad_inside_cut_the_gradient_as_in_the_loop(monkeypatch):
+    def f(a):
+        with jitgrad.no_grad():
+            s = a * 3
+        return a.detach() * a + s * a
+
+    def run():
+        x = jitgrad.randn(4, 2, dtype=jitgrad.float64, generator=jitgrad.Generator()
+                          .manual_seed(1)).requires_grad_()
+        vmap(f)(x).sum().backward()
+        return x.grad
+
+    got = run()
+    assert_close(got, looped(monkeypatch, run))
+
+
+# ---------------------------------------------------------------- dims and chunks
+@pytest.mark.parametrize("in_dims,out_dims", [(1, 0), (-1, 1), ((1, None), 0),
+                                              ((0, 0), (1, None))])
+def test_in_and_out_dims(in_dims, out_dims, monkeypatch):
+    a = jitgrad.randn(3, 4, dtype=jitgrad.float64)
+    b = jitgrad.randn(4, 3, dtype=jitgrad.float64)
+    two = isinstance(out_dims, tuple)
+
+    def f(x, y=b):
+        r = x * 2 + (y.sum() if y.dim() == 2 else y.sum())
+        return (r, y.sum() * 0 + 1) if two else r
+
+    def run():
+        if isinstance(in_dims, tuple):
+            return vmap(f, in_dims=in_dims, out_dims=out_dims)(a, b.t() if in_dims[1] == 0
+                                                              else b)
+        return vmap(f, in_dims=in_dims, out_dims=out_dims)(a)
+
+    if two:
+        with pytest.raises(ValueError, match="can not return a BatchedTensor"):
+            run()
+        return
+    got, want = run(), looped(monkeypatch, run)
+    assert_close(got, want)
+
+
+def test_an_output_that_does_not_depend_on_the_batch_is_expanded():
+    c = jitgrad.ones(2, dtype=jitgrad.float64)
+    out = vmap(lambda a: (a * 2, c + 1))(jitgrad.zeros(3, 2, dtype=jitgrad.float64))
+    assert out[1].shape == (3, 2) and np.all(out[1].numpy() == 2)
+    same = vmap(lambda a: (a * 2, c + 1), out_dims=(0, None))(jitgrad.zeros(3, 2))
+    assert same[1].shape == (2,)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 5, 100])
+def test_chunk_size_replays_slices_of_the_batch(chunk, counter, monkeypatch):
+    x = jitgrad.randn(5, 3, dtype=jitgrad.float64)
+
+    def run():
+        return vmap(lambda a: jitgrad.softmax(a, 0) @ a, chunk_size=chunk)(x)
+
+    got = run()
+    assert counter.replays == -(-5 // min(chunk, 5))
+    assert_close(got, looped(monkeypatch, run))
+
+
+# ---------------------------------------------------------------- what falls back
+def test_random_draws_run_the_loop_and_keep_randomness_semantics():
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        vmap(lambda a: a + jitgrad.rand(()))(jitgrad.zeros(3))
+    d = vmap(lambda a: a + jitgrad.rand(()), randomness="different")(jitgrad.zeros(3))
+    assert len(set(d.tolist())) == 3
+
+
+def test_in_place_writes_to_inputs_run_the_loop(counter):
+    x = jitgrad.zeros(3, 2)
+    vmap(lambda a: a.add_(1.0))(x)
+    assert counter.replays == 0
+    np.testing.assert_array_equal(x.numpy(), np.ones((3, 2)))
+
+
+def test_a_module_updating_its_buffers_runs_the_loop(counter, monkeypatch):
+    bn = jitgrad.nn.BatchNorm1d(2)
+    x = jitgrad.randn(3, 4, 2)
+
+    def run():
+        bn.running_mean.zero_()
+        out = vmap(bn)(x)
+        return out, bn.running_mean.clone()
+
+    got = run()
+    assert counter.replays == 0
+    for g, w in zip(got, looped(monkeypatch, run)):
+        assert_close(g, w)
+
+
+def test_nested_vmap_batches_the_outer_map(counter, monkeypatch):
+    x = jitgrad.randn(3, 4, 2, dtype=jitgrad.float64)
+
+    def run():
+        return vmap(vmap(lambda a: a.sum() * a))(x)
+
+    got = run()
+    assert counter.replays == 1
+    assert_close(got, looped(monkeypatch, run))
+
+
+def test_vmap_inside_compile_is_traced_as_its_loop():
+    f = jitgrad.compile(lambda x: vmap(lambda a: (a * a).sum())(x), fullgraph=True)
+    x = jitgrad.randn(4, 3)
+    assert_close(f(x), (x * x).sum(1))
+
+
+def test_unknown_ops_fall_back_per_op(counter, monkeypatch):
+    """An op with no rule runs once per element inside an otherwise batched replay."""
+    monkeypatch.delitem(_batch_rules.RULES, "softmax")
+    x = jitgrad.randn(4, 3, dtype=jitgrad.float64)
+    got = vmap(lambda a: jitgrad.softmax(a * 2, 0) + 1)(x)
+    assert counter.replays == 1 and counter.looped == ["softmax"]
+    assert_close(got, jitgrad.softmax(x * 2, 1) + 1)
