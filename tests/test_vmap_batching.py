@@ -373,3 +373,28 @@ def test_unknown_ops_fall_back_per_op(counter, monkeypatch):
     got = vmap(lambda a: jitgrad.softmax(a * 2, 0) + 1)(x)
     assert counter.replays == 1 and counter.looped == ["softmax"]
     assert_close(got, jitgrad.softmax(x * 2, 1) + 1)
+
+
+@pytest.mark.parametrize("chunk", [None, 4])
+def test_jacrev_and_hessian_batch_their_rows(chunk, counter, monkeypatch):
+    """jacrev maps its vector-Jacobian product over the identity's rows (one replay, or one
+    per chunk of rows); hessian = jacfwd(jacrev): the inner map runs as the loop the outer
+    map's trace batches. Both equal the per-row loop."""
+    from jitgrad.func import hessian, jacrev
+
+    w = jitgrad.randn(6, 5, dtype=jitgrad.float64)
+    x = jitgrad.randn(5, dtype=jitgrad.float64)
+
+    def f(a):
+        return jitgrad.tanh(w @ a) * a.sum()
+
+    got = jacrev(f, chunk_size=chunk)(x)
+    assert counter.replays == (1 if chunk is None else 2)
+    assert_close(got, looped(monkeypatch, lambda: jacrev(f)(x)))
+
+    def g(a):
+        return (jitgrad.tanh(w @ a) ** 2).sum()
+
+    got = hessian(g)(x)
+    assert_close(got, looped(monkeypatch, lambda: hessian(g)(x)), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got.numpy(), got.numpy().T, rtol=1e-10, atol=1e-12)

@@ -393,12 +393,14 @@ def jacrev(func: Callable[..., Any], argnums: argnums_t = 0, *, has_aux: bool = 
            chunk_size: int | None = None,
            _preallocate_and_copy: bool = False) -> Callable[..., Any]:
     """The Jacobian of ``func`` with respect to argument(s) ``argnums``, in reverse mode
-    (``torch.func.jacrev``): one backward pass per output element.
+    (``torch.func.jacrev``): the vector-Jacobian product mapped over the identity's rows
+    with :func:`vmap` -- one backward pass traced, replayed on every row at once (where
+    ``vmap`` cannot batch it, one backward pass per output element).
 
     For an output of shape ``O`` and an argument of shape ``I`` the Jacobian has shape
     ``O + I``; several outputs or arguments (or nested containers) give the nested
-    structure PyTorch's has (outputs outside, arguments inside). ``chunk_size`` is accepted
-    (rows are computed one at a time anyway).
+    structure PyTorch's has (outputs outside, arguments inside). ``chunk_size``: rows per
+    batched replay (``vmap``'s, bounding memory).
 
     >>> import jitgrad
     >>> from jitgrad.func import jacrev
@@ -411,7 +413,8 @@ def jacrev(func: Callable[..., Any], argnums: argnums_t = 0, *, has_aux: bool = 
 
     @functools.wraps(func)
     def wrapper(*args: Any) -> Any:
-        return _jacobian(func, argnums, has_aux, args, "vjp(f, *primals)", forward=False)
+        return _jacobian(func, argnums, has_aux, args, "vjp(f, *primals)", forward=False,
+                         chunk_size=chunk_size)
     return wrapper
 
 
@@ -421,8 +424,9 @@ def jacfwd(func: Callable[..., Any], argnums: argnums_t = 0, has_aux: bool = Fal
     (``torch.func.jacfwd``): the same values, shapes and nesting as :func:`jacrev`.
 
     jitgrad has no forward-mode AD: this computes the Jacobian by rows in reverse mode too
-    (one forward pass and one backward pass per output element) -- for functions with many
-    more outputs than inputs that is slower than PyTorch's forward mode. ``randomness``:
+    (one forward pass, and the backward pass batched over the output elements as in
+    :func:`jacrev`) -- for functions with many more outputs than inputs that does more work
+    than PyTorch's forward mode. ``randomness``:
     ``'error'`` (the default) raises vmap's error when ``func`` draws random numbers;
     ``'same'`` / ``'different'`` allow it (``func`` runs once, so every column sees the
     same draw).
@@ -460,7 +464,8 @@ def hessian(func: Callable[..., Any], argnums: argnums_t = 0) -> Callable[..., A
     return jacfwd(jacrev(func, argnums), argnums)
 
 
-def _jacobian_rows(o: Tensor, inputs: list, keep: bool) -> list:
+def _jacobian_rows(o: Tensor, inputs: list, keep: bool, chunk_size: int | None = None
+                   ) -> list:
     """Per input, the rows of ``o``'s Jacobian stacked (``o.numel()`` first), or None when
     ``o`` has no element or does not require grad: the vector-Jacobian product mapped over
     the identity's rows with :func:`vmap` (as ``torch.func.jacrev``), so one traced backward
@@ -477,10 +482,11 @@ def _jacobian_rows(o: Tensor, inputs: list, keep: bool) -> list:
 
     from ..creation import eye
 
-    return list(vmap(row)(eye(n, dtype=o.dtype, device=o.device)))
+    return list(vmap(row, chunk_size=chunk_size)(eye(n, dtype=o.dtype, device=o.device)))
 
 
-def _jacobian(func, argnums, has_aux: bool, args: tuple, api: str, forward: bool):
+def _jacobian(func, argnums, has_aux: bool, args: tuple, api: str, forward: bool,
+              chunk_size: int | None = None):
     argnums = _normalize_argnums(argnums, len(args))
     diff = _slice_argnums(args, argnums)
     primals = (diff,) if isinstance(argnums, int) else diff
@@ -501,7 +507,7 @@ def _jacobian(func, argnums, has_aux: bool, args: tuple, api: str, forward: bool
     keep = level.needs_graph(flat_out)
     per_output = []
     for o in flat_out:
-        rows = _jacobian_rows(o, level.fresh, keep)
+        rows = _jacobian_rows(o, level.fresh, keep, chunk_size)
         jacs = []
         for r, p in zip(rows, level.fresh):
             shape = tuple(o.shape) + tuple(p.shape)

@@ -332,6 +332,24 @@ def test_indexing_with_a_tensor_value_is_a_graph_break_never_a_frozen_index():
     assert g(jg.tensor([0.0, 7.0, 0.0])).item() == 14
 
 
+@pytest.mark.parametrize("weight", [None, [1.0, 2.0, 3.0]])
+def test_label_smoothing_mean_divides_by_each_batch_s_targets(weight):
+    """cross_entropy(label_smoothing=, reduction='mean') divides the smoothing term by the
+    summed weights of the targets kept: once a number read from the first call's targets
+    (a plan divided by it at every call), now computed with ops."""
+    w = None if weight is None else jg.tensor(weight)
+
+    def f(x, t):
+        return jg.nn.functional.cross_entropy(x, t, weight=w, label_smoothing=0.1,
+                                              ignore_index=0)
+
+    x = jg.tensor(np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32))
+    cf = jg.compile(f, fullgraph=True)
+    for t in ([0, 1, 2, 1], [0, 0, 0, 1], [2, 2, 1, 0]):
+        t = jg.tensor(t)
+        np.testing.assert_allclose(cf(x, t).item(), f(x, t).item(), rtol=1e-6)
+
+
 def test_literal_params_fold_in_generated_kernels(rng):
     """Op params are literals in fused kernels: ``x ** 2`` becomes ``x * x`` (forward and
     ``pow_backward``'s ``exponent - 1``), other fast-path exponents their sqrt/reciprocal

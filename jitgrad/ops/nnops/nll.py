@@ -369,12 +369,11 @@ def _smoothing_term(logp, target, weight, reduction, ignore_index, cdim) -> Tens
         return smooth
     if reduction == "sum":
         return smooth.sum()
-    keep = target._data != ignore_index
-    if weight is None:
-        denom = float(keep.sum())
-    else:
-        denom = float(weight._data[target._data[keep]].astype(np.float64).sum())
-    return smooth.sum() / denom
+    # the mean's divisor: the summed weights of the targets kept (their count without
+    # weights), computed with ops -- a number read from the targets here would be frozen
+    # into a compiled plan, which then divided by the first batch's count at every call
+    minus_one = full(logp._data.shape, -1.0, dtype=logp.dtype, device=logp.device)
+    return smooth.sum() / _nll(minus_one, target, weight, "sum", ignore_index)
 
 
 @api(LOG_SOFTMAX, NLL_LOSS)
