@@ -141,12 +141,14 @@ class Tracer:
                 return v
             return v
         if id(arr) in self.untraced:
-            raise TraceError(
+            # a graph break: the call (already eager up to here) finishes eagerly
+            self._stop(GraphBreak, (
                 f"{user_location()}: a tensor of shape {list(arr.shape)} was computed by an "
                 "operation jitgrad.compile cannot trace (for example NumPy code on .numpy() "
-                "data, argmax/nonzero or a custom Function's non-tensor code); compute it "
-                "with jitgrad ops, or pass it in as an argument"
-            )
+                "data, nonzero/unique or a custom Function's non-tensor code); compute it "
+                "with jitgrad ops, or pass it in as an argument (a graph break: the call "
+                "runs eagerly; fullgraph=True raises)"))
+            return self._new_var(arr, "op")
         src = Source("tensor", obj=t, name=self.names.get(id(t)) or
                      f"captured{len(self.graph.externals)}")
         return self._add_external(arr, src)

@@ -237,6 +237,11 @@ def test_untraceable_values_are_an_error(rng):
 
     with pytest.raises(TraceError):
         jg.compile(g, fullgraph=True)(jg.tensor([1.0, 3.0]))
+    # without fullgraph: a graph break, the call and those like it run eagerly
+    cg = jg.compile(g)
+    with pytest.warns(UserWarning, match="cannot trace"):
+        np.testing.assert_array_equal(cg(jg.tensor([1.0, 3.0])).numpy(), [2.0, 4.0])
+    np.testing.assert_array_equal(cg(jg.tensor([3.0, 1.0])).numpy(), [3.0, 1.0])
 
 
 def test_random_factories_draw_anew_each_call():
