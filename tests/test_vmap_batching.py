@@ -398,3 +398,32 @@ def test_jacrev_and_hessian_batch_their_rows(chunk, counter, monkeypatch):
     got = hessian(g)(x)
     assert_close(got, looped(monkeypatch, lambda: hessian(g)(x)), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(got.numpy(), got.numpy().T, rtol=1e-10, atol=1e-12)
+
+
+def test_model_ensemble_with_stacked_weights(counter, monkeypatch):
+    """torch.func's ensembling recipe: stack_module_state, then vmap(functional_call,
+    in_dims=(0, 0, None)) -- per-model weights batched through linear and layer_norm (its
+    affine part applied per model), one replay and no per-element op."""
+    from jitgrad.func import functional_call, stack_module_state
+
+    jitgrad.manual_seed(0)
+    models = [jitgrad.nn.Sequential(jitgrad.nn.Linear(6, 8), jitgrad.nn.GELU(),
+                                    jitgrad.nn.LayerNorm(8), jitgrad.nn.Linear(8, 3)).double()
+              for _ in range(4)]
+    params, buffers = stack_module_state(models)
+    x = jitgrad.randn(5, 6, dtype=jitgrad.float64)
+
+    def run():
+        out = vmap(lambda p, b, a: functional_call(models[0], (p, b), (a,)),
+                   in_dims=(0, 0, None))(params, buffers, x)
+        out.pow(2).sum().backward()
+        return [out] + [params[k].grad.clone() for k in sorted(params)]
+
+    got = run()
+    assert counter.replays == 1 and counter.looped == []
+    for p in params.values():
+        p.grad = None
+    want = looped(monkeypatch, run)
+    for g, w in zip(got, want):
+        assert_close(g, w)
+    assert_close(got[0][2], models[2](x))

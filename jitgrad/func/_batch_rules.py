@@ -423,16 +423,31 @@ def _fold_batch(op, ins, params, eq, size):
 
 @rule("layer_norm", "layer_norm_backward")
 def _layer_norm(op, ins, params, eq, size):
-    """Normalised over the last dims: the batch dim is one more leading dim, as long as
-    the weight and bias are the same for every element."""
-    if any(isinstance(v, Batched) and v.batched for v in ins[2 if op.name ==
-                                                            "layer_norm_backward" else 1:]):
-        raise NoRule
-    operands = [v.t if isinstance(v, Batched) else v for v in ins]
-    if op.name == "layer_norm_backward":
-        operands[0] = _expanded(ins[0], size)
-        operands[1] = _expanded(ins[1], size)
-    return run_op(op, operands, params, eq.cdt, eq.out.dtype)
+    """Normalised over the last dims: the batch dim is one more leading dim. A weight or bias
+    that differs per element (an ensemble's) is applied after an unscaled normalisation
+    (forward: ``x_hat * w + b``; backward: the normalisation's backward of ``g * w``)."""
+    rank = len(eq.out.shape)
+    if op.name == "layer_norm":
+        x, w, b = ins
+        own = [v for v in (w, b) if isinstance(v, Batched) and v.batched]
+        if not own:
+            return run_op(op, [x.t, _plain(w), _plain(b)], params, eq.cdt, eq.out.dtype)
+        y = run_op(op, [_expanded(x, size), None, None], params, eq.cdt, eq.out.dtype)
+        if isinstance(w, Batched):
+            y = y * (_padded(w, rank) if w.batched else w.t)
+        if isinstance(b, Batched):
+            y = y + (_padded(b, rank) if b.batched else b.t)
+        return y
+    g, x, w = ins
+    g = _expanded(g, size)
+    if isinstance(w, Batched) and w.batched:
+        g, w = g * _padded(w, rank), None
+    return run_op(op, [g, _expanded(x, size), _plain(w)], params, eq.cdt, eq.out.dtype)
+
+
+def _plain(v):
+    """An operand that is the same for every element (or None), as the op takes it."""
+    return v.t if isinstance(v, Batched) else v
 
 
 @rule("embedding")

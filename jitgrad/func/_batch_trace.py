@@ -51,7 +51,10 @@ class _CannotBatch(Exception):
 
 class _BatchTracer(Tracer):
     """The compile tracer, also noting per equation which inputs carried gradient and which
-    params are traced tensors (max's indices: a value of the graph, batched like one)."""
+    params are traced tensors (max's indices: a value of the graph, batched like one).
+    Element-wise ops run their eager kernels: the batched replay runs the same ones."""
+
+    eager_kernels = True
 
     def __init__(self, name: str) -> None:
         super().__init__(name=name)

@@ -49,6 +49,14 @@ def use_kernels() -> bool:
     return _TRACE.tracer is None
 
 
+def _elementwise_kernels() -> bool:
+    """:func:`use_kernels` for :func:`run`'s element-wise kernels, which also run under a
+    tracer whose graph eager ops replay (``vmap``'s: the replay runs the same kernels, and
+    some references are slow -- ``np.vectorize`` of ``math.erf``)."""
+    tr = _TRACE.tracer
+    return tr is None or tr.eager_kernels
+
+
 def kernel_fn(op: OpDef, cdt, patterns: tuple, mode: str, odt, into: bool = False):
     """The loaded kernel (Numba dispatcher) of ``op`` for this layout (cached); ``into``:
     the variant writing its result into its first operand."""
@@ -174,7 +182,7 @@ def run(op: OpDef, operands: tuple, params, cdt, odt) -> np.ndarray:
         from ..cuda.launch import elementwise
 
         return elementwise(op, operands, params, cdt, odt)
-    if op.expr is None or (cdt != _F32 and cdt != _F64) or not use_kernels():
+    if op.expr is None or (cdt != _F32 and cdt != _F64) or not _elementwise_kernels():
         return _run_numpy(op, operands, params, odt)
     cdt = _F32 if cdt == _F32 else _F64
     arrays = [x for x in operands if type(x) is _ndarray]

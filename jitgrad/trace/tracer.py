@@ -74,6 +74,10 @@ def user_location() -> str:
 class Tracer:
     """Records one call of a function into a :class:`Graph`."""
 
+    eager_kernels = False
+    """Whether ops run their eager kernels while traced (else their NumPy references:
+    ``ops.eager_kernels.use_kernels``)."""
+
     def __init__(self, name: str = "graph", names: dict | None = None) -> None:
         self.graph = Graph(name=name)
         self.names = names or {}              # id(tensor) -> a readable name
