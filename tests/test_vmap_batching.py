@@ -349,21 +349,57 @@ def test_a_module_updating_its_buffers_runs_the_loop(counter, monkeypatch):
         assert_close(g, w)
 
 
-def test_nested_vmap_batches_the_outer_map(counter, monkeypatch):
+def test_nested_vmap_batches_both_maps(counter, monkeypatch):
+    """The inner vmap runs inside the outer one's trace: its replay is what that trace
+    records, and the outer replay batches it again (no per-element op)."""
     x = jitgrad.randn(3, 4, 2, dtype=jitgrad.float64)
 
     def run():
         return vmap(vmap(lambda a: a.sum() * a))(x)
 
     got = run()
-    assert counter.replays == 1
+    assert counter.replays == 2 and counter.looped == []
     assert_close(got, looped(monkeypatch, run))
 
 
-def test_vmap_inside_compile_is_traced_as_its_loop():
-    f = jitgrad.compile(lambda x: vmap(lambda a: (a * a).sum())(x), fullgraph=True)
-    x = jitgrad.randn(4, 3)
-    assert_close(f(x), (x * x).sum(1))
+def test_vmap_inside_compile_is_one_batched_graph():
+    """compile(vmap(f)): the plan holds f's ops once, batched -- not once per element --
+    and gives eager's values."""
+    f = jitgrad.compile(lambda x: vmap(lambda a: (a * a).sum() * a)(x), fullgraph=True)
+    for n in (4, 40):
+        x = jitgrad.randn(n, 3)
+        assert_close(f(x), (x * x).sum(1, keepdim=True) * x, rtol=1e-6, atol=1e-6)
+        assert len(f.lower(x).graph.splitlines()) < 10  # (the graph's text)
+
+
+def test_compiled_per_sample_gradients_follow_python_state(monkeypatch):
+    """The function vmap traces inside a compiled one is still watched by compile's
+    guards: a number it reads changes, the plan retraces (never a stale result); a value
+    escaping inside it is a graph break of the compiled call."""
+    params = _mlp_params()
+    x = jitgrad.randn(6, 6, dtype=jitgrad.float64)
+    t = jitgrad.tensor([0, 1, 2, 3, 2, 1])
+    scale = [1.0]
+
+    def loss(p, a, b):
+        return _mlp_loss(p, a, b) * scale[0]
+
+    f = jitgrad.compile(lambda p, a, b: vmap(grad(loss), in_dims=(None, 0, 0))(p, a, b))
+    for s in (1.0, 1.0, 3.0):
+        scale[0] = s
+        got = f(params, x, t)
+        want = vmap(grad(loss), in_dims=(None, 0, 0))(params, x, t)
+        for g, w in zip(got, want):
+            assert_close(g, w, rtol=1e-10, atol=1e-12)
+
+    def escapes(a):
+        return a * 2 if a.sum().item() > 0 else -a
+
+    h = jitgrad.compile(lambda a: vmap(escapes)(a))
+    a = jitgrad.tensor([[1.0, 2.0], [-3.0, 1.0]])
+    with pytest.warns(UserWarning, match="eagerly"):
+        np.testing.assert_array_equal(h(a).numpy(), [[2, 4], [3, -1]])
+    np.testing.assert_array_equal(h(-a).numpy(), [[1, 2], [6, -2]])
 
 
 def test_unknown_ops_fall_back_per_op(counter, monkeypatch):
@@ -378,8 +414,8 @@ def test_unknown_ops_fall_back_per_op(counter, monkeypatch):
 @pytest.mark.parametrize("chunk", [None, 4])
 def test_jacrev_and_hessian_batch_their_rows(chunk, counter, monkeypatch):
     """jacrev maps its vector-Jacobian product over the identity's rows (one replay, or one
-    per chunk of rows); hessian = jacfwd(jacrev): the inner map runs as the loop the outer
-    map's trace batches. Both equal the per-row loop."""
+    per chunk of rows); hessian = jacfwd(jacrev): the inner map's replay is recorded by the
+    outer map's trace and batched again. Both equal the per-row loop."""
     from jitgrad.func import hessian, jacrev
 
     w = jitgrad.randn(6, 5, dtype=jitgrad.float64)

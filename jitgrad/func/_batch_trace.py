@@ -27,7 +27,7 @@ import numpy as np
 from ..autograd import grad_mode
 from ..config import check_ir
 from ..devices import as_array
-from ..tensor import Tensor, wrap
+from ..tensor import Tensor, alias, wrap
 from ..trace.ir import Lit, Var, is_effect
 from ..trace.state import STATE
 from ..trace.tracer import TraceError, Tracer
@@ -49,6 +49,12 @@ class _CannotBatch(Exception):
     """The traced call cannot be replayed on the batch."""
 
 
+def _resumed(outer):
+    """The tracer to restore after the inner trace: the outer one, unless a graph break
+    stopped it meanwhile (its call then finishes eagerly)."""
+    return outer if outer is not None and outer.escaped is None else None
+
+
 class _BatchTracer(Tracer):
     """The compile tracer, also noting per equation which inputs carried gradient and which
     params are traced tensors (max's indices: a value of the graph, batched like one).
@@ -56,8 +62,9 @@ class _BatchTracer(Tracer):
 
     eager_kernels = True
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, outer=None) -> None:
         super().__init__(name=name)
+        self.outer = outer  # the trace this one runs inside, or None
         self.info: dict = {}  # id(Eqn) -> (grad mask, {param name: Var})
 
     def on_op(self, op, out, inputs, params, cdt=None) -> None:
@@ -76,29 +83,41 @@ def batched_call(func, flat_args: list, flat_in_dims: list, spec, kwargs: dict, 
                  chunk_size: int | None):
     """``func`` mapped over ``size`` elements by one trace and one batched replay: the
     flattened outputs as :class:`Batched` values and their tree spec, or
-    :data:`NOT_BATCHED`."""
+    :data:`NOT_BATCHED`.
+
+    Inside another trace (``jitgrad.compile``'s, an outer ``vmap``'s) the element's trace
+    runs on a tracer of its own, nested in that one (``outer``: compile's observer of
+    Python state still sees the function's code, and a graph break there ends both), and
+    the replay runs under the outer tracer, which records the batched ops -- a compiled
+    ``vmap`` is one batched graph, not one copy of the function per element."""
     from ._pytree import tree_unflatten
 
-    if STATE.tracer is not None:  # inside jitgrad.compile or an outer vmap's trace: the
-        return NOT_BATCHED       # loop's ops are what that trace records
-    tracer = _BatchTracer(getattr(func, "__name__", "vmapped"))
+    outer = STATE.tracer
+    tracer = _BatchTracer(getattr(func, "__name__", "vmapped"), outer)
+    STATE.tracer = None  # (the element's slices are the inner trace's inputs only)
     sample = []
-    for i, (a, d) in enumerate(zip(flat_args, flat_in_dims)):
-        if isinstance(a, Tensor):
-            s = a.select(d, 0) if d is not None else a
-            tracer.add_input(s, i)
-            sample.append(s)
-        else:
-            sample.append(a)
+    try:
+        for i, (a, d) in enumerate(zip(flat_args, flat_in_dims)):
+            if isinstance(a, Tensor):
+                s = a.select(d, 0) if d is not None else a
+                tracer.add_input(s, i)
+                sample.append(s)
+            else:
+                sample.append(a)
+    finally:
+        STATE.tracer = outer
     STATE.tracer = tracer
     try:
         out = func(*tree_unflatten(sample, spec), **kwargs)
     except Exception:  # noqa: BLE001 - the loop runs it again (and raises a real error)
-        STATE.tracer = None
+        STATE.tracer = _resumed(outer)
         tracer.undo()
         return NOT_BATCHED
-    finally:
-        STATE.tracer = None
+    broke = STATE.tracer is not tracer  # the outer trace stopped (a graph break)
+    STATE.tracer = _resumed(outer)
+    if broke:
+        tracer.undo()
+        return NOT_BATCHED
     try:
         flat_out, out_spec = tree_flatten(out)
         if not all(isinstance(t, Tensor) for t in flat_out):
@@ -112,6 +131,8 @@ def batched_call(func, flat_args: list, flat_in_dims: list, spec, kwargs: dict, 
     if graph.writes or graph.grad_sets or graph.bumps or any(
             isinstance(e.op, str) and (e.op != "fill" or is_effect(e)) for e in graph.eqns):
         return NOT_BATCHED
+    if outer is not None and any(v.source.kind != "tensor" for v in graph.externals):
+        return NOT_BATCHED  # (a .grad or a number read: the outer trace must see the read)
     info = tracer.info
     tracer.release()
     inputs = {}
@@ -161,12 +182,13 @@ def _replay(graph, info: dict, inputs: dict, size: int) -> list:
         if got is None:
             if x.kind != "const":
                 raise _CannotBatch
-            got = env[id(x)] = Batched(wrap(np.array(x.source, copy=True)), False, x.shape)
+            got = env[id(x)] = Batched(_constant(np.array(x.source, copy=True)), False,
+                                       x.shape)
         return got
 
     for e in graph.eqns:
         if isinstance(e.op, str):  # a factory's fill: the same for every element
-            env[id(e.out)] = Batched(wrap(as_array(e.impl())), False, e.out.shape)
+            env[id(e.out)] = Batched(_filled(e), False, e.out.shape)
             continue
         mask, tensor_params = info.get(id(e), (None, {}))
         ins = [value(x) for x in e.ins]
@@ -202,6 +224,22 @@ def _replay(graph, info: dict, inputs: dict, size: int) -> list:
             raise _CannotBatch
         env[id(e.out)] = Batched(res, True, e.out.shape)
     return [value(v) for v in graph.outputs]
+
+
+def _constant(arr) -> Tensor:
+    """A constant of the traced graph as a tensor (a constant of the outer trace, if any)."""
+    t = alias(arr)
+    if STATE.tracer is not None:
+        STATE.tracer.on_constant(t)
+    return t
+
+
+def _filled(e) -> Tensor:
+    """A factory's value, made again (a fill the outer trace, if any, records as one)."""
+    t = alias(as_array(e.impl()))
+    if STATE.tracer is not None:
+        STATE.tracer.on_generated(t, e.op, e.impl)
+    return t
 
 
 def _external(v: Var) -> Tensor:

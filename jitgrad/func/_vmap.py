@@ -303,7 +303,7 @@ def _finish_batched(func, got: tuple, out_dims: out_dims_t, size: int) -> Any:
                                  "when out_dim is None")
             res.append(v.t)
         elif v.batched:
-            res.append(v.t.movedim(0, d))
+            res.append(v.t if d in (0, -v.t.dim()) else v.t.movedim(0, d))
         else:
             u = v.t.unsqueeze(d)
             shape = list(u.shape)

@@ -199,6 +199,17 @@ def _outside_mutable(v) -> bool:
     return True
 
 
+def _nested_in(tracer, target) -> bool:
+    """Whether ``tracer`` runs inside ``target``'s trace (``vmap``'s trace of one element
+    in a compiled function: the function's code is still the compiled call's)."""
+    tr = getattr(tracer, "outer", None)
+    while tr is not None:
+        if tr is target:
+            return True
+        tr = getattr(tr, "outer", None)
+    return False
+
+
 class Observer:
     """Installed around one traced call (a context manager); see the module docstring.
 
@@ -235,7 +246,8 @@ class Observer:
 
     # ----------------------------------------------------------------------- events
     def _on_call(self, frame, event, arg):
-        if _TRACE.tracer is not self.tracer:
+        tr = _TRACE.tracer
+        if tr is not self.tracer and not _nested_in(tr, self.tracer):
             return None
         code = frame.f_code
         if not _is_user_code(code):
