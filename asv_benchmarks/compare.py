@@ -718,11 +718,13 @@ def cnn_impls(jg, batch: int):
 
 
 def per_sample_impls(jg, batch: int):
-    """Per-sample gradients of the MLP (``vmap(grad(loss))``): jitgrad's batched vmap, its
-    per-element loop and a Python loop of ``grad`` calls; torch.func's vmap and loop. Checked
-    on the gradient of the first layer's weight, against jitgrad's loop."""
+    """Per-sample gradients of the MLP (``vmap(grad(loss))``): jitgrad's batched vmap, the
+    same under ``jitgrad.compile``, its per-element loop and a Python loop of ``grad`` calls;
+    torch.func's vmap and loop. Checked on the gradient of the first layer's weight, against
+    jitgrad's loop."""
     tw = workloads("training_workloads")
     impls = {"jitgrad_vmap": tw.per_sample_grads(jg, batch, "vmap"),
+             "jitgrad_vmap_compiled": tw.per_sample_grads(jg, batch, "compiled"),
              "jitgrad_vmap_loop": tw.per_sample_grads(jg, batch, "loop"),
              "jitgrad_for_grad": tw.per_sample_grads(jg, batch, "for")}
     torch = optional("torch")

@@ -402,3 +402,19 @@ class OptimizerStep:
 
     def time_step(self, optimizer, mode):
         self.step()
+
+
+class PerSampleGrads:
+    """Per-sample gradients of the MLP, ``vmap(grad(loss), in_dims=(None, 0, 0))`` (torch.func's
+    recipe): batched by tracing, the same compiled, and vmap's per-element loop."""
+
+    params = [[64, 256], ["vmap", "compiled", "loop"]]
+    param_names = ["batch", "mode"]
+    quick_params = [[8], ["vmap", "compiled", "loop"]]
+
+    def setup(self, batch, mode):
+        self.run = tw.per_sample_grads(jitgrad, batch, mode)
+        self.run()  # compiled: trace and build
+
+    def time_per_sample_grads(self, batch, mode):
+        self.run()

@@ -326,9 +326,10 @@ def optimizer_step(lib, name: str, **options):
 def per_sample_grads(lib, batch: int, mode: str):
     """torch.func's per-sample-gradient recipe on the MLP: ``vmap(grad(loss), in_dims=(None,
     0, 0))(params, x, y)``, each element's loss that of a batch of one. ``lib`` is jitgrad
-    or torch; ``mode`` "vmap" (jitgrad: one trace, a batched replay), "loop" (jitgrad's
-    per-element loop, ``JITGRAD_VMAP=loop``) or "for" (a Python loop of ``grad`` calls, what
-    a user writes without vmap). Returns ``run() -> tuple of per-sample gradients``."""
+    or torch; ``mode`` "vmap" (jitgrad: one trace, a batched replay), "compiled" (the vmap
+    under ``lib.compile``), "loop" (jitgrad's per-element loop, ``JITGRAD_VMAP=loop``) or
+    "for" (a Python loop of ``grad`` calls, what a user writes without vmap). Returns
+    ``run() -> tuple of per-sample gradients``."""
     x, y, params = mlp_data(batch)
     xt, yt = lib.from_numpy(x), lib.from_numpy(y)
     ps = tuple(lib.from_numpy(np.ascontiguousarray(p.T) if p.ndim == 2 else p.copy())
@@ -358,4 +359,7 @@ def per_sample_grads(lib, batch: int, mode: str):
             finally:
                 del os.environ["JITGRAD_VMAP"]
         return run
+    if mode == "compiled":
+        compiled = lib.compile(per_sample)
+        return lambda: compiled(ps, xt, yt)
     return lambda: per_sample(ps, xt, yt)
