@@ -390,17 +390,72 @@ def _folded_shape(shape, size: int) -> tuple:
     return (size * shape[0],) + tuple(shape[1:])
 
 
-@rule("conv2d", "conv2d_backward_input", "max_pool2d", "max_pool2d_indices",
+def _to_channels(v: Batched, size: int) -> Tensor:
+    """A (B, N, C, ...) value as (N, B*C, ...): each element's channels a group of their own."""
+    t = _expanded(v, size)
+    n, c = v.shape[0], v.shape[1]
+    return t.movedim(0, 1).reshape((n, size * c) + tuple(v.shape[2:]))
+
+
+def _from_channels(t: Tensor, size: int) -> Tensor:
+    """(N, B*C, ...) back to (B, N, C, ...)."""
+    n, bc = t.shape[0], t.shape[1]
+    return t.reshape((n, size, bc // size) + tuple(t.shape[2:])).movedim(1, 0)
+
+
+def _stacked_weight(v: Batched, size: int) -> Tensor:
+    """A per-element weight (B, O, I/g, kh, kw) as (B*O, I/g, kh, kw)."""
+    return _expanded(v, size).reshape((size * v.shape[0],) + tuple(v.shape[1:]))
+
+
+@rule("conv2d", "conv2d_backward_input", "conv2d_backward_weight")
+def _conv(op, ins, params, eq, size):
+    """Convolutions whose weight (or, for the weight's gradient, whose result) differs per
+    element -- per-sample gradients, ensembles: the batch becomes ``size`` times the groups,
+    each element's channels a group (functorch's and Opacus's rule). With one weight for the
+    whole batch, the batch folds into N instead."""
+    first = ins[0]
+    if len(first.shape) != 4:
+        raise NoRule
+    if op.name != "conv2d_backward_weight" and not any(
+            isinstance(v, Batched) and v.batched for v in ins[1:]):
+        return _fold_batch(op, ins, params, eq, size)
+    p = dict(params, groups=params["groups"] * size)
+    if op.name == "conv2d":
+        x, w, b = ins
+        bias = None if not isinstance(b, Batched) else (
+            _expanded(b, size).reshape((size * b.shape[0],)))
+        out = run_op(op, [_to_channels(x, size), _stacked_weight(w, size), bias], p,
+                     eq.cdt, eq.out.dtype)
+        return _from_channels(out, size)
+    if op.name == "conv2d_backward_input":
+        g, w = ins
+        out = run_op(op, [_to_channels(g, size), _stacked_weight(w, size)], p, eq.cdt,
+                     eq.out.dtype)
+        return _from_channels(out, size)
+    g, x = ins  # the weight's gradient: (B*O, I/g, kh, kw), each element's block in order
+    out = run_op(op, [_to_channels(g, size), _to_channels(x, size)], p, eq.cdt,
+                 eq.out.dtype)
+    return out.reshape((size,) + tuple(eq.out.shape))
+
+
+@rule("conv2d_backward_bias")
+def _conv_bias_grad(op, ins, params, eq, size):
+    """The bias gradient, the output gradient summed over samples and pixels: per element,
+    over all but the batch and channel dims."""
+    (g,) = ins
+    if len(g.shape) != 4:
+        raise NoRule
+    return g.t.sum((1, 3, 4))
+
+
+@rule("max_pool2d", "max_pool2d_indices",
       "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward", "adaptive_avg_pool2d",
       "adaptive_avg_pool2d_backward")
 def _fold_batch(op, ins, params, eq, size):
-    """Ops over a leading sample dim N: the batch folds into N. Their other inputs (a conv's
-    weight) must be the same for every element."""
-    first = ins[0]
-    if len(first.shape) != 4 or op.name == "conv2d" and any(
-            isinstance(v, Batched) and v.batched for v in ins[1:]):
-        raise NoRule
-    if op.name == "conv2d_backward_input" and ins[1].batched:
+    """Ops over a leading sample dim N: the batch folds into N (a conv's weight is the same
+    for every element here: :func:`_conv`)."""
+    if len(ins[0].shape) != 4:
         raise NoRule
     operands = []
     for k, v in enumerate(ins):
