@@ -13,6 +13,7 @@ from .random import rng
 from .shapes import as_shape
 from .tensor import Tensor, wrap
 from .trace.state import STATE as _TRACE
+from .trace.tracer import needs_value
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
            "arange", "linspace", "logspace", "rand", "randn", "randint", "randperm",
@@ -66,6 +67,7 @@ def _infer_dtype(data) -> np.dtype:
 
 def _to_nested(data):
     if isinstance(data, Tensor):
+        needs_value(data, "building a tensor from a tensor's values (tensor([a[0], ...]))")
         return data._data
     if isinstance(data, (list, tuple)):
         return [_to_nested(x) for x in data]
@@ -75,6 +77,7 @@ def _to_nested(data):
 def _array_from_data(data, dtype) -> np.ndarray:
     """A fresh C-contiguous array for ``jitgrad.tensor(data, dtype=...)``."""
     if isinstance(data, Tensor):
+        needs_value(data, "building a tensor from a tensor's values (tensor(t))")
         arr = data._data
         np_dt = arr.dtype if dtype is None else dtypes.to_dtype(dtype).np
         return np.array(arr, dtype=np_dt, copy=True, order="C")

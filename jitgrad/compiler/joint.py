@@ -37,7 +37,7 @@ def speculation_blocker(graph: Graph, grad_info, out_sizes: list, aliases, escap
     if any(e.op == "random" for e in graph.eqns):
         return "the call draws random numbers"
     if any(is_effect(e) for e in graph.eqns):
-        return "the call runs collectives"
+        return "the call runs effects (collectives, value checks)"
     if escaped:
         return "outside state keeps arrays the call made"
     if aliases[0] and any(r is not None for r in aliases[0]):

@@ -12,8 +12,9 @@ from functools import total_ordering
 import jitgrad
 import jitgrad.nn.functional as F
 
-from ..ops.truth_reductions import any_true
+from ..devices import array_namespace
 from ..tensor import Tensor
+from ..trace.effects import run_check
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
@@ -177,11 +178,19 @@ def _kl_beta_beta(p: Beta, q: Beta) -> Tensor:
     return t1 - t2 + t3 + t4 + t5
 
 
+def _any(a) -> bool:
+    return bool(array_namespace(a).any(a))
+
+
+def _binomial_counts_error() -> Exception:
+    return NotImplementedError("KL between Binomials where q.total_count > p.total_count is "
+                               "not implemented")
+
+
 @register_kl(Binomial, Binomial)
 def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
-    if any_true(p.total_count < q.total_count):
-        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count "
-                                  "is not implemented")
+    run_check(p.total_count < q.total_count, _any, _binomial_counts_error,
+              "KL(Binomial, Binomial)'s total_count check")
     kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p()
                           - (-q.probs).log1p())
     return _set_inf(kl, p.total_count > q.total_count)

@@ -300,6 +300,13 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         out_flat, out_tree = flatten(result)
         graph = tracer.finish(out_flat)
+        if tracer.escaped is not None:  # an output the trace cannot see (nonzero's): the
+            # call already ran eagerly, and so do calls like it (a graph break)
+            warnings.warn(f"jitgrad.compile: running {self.__name__} eagerly: "
+                          f"{tracer.escaped}", UserWarning, stacklevel=3)
+            self._add_entry(key, EagerEntry(tracer.escaped, [], closure_ids, access))
+            self._fast = None
+            return result
         why = unsupported_float(graph)
         if why is not None:  # no kernels for it: this signature runs eagerly
             tracer.undo()

@@ -15,13 +15,14 @@ import numpy as np
 
 from ..amp.autocast_mode import autocast_op
 from ..autograd.grad_mode import no_grad
+from ..devices import array_namespace
 from ..ops.dispatch import as_tensor_arg
 from ..ops.nnops.ctc import ctc_loss
 from ..ops.nnops.reduction import reduction_arg
 from ..ops.selection import where
-from ..ops.truth_reductions import any_true
 from ..shapes import fmt_shape
 from ..tensor import Tensor
+from ..trace.effects import run_check
 from .activation_functions import logsigmoid
 from .loss import _Loss, _WeightedLoss
 from .similarity import pairwise_distance
@@ -255,6 +256,14 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     return _reduce(loss, reduction)
 
 
+def _any_negative(a) -> bool:
+    return bool(array_namespace(a).any(a < 0))
+
+
+def _negative_var() -> Exception:
+    return ValueError("var has negative entry/entries")
+
+
 def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
                       eps: float = 1e-6, reduction: str = "mean") -> Tensor:
     """Gaussian negative log-likelihood of ``target`` under mean ``input`` and variance
@@ -265,8 +274,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
             raise ValueError("var has negative entry/entries")
         var = input.new_full(input.shape, var)
     var = as_tensor_arg(var, "var")
-    if any_true(var.detach() < 0):
-        raise ValueError("var has negative entry/entries")
+    run_check(var.detach(), _any_negative, _negative_var, "gaussian_nll_loss's var check")
     if var.shape != input.shape:
         if input.shape[:-1] == var.shape:  # homoscedastic: one variance per row
             var = var.unsqueeze(-1)

@@ -58,6 +58,7 @@ import numpy as np
 from ..autograd import grad_mode
 from ..devices import array_namespace
 from ..tensor import Tensor
+from ..trace.tracer import needs_value
 from . import samples as S
 from .api import api
 from .dispatch import as_tensor_arg, call
@@ -949,6 +950,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
         rank = _rank_from(S_, None, rcond if rcond is not None and rcond > 0 else None, A) \
             if S_ is not None else empty(0, dtype=_int64(), device=A.device)
     residuals = empty(0, dtype=A.dtype, device=A.device)
+    if m > n and driver != "gelsy" and driver != "gels":
+        needs_value(rank, "lstsq's rank (residuals are returned for full-rank inputs only)")
     if m > n and driver != "gelsy" and (
             driver == "gels" or not any_true(rank != min(m, n))):
         residuals = ((matmul(A, X) - b) ** 2).sum(-2)  # (a vector B: one column, kept)

@@ -21,6 +21,7 @@ from .. import dtypes
 from ..devices import array_namespace, first_outside
 from ..shapes import wrap_dim
 from ..tensor import Tensor
+from ..trace.tracer import needs_value
 from .api import api
 from .diagonals import DIAGONAL_BACKWARD, _diagonal_backward_ref, diagonal_backward
 from .dispatch import as_tensor_arg
@@ -296,6 +297,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 
     shape = tuple(broadcast_shapes(tuple(input.shape), tuple(mask.shape)))
     m = mask.expand(*shape).reshape(-1)
+    needs_value(mask, "masked_scatter's mask (how many values it takes from source)")
     count = int(array_namespace(m._data).count_nonzero(m._data))
     if count > source.numel():
         raise RuntimeError("Number of elements of source < number of ones in mask")

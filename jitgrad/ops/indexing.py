@@ -9,6 +9,7 @@ import numpy as np
 from ..devices import add_at, array_namespace, first_outside, is_cpu_array, to_host
 from ..shapes import wrap_dim
 from ..tensor import Tensor, mark_view, wrap
+from ..trace.tracer import needs_value
 from .api import api
 from .dispatch import call, record
 from .registry import MOVEMENT, defop
@@ -201,19 +202,6 @@ def assemble_slices(grads, indices, shape) -> Tensor:
                                                 "shape": tuple(shape)})
 
 
-def _value_used_as_index(t: Tensor) -> None:
-    """A 0-d tensor's value becomes a Python int of the index: while ``jitgrad.compile`` (or
-    ``vmap``) traces, that is a value escaping the trace -- unless the tensor is a constant
-    the function built, its value then the same at every call."""
-    from ..trace.state import STATE
-
-    tr = STATE.tracer
-    if tr is not None:
-        v = tr.vars.get(id(t._data))
-        if v is None or v.kind != "const":
-            tr.escape("using a tensor's value as an index")
-
-
 def _normalise_index(index, shape):
     """Convert tensors in an index to arrays and check bounds with PyTorch's messages."""
     items = index if isinstance(index, tuple) else (index,)
@@ -223,7 +211,7 @@ def _normalise_index(index, shape):
         if isinstance(it, Tensor):
             t, it = it, to_host(it._data)  # checked on the host; moved to the data by index_on
             if it.ndim == 0 and it.dtype.kind in "iu":  # a 0-d integer tensor acts as an int
-                _value_used_as_index(t)
+                needs_value(t, "using a tensor's value as an index")
                 it = int(it)
         elif isinstance(it, (list,)) and not all(isinstance(x, slice) for x in it):
             it = np.asarray(it)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..devices import array_namespace
 from ..tensor import Tensor
+from ..trace.effects import run_check
 from . import samples as S
 from .api import api
 from .bitwise import check_integral
@@ -93,10 +94,19 @@ def floor_divide(input, other) -> Tensor:
     if dt is dtypes.bool_:
         raise NotImplementedError("\"div_floor_cpu\" not implemented for 'Bool'")
     if not dt.is_floating_point:
-        b = other._data if isinstance(other, Tensor) else other
-        if bool(array_namespace(b).any(b == 0) if isinstance(other, Tensor) else b == 0):
-            raise RuntimeError("ZeroDivisionError")
+        if isinstance(other, Tensor):
+            run_check(other, _has_zero, _zero_division, "integer division's zero check")
+        elif other == 0:
+            raise _zero_division()
     return binary(FLOOR_DIVIDE, input, other)
+
+
+def _has_zero(b) -> bool:
+    return bool(array_namespace(b).any(b == 0))
+
+
+def _zero_division() -> Exception:
+    return RuntimeError("ZeroDivisionError")
 
 
 @api(FLOOR_DIVIDE, method="__rfloordiv__")

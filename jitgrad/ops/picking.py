@@ -10,6 +10,7 @@ from .. import devices
 from ..creation import const_tensor
 from ..shapes import wrap_dim
 from ..tensor import Tensor
+from ..trace.tracer import needs_value
 from .api import api
 from .dispatch import as_tensor_arg
 from .indexing import GETITEM, getitem
@@ -116,6 +117,7 @@ def _counts(t: Tensor) -> np.ndarray:
     a = t._data
     if a.ndim > 1:
         raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+    needs_value(t, "repeat_interleave's counts (the output's size)")
     if a.dtype.kind not in "iu":
         raise RuntimeError("repeats has to be Long tensor")
     c = np.asarray(devices.to_host(a), dtype=np.int64).reshape(-1)

@@ -61,6 +61,47 @@ def _has_zero(x: Tensor) -> bool:
     return bool((x._data == 0).any())
 
 
+def _by_zeros(x: Tensor, with_zeros, without) -> Tensor:
+    """``with_zeros()`` if ``x`` holds a zero, else ``without()`` -- eager mode's choice of
+    formula for a product's gradient. While a function is traced the choice cannot read
+    ``x``: both are computed and ``where`` picks by ``x``'s values at every call (the same
+    values eager mode's choice gives; ``without`` must stay finite at zeros)."""
+    from ..trace.state import STATE
+
+    if STATE.tracer is None:
+        return with_zeros() if _has_zero(x) else without()
+    from .selection import where
+
+    return where((x == 0).any(), with_zeros(), without())
+
+
+_TRACED_CUMPROD_MAX = 2048
+
+
+def _check_traced_length(x: Tensor, d: int) -> None:
+    """A traced cumprod gradient computes the zero-safe formula at every call (n x n values
+    per row): beyond :data:`_TRACED_CUMPROD_MAX` elements along ``d`` the trace stops
+    instead (a graph break; eager mode picks the formula by the values)."""
+    from ..trace.state import STATE
+
+    if STATE.tracer is not None and x.ndim and x.shape[d] > _TRACED_CUMPROD_MAX:
+        STATE.tracer.escape(f"cumprod's gradient along {x.shape[d]} elements (its formula "
+                            "depends on whether the input holds zeros)")
+
+
+def _safe(x: Tensor) -> Tensor:
+    """``x`` as a divisor: itself in eager mode (the formula is used only without zeros);
+    while traced, its zeros replaced by ones (the formula's values there are discarded, and
+    must not be infinite: a second derivative would carry inf * 0)."""
+    from ..trace.state import STATE
+
+    if STATE.tracer is None:
+        return x
+    from .selection import where
+
+    return where(x == 0, 1.0, x)
+
+
 def _exclusive(x: Tensor, d: int, reverse: bool) -> Tensor:
     """Products of the elements before each one along ``d`` (after it, with ``reverse``)."""
     from .concat import cat
@@ -80,15 +121,15 @@ def _prod_vjp(g, ins, out, p, n):
     d, keep = p["dim"], p["keepdim"]
     if d is None:
         flat = x.reshape(-1)
-        if _has_zero(flat):
-            others = _exclusive(flat, 0, False) * _exclusive(flat, 0, True)
-            return ((g.reshape(()) * others).reshape(x.shape),)
-        return (g.reshape(()) * (out.reshape(()) / x),)
+        return (_by_zeros(x, lambda: (g.reshape(()) * (
+            _exclusive(flat, 0, False) * _exclusive(flat, 0, True))).reshape(x.shape),
+            lambda: g.reshape(()) * (out.reshape(()) / _safe(x))),)
     if not keep and x.ndim:
         g, out = g.unsqueeze(d), out.unsqueeze(d)
-    if x.ndim and _has_zero(x):
-        return (g * (_exclusive(x, d, False) * _exclusive(x, d, True)),)
-    return (g * (out / x),)
+    if not x.ndim:
+        return (g * (out / x),)
+    return (_by_zeros(x, lambda: g * (_exclusive(x, d, False) * _exclusive(x, d, True)),
+                      lambda: g * (out / _safe(x))),)
 
 
 PROD = defop(name="prod", kind=REDUCE, inputs=("a",), params=("dim", "keepdim", "dtype"),
@@ -120,9 +161,9 @@ def _cumprod_vjp(g, ins, out, p, n):
     from .reorder import flip
 
     d = p["dim"]
-    if _has_zero(x):
-        return (_cumprod_with_zeros(g, x, d),)
-    return (flip(flip(g * out, d).cumsum(d), d) / x,)
+    _check_traced_length(x, d)
+    return (_by_zeros(x, lambda: _cumprod_with_zeros(g, x, d),
+                      lambda: flip(flip(g * out, d).cumsum(d), d) / _safe(x)),)
 
 
 CUMPROD = defop(name="cumprod", kind=REDUCE, inputs=("a",), params=("dim", "dtype"),

@@ -11,11 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import Tensor
+from ..trace.effects import run_check
 from . import samples as S
 from .api import api
 from .dispatch import binary, unary
 from .elementwise_base import ew, unary_public
-from .truth_reductions import any_true
+from .integer_ops import _has_zero, _zero_division
 
 __all__ = ["round", "trunc", "fix", "floor", "ceil", "frac", "remainder", "fmod"]
 
@@ -118,8 +119,10 @@ def _call(op, input, other) -> Tensor:
     other_t = isinstance(other, Tensor)
     ints = not input.dtype.is_floating_point and (
         not other.dtype.is_floating_point if other_t else isinstance(other, (int, np.integer)))
-    if ints and (any_true(other == 0) if other_t else other == 0):
-        raise RuntimeError("ZeroDivisionError")
+    if ints and other_t:
+        run_check(other, _has_zero, _zero_division, "integer division's zero check")
+    elif ints and other == 0:
+        raise _zero_division()
     return binary(op, input, other, {"tensor_other": True} if other_t else None)
 
 

@@ -9,12 +9,23 @@ import numpy as np
 
 from .. import devices
 from ..tensor import Tensor, wrap
+from ..trace.effects import run_check
 from .api import api
 from .dispatch import as_tensor_arg
 from .selection import LT
-from .truth_reductions import any_true
 
 __all__ = ["bernoulli", "unique", "unique_consecutive", "argwhere"]
+
+
+def _outside_unit(a) -> bool:
+    xp = devices.array_namespace(a)
+    return bool(xp.any((a < 0) | (a > 1)))
+
+
+def _bernoulli_error() -> Exception:
+    return RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could "
+                        "this error message be improved?  If so, please report an "
+                        "enhancement request to PyTorch.)")
 
 
 @api(LT, method="bernoulli", export="bernoulli")
@@ -29,11 +40,13 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator=None) -> Tenso
         raise NotImplementedError(f'"bernoulli_tensor_cpu_self_" not implemented for '
                                   f"'{input.dtype.tensor_type[:-6]}'")
     with no_grad():
-        probs = input if p is None else input.new_full(tuple(input.shape), float(p))
-        if any_true((probs < 0) | (probs > 1)):
-            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  "
-                               "(Could this error message be improved?  If so, please "
-                               "report an enhancement request to PyTorch.)")
+        if p is None:
+            probs = input
+            run_check(probs, _outside_unit, _bernoulli_error, "bernoulli's probability check")
+        else:
+            if not 0.0 <= float(p) <= 1.0:
+                raise _bernoulli_error()
+            probs = input.new_full(tuple(input.shape), float(p))
         return (rand_like(probs, generator=generator) < probs).to(input.dtype)
 
 

@@ -143,10 +143,20 @@ def _check_apply(self, name: str) -> None:
     check_writeable(self)
 
 
+def _python_per_element(name: str) -> None:
+    """``apply_``/``map_`` run a Python callable on each element's value and write the results
+    into the tensor's memory: nothing a trace can record (a value escaping it)."""
+    from ..trace.state import STATE
+
+    if STATE.tracer is not None:
+        STATE.tracer.escape(f"{name} (a Python callable on each element)")
+
+
 def _apply_(self, callable) -> Tensor:  # noqa: A002 - PyTorch's parameter name
     """Replace each element ``x`` with ``callable(x)`` (a Python number in, cast back to the
     dtype; CPU only)."""
     _check_apply(self, "apply_")
+    _python_per_element("apply_")
     a = self._data
     flat = [callable(v) for v in a.reshape(-1).tolist()]
     a[...] = np.asarray(flat, dtype=object).reshape(a.shape).astype(a.dtype) if flat else a
@@ -161,6 +171,7 @@ def _map_(self, tensor: Tensor, callable) -> Tensor:  # noqa: A002
     if tensor.dtype is not self.dtype:
         raise TypeError(f"map_: expected torch.{self.dtype.tensor_type} for 'other' (got "
                         f"torch.{tensor.dtype.tensor_type})")
+    _python_per_element("map_")
     other = tensor.expand(*self.shape)._data
     a = self._data
     flat = [callable(x, y) for x, y in zip(a.reshape(-1).tolist(), other.reshape(-1).tolist())]

@@ -74,9 +74,9 @@ def any(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor: 
 
 
 def any_true(t: Tensor) -> bool:
-    """Whether some element of ``t`` is nonzero, read from its data: for the checks an op
-    makes on its arguments (a zero divisor, a probability outside [0, 1]), which are not
-    part of a compiled plan -- while ``jitgrad.compile`` traces, they see the traced call's
-    values, as before ``all`` / ``any`` were traceable."""
+    """Whether some element of ``t`` is nonzero, read from its data. While a function is
+    traced that reads the traced call's values only: a caller choosing by it computes both
+    choices when traced (``median``), stops the trace (``trace.tracer.needs_value``) or
+    checks every call (``trace.effects.run_check``)."""
     a = t._data
     return bool(array_namespace(a).any(a))

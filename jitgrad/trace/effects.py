@@ -11,7 +11,7 @@ import numpy as np
 from ..tensor import Tensor, alias
 from .state import STATE
 
-__all__ = ["in_place", "run_effect"]
+__all__ = ["in_place", "run_effect", "run_check"]
 
 
 def run_effect(name: str, impl: Callable[..., np.ndarray], inputs: Sequence[Tensor],
@@ -38,6 +38,23 @@ def run_effect(name: str, impl: Callable[..., np.ndarray], inputs: Sequence[Tens
         STATE.tracer = tr
     tr.on_effect(name, out, inputs, impl, what, places)
     return out
+
+
+def run_check(t: Tensor, failed: Callable[[np.ndarray], bool],
+              error: Callable[[], Exception], what: str) -> None:
+    """Raise ``error()`` when ``failed(t's array)`` (a zero divisor, a probability outside
+    [0, 1]): now, and -- under a tracer -- at every call of the compiled plan, as an effect
+    equation (a check of the traced call's values alone would let a later call's bad values
+    through). Calls with such a check run no joint forward+backward plan."""
+    def check(a):
+        if failed(a):
+            raise error()
+        return a[:0].copy()  # (an effect returns a new array)
+
+    if STATE.tracer is None:
+        check(t._data)
+        return
+    run_effect("check", check, [t], what)
 
 
 def in_place(a: np.ndarray, place: np.ndarray) -> bool:

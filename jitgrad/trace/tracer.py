@@ -24,7 +24,7 @@ from ..devices import is_cpu_array
 from .ir import Eqn, Graph, Lit, Source, Var
 from .state import STATE
 
-__all__ = ["Tracer", "TraceError", "ValueEscape", "GraphBreak", "active"]
+__all__ = ["Tracer", "TraceError", "ValueEscape", "GraphBreak", "active", "needs_value"]
 
 
 _ANY = "any"  # a leaf's .grad state that the function overwrote before reading
@@ -55,6 +55,19 @@ class GraphBreak(TraceError):
 def active():
     """The tracer of this thread, or None."""
     return STATE.tracer
+
+
+def needs_value(t, what: str) -> None:
+    """Python code is about to read tensor ``t``'s values (a count, an index, a check). While
+    a function is traced that is a value escaping the trace -- a graph break -- unless ``t``
+    is a constant the function built (its values are then the same at every call): a value
+    the graph computes, or one read from outside it, would be frozen into the plan."""
+    tr = STATE.tracer
+    if tr is None:
+        return
+    v = tr.vars.get(id(t._data))
+    if v is None or v.kind != "const":
+        tr.escape(what)
 
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -441,6 +454,6 @@ class Tracer:
                     else self.vars[id(t._data)]
             g.grad_sets.append((leaf, v))
         self.grad_sets.clear()  # the tensors: escaped_values() must not count them
-        if check_ir():
+        if check_ir() and self.escaped is None:  # (escaped: the graph is not used)
             g.check()
         return g

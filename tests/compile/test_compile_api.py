@@ -458,3 +458,63 @@ def test_ir_snapshot(rng):
     # the backward graph reads residuals and the cotangent, and ends in the three gradients
     assert low.backward_graph.startswith("_mixed_backward(")
     assert low.backward_graph.rstrip().splitlines()[-2].strip().startswith("return %")
+
+
+# ------------------------------------------- values Python code reads: never frozen
+def _stale_cases():
+    F = jg.nn.functional
+
+    def prod_grad(x):
+        return jg.autograd.grad(x.prod(), x)[0]
+
+    def cumprod_grad(x):
+        return jg.autograd.grad(x.cumprod(0).sum(), x)[0]
+
+    def prod_dim_grad(x):
+        return jg.autograd.grad(x.reshape(2, 2).prod(1).sum(), x)[0]
+
+    def median_nan(x):
+        return jg.stack([x.median(), x.reshape(2, 2).median(1).values.sum()])
+
+    return [
+        ("repeat_interleave", lambda x, r: jg.repeat_interleave(x, r, dim=0),
+         [([0.0, 1.0, 2.0], [1, 1, 1]), ([0.0, 1.0, 2.0], [2, 0, 3])]),
+        ("tensor_from_values", lambda x: jg.tensor([x[0], x[1]]) * 2,
+         [([1.0, 2.0],), ([5.0, 7.0],)]),
+        ("masked_scatter", lambda x, m: x.masked_scatter(m, jg.arange(1.0, 5.0)),
+         [([0.0] * 4, [False] * 4), ([0.0] * 4, [True, False, True, False])]),
+        ("prod_grad", prod_grad, [([1.0, 2.0, 3.0, 4.0],), ([1.0, 0.0, 3.0, 4.0],)]),
+        ("prod_dim_grad", prod_dim_grad, [([1.0, 2.0, 3.0, 4.0],), ([1.0, 0.0, 3.0, 4.0],)]),
+        ("cumprod_grad", cumprod_grad, [([1.0, 2.0, 3.0, 4.0],), ([1.0, 0.0, 3.0, 4.0],)]),
+        ("median_nan", median_nan, [([1.0, 2.0, 3.0, 4.0],), ([1.0, float("nan"), 3.0, 4.0],)]),
+        ("apply_", lambda x: x.clone().apply_(lambda v: v * 2 + 1), [([1.0, 2.0],), ([3.0, 4.0],)]),
+        ("unique", lambda r: jg.unique(r), [([1, 0, 0, 3],), ([2, 2, 5, 1],)]),
+        ("nonzero", lambda r: jg.nonzero(r), [([1, 0, 0, 3],), ([0, 2, 5, 0],)]),
+        ("bce_inputs_checked", lambda p, t: F.binary_cross_entropy(p, t),
+         [([0.5], [1.0]), ([1.5], [1.0])]),
+        ("floor_divide_zero", lambda a, b: a // b, [([4, 6], [2, 1]), ([4, 6], [0, 1])]),
+    ]
+
+
+@pytest.mark.parametrize("name,fn,calls", _stale_cases(), ids=[c[0] for c in _stale_cases()])
+def test_values_read_by_python_code_are_never_frozen_into_a_plan(name, fn, calls):
+    """Each case's Python code reads tensor values (a count, a formula's choice, a check):
+    compiled calls after the first -- with other values -- give eager mode's result or
+    raise its error (a graph break or a check the plan runs), never the first call's."""
+    import warnings
+
+    cf = jg.compile(fn)
+    for args in calls * 2:
+        def ts(args=args):
+            return [jg.tensor(a, requires_grad=isinstance(a[0], float) and "grad" in name)
+                    for a in args]
+        try:
+            want = fn(*ts())
+        except RuntimeError as e:
+            with pytest.raises(RuntimeError, match=str(e)[:30]):
+                cf(*ts())
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = cf(*ts())
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
