@@ -737,6 +737,36 @@ def per_sample_impls(jg, batch: int):
     return impls, checks
 
 
+def jacobian_impls(jg, n: int):
+    """``jacrev(lambda a: tanh(W @ a) * a.sum())`` at ``n`` inputs and outputs, float64:
+    jitgrad's (vmap over the vector-Jacobian products, batched), the same through vmap's
+    per-row loop, and torch.func.jacrev. Checked against the loop."""
+    rng = np.random.default_rng(0)
+    w_np, x_np = rng.standard_normal((n, n)), rng.standard_normal(n)
+
+    def maker(lib):
+        w, x = lib.from_numpy(w_np.copy()), lib.from_numpy(x_np.copy())
+        jac = lib.func.jacrev(lambda a: lib.tanh(w @ a) * a.sum())
+        return lambda: jac(x)
+
+    def looped(fn):
+        def run():
+            os.environ["JITGRAD_VMAP"] = "loop"
+            try:
+                return fn()
+            finally:
+                del os.environ["JITGRAD_VMAP"]
+        return run
+
+    impls = {"jitgrad_jacrev": maker(jg), "jitgrad_jacrev_loop": looped(maker(jg))}
+    torch = optional("torch")
+    if torch:
+        impls["torch_jacrev"] = maker(torch)
+    ref = to_np(impls["jitgrad_jacrev_loop"]())
+    checks = {k: (lambda f=f: rel_err(to_np(f()), ref)) for k, f in impls.items()}
+    return impls, checks
+
+
 def gpt_impls(jg, config: str, with_torch_compile: bool):
     """The GPT example's training step: jitgrad eager and compiled, PyTorch eager and
     torch.compile running the same file (``train_gpt.pytorch_twin()``; PyTorch takes its
@@ -1117,7 +1147,7 @@ def versions() -> dict:
 
 # ------------------------------------------------------------------------------ main
 WORKLOADS = ("per_op", "seed", "matmul", "attention", "chain", "mlp", "optim", "cnn",
-             "per_sample", "gpt", "cold", "compile")
+             "per_sample", "jacobian", "gpt", "cold", "compile")
 
 
 def main(argv=None) -> int:
@@ -1242,6 +1272,11 @@ def main(argv=None) -> int:
             impls, checks = per_sample_impls(jg, batch)
             run("per_sample", f"MLP 784-256-256-10 b{batch} f32 vmap(grad)", impls, checks)
             del impls, checks
+    if "jacobian" in todo:
+        for n in ((16,) if q else (64, 256)):
+            impls, checks = jacobian_impls(jg, n)
+            run("jacobian", f"jacrev tanh(W@x)*sum(x) n={n} f64", impls, checks)
+            del impls, checks
     if "gpt" in todo:
         for config in (("nano",) if q else ("tiny", "small")):
             impls, checks = gpt_impls(jg, config, with_torch_compile=not q)
@@ -1266,7 +1301,7 @@ def main(argv=None) -> int:
     print()
     print_table(rows, triad, gemm)
     print()
-    for workload in ("mlp_step", "cnn_step", "per_sample", "gpt_step"):
+    for workload in ("mlp_step", "cnn_step", "per_sample", "jacobian", "gpt_step"):
         print_side_by_side(rows, workload)
     for r in rows:
         if r.get("check_error"):

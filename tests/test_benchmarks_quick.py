@@ -116,8 +116,8 @@ def test_compare_quick(tmp_path):
     rows = data["results"]
     workloads = {r["workload"] for r in rows}
     assert workloads == {"per_op", "seed", "matmul", "attention", "chain", "mlp_step",
-                         "optim_step", "cnn_step", "per_sample", "gpt_step", "cold",
-                         "compile"}, workloads
+                         "optim_step", "cnn_step", "per_sample", "jacobian", "gpt_step",
+                         "cold", "compile"}, workloads
     optim = {r["impl"] for r in rows if r["workload"] == "optim_step"}
     assert {"jitgrad", "jitgrad_fused"} <= optim, optim
     compile_rows = {(r["config"], r["impl"]) for r in rows if r["workload"] == "compile"}

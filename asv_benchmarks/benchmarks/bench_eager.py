@@ -10,6 +10,7 @@
 * :class:`MatmulChain`     ``((x @ w1).tanh() @ w2).sum()`` forward + backward, 128x784x256x10.
 * :class:`ImportTime`, :class:`FirstOp`: ``import jitgrad``; import + first op + backward,
   each in a fresh process.
+* :class:`Jacobians`       ``jacrev`` / ``hessian`` through batched ``vmap`` vs its loop.
 
 Side-by-side figures against NumPy, Numba, PyTorch and JAX: ``asv_benchmarks/compare.py``.
 ``quick_params`` (not an asv attribute) is what ``tests/test_benchmarks_quick.py`` runs.
@@ -400,3 +401,38 @@ class PoolLaunch:
 
     def time_launch(self, pool):
         self.run()
+
+
+class Jacobians:
+    """``jacrev`` and ``hessian`` of ``tanh(W @ x) * x.sum()`` (n inputs, n outputs, float64):
+    ``vmap`` over the vector-Jacobian products (one traced backward, replayed on all n
+    seeds) against vmap's per-row loop (``JITGRAD_VMAP=loop``)."""
+
+    params = [[64, 256], ["vmap", "loop"]]
+    param_names = ["n", "mode"]
+    quick_params = [[8], ["vmap", "loop"]]
+
+    def setup(self, n, mode):
+        from jitgrad.func import hessian, jacrev
+
+        rng = np.random.default_rng(0)
+        w = jitgrad.from_numpy(rng.standard_normal((n, n)))
+        self.x = jitgrad.from_numpy(rng.standard_normal(n))
+        self.jac = jacrev(lambda a: jitgrad.tanh(w @ a) * a.sum())
+        self.hess = hessian(lambda a: (jitgrad.tanh(w @ a) ** 2).sum())
+        self.mode = mode
+        self.time_jacrev(n, mode)
+
+    def _run(self, fn):
+        if self.mode == "loop":
+            os.environ["JITGRAD_VMAP"] = "loop"
+        try:
+            return fn(self.x)
+        finally:
+            os.environ.pop("JITGRAD_VMAP", None)
+
+    def time_jacrev(self, n, mode):
+        self._run(self.jac)
+
+    def time_hessian(self, n, mode):
+        self._run(self.hess)
