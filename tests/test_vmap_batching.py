@@ -465,3 +465,32 @@ def test_model_ensemble_with_stacked_weights(counter, monkeypatch):
     for g, w in zip(got, want):
         assert_close(g, w)
     assert_close(got[0][2], models[2](x))
+
+
+@pytest.mark.parametrize("loss_name", ["mse_loss", "smooth_l1_loss", "huber_loss",
+                                       "binary_cross_entropy_with_logits"])
+def test_per_sample_gradients_of_an_embedding_regressor(loss_name, counter, monkeypatch):
+    """An embedding (with a padding row) and a linear head under an element-wise loss: the
+    embedding's per-sample gradient is one scatter-add with offset indices, the loss and
+    its backward run unreduced on the batch and reduce per element; nothing per element."""
+    jitgrad.manual_seed(1)
+    emb = jitgrad.nn.Embedding(7, 4, padding_idx=0).double()
+    head = jitgrad.nn.Linear(4, 2).double()
+    params = {"emb": emb.weight.detach(), "w": head.weight.detach(), "b": head.bias.detach()}
+    tokens = jitgrad.tensor([[1, 2, 0], [3, 3, 6], [0, 0, 5], [4, 1, 2]])
+    target = jitgrad.rand(4, 3, 2, dtype=jitgrad.float64)
+    fn = getattr(F, loss_name)
+
+    def loss(p, tok, y):
+        h = F.embedding(tok, p["emb"], padding_idx=0)
+        return fn(F.linear(h, p["w"], p["b"]), y)
+
+    def run():
+        return vmap(grad(loss), in_dims=(None, 0, 0))(params, tokens, target)
+
+    got = run()
+    assert counter.replays == 1 and counter.looped == []
+    want = looped(monkeypatch, run)
+    for k in got:
+        assert_close(got[k], want[k])
+    assert np.all(got["emb"].numpy()[:, 0] == 0)  # the padding row

@@ -511,3 +511,91 @@ def _embedding(op, ins, params, eq, size):
     if weight.batched:
         raise NoRule
     return run_op(op, [weight.t, idx.t], params, eq.cdt, eq.out.dtype)
+
+
+# ------------------------------------------------------------------ pointwise losses
+_POINTWISE_LOSSES = ("mse_loss", "huber_loss", "smooth_l1_loss", "binary_cross_entropy",
+                     "binary_cross_entropy_with_logits")
+
+
+def _full(v, size: int, shape: tuple):
+    """An operand (or None) as a batched tensor of the loss's full shape (a view)."""
+    if not isinstance(v, Batched):
+        return v
+    t = _padded(Batched(_expanded(v, size), True, v.shape), len(shape))
+    return t.expand((size,) + shape)
+
+
+def _loss_shape(ins: list, params: dict, first: int) -> tuple:
+    return tuple(params["shape"]) if "shape" in params else ins[first].shape
+
+
+@rule(*_POINTWISE_LOSSES)
+def _pointwise_loss(op, ins, params, eq, size):
+    """Element-wise losses: each element's unreduced loss at once, then each element's
+    mean or sum over its own values."""
+    shape = _loss_shape(ins, params, 0)
+    p = dict(params, reduction="none")
+    if "shape" in p:
+        p["shape"] = (size,) + shape
+    per = run_op(op, [_full(v, size, shape) for v in ins], p, eq.cdt, eq.out.dtype)
+    red = params["reduction"]
+    if red == "none" or not shape:
+        return per
+    dims = tuple(range(1, len(shape) + 1))
+    return per.sum(dims) if red == "sum" else per.mean(dims)
+
+
+@rule(*(n + "_backward" for n in _POINTWISE_LOSSES))
+def _pointwise_loss_backward(op, ins, params, eq, size):
+    """Their input gradients: the unreduced form, given each element's output gradient
+    spread over its values (divided by their number for a mean)."""
+    shape = _loss_shape(ins, params, 1)
+    g = ins[0]
+    red = params["reduction"]
+    if red == "none":
+        gb = _full(g, size, shape)
+    else:
+        gb = _expanded(g, size).reshape((size,) + (1,) * len(shape))
+        n = int(np.prod(shape)) if shape else 1
+        if red == "mean" and n > 1:
+            gb = gb / float(n)
+        gb = gb.expand((size,) + shape)
+    p = dict(params, reduction="none")
+    if "shape" in p:
+        p["shape"] = (size,) + shape
+    operands = [gb] + [_full(v, size, shape) for v in ins[1:]]
+    return run_op(op, operands, p, eq.cdt, eq.out.dtype)
+
+
+# ------------------------------------------------------------------ gather, embeddings
+@rule("gather", "gather_backward")
+def _gather(op, ins, params, eq, size):
+    a, index = ins
+    if not a.shape or not index.shape:
+        raise NoRule
+    p = dict(params)
+    p["dim"] = _shift(params["dim"], len(a.shape))
+    p["shape"] = (size,) + tuple(params["shape"])
+    return run_op(op, [_expanded(a, size), _expanded(index, size)], p, eq.cdt, eq.out.dtype)
+
+
+@rule("embedding_backward")
+def _embedding_backward(op, ins, params, eq, size):
+    """Each element's rows of the weight's gradient: its indices offset by its position
+    times the table's size, one scatter-add into a table ``size`` times as long."""
+    from ..creation import arange
+
+    g, idx = ins
+    num = params["num_weights"]
+    pad = params["padding_idx"]
+    gb = _expanded(g, size)
+    ib = _expanded(idx, size)
+    if pad is not None and pad >= 0:  # each element's padding row gets nothing
+        gb = gb * (ib != pad).unsqueeze(-1).to(gb.dtype)
+    offsets = arange(size, device=ib.device).reshape((size,) + (1,) * len(idx.shape)) * num
+    flat_i = (ib + offsets).reshape((-1,))
+    flat_g = gb.reshape((flat_i.shape[0],) + tuple(g.shape[len(idx.shape):]))
+    p = dict(params, num_weights=size * num, padding_idx=None)
+    out = run_op(op, [flat_g, flat_i], p, eq.cdt, eq.out.dtype)
+    return out.reshape((size,) + tuple(eq.out.shape))
