@@ -494,3 +494,74 @@ def test_per_sample_gradients_of_an_embedding_regressor(loss_name, counter, monk
     for k in got:
         assert_close(got[k], want[k])
     assert np.all(got["emb"].numpy()[:, 0] == 0)  # the padding row
+
+
+# ------------------------------------------ cases a probe of batched vs loop turned up
+class _Square(jitgrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return a * a
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return 2 * g * a
+
+
+@pytest.mark.parametrize("fn", [lambda a: a.median(), lambda a: _Square.apply(a).sum()],
+                         ids=["median", "custom_function"])
+def test_custom_function_nodes_keep_their_gradient(fn, monkeypatch):
+    """A custom Function's node (median() of all elements is one) is not an equation the
+    replay can rebuild: a call whose outputs carry one runs the loop, so gradients flow
+    through vmap's outputs as in eager mode."""
+    def run():
+        x = jitgrad.tensor([[1.0, 5, 3], [4, 2, 6]], dtype=jitgrad.float64,
+                           requires_grad=True)
+        out = vmap(fn)(x)
+        out.sum().backward()
+        return out, x.grad
+
+    for g, w in zip(run(), looped(monkeypatch, run)):
+        assert_close(g, w)
+
+
+def test_sizes_that_depend_on_values_are_not_frozen():
+    """nonzero / unique results have value-dependent sizes: reading them stops the trace."""
+    x = jitgrad.tensor([[1.0, -1, 2], [-1, -1, -1], [3, 3, 3]])
+    got = vmap(lambda a: a * (a > 0).nonzero().shape[0])(x)
+    np.testing.assert_array_equal(got.numpy(), [[2, -2, 4], [-0.0, -0.0, -0.0], [9, 9, 9]])
+    got = vmap(lambda a: a * len(a.unique()))(x)
+    np.testing.assert_array_equal(got.numpy(), [[3, -3, 6], [-1, -1, -1], [3, 3, 3]])
+
+
+def test_a_leaf_made_inside_stops_the_gradient(monkeypatch):
+    def run():
+        x = jitgrad.tensor([[1.0, 2], [3, 4]], requires_grad=True)
+        out = vmap(lambda a: a.detach().requires_grad_() * a.detach())(x)
+        assert out.requires_grad
+        out.sum().backward()
+        return x.grad
+
+    assert run() is None and looped(monkeypatch, run) is None
+
+
+def test_empty_contraction_through_the_shared_matrix_path():
+    out = vmap(lambda a, b: a @ b, in_dims=(0, None))(jitgrad.zeros(3, 2, 0),
+                                                     jitgrad.zeros(0, 4))
+    assert out.shape == (3, 2, 4) and not out.numpy().any()
+
+
+def test_an_output_that_depends_on_the_batch_with_out_dim_none_is_pytorchs_error():
+    with pytest.raises(ValueError, match="can not return a BatchedTensor"):
+        vmap(lambda a: a * 0, out_dims=None)(jitgrad.ones(3, 2))
+
+
+def test_per_sample_gradients_record_no_history():
+    """vmap(grad(...)) outputs have none (as the loop's): the replay runs without
+    recording autograd nodes."""
+    params = _mlp_params()
+    x = jitgrad.randn(5, 6, dtype=jitgrad.float64)
+    t = jitgrad.tensor([0, 1, 2, 3, 1])
+    got = vmap(grad(_mlp_loss), in_dims=(None, 0, 0))(params, x, t)
+    assert not any(g.requires_grad for g in got)

@@ -22,6 +22,7 @@ import functools
 
 from ..shapes import fmt_shape, sum_axes_to
 from ..tensor import Tensor, alias, mark_view
+from ..trace.state import STATE as _TRACE
 from . import grad_mode
 from .node import (
     FREED_MESSAGE,
@@ -208,6 +209,8 @@ class Function(metaclass=_FunctionMeta):
         single = not isinstance(output, tuple)
         outputs = (output,) if single else output
         outputs = _wrap_outputs(ctx, args, outputs, record)
+        if record and _TRACE.tracer is not None:
+            _TRACE.tracer.on_custom_function(cls)
         return outputs[0] if single else outputs
 
     @staticmethod

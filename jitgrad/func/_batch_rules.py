@@ -108,6 +108,14 @@ def _expanded(v: Batched, size: int) -> Tensor:
     return v.t.unsqueeze(0).expand((size,) + v.shape)
 
 
+def _count(shape) -> int:
+    """The number of elements of ``shape`` (``-1`` cannot stand for it when a dim is 0)."""
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
 def _shift(d: int, rank: int) -> int:
     """Logical dim ``d`` (possibly negative) as a physical dim."""
     return (d % rank if rank else 0) + 1
@@ -297,7 +305,7 @@ def _matmul(op, ins, params, eq, size):
     tb = b.t.unsqueeze(-1) if lb == 1 else b.t
     if a.batched and not b.batched and lb <= 2:
         # one matrix for the whole batch: one GEMM over the batch's rows
-        rows = ta.reshape((-1, ta.shape[-1]))
+        rows = ta.reshape((_count(ta.shape[:-1]), ta.shape[-1]))
         out = matmul(rows, tb).reshape(tuple(ta.shape[:-1]) + (tb.shape[-1],))
     else:
         rank = max(la, lb, 2)
@@ -317,7 +325,7 @@ def _matmul(op, ins, params, eq, size):
 def _addmm(op, ins, params, eq, size):
     bias, a, b = ins
     if a.batched and not b.batched and not bias.batched and len(bias.shape) <= 1:
-        rows = a.t.reshape((-1, a.shape[-1]))  # the batch's rows: one GEMM
+        rows = a.t.reshape((size * _count(a.shape[:-1]), a.shape[-1]))  # one GEMM
         out = run_op(op, [bias.t, rows, b.t], params, eq.cdt, eq.out.dtype)
         return out.reshape((size,) + tuple(eq.out.shape))
     prod = _matmul(None, [a, b], {}, eq, size)

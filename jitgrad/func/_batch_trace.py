@@ -49,6 +49,11 @@ class _CannotBatch(Exception):
     """The traced call cannot be replayed on the batch."""
 
 
+_CUT, _CARRY, _LEAF = 0, 1, 2  # how an op's input met autograd when traced: no gradient;
+# a gradient the replay's value carries on; a leaf made inside the function (the gradient
+# stops there, but the op's result requires grad)
+
+
 def _resumed(outer):
     """The tracer to restore after the inner trace: the outer one, unless a graph break
     stopped it meanwhile (its call then finishes eagerly)."""
@@ -66,6 +71,24 @@ class _BatchTracer(Tracer):
         super().__init__(name=name)
         self.outer = outer  # the trace this one runs inside, or None
         self.info: dict = {}  # id(Eqn) -> (grad mask, {param name: Var})
+        self.inputs: set = set()  # ids of the element's argument tensors
+        self.custom_nodes = False  # a custom Function recorded a node
+
+    def add_input(self, t, index: int):
+        self.inputs.add(id(t))
+        return super().add_input(t, index)
+
+    def on_custom_function(self, cls) -> None:
+        self.custom_nodes = True  # (its node is not an equation: the replay cannot rebuild it)
+
+    def _carries(self, t) -> bool:
+        """Whether ``t``'s gradient reaches a value the replay connects: an argument, a
+        captured tensor, or a result of ops (not a leaf made inside the function, such as
+        ``a.detach().requires_grad_()``, where eager's gradient stops)."""
+        if t._grad_fn is not None or id(t) in self.inputs:
+            return True
+        src = self.sources.get(id(t._data))
+        return src is not None and src.obj is t
 
     def on_op(self, op, out, inputs, params, cdt=None) -> None:
         tensor_params = {}
@@ -75,7 +98,9 @@ class _BatchTracer(Tracer):
                     tensor_params[k] = self.vars.get(id(val._data))
         super().on_op(op, out, inputs, params, cdt)
         records = grad_mode.STATE.enabled and op.vjp is not None
-        mask = tuple(records and type(x) is Tensor and x._requires_grad for x in inputs)
+        mask = tuple((_CARRY if self._carries(x) else _LEAF)
+                     if records and type(x) is Tensor and x._requires_grad else _CUT
+                     for x in inputs)
         self.info[id(self.graph.eqns[-1])] = (mask, tensor_params)
 
 
@@ -122,11 +147,15 @@ def batched_call(func, flat_args: list, flat_in_dims: list, spec, kwargs: dict, 
         flat_out, out_spec = tree_flatten(out)
         if not all(isinstance(t, Tensor) for t in flat_out):
             raise _CannotBatch
+        if tracer.custom_nodes and any(t._requires_grad for t in flat_out):
+            raise _CannotBatch  # (a custom Function's node on the outputs' history)
         graph = tracer.finish(flat_out)
     except (TraceError, _CannotBatch):
         tracer.undo()
         return NOT_BATCHED
     tracer.undo()
+    # outputs without history when traced: the replay records none either (no_grad)
+    with_grad = any(t._requires_grad for t in flat_out)
     del out, flat_out, sample
     if graph.writes or graph.grad_sets or graph.bumps or any(
             isinstance(e.op, str) and (e.op != "fill" or is_effect(e)) for e in graph.eqns):
@@ -143,10 +172,11 @@ def batched_call(func, flat_args: list, flat_in_dims: list, spec, kwargs: dict, 
             inputs[id(v)] = Batched(move_batch_to_front(a, d), True, v.shape) if d is not None \
                 else Batched(a, False, v.shape)
     try:
-        if chunk_size is None or chunk_size >= size:
-            values = _replay(graph, info, inputs, size)
-        else:
-            values = _replay_chunks(graph, info, inputs, size, chunk_size)
+        with grad_mode.set_grad_enabled(with_grad and grad_mode.STATE.enabled):
+            if chunk_size is None or chunk_size >= size:
+                values = _replay(graph, info, inputs, size)
+            else:
+                values = _replay_chunks(graph, info, inputs, size, chunk_size)
     except _CannotBatch:
         return NOT_BATCHED
     return values, out_spec
@@ -193,9 +223,7 @@ def _replay(graph, info: dict, inputs: dict, size: int) -> list:
         mask, tensor_params = info.get(id(e), (None, {}))
         ins = [value(x) for x in e.ins]
         if mask is not None:
-            ins = [Batched(v.t.detach(), v.batched, v.shape)
-                   if isinstance(v, Batched) and not keep and v.t.requires_grad else v
-                   for v, keep in zip(ins, mask)]
+            ins = [_as_traced(v, how) for v, how in zip(ins, mask)]
         params = dict(e.params)
         for k, var in tensor_params.items():
             if var is not None:
@@ -224,6 +252,15 @@ def _replay(graph, info: dict, inputs: dict, size: int) -> list:
             raise _CannotBatch
         env[id(e.out)] = Batched(res, True, e.out.shape)
     return [value(v) for v in graph.outputs]
+
+
+def _as_traced(v, how: int):
+    """A replay operand meeting autograd as the traced call's did (:data:`_CUT`...)."""
+    if not isinstance(v, Batched) or how == _CARRY:
+        return v
+    if how == _LEAF:
+        return Batched(v.t.detach().requires_grad_(), v.batched, v.shape)
+    return Batched(v.t.detach(), v.batched, v.shape) if v.t.requires_grad else v
 
 
 def _constant(arr) -> Tensor:

@@ -222,6 +222,9 @@ def _numel_size(self):
 
 
 def _nonzero(self, as_tuple=False):
+    from ..trace.tracer import needs_value
+
+    needs_value(self, "nonzero (its output's size depends on the values)")
     if as_tuple:  # (a 0-d tensor counts as 1-d, as PyTorch's)
         a = self._data if self._data.ndim else self._data.reshape(1)
         return tuple(wrap(i.astype(np.int64)) for i in np.nonzero(a))

@@ -10,6 +10,7 @@ import numpy as np
 from .. import devices
 from ..tensor import Tensor, wrap
 from ..trace.effects import run_check
+from ..trace.tracer import needs_value
 from .api import api
 from .dispatch import as_tensor_arg
 from .selection import LT
@@ -57,6 +58,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
     ``return_inverse`` also where each element went, with ``return_counts`` how often each
     value occurs. On ``input``'s device."""
     input = as_tensor_arg(input)
+    needs_value(input, "unique (its output's size depends on the values)")
     a = devices.to_host(input._data)
     axis = None if dim is None else dim % max(a.ndim, 1)
     vals, inv, counts = np.unique(a, return_inverse=True, return_counts=True, axis=axis)
@@ -81,6 +83,7 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False,
     from ..shapes import wrap_dim
 
     input = as_tensor_arg(input)
+    needs_value(input, "unique_consecutive (its output's size depends on the values)")
     a = devices.to_host(input._data)
     if dim is None or a.ndim == 0:
         flat = a.reshape(-1)

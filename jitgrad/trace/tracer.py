@@ -336,6 +336,10 @@ class Tracer:
     def on_backward(self) -> None:
         self.backward_runs += 1
 
+    def on_custom_function(self, cls) -> None:
+        """A custom ``autograd.Function`` recorded its node on outputs (its forward's ops were
+        traced; its backward runs when the engine reaches it)."""
+
     def escape(self, what: str):
         """Python code needs a tensor's value: a graph break. An error under
         ``compile(fullgraph=True)``; otherwise tracing stops and the call finishes eagerly."""

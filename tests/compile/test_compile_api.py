@@ -490,6 +490,8 @@ def _stale_cases():
         ("apply_", lambda x: x.clone().apply_(lambda v: v * 2 + 1), [([1.0, 2.0],), ([3.0, 4.0],)]),
         ("unique", lambda r: jg.unique(r), [([1, 0, 0, 3],), ([2, 2, 5, 1],)]),
         ("nonzero", lambda r: jg.nonzero(r), [([1, 0, 0, 3],), ([0, 2, 5, 0],)]),
+        ("nonzero_count", lambda x: x * (x > 0).nonzero().shape[0],
+         [([1.0, -1.0, 2.0],), ([-1.0, -1.0, 3.0],)]),
         ("bce_inputs_checked", lambda p, t: F.binary_cross_entropy(p, t),
          [([0.5], [1.0]), ([1.5], [1.0])]),
         ("floor_divide_zero", lambda a, b: a // b, [([4, 6], [2, 1]), ([4, 6], [0, 1])]),
