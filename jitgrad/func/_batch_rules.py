@@ -258,6 +258,26 @@ def _same_params(op, ins, params, eq, size):
     return run_op(op, [ins[0].t], params, eq.cdt, eq.out.dtype)
 
 
+#: matrix functions over the last two dims, leading dims a batch (NumPy's linalg stacks)
+_MATRIX_OPS = ("inv", "det", "logabsdet", "sign_of_det", "matrix_exp", "cholesky",
+               "cholesky_ex_factors", "cholesky_ex_l", "cholesky_ex_info", "inv_ex_factors",
+               "inv_ex_inverse", "inv_ex_info", "eigh_factors", "eigh_values",
+               "eigh_vectors", "svd_factors", "svd_u", "svd_s", "svd_vh", "qr_factors",
+               "qr_q", "qr_r")
+
+
+@rule(*_MATRIX_OPS)
+def _matrix_op(op, ins, params, eq, size):
+    """Each element's matrices are one more batch of the stack (every input batched). (An
+    output a mode leaves empty -- Q of ``mode='r'``, U of ``compute_uv=False`` -- has no
+    batch dim: those run per element.)"""
+    if len(ins[0].shape) < 2 or params.get("mode") == "r" or \
+            params.get("compute_uv") is False or params.get("compute_v") is False:
+        raise NoRule
+    return run_op(op, [_expanded(v, size) if isinstance(v, Batched) else v for v in ins],
+                  params, eq.cdt, eq.out.dtype)
+
+
 def _basic_index(index) -> tuple:
     """``index`` as a tuple with a leading full slice for the batch dim; NoRule where NumPy
     would move advanced-index dims to the front (advanced indices not adjacent)."""
