@@ -202,7 +202,8 @@ def _reduce_dims(op, ins, params, eq, size):
 
 
 @rule("argmax", "argmin", "softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp",
-      "prod", "max_dim", "min_dim", "softmax_backward", "log_softmax_backward", "flip")
+      "prod", "max_dim", "min_dim", "softmax_backward", "log_softmax_backward", "flip",
+      "sort_indices", "cum_arg")
 def _along_dim(op, ins, params, eq, size):
     rank = len(ins[0].shape)
     p = dict(params)
@@ -224,6 +225,28 @@ def _along_dim(op, ins, params, eq, size):
             _expanded(Batched(idx, False, tuple(idx.shape)), size)
     operands = [_expanded(v, size) for v in ins]
     return run_op(op, operands, p, eq.cdt, eq.out.dtype)
+
+
+@rule("roll")
+def _roll(op, ins, params, eq, size):
+    dims = params["dims"]
+    if not dims or not ins[0].shape:  # (a roll of the flattened tensor)
+        raise NoRule
+    p = dict(params, dims=_shift_dims(tuple(dims), len(ins[0].shape)))
+    return run_op(op, [ins[0].t], p, eq.cdt, eq.out.dtype)
+
+
+@rule("diagonal", "diagonal_backward", "unfold", "unfold_backward")
+def _dims_and_shape(op, ins, params, eq, size):
+    """Ops naming dims of a logical shape they also carry (``input_shape``)."""
+    shape = tuple(params["input_shape"])
+    if not shape:
+        raise NoRule
+    p = dict(params, input_shape=(size,) + shape)
+    for key in ("dim", "dim1", "dim2"):
+        if key in p:
+            p[key] = _shift(params[key], len(shape))
+    return run_op(op, [ins[0].t], p, eq.cdt, eq.out.dtype)
 
 
 @rule("reshape")
