@@ -22,14 +22,23 @@ def _run(device):
             jf.jacrev(lambda a: a.exp() * a.sum())(x[0]),
             jf.jvp(lambda a: a.exp(), (x[0],), (x[1],))[1],
             F.hessian(f, x[0]), F.vjp(lambda a: a.tanh(), x, x)[1]]
+    return _on_host(outs, device)
+
+
+def _on_host(outs: list, device: str) -> list:
+    """The results as host arrays, after checking each lives on ``device``."""
     for o in outs:
         assert o.device.type == device, o
     return [o.cpu().numpy() for o in outs]
 
 
-def test_func_on_cuda_matches_cpu():
-    for c, g in zip(_run("cpu"), _run("cuda")):
+def _assert_cuda_matches_cpu(run) -> None:
+    for c, g in zip(run("cpu"), run("cuda")):
         np.testing.assert_allclose(g, c, rtol=1e-12, atol=1e-14)
+
+
+def test_func_on_cuda_matches_cpu():
+    _assert_cuda_matches_cpu(_run)
 
 
 def _per_sample(device):
@@ -63,12 +72,8 @@ def _per_sample(device):
     finally:
         _batch_trace._replay = real
     assert len(replays) == 2
-    outs = [*a, *b]
-    for o in outs:
-        assert o.device.type == device, o
-    return [o.cpu().numpy() for o in outs]
+    return _on_host([*a, *b], device)
 
 
 def test_batched_vmap_per_sample_gradients_on_cuda_match_cpu():
-    for c, g in zip(_per_sample("cpu"), _per_sample("cuda")):
-        np.testing.assert_allclose(g, c, rtol=1e-12, atol=1e-14)
+    _assert_cuda_matches_cpu(_per_sample)
