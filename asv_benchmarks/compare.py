@@ -739,14 +739,17 @@ def per_sample_impls(jg, batch: int):
 
 def jacobian_impls(jg, n: int):
     """``jacrev(lambda a: tanh(W @ a) * a.sum())`` at ``n`` inputs and outputs, float64:
-    jitgrad's (vmap over the vector-Jacobian products, batched), the same through vmap's
-    per-row loop, and torch.func.jacrev. Checked against the loop."""
+    jitgrad's (vmap over the vector-Jacobian products, batched), the same under
+    ``jitgrad.compile``, through vmap's per-row loop, and torch.func.jacrev. Checked
+    against the loop."""
     rng = np.random.default_rng(0)
     w_np, x_np = rng.standard_normal((n, n)), rng.standard_normal(n)
 
-    def maker(lib):
+    def maker(lib, compiled=False):
         w, x = lib.from_numpy(w_np.copy()), lib.from_numpy(x_np.copy())
         jac = lib.func.jacrev(lambda a: lib.tanh(w @ a) * a.sum())
+        if compiled:
+            jac = lib.compile(jac)
         return lambda: jac(x)
 
     def looped(fn):
@@ -758,7 +761,8 @@ def jacobian_impls(jg, n: int):
                 del os.environ["JITGRAD_VMAP"]
         return run
 
-    impls = {"jitgrad_jacrev": maker(jg), "jitgrad_jacrev_loop": looped(maker(jg))}
+    impls = {"jitgrad_jacrev": maker(jg), "jitgrad_jacrev_compiled": maker(jg, True),
+             "jitgrad_jacrev_loop": looped(maker(jg))}
     torch = optional("torch")
     if torch:
         impls["torch_jacrev"] = maker(torch)
