@@ -239,8 +239,14 @@ def test_untraceable_values_are_an_error(rng):
         jg.compile(g, fullgraph=True)(jg.tensor([1.0, 3.0]))
     # without fullgraph: a graph break, the call and those like it run eagerly
     cg = jg.compile(g)
-    with pytest.warns(UserWarning, match="cannot trace"):
+    with pytest.warns(UserWarning, match="nonzero"):
         np.testing.assert_array_equal(cg(jg.tensor([1.0, 3.0])).numpy(), [2.0, 4.0])
+    # an array the trace never saw made (from_numpy inside): a graph break where an op
+    # first reads it
+    ch = jg.compile(lambda x: x + jg.from_numpy(np.ones(2, np.float32)) * x.sum())
+    with pytest.warns(UserWarning, match="cannot trace"):
+        np.testing.assert_array_equal(ch(jg.ones(2)).numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(ch(jg.ones(2) * 2).numpy(), [6.0, 6.0])
     np.testing.assert_array_equal(cg(jg.tensor([3.0, 1.0])).numpy(), [3.0, 1.0])
 
 
