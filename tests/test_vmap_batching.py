@@ -565,3 +565,37 @@ def test_per_sample_gradients_record_no_history():
     t = jitgrad.tensor([0, 1, 2, 3, 1])
     got = vmap(grad(_mlp_loss), in_dims=(None, 0, 0))(params, x, t)
     assert not any(g.requires_grad for g in got)
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_batch_norm_per_element_statistics(training, counter, monkeypatch):
+    """BatchNorm inside vmap: an ensemble's own running statistics in eval mode, each
+    element's own batch statistics in training mode (no running stats tracked: their
+    update would be a write, which runs the loop) -- one replay, nothing per element."""
+    from jitgrad.func import functional_call, stack_module_state
+
+    jitgrad.manual_seed(2)
+    models = [jitgrad.nn.Sequential(jitgrad.nn.Conv2d(2, 3, 3),
+                                    jitgrad.nn.BatchNorm2d(3, track_running_stats=not training),
+                                    jitgrad.nn.ReLU()).double() for _ in range(3)]
+    for m in models:
+        m.train(training)
+        if not training:
+            m[1].running_mean.uniform_(-1, 1)
+            m[1].running_var.uniform_(0.5, 2)
+    params, buffers = stack_module_state(models)
+    x = jitgrad.randn(4, 2, 6, 6, dtype=jitgrad.float64)
+
+    def run():
+        out = vmap(lambda p, b, a: functional_call(models[0], (p, b), (a,)),
+                   in_dims=(0, 0, None))(params, buffers, x)
+        out.pow(2).sum().backward()
+        return [out] + [params[k].grad.clone() for k in sorted(params)]
+
+    got = run()
+    assert counter.replays == 1 and counter.looped == []
+    for p in params.values():
+        p.grad = None
+    for g, w in zip(got, looped(monkeypatch, run)):
+        assert_close(g, w)
+    assert_close(got[0][1], models[1](x))

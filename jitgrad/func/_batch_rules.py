@@ -650,3 +650,28 @@ def _embedding_backward(op, ins, params, eq, size):
     p = dict(params, num_weights=size * num, padding_idx=None)
     out = run_op(op, [flat_g, flat_i], p, eq.cdt, eq.out.dtype)
     return out.reshape((size,) + tuple(eq.out.shape))
+
+
+# ------------------------------------------------------------------ batch norm
+def _per_channel(v, size: int):
+    """A per-channel operand (weight, bias, running stats; or None) for the channels
+    layout of :func:`_to_channels`: each element's C values in turn."""
+    if not isinstance(v, Batched):
+        return v
+    if v.batched:
+        return v.t.reshape((size * v.shape[0],))
+    return v.t.repeat(size)
+
+
+@rule("batch_norm", "batch_norm_backward")
+def _batch_norm(op, ins, params, eq, size):
+    """Each element's channels are channels of their own (N, B*C, ...): statistics over its
+    own samples and pixels in training, its own running statistics or affine weights when
+    they differ per element (an ensemble's)."""
+    lead = 2 if op.name == "batch_norm_backward" else 1
+    if len(ins[0].shape) < 2 or len(ins[lead - 1].shape) < 2:
+        raise NoRule
+    xs = [_to_channels(v, size) for v in ins[:lead]]
+    per = [_per_channel(v, size) for v in ins[lead:]]
+    out = run_op(op, xs + per, params, eq.cdt, eq.out.dtype)
+    return _from_channels(out, size)
