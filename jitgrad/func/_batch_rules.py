@@ -289,6 +289,26 @@ _MATRIX_OPS = ("inv", "det", "logabsdet", "sign_of_det", "matrix_exp", "cholesky
                "qr_q", "qr_r")
 
 
+@rule("solve", "solve_triangular")
+def _solve(op, ins, params, eq, size):
+    """Systems whose right-hand sides are matrices of the same stack rank: one more stack
+    dim for both (a vector right-hand side runs per element: NumPy reads a stacked vector
+    as a matrix)."""
+    a, b = ins
+    if len(a.shape) < 2 or len(b.shape) != len(a.shape):
+        raise NoRule
+    return run_op(op, [_expanded(a, size), _expanded(b, size)], params, eq.cdt, eq.out.dtype)
+
+
+@rule("pinv")
+def _pinv(op, ins, params, eq, size):
+    a, atol, rtol = ins
+    if len(a.shape) < 2 or any(isinstance(v, Batched) and v.batched for v in (atol, rtol)):
+        raise NoRule
+    return run_op(op, [_expanded(a, size), _plain(atol), _plain(rtol)], params, eq.cdt,
+                  eq.out.dtype)
+
+
 @rule(*_MATRIX_OPS)
 def _matrix_op(op, ins, params, eq, size):
     """Each element's matrices are one more batch of the stack (every input batched). (An
