@@ -525,9 +525,16 @@ def _conv_bias_grad(op, ins, params, eq, size):
       "adaptive_avg_pool2d_backward")
 def _fold_batch(op, ins, params, eq, size):
     """Ops over a leading sample dim N: the batch folds into N (a conv's weight is the same
-    for every element here: :func:`_conv`)."""
-    if len(ins[0].shape) != 4:
+    for every element here: :func:`_conv`). An element that is one unbatched image (C, H,
+    W) makes the batch the sample dim itself."""
+    rank = len(ins[0].shape)
+    if rank not in (3, 4):
         raise NoRule
+
+    def batch(v: Batched) -> Tensor:
+        t = _expanded(v, size)
+        return _fold(Batched(t, True, v.shape)) if rank == 4 else t
+
     operands = []
     for k, v in enumerate(ins):
         if not isinstance(v, Batched):
@@ -535,14 +542,15 @@ def _fold_batch(op, ins, params, eq, size):
         elif op.name in ("conv2d", "conv2d_backward_input") and k > 0:
             operands.append(v.t)
         else:
-            operands.append(_fold(Batched(_expanded(v, size), True, v.shape)))
+            operands.append(batch(v))
     p = dict(params)
     if "input_shape" in p:  # (a conv's input_size is the spatial size alone)
-        p["input_shape"] = _folded_shape(p["input_shape"], size)
+        shape = tuple(p["input_shape"])
+        p["input_shape"] = _folded_shape(shape, size) if rank == 4 else (size,) + shape
     if "indices" in p:
         idx = p["indices"]
-        idx = idx if isinstance(idx, Batched) else Batched(idx, False, tuple(idx.shape))
-        p["indices"] = _fold(Batched(_expanded(idx, size), True, idx.shape))
+        p["indices"] = batch(idx if isinstance(idx, Batched) else
+                             Batched(idx, False, tuple(idx.shape)))
     out = run_op(op, operands, p, eq.cdt, eq.out.dtype)
     return out.reshape((size,) + tuple(eq.out.shape))
 
