@@ -212,7 +212,7 @@ def _replay(graph, info: dict, inputs: dict, size: int) -> list:
         if got is None:
             if x.kind != "const":
                 raise _CannotBatch
-            got = env[id(x)] = Batched(_constant(np.array(x.source, copy=True)), False,
+            got = env[id(x)] = Batched(_constant(x.source.copy()), False,
                                        x.shape)
         return got
 
