@@ -38,6 +38,10 @@ class Generator:
 
     def manual_seed(self, seed: int) -> Generator:
         """Reset the stream to ``seed``; returns self."""
+        from .trace.state import STATE
+
+        if STATE.tracer is not None:  # (a compiled plan would draw on from the traced state)
+            STATE.tracer.graph_break("seeding a random generator")
         self._seed = int(seed)
         self.np = np.random.Generator(np.random.PCG64(self._seed))
         return self

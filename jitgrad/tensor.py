@@ -142,6 +142,8 @@ class Tensor:
     def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        if _TRACE.tracer is not None:  # rebinding an array: nothing a plan can replay
+            _TRACE.tracer.graph_break("assigning .data")
         self._data = value._data
 
     @property
@@ -203,6 +205,8 @@ class Tensor:
 
     @property
     def _version(self) -> int:
+        if _TRACE.tracer is not None:
+            _TRACE.tracer.argument_state(self, "reading ._version")
         return self._vc[0]
 
     def is_contiguous(self) -> bool:
@@ -267,10 +271,14 @@ class Tensor:
 
     @property
     def is_leaf(self) -> bool:
+        if _TRACE.tracer is not None:
+            _TRACE.tracer.argument_state(self, "reading .is_leaf")
         return self._grad_fn is None
 
     @property
     def grad_fn(self):
+        if _TRACE.tracer is not None:
+            _TRACE.tracer.argument_state(self, "reading .grad_fn")
         return self._grad_fn
 
     @property

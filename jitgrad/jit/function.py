@@ -318,7 +318,18 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         grad_info = None
         if grad_mode.STATE.enabled and differentiable(tracer, graph, flat, out_flat):
-            grad_info = trace_backward(tracer, graph, flat, out_flat)
+            try:
+                grad_info = trace_backward(tracer, graph, flat, out_flat)
+            except TraceError as e:  # the backward does what a trace cannot capture (a
+                # checkpoint's recompute restoring the RNG state): this signature runs eagerly
+                tracer.undo()
+                del result, out_flat
+                why = f"its backward: {e}"
+                warnings.warn(f"jitgrad.compile: running {self.__name__} eagerly: {why}",
+                              UserWarning, stacklevel=3)
+                self._add_entry(key, EagerEntry(why, [], closure_ids, access))
+                self._fast = None
+                return self.fn(*args, **kwargs)
         _log("graph", f"{self.__name__}:\n{graph}")
         if grad_info is not None:
             _log("graph", f"{self.__name__} backward:\n{grad_info.graph}")

@@ -393,8 +393,8 @@ def value_state(v, depth: int = 2):
     optimizers by :func:`state_of`, containers and objects by their entries (``depth``
     levels, :data:`MAX_ENTRIES` each; deeper or further entries by identity and length)."""
     t = type(v)
-    if t in _PLAIN:
-        return (t, "nan") if t is float and v != v else (t, v)
+    if t in _PLAIN:  # (a float by its bits: -0.0 is not 0.0 to x / v, every NaN one key)
+        return (t, v.hex()) if t is float else (t, v)
     if isinstance(v, Tensor):
         return ("T", id(v))
     if isinstance(v, np.generic):

@@ -196,12 +196,22 @@ def _new_full(self, size, fill_value, dtype=None, device=None, requires_grad=Fal
 
 
 def _allclose(self, other, rtol=1e-5, atol=1e-8, equal_nan=False):
+    _values_read(self, other, "allclose")
     return bool(np.allclose(self._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def _equal(self, other):
+    _values_read(self, other, "equal")
     return self._data.shape == other._data.shape and bool(np.array_equal(self._data,
                                                                           other._data))
+
+
+def _values_read(a, b, name: str) -> None:
+    """A Python bool of two tensors' values: under a trace, a value escaping it."""
+    from ..trace.tracer import needs_value
+
+    for t in (a, b):
+        needs_value(t, f"{name}() (a Python bool of the values)")
 
 
 def _elementwise_np(fn):

@@ -73,6 +73,10 @@ def _nbytes(self) -> int:
 def _storage_offset(self) -> int:
     """Elements between the start of the memory the tensor views (its base's) and its first
     element."""
+    from ..trace.state import STATE
+
+    if STATE.tracer is not None:
+        STATE.tracer.argument_state(self, "reading storage_offset()")
     a = self._data
     root = a
     while getattr(root, "base", None) is not None and _has_address(root.base):

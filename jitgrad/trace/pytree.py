@@ -41,7 +41,18 @@ def _walk(x, leaves: list):
         hash(x)
     except TypeError:
         return ("obj", id(x))  # an unhashable static object: by identity
-    return ("const", x)
+    return ("const", x, _identity(x))
+
+
+def _identity(x):
+    """What tells equal numbers apart: ``2``, ``2.0`` and ``True`` are equal keys to Python
+    (as are ``0.0`` and ``-0.0``), but a traced call depends on the type (int * tensor keeps
+    its dtype, a float promotes) and on the sign of a zero (``x / -0.0``): the type, and a
+    float's exact bits (NaN's too: one key for every NaN)."""
+    t = type(x)
+    if t is float:
+        return t, x.hex()
+    return t
 
 
 _T = ("T",)
@@ -65,7 +76,11 @@ def _build(d, it):
     if tag == "ntuple":
         return d[1](*(_build(c, it) for c in d[2]))
     if tag == "subtuple":
-        return d[1](_build(c, it) for c in d[2])
+        items = [_build(c, it) for c in d[2]]
+        try:
+            return d[1](items)
+        except TypeError:  # (a tuple subclass built from its fields: aminmax, slogdet)
+            return d[1](*items)
     if tag == "list":
         return [_build(c, it) for c in d[1]]
     if tag == "dict":

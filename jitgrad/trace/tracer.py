@@ -320,6 +320,15 @@ class Tracer:
             self.grad_guards[k] = (leaf, state)
             self.keep.append(leaf)
 
+    def argument_state(self, t, what: str) -> None:
+        """User code reads an argument's autograd state (``.grad_fn``, ``.is_leaf``,
+        ``._version``, ``storage_offset()``): a graph break -- a plan would keep the traced
+        call's, not the next call's argument's (the key holds shapes, dtypes,
+        requires_grad)."""
+        src = self.sources.get(id(t._data))
+        if src is not None and src.kind == "arg":
+            self.graph_break(f"{what} of an argument")
+
     def on_read_grad(self, leaf, g) -> None:
         self.note_leaf_grad(leaf)
         if g is not None and id(g._data) not in self.vars:

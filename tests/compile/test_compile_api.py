@@ -526,3 +526,110 @@ def test_values_read_by_python_code_are_never_frozen_into_a_plan(name, fn, calls
             warnings.simplefilter("ignore")
             got = cf(*ts())
         np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+
+
+def test_scalar_arguments_key_by_type_and_sign():
+    """2, 2.0 and True are equal dict keys to Python, as are 0.0 and -0.0: a plan traced
+    with one served the others (int results for a float scale, +inf for x / -0.0)."""
+    import warnings
+
+    f = jg.compile(lambda x, s: x * s)
+    x = jg.tensor([1, 2, 3])
+    for s in (2, 2.0, True, 2):
+        assert f(x, s).numpy().tolist() == (x * s).numpy().tolist()
+        assert f(x, s).dtype == (x * s).dtype
+    g = jg.compile(lambda x, s: x / s[0])
+    y = jg.tensor([1.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for s in (0.0, -0.0, float("nan"), 0.0):
+            np.testing.assert_array_equal(g(y, (s,)).numpy(), (y / s).numpy())
+
+
+def test_python_reads_of_values_and_argument_state_are_graph_breaks():
+    """allclose/equal give a Python bool of the values; .is_leaf, .grad_fn, ._version and
+    storage_offset() of an argument, .data assignment and seeding a generator: each a graph
+    break (they were frozen at the first call)."""
+    import warnings
+
+    def close(x, y):
+        return x * 2 if jg.allclose(x, y) else y
+
+    def leaf(x):
+        return x * (2.0 if x.is_leaf else 3.0)
+
+    def offset(x):
+        return x * float(x.storage_offset() + 1)
+
+    def rebind(x):
+        x.data = x.data * 2
+        return x + 1
+
+    def seeded(x):
+        jg.manual_seed(0)
+        return x + jg.rand(3)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for fn, calls in (
+                (close, [(jg.ones(2), jg.ones(2)), (jg.ones(2), jg.zeros(2))]),
+                (leaf, [(jg.ones(2, requires_grad=True),),
+                        (jg.ones(2, requires_grad=True) * 1,)]),
+                (offset, [(jg.ones(4)[1:3],), (jg.ones(6)[3:5],)])):
+            cf = jg.compile(fn)
+            for args in calls * 2:
+                np.testing.assert_array_equal(cf(*args).detach().numpy(),
+                                              fn(*args).detach().numpy())
+        for fn in (rebind, seeded):
+            xe, xc = jg.ones(3), jg.ones(3)
+            cf = jg.compile(fn)
+            for _ in range(3):
+                np.testing.assert_array_equal(cf(xc).numpy(), fn(xe).numpy())
+            np.testing.assert_array_equal(xc.numpy(), xe.numpy())
+
+
+def test_ctc_lengths_are_checked_at_every_compiled_call():
+    """Out-of-range lengths raise PyTorch's errors from the op's forward, which a plan runs
+    (the check was the traced call's only: later calls read out of bounds)."""
+    lp = jg.randn(4, 2, 5).log_softmax(2)
+    tg = jg.tensor([[1, 2], [3, 1]])
+    f = jg.compile(lambda lp, il, tl: jg.nn.functional.ctc_loss(lp, tg, il, tl))
+    f(lp, jg.tensor([4, 4]), jg.tensor([2, 2]))
+    for il, tl, msg in (([9, 4], [2, 2], "at most 4"), ([4, -3], [2, 2], "at least 0"),
+                        ([4, 4], [2, 7], "size at least 7")):
+        with pytest.raises(RuntimeError, match=msg):
+            f(lp, jg.tensor(il), jg.tensor(tl))
+
+
+def test_tuple_results_built_from_their_fields_come_back():
+    x = jg.tensor([[1.0, 2.0], [3.0, 5.0]])
+    for fn in (lambda a: jg.aminmax(a), lambda a: jg.linalg.slogdet(a)):
+        cf = jg.compile(fn)
+        for _ in range(2):
+            got, want = cf(x), fn(x)
+            assert type(got) is type(want)
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def test_a_backward_the_trace_cannot_capture_runs_eagerly():
+    """checkpoint's recompute restores the RNG state in the backward: the backward trace
+    stops, and the signature runs eagerly (it raised)."""
+    import warnings
+
+    from jitgrad.utils.checkpoint import checkpoint
+
+    lin = jg.nn.Linear(3, 3)
+
+    def f(x):
+        return checkpoint(lambda a: lin(a).tanh(), x, use_reentrant=False).sum()
+
+    x = jg.randn(2, 3, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = jg.compile(f)(x)
+    out.backward()
+    g = x.grad.clone()
+    x.grad = None
+    f(x).backward()
+    np.testing.assert_array_equal(g.numpy(), x.grad.numpy())

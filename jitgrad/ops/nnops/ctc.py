@@ -60,6 +60,9 @@ def _ctc_ref(log_probs, targets, input_lengths, target_lengths, blank: int = 0,
     lp, tg, il, tl = _host(log_probs, targets, input_lengths, target_lengths)
     il = np.ascontiguousarray(il, dtype=np.int64)
     tl = np.ascontiguousarray(tl, dtype=np.int64)
+    # checked here, in the op's forward, so a compiled plan checks every call's lengths
+    # (its kernel would read out of bounds)
+    _check(lp, tg, il.reshape(-1), tl.reshape(-1), int(blank))
     flat, offsets = _flat_targets(tg, tl)
     out = np.empty(lp.shape[1], dtype=np.float64)
     ctc_nll(np.ascontiguousarray(lp), flat, offsets, il, tl, int(blank), out)
@@ -126,7 +129,8 @@ def _lengths(v, like: Tensor) -> Tensor:
     return creation.tensor(np.asarray(v, dtype=np.int64).reshape(-1), device=like.device)
 
 
-def _check(lp: Tensor, tg: Tensor, il: np.ndarray, tl: np.ndarray, blank: int) -> None:
+def _check(lp, tg, il: np.ndarray, tl: np.ndarray, blank: int) -> None:
+    """PyTorch's argument errors, from the arrays' shapes and the lengths' values."""
     where = "(while checking arguments for ctc_loss_allocate_outputs)"
     t_len, n, c = lp.shape
     if not 0 <= blank < c:
@@ -175,9 +179,6 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths,
                                f"for ctc_loss_allocate_outputs)")
         tg = tg.unsqueeze(0)
     il, tl = _lengths(input_lengths, lp), _lengths(target_lengths, lp)
-    il_host, tl_host = (np.asarray(v._data.get() if hasattr(v._data, "get") else v._data)
-                        .reshape(-1) for v in (il, tl))
-    _check(lp, tg, il_host, tl_host, int(blank))
     p = {"blank": int(blank), "zero_infinity": bool(zero_infinity)}
     losses = call(CTC_LOSS, (lp, tg, il.reshape(-1), tl.reshape(-1)), p)
     if reduction == "none":
