@@ -10,6 +10,7 @@ import numpy as np
 
 from . import devices, dtypes
 from ._tensor_str import dtype_suffix_needed, format_tensor
+from ._thread_modes import TRACING
 from .trace.state import STATE as _TRACE
 
 __all__ = ["Tensor", "Size", "wrap", "alias", "RemovableHandle"]
@@ -142,7 +143,7 @@ class Tensor:
     def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
-        if _TRACE.tracer is not None:  # rebinding an array: nothing a plan can replay
+        if TRACING and _TRACE.tracer is not None:  # rebinding an array: nothing a plan can replay
             _TRACE.tracer.graph_break("assigning .data")
         self._data = value._data
 
@@ -205,7 +206,7 @@ class Tensor:
 
     @property
     def _version(self) -> int:
-        if _TRACE.tracer is not None:
+        if TRACING and _TRACE.tracer is not None:
             _TRACE.tracer.argument_state(self, "reading ._version")
         return self._vc[0]
 
@@ -271,13 +272,13 @@ class Tensor:
 
     @property
     def is_leaf(self) -> bool:
-        if _TRACE.tracer is not None:
+        if TRACING and _TRACE.tracer is not None:
             _TRACE.tracer.argument_state(self, "reading .is_leaf")
         return self._grad_fn is None
 
     @property
     def grad_fn(self):
-        if _TRACE.tracer is not None:
+        if TRACING and _TRACE.tracer is not None:
             _TRACE.tracer.argument_state(self, "reading .grad_fn")
         return self._grad_fn
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..autograd.function import BackwardCFunction, Function
 from ..autograd.node import node_class
 from ..tensor import Tensor
+from ..trace.tracer import active
 from .api import api
 from .dispatch import as_tensor_arg
 from .elementwise import exp, log1p
@@ -90,7 +91,7 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False):
     if input.dtype.is_floating_point and input.dim():
         nan = input != input
         rows = nan.any(d, keepdim=True)
-        if _traced() or any_true(rows):  # (traced: at every call, whatever the values)
+        if active() is not None or any_true(rows):  # (traced: at every call, whatever the values)
             first = nan.long().argmax(d, keepdim=True)  # argmax: the first NaN
             values = where(rows, input.gather(d, first), values)
             indices = where(rows, first, indices)
@@ -99,21 +100,13 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False):
     return return_median(values, indices)
 
 
-def _traced() -> bool:
-    """Whether a function is being traced: a choice by the values must then be made by ops
-    at every call, not once by reading the traced call's values."""
-    from ..trace.state import STATE
-
-    return STATE.tracer is not None
-
-
 def _median_value(flat: Tensor) -> Tensor:
     """The lower median of a non-empty vector, NaN if it holds one (no history)."""
     from ..autograd import no_grad
 
     with no_grad():
         n = flat.shape[0]
-        if flat.dtype.is_floating_point and _traced():  # the choice at every call
+        if flat.dtype.is_floating_point and active() is not None:  # the choice at every call
             return where((flat != flat).any(), float("nan"), kthvalue(flat, (n + 1) // 2).values)
         if flat.dtype.is_floating_point and any_true(flat != flat):
             return flat.new_full((), float("nan"))

@@ -23,6 +23,7 @@ from ..amp.autocast_mode import autocast_op
 from ..devices import array_namespace
 from ..shapes import wrap_dim
 from ..tensor import Tensor
+from ..trace.tracer import active
 from . import samples as S
 from .api import api
 from .dispatch import as_tensor_arg, call
@@ -66,9 +67,7 @@ def _by_zeros(x: Tensor, with_zeros, without) -> Tensor:
     formula for a product's gradient. While a function is traced the choice cannot read
     ``x``: both are computed and ``where`` picks by ``x``'s values at every call (the same
     values eager mode's choice gives; ``without`` must stay finite at zeros)."""
-    from ..trace.state import STATE
-
-    if STATE.tracer is None:
+    if active() is None:
         return with_zeros() if _has_zero(x) else without()
     from .selection import where
 
@@ -82,10 +81,9 @@ def _check_traced_length(x: Tensor, d: int) -> None:
     """A traced cumprod gradient computes the zero-safe formula at every call (n x n values
     per row): beyond :data:`_TRACED_CUMPROD_MAX` elements along ``d`` the trace stops
     instead (a graph break; eager mode picks the formula by the values)."""
-    from ..trace.state import STATE
-
-    if STATE.tracer is not None and x.ndim and x.shape[d] > _TRACED_CUMPROD_MAX:
-        STATE.tracer.escape(f"cumprod's gradient along {x.shape[d]} elements (its formula "
+    tr = active()
+    if tr is not None and x.ndim and x.shape[d] > _TRACED_CUMPROD_MAX:
+        tr.escape(f"cumprod's gradient along {x.shape[d]} elements (its formula "
                             "depends on whether the input holds zeros)")
 
 
@@ -93,9 +91,7 @@ def _safe(x: Tensor) -> Tensor:
     """``x`` as a divisor: itself in eager mode (the formula is used only without zeros);
     while traced, its zeros replaced by ones (the formula's values there are discarded, and
     must not be infinite: a second derivative would carry inf * 0)."""
-    from ..trace.state import STATE
-
-    if STATE.tracer is None:
+    if active() is None:
         return x
     from .selection import where
 
