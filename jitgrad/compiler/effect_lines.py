@@ -69,6 +69,8 @@ def bump_lines(graph, ns: dict) -> list[str]:
     for j, (src, n) in enumerate(graph.bumps):
         if src.kind == "arg":
             lines.append(f"flat[{src.index}]._vc[0] += {int(n)}")
+        elif src.kind == "grad" and src.index >= 0:  # an argument's .grad
+            lines.append(f"flat[{src.index}]._grad._vc[0] += {int(n)}")
         else:
             ns[f"E_B{j}"] = src.obj
             lines.append(f"E_B{j}{'._grad' if src.kind == 'grad' else ''}._vc[0] += {int(n)}")
@@ -98,7 +100,10 @@ def effect_lines(graph, ns: dict, fresh: set) -> list[str]:
                   f"    E_COPYTO(w{k}, x, casting='unsafe')"]
     lines += bump_lines(graph, ns)
     for j, (leaf, v) in enumerate(graph.grad_sets):
-        ns[f"E_L{j}"] = leaf
+        if leaf.kind == "arg":  # each call's own argument
+            lines.append(f"E_L{j} = flat[{leaf.index}]")
+        else:
+            ns[f"E_L{j}"] = leaf.obj
         if v is None:
             lines.append(f"E_L{j}._grad = None")
         elif v.kind in ("in", "ext") and v.source is not None and v.source.kind != "scalar":

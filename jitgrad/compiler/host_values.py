@@ -28,6 +28,8 @@ def _held_on_host(v: Var) -> bool:
     if src.kind == "tensor":
         return is_cpu_array(src.obj._data)
     if src.kind == "grad":
+        if src.index >= 0:  # an argument's: on the call's device (guarded with it)
+            return False
         g = src.obj._grad
         return g is not None and is_cpu_array(g._data)
     return False  # an argument: its device is the call's (guarded with it)

@@ -109,6 +109,6 @@ def _may_share(x: Var, place: np.ndarray) -> bool:
     """Whether the external ``x`` reads (now) an array that may share ``place``'s memory."""
     try:
         arr = x.source.read([])
-    except (RuntimeError, AttributeError):
-        return True  # (a .grad gone: the guard will retrace; be safe)
+    except (RuntimeError, AttributeError, IndexError):
+        return True  # (a .grad gone, or an argument's: be safe)
     return type(arr) is not np.ndarray or np.may_share_memory(arr, place)

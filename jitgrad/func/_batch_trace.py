@@ -286,7 +286,7 @@ def _external(v: Var) -> Tensor:
     if src.kind == "tensor":
         return src.obj
     if src.kind == "grad":
-        if src.obj._grad is None:
+        if src.obj is None or src.obj._grad is None:  # (an argument's .grad: the loop)
             raise _CannotBatch
         return src.obj._grad
     if src.kind == "scalar":

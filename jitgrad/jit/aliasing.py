@@ -105,8 +105,8 @@ def cannot_compile(pattern: tuple | None, tracer) -> str | None:
 # ------------------------------------------------------------------------------ outputs
 def _anchors(flat: list, graph, tracer) -> dict:
     """id(tensor) -> (anchor, tensor) for the tensors the caller sees: ``("arg", k)``,
-    ``("tensor", obj)`` (a captured tensor), ``("grad", leaf)`` (a leaf's ``.grad`` as the
-    traced call left it)."""
+    ``("tensor", obj)`` (a captured tensor), ``("grad", leaf_source)`` (a leaf's ``.grad``
+    as the traced call left it: an argument's or a captured leaf's)."""
     known: dict = {}
     for k, t in enumerate(flat):
         known.setdefault(id(t), (("arg", k), t))
@@ -114,10 +114,10 @@ def _anchors(flat: list, graph, tracer) -> dict:
         if v.source.kind == "tensor":
             obj = v.source.obj
             known.setdefault(id(obj), (("tensor", obj), obj))
-    for leaf, _ in tracer.grad_guards.values():
+    for leaf, _, ref in tracer.grad_guards.values():
         g = leaf._grad
         if g is not None:
-            known.setdefault(id(g), (("grad", leaf), g))
+            known.setdefault(id(g), (("grad", ref), g))
     return known
 
 
@@ -267,8 +267,9 @@ def version_bumps(flat: list, graph, tracer) -> list:
         if src.kind == "tensor":
             owners.append((src.obj._vc, src))
         elif src.kind == "grad":
-            saved = tracer.saved_grads.get(id(src.obj))
-            g = saved[1] if saved is not None else src.obj._grad
+            leaf = src.leaf(flat)
+            saved = tracer.saved_grads.get(id(leaf))
+            g = saved[1] if saved is not None else leaf._grad
             if g is not None:
                 owners.append((g._vc, src))
     out = []

@@ -119,8 +119,10 @@ def _alias_lines(rels: list, ns: dict) -> tuple[list, list]:
         if kind == "tensor":
             ns[f"OBJ{i}"] = a[1]
             return f"OBJ{i}"
-        if kind == "grad":
-            ns[f"LEAF{i}"] = a[1]
+        if kind == "grad":  # a[1]: the leaf's Source
+            if a[1].kind == "arg":
+                return f"flat[{a[1].index}]._grad"
+            ns[f"LEAF{i}"] = a[1].obj
             return f"LEAF{i}._grad"
         name = f"B{a[1]}"  # ("base", n, version): an intermediate two outputs view
         if name not in ns:
@@ -198,6 +200,6 @@ def entry_fast(entry, key: tuple, closure, stats: dict) -> Callable[[tuple], Any
     if entry.guards:  # captured tensors' and .grads' states, inline; else through HOLD
         inline = fast_guard_lines(entry.guards, ns)
         body += inline if inline is not None and not access_failed else [
-            "if HOLD() is not None:", "    return MISS"]
+            "if HOLD(args) is not None:", "    return MISS"]
     body += ['STATS["calls"] += 1', 'STATS["cache_hits"] += 1', "return RUN(args)"]
     return _exec("fast", body, ns)

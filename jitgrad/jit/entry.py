@@ -90,10 +90,13 @@ class Entry:
         """Whether :meth:`guards_hold` checks anything."""
         return bool(self.guards) or bool(self.access)
 
-    def guards_hold(self, args: tuple = (), kwargs: dict | None = None) -> str | None:
-        """None when every guard holds, else the first failing guard, in words."""
+    def guards_hold(self, args: tuple = (), kwargs: dict | None = None,
+                    flat: list | None = None) -> str | None:
+        """None when every guard holds, else the first failing guard, in words (``flat``:
+        the call's flattened tensors; ``args`` when omitted)."""
+        flat = list(args) if flat is None else flat
         for check in self.guards:
-            why = check()
+            why = check(flat)
             if why:
                 return why
         if self.access:

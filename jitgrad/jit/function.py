@@ -132,8 +132,8 @@ class CompiledFunction:
         entries = self._entries.get(key)
         if entries:  # fast path: the newest entry of this key, guards holding
             entry = entries[0]
-            if entry.closure_ids == closure_ids and (not entry.has_guards or
-                                                     entry.guards_hold(args, kwargs) is None):
+            if entry.closure_ids == closure_ids and (
+                    not entry.has_guards or entry.guards_hold(args, kwargs, flat) is None):
                 self._used(entry)
                 if entry.eager_reason is not None:
                     return self.fn(*args, **kwargs)
@@ -141,10 +141,10 @@ class CompiledFunction:
                 if tensor_args:
                     self._fast = self._fast_path(entry, key)
                 return entry.run(flat)
-        entry, reason = self._lookup(key, closure_ids, args, kwargs)
+        entry, reason = self._lookup(key, closure_ids, args, kwargs, flat)
         if entry is None:
             with self._lock:  # one trace at a time; a thread that waited may find it done
-                entry, reason = self._lookup(key, closure_ids, args, kwargs)
+                entry, reason = self._lookup(key, closure_ids, args, kwargs, flat)
                 if entry is None:
                     return self._trace(args, kwargs, flat, key, closure_ids, reason)
         self._used(entry)
@@ -205,7 +205,8 @@ class CompiledFunction:
             entry.fast = call_path.entry_fast(entry, key, self._closure, self.stats)
         return entry.fast
 
-    def _lookup(self, key, closure_ids, args: tuple = (), kwargs: dict | None = None):
+    def _lookup(self, key, closure_ids, args: tuple = (), kwargs: dict | None = None,
+                flat: list | None = None):
         """``(entry, None)`` on a hit; ``(None, why)`` on a miss."""
         entries = self._entries.get(key)
         if not entries:
@@ -216,7 +217,7 @@ class CompiledFunction:
                 reason = ("what the function refers to changed (a tensor or module rebound, "
                           "a module's train/eval mode, an optimizer hyper-parameter, a number)")
                 continue
-            why = entry.guards_hold(args, kwargs)
+            why = entry.guards_hold(args, kwargs, flat)
             if why is None:
                 return entry, None
             reason = why
@@ -378,7 +379,8 @@ class CompiledFunction:
             raise RuntimeError(f"{self.__name__} runs eagerly for these arguments, nothing was "
                                f"compiled: {why}")
         flat, treedef = flatten((args, kwargs))
-        entry, _ = self._lookup(self._key(flat, treedef), self._closure.current(), args, kwargs)
+        entry, _ = self._lookup(self._key(flat, treedef), self._closure.current(), args, kwargs,
+                                flat)
         return Lowered(entry)
 
     def eager_reason(self, *args, **kwargs) -> str | None:
@@ -388,10 +390,10 @@ class CompiledFunction:
         key = self._key(flat, treedef)
         if key not in self._entries:
             self(*args, **kwargs)
-        entry, _ = self._lookup(key, self._closure.current(), args, kwargs)
+        entry, _ = self._lookup(key, self._closure.current(), args, kwargs, flat)
         if entry is None:  # the state changed since: trace these arguments again
             self(*args, **kwargs)
-            entry, _ = self._lookup(key, self._closure.current(), args, kwargs)
+            entry, _ = self._lookup(key, self._closure.current(), args, kwargs, flat)
         return entry.eager_reason if entry is not None else None
 
 

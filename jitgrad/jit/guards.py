@@ -43,7 +43,10 @@ __all__ = ["ClosureGuard", "AccessGuard", "external_guards", "fast_guard_lines",
 
 
 def external_guards(graph, tracer) -> list:
-    """Checks (returning a reason string on failure) for state read from outside the args."""
+    """Checks of the call's flattened arguments ``flat`` (each returns a reason string on
+    failure) for state read from outside the key: captured tensors' shape, dtype and
+    requires_grad; the ``.grad`` state of every leaf whose gradient the trace read -- a
+    captured leaf's, or the ``.grad`` of the tensor passed as that argument."""
     checks = []
     for v in graph.externals:
         src = v.source
@@ -51,7 +54,7 @@ def external_guards(graph, tracer) -> list:
             t = src.obj
             shape, dtype, req, name = v.shape, v.dtype, t._requires_grad, src.describe()
 
-            def chk(t=t, shape=shape, dtype=dtype, req=req, name=name):
+            def chk(flat, t=t, shape=shape, dtype=dtype, req=req, name=name):
                 if t._data.shape != shape or t._data.dtype != dtype:
                     return (f"captured tensor {name} changed shape/dtype "
                             f"{shape} -> {t._data.shape}")
@@ -60,25 +63,25 @@ def external_guards(graph, tracer) -> list:
                 return None
             chk.spec = ("tensor", t, shape, np.dtype(dtype), req)  # for generated checks
             checks.append(chk)
-    for leaf, state in tracer.grad_guards.values():
+    for _, state, ref in tracer.grad_guards.values():
         if state == "any":
             continue
 
-        def chk(leaf=leaf, state=state):
-            g = leaf._grad
+        def chk(flat, ref=ref, state=state):
+            g = ref.tensor(flat)._grad
             now = None if g is None else (g._data.shape, g._data.dtype)
             if now != state:
-                return f".grad of a leaf went from {state} to {now}"
+                return f".grad of {ref.describe()} went from {state} to {now}"
             return None
-        chk.spec = ("grad", leaf, state)
+        chk.spec = ("grad", ref, state)
         checks.append(chk)
     return checks
 
 
 def fast_guard_lines(checks: list, ns: dict) -> list | None:
-    """:func:`external_guards`' checks as generated lines that ``return MISS`` when one
-    fails (a compiled entry's hit path: no call per captured tensor); None if some check has
-    no such form."""
+    """:func:`external_guards`' checks as generated lines (over the call's ``args``: tensors
+    only) that ``return MISS`` when one fails (a compiled entry's hit path: no call per
+    captured tensor); None if some check has no such form."""
     lines = []
     for j, chk in enumerate(checks):
         spec = getattr(chk, "spec", None)
@@ -91,13 +94,17 @@ def fast_guard_lines(checks: list, ns: dict) -> list | None:
                       f"if d.shape != GS{j} or d.dtype != GD{j} or "
                       f"GT{j}._requires_grad != {bool(req)}:", "    return MISS"]
         else:
-            _, leaf, state = spec
-            ns[f"GL{j}"] = leaf
+            _, ref, state = spec
+            if ref.kind == "arg":
+                leaf = f"args[{ref.index}]"
+            else:
+                ns[f"GL{j}"] = ref.obj
+                leaf = f"GL{j}"
             if state is None:
-                lines += [f"if GL{j}._grad is not None:", "    return MISS"]
+                lines += [f"if {leaf}._grad is not None:", "    return MISS"]
             else:
                 ns[f"GS{j}"], ns[f"GD{j}"] = state
-                lines += [f"g = GL{j}._grad",
+                lines += [f"g = {leaf}._grad",
                           f"if g is None or g._data.shape != GS{j} or g._data.dtype != GD{j}:",
                           "    return MISS"]
     return lines

@@ -145,7 +145,8 @@ def apply_effects(graph: Graph, env: dict, args: list, bump=None) -> None:
     else:
         for src, n in graph.bumps:
             src.tensor(args)._vc[0] += n
-    for leaf, v in graph.grad_sets:
+    for ref, v in graph.grad_sets:
+        leaf = ref.tensor(args)
         if v is None:
             leaf._grad = None
         elif v.kind in ("in", "ext") and v.source is not None and v.source.kind != "scalar":

@@ -63,15 +63,21 @@ class Source:
     """Where an external array lives at run time.
 
     ``kind``: "arg" (flattened argument ``index``), "tensor" (``obj._data``: a captured
-    tensor), "grad" (``obj._grad._data``: a leaf's gradient read or written in place),
-    "scalar" (``obj = (mapping, key, dtype)``: a number read afresh at every call, e.g. an
-    optimizer's learning rate, so changing it does not retrace).
+    tensor), "grad" (a leaf's gradient read or written in place: ``obj._grad._data`` for a
+    captured leaf ``obj``, ``args[index]._grad._data`` for an argument), "scalar" (``obj =
+    (mapping, key, dtype)``: a number read afresh at every call, e.g. an optimizer's
+    learning rate, so changing it does not retrace).
     """
 
     kind: str
     obj: object = None
     index: int = -1
     name: str = ""
+
+    def leaf(self, args: list):
+        """For a "grad": the leaf whose ``.grad`` it is, in the call of ``args`` -- the
+        argument ``index`` (each call's own), or the captured tensor ``obj``."""
+        return args[self.index] if self.index >= 0 else self.obj
 
     def read(self, args: list):
         if self.kind == "arg":
@@ -81,7 +87,7 @@ class Source:
         if self.kind == "scalar":
             mapping, key, dtype = self.obj
             return np.asarray(mapping[key], dtype)
-        g = self.obj._grad
+        g = self.leaf(args)._grad
         if g is None:
             raise RuntimeError("compiled plan expected a .grad that is gone (guard missed)")
         return g._data
@@ -102,11 +108,13 @@ class Source:
             return args[self.index]
         if self.kind == "tensor":
             return self.obj
-        return self.obj._grad if self.kind == "grad" else None
+        return self.leaf(args)._grad if self.kind == "grad" else None
 
     def describe(self) -> str:
         if self.kind == "arg":
             return f"arg{self.index}"
+        if self.kind == "grad" and self.index >= 0:
+            return f"arg{self.index}.grad"
         return self.name if self.kind in ("tensor", "scalar") else f"{self.name}.grad"
 
 
@@ -191,7 +199,7 @@ class Graph:
         self._eqns: list = []
         self.outputs: list = []
         self.writes: list = []      # (Source, Var)
-        self.grad_sets: list = []   # (leaf tensor, Var | None)
+        self.grad_sets: list = []   # (leaf's Source: "arg" or "tensor", Var | None)
         self.bumps: list = []       # (Source, n): raise that tensor's version by n
         self.name = name
         self.names: dict = {}       # id(tensor) -> readable name
@@ -222,8 +230,8 @@ class Graph:
             lines.append(f"  {e!r}")
         for src, v in self.writes:
             lines.append(f"  write {src.describe()} <- {v!r}")
-        for t, v in self.grad_sets:
-            lines.append(f"  {self.names.get(id(t), 'leaf')}.grad = {v!r}")
+        for leaf, v in self.grad_sets:
+            lines.append(f"  {leaf.describe()}.grad = {v!r}")
         for src, n in self.bumps:
             lines.append(f"  version {src.describe()} += {n}")
         lines.append(f"  return {', '.join(repr(v) for v in self.outputs)}")

@@ -102,7 +102,8 @@ class Tracer:
         self.view_of: dict[int, int] = {}     # id(view) -> writes into its base when made
         self.written: dict[int, Source] = {}  # externals written in place
         self.grad_sets: dict[int, tuple] = {}
-        self.grad_guards: dict[int, tuple] = {}  # id(leaf) -> (leaf, grad shape|None)
+        self.grad_guards: dict[int, tuple] = {}  # id(leaf) -> (leaf, grad state, leaf_source)
+        self.arg_index: dict[int, int] = {}   # id(argument tensor) -> its flat index
         self.backward_runs = 0
         self.n = 0
         self.escape_policy = "error"
@@ -131,6 +132,7 @@ class Tracer:
         return v
 
     def add_input(self, t, index: int) -> Var:
+        self.arg_index.setdefault(id(t), index)
         arr = t._data
         if id(arr) in self.vars:  # the same tensor passed twice
             return self.vars[id(arr)]
@@ -305,6 +307,14 @@ class Tracer:
             v = out
         return v
 
+    def leaf_source(self, leaf) -> Source:
+        """Where a plan finds ``leaf`` at run time: the call's argument (each call passes its
+        own tensor, whose ``.grad`` the plan reads and sets) or the captured tensor."""
+        k = self.arg_index.get(id(leaf))
+        if k is not None:
+            return Source("arg", index=k)
+        return Source("tensor", obj=leaf, name=self.names.get(id(leaf)) or "leaf")
+
     def note_leaf_grad(self, leaf, read: bool = True) -> None:
         """Guard a leaf's ``.grad`` state as the function first saw it — unless the function
         overwrote it before reading it (then the incoming state does not matter)."""
@@ -317,7 +327,7 @@ class Tracer:
                 state = None if g is None else (g._data.shape, g._data.dtype)
             else:
                 state = _ANY
-            self.grad_guards[k] = (leaf, state)
+            self.grad_guards[k] = (leaf, state, self.leaf_source(leaf))
             self.keep.append(leaf)
 
     def argument_state(self, t, what: str) -> None:
@@ -332,11 +342,20 @@ class Tracer:
     def on_read_grad(self, leaf, g) -> None:
         self.note_leaf_grad(leaf)
         if g is not None and id(g._data) not in self.vars:
-            src = Source("grad", obj=leaf, name=self.names.get(id(leaf)) or
-                         f"captured{len(self.graph.externals)}")
+            ref = self.grad_guards[id(leaf)][2]
+            if ref.kind == "arg":
+                src = Source("grad", index=ref.index)
+            else:
+                src = Source("grad", obj=leaf, name=self.names.get(id(leaf)) or
+                             f"captured{len(self.graph.externals)}")
             self._add_external(g._data, src)
 
     def on_set_grad(self, leaf, g) -> None:
+        if g is not None and g._requires_grad:
+            # (a plan sets values, without autograd history)
+            self.graph_break("a .grad that carries autograd history (backward(create_graph="
+                             "True), or assigning a tensor that requires grad) is set")
+            return
         self.note_leaf_grad(leaf, read=False)
         # the tensor is kept: in-place ops on the new .grad later in the call (a second
         # backward accumulating, gradient clipping) change its value; finish() reads it
@@ -459,13 +478,14 @@ class Tracer:
             g.writes.append((src, self.vars[k]))
         own = {id(v.source): v for v in list(g.inputs) + list(g.externals)}
         for leaf, v, t in self.grad_sets.values():
+            ref = self.grad_guards[id(leaf)][2]
             if t is not None:
                 src = self.sources.get(id(t._data))
                 # an argument or captured tensor, even written in place: that tensor (its
                 # write-back comes first), as eager's ``p.grad = t``; else its current value
                 v = own[id(src)] if src is not None and src.kind != "scalar" \
                     else self.vars[id(t._data)]
-            g.grad_sets.append((leaf, v))
+            g.grad_sets.append((ref, v))
         self.grad_sets.clear()  # the tensors: escaped_values() must not count them
         if check_ir() and self.escaped is None:  # (escaped: the graph is not used)
             g.check()
