@@ -140,3 +140,28 @@ def test_the_graph_names_the_argument_whose_grad_it_sets():
     f = jg.compile(set_grad)
     text = str(f.lower(_arg(0, None), _arg(1, None)).graph)
     assert "arg0.grad = " in text
+
+
+def test_a_grad_with_autograd_history_set_inside_runs_eagerly():
+    """``backward(create_graph=True)`` inside leaves a ``.grad`` with history (eager): a plan
+    would set a value without it, so the call runs eagerly."""
+    w = jg.tensor(np.arange(3.0) + 1, requires_grad=True)
+
+    def f(x):
+        (w * w * x).sum().backward(create_graph=True)
+        return w.grad.sum()
+
+    compiled = jg.compile(f)
+    for k, call in enumerate([compiled, compiled, f]):
+        w.grad = None
+        x = jg.tensor(np.full(3, k % 2 + 1.0), requires_grad=True)
+        if k == 0:
+            with pytest.warns(UserWarning, match="carries autograd history"):
+                out = call(x)
+        else:
+            out = call(x)
+        assert out.item() == 2 * (k % 2 + 1.0) * 6  # sum(2 w x)
+        assert w.grad.grad_fn is not None
+        w.grad.sum().backward()  # through the gradient's history, as eager
+        wv = np.arange(3.0) + 1  # x.grad: w**2 from the first backward, 2w from this one
+        np.testing.assert_array_equal(x.grad.numpy(), wv ** 2 + 2 * wv)
