@@ -36,8 +36,10 @@ def speculation_blocker(graph: Graph, grad_info, out_sizes: list, aliases, escap
         return "the call has effects (in-place writes, .grad updates)"
     if any(e.op == "random" for e in graph.eqns):
         return "the call draws random numbers"
-    if any(is_effect(e) for e in graph.eqns):
-        return "the call runs effects (collectives, value checks)"
+    # (a value check -- ``trace.effects.run_check`` -- only raises: the joint plan runs it
+    # in its place as the forward plan would, and again when it recomputes the forward)
+    if any(is_effect(e) and e.op != "check" for e in graph.eqns):
+        return "the call runs effects (collectives)"
     if escaped:
         return "outside state keeps arrays the call made"
     if aliases[0] and any(r is not None for r in aliases[0]):

@@ -45,7 +45,8 @@ def run_check(t: Tensor, failed: Callable[[np.ndarray], bool],
     """Raise ``error()`` when ``failed(t's array)`` (a zero divisor, a probability outside
     [0, 1]): now, and -- under a tracer -- at every call of the compiled plan, as an effect
     equation (a check of the traced call's values alone would let a later call's bad values
-    through). Calls with such a check run no joint forward+backward plan."""
+    through). A check has no other effect: calls with one are still speculated (a joint
+    forward+backward plan runs it in the same place)."""
     def check(a):
         if failed(a):
             raise error()

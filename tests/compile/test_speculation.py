@@ -233,3 +233,23 @@ def test_speculated_loss_follows_python_state_between_calls():
         assert_same_bits(lc, le, f"loss at step {step}")
         assert_same_bits(xc.grad, xe.grad, f"gradient at step {step}")
     assert _entry(f).speculating  # the newest entry (a retrace after the number changed)
+
+
+def test_a_value_check_is_speculated_and_still_raises_at_every_call():
+    """``gaussian_nll_loss``'s variance check is an effect equation (``run_check``) that
+    only raises: the loss is speculated (eager bits), and a later call with a negative
+    variance raises eager's error."""
+    def fn(mu, y, v):
+        return jg.nn.functional.gaussian_nll_loss(mu, y, v)
+
+    f = jg.compile(fn)
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal(64).astype(np.float32) for _ in range(2)] + [
+        rng.uniform(0.5, 2.0, 64).astype(np.float32)]
+    _same_as_eager(f, fn, arrays, lambda loss, ts: loss.backward())
+    assert "speculated gradients: yes" in jg.explain(f, *_leaves(arrays))
+    assert _entry(f).speculating
+    arrays[2][3] = -1.0
+    for call in (fn, f):
+        with pytest.raises(ValueError, match="var has negative entry"):
+            call(*_leaves(arrays))
