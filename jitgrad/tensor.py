@@ -263,6 +263,8 @@ class Tensor:
         value = bool(value)
         if value and self._data.dtype.kind != "f":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if TRACING and _TRACE.tracer is not None and value != self._requires_grad:
+            _TRACE.tracer.on_requires_grad(self)
         self._requires_grad = value
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -377,6 +379,8 @@ class Tensor:
         t._vc = self._vc
         if self._base is not None or self._data.base is not None:
             t._base = self._base if self._base is not None else self
+        if TRACING and _TRACE.tracer is not None:
+            _TRACE.tracer.on_detach(t)
         return t
 
     def detach_(self) -> Tensor:

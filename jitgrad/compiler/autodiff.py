@@ -61,6 +61,8 @@ def trace_backward(tracer: Tracer, graph, flat, out_flat) -> GradInfo:
     cots = [ones_like(t) for t in outs]
     for i, c in enumerate(cots):
         bt.add_input(c, i)
+    # (a non-leaf input that retains its grad gets one from this run: not the caller's)
+    retained = [(t, t._grad) for t in diff_tensors if t._grad_fn is not None]
     _TRACE.tracer = bt
     try:
         grads = autograd_grad(outs, diff_tensors, grad_outputs=cots, retain_graph=True,
@@ -69,6 +71,8 @@ def trace_backward(tracer: Tracer, graph, flat, out_flat) -> GradInfo:
         grads = [g if g is not None else zeros_like(t) for g, t in zip(grads, diff_tensors)]
     finally:
         _TRACE.tracer = None
+        for t, g in retained:
+            t._grad = g
     bgraph = bt.finish(grads)
     # backward externals: forward values (residuals) or inputs / captured tensors
     fwd_vars = tracer.vars

@@ -171,14 +171,17 @@ def cancel_transposes(graph: Graph) -> dict:
 
 
 def dce(graph: Graph, keep=()) -> None:
-    """Drop equations whose values nothing needs (effect equations are always needed)."""
+    """Drop equations whose values nothing needs. Effect equations are always needed, and
+    so are random draws: each advances its generator, as the eager call's did, whether or
+    not its value is read (a dropout in a discarded branch, a draw overwritten by
+    ``uniform_``), so later draws -- in the call and after it -- stay eager's."""
     live = {id(v) for v in graph.outputs if isinstance(v, Var)}
     live |= {id(v) for v in keep}
     live |= {id(v) for _, v in graph.writes}
     live |= {id(v) for _, v in graph.grad_sets if v is not None}
     out = []
     for e in reversed(graph.eqns):
-        if id(e.out) in live or is_effect(e):
+        if id(e.out) in live or is_effect(e) or e.op == "random":
             out.append(e)
             live |= {id(i) for i in e.ins if isinstance(i, Var)}
     graph.eqns = list(reversed(out))

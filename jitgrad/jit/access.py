@@ -65,6 +65,8 @@ class CodeAccess:
     global_writes: tuple   # (name, line) of ``global`` assignments / deletions
     nonlocal_writes: tuple  # (name, line) of assignments to free variables
     arg_names: frozenset
+    #: local names bound by ``import`` statements: (name, module, whole package?, attribute)
+    imports: tuple = ()
 
 
 _CACHE: dict = {}
@@ -142,7 +144,34 @@ def _analyze(code) -> CodeAccess:
     nargs = code.co_argcount + code.co_kwonlyargcount
     nargs += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)  # *args, **kwargs
     return CodeAccess(tuple(dict.fromkeys(chains)), tuple(gwrites), tuple(nlwrites),
-                      frozenset(code.co_varnames[:nargs]))
+                      frozenset(code.co_varnames[:nargs]), _import_bindings(ins))
+
+
+_STORES = ("STORE_FAST", "STORE_NAME", "STORE_DEREF")
+
+
+def _import_bindings(ins: list) -> tuple:
+    """``(name, module, package, attribute)`` for each local name an ``import`` statement
+    binds: ``import numpy as np`` -> ("np", "numpy", True, None) (``package``: the name is
+    bound to the top-level package, as ``IMPORT_NAME`` without a from-list returns);
+    ``from random import random as r`` -> ("r", "random", False, "random")."""
+    out = []
+    for k, op in enumerate(ins):
+        if op.opname != "IMPORT_NAME":
+            continue
+        fromlist = ins[k - 1].argval if k and ins[k - 1].opname == "LOAD_CONST" else None
+        package = fromlist is None
+        attr = None
+        for nxt in ins[k + 1:]:
+            if nxt.opname == "IMPORT_FROM":
+                attr = nxt.argval
+            elif nxt.opname in _STORES:
+                out.append((nxt.argval, op.argval, package, attr))
+                if attr is None:
+                    break
+            else:
+                break
+    return tuple(out)
 
 
 #: stack position (0 = top) of the object a store / delete mutates

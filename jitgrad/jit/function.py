@@ -32,6 +32,7 @@ from ..trace.pytree import flatten
 from ..trace.state import STATE as _TRACE
 from ..trace.tracer import TraceError, Tracer
 from . import aliasing, call_path
+from .autograd_state import unreproducible_autograd
 from .entry import EagerEntry, Entry, Lowered
 from .guards import AccessGuard, ClosureGuard, closure_names, external_guards
 from .observe import Observer
@@ -300,11 +301,21 @@ class CompiledFunction:
             self._fast = None
             return self.fn(*args, **kwargs)
         out_flat, out_tree = flatten(result)
-        graph = tracer.finish(out_flat)
-        if tracer.escaped is not None:  # an output the trace cannot see (nonzero's): the
-            # call already ran eagerly, and so do calls like it (a graph break)
-            warnings.warn(f"jitgrad.compile: running {self.__name__} eagerly: "
-                          f"{tracer.escaped}", UserWarning, stacklevel=3)
+        try:
+            graph = tracer.finish(out_flat)
+            why = unreproducible_autograd(flat, out_flat, graph, tracer, key[2])
+            if why is not None and tracer.escaped is None:
+                tracer.graph_break(why, where="jitgrad.compile")
+        except TraceError:  # (fullgraph=True: a graph break found at the end)
+            tracer.undo()
+            raise
+        if tracer.escaped is not None:  # an output the trace cannot see (nonzero's), a
+            # value read and changed within the call: the call already ran eagerly, and so
+            # do calls like it (a graph break)
+            if tracer.escaped not in self._warned_breaks:
+                self._warned_breaks.add(tracer.escaped)
+                warnings.warn(f"jitgrad.compile: running {self.__name__} eagerly: "
+                              f"{tracer.escaped}", UserWarning, stacklevel=3)
             self._add_entry(key, EagerEntry(tracer.escaped, [], closure_ids, access))
             self._fast = None
             return result

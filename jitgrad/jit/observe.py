@@ -120,6 +120,22 @@ def untraceable_reason(v) -> str | None:
 _MISSING = object()
 
 
+def _imported(bindings: tuple) -> dict:
+    """``{local name: object}`` for a code's ``import`` bindings (``access._import_bindings``)
+    whose module is imported already or imports now (the frame is about to import it)."""
+    import importlib
+
+    out = {}
+    for name, module, package, attr in bindings:
+        try:
+            mod = importlib.import_module(module)
+            base = sys.modules[module.partition(".")[0]] if package else mod
+            out[name] = base if attr is None else getattr(base, attr)
+        except Exception:  # noqa: BLE001 - the frame's own import raises it, as eager
+            continue
+    return out
+
+
 def _root_value(frame, chain, args: frozenset):
     if chain.kind == "global":
         v = frame.f_globals.get(chain.name, _MISSING)
@@ -266,7 +282,14 @@ class Observer:
         if top:
             for name, line in acc.nonlocal_writes:
                 return self._break(f"{where}{line}", f"assigns the nonlocal {name!r}")
+        imported = _imported(acc.imports) if acc.imports else {}
         for ch in acc.chains:
+            if ch.kind == "fast" and ch.name in imported:
+                # a module (or a name from one) the code imports itself: what it reads
+                # through it is checked as through a global (``import random as r;
+                # r.random()`` draws in Python; ``import cfg; cfg.lr`` is outside state)
+                self._imported_chain(frame, code, ch, imported[ch.name])
+                continue
             root = _root_value(frame, ch, acc.arg_names)
             if root is _MISSING:
                 continue
@@ -309,6 +332,17 @@ class Observer:
                     self._add(("default", self.top_func, ch.name), ch, (), root)
                 continue
             self._record(frame, ch, top, ch.steps[:cut], value)
+
+    def _imported_chain(self, frame, code, ch, root) -> None:
+        value, cut = _walk(root, ch.steps)
+        why = untraceable_reason(value) if cut == len(ch.steps) else None
+        if why is not None:
+            return self._break(f"{code.co_filename}:{ch.line}", f"{ch.text()}: {why}")
+        if ch.write is not None or cut == 0 or isinstance(
+                value, (types.ModuleType, type) + _CALLABLES):
+            return None  # code, not state (a module's mutation: its own chains say so)
+        self._add(("const", root), ch, ch.steps[:cut], value)
+        return None
 
     def _record(self, frame, ch, top: bool, steps: tuple, value) -> None:
         if top and not steps and ch.kind in ("global", "deref") and closure_relevant(value):

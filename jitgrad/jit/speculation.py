@@ -104,7 +104,7 @@ def node_class_for(entry, out_index: int, n_outputs: int) -> type:
     a call sets two slots, not five dict entries)."""
     out = entry.graph.outputs[out_index]
     return type("CompiledFunctionBackward", (SpeculativeBackward,), {
-        "__slots__": ("_arrays", "_flat"), "__module__": __name__,
+        "__slots__": ("_arrays", "_flat", "_versions"), "__module__": __name__,
         "__qualname__": "CompiledFunctionBackward", "_entry": entry,
         "_out_index": out_index, "n_outputs": n_outputs,
         "_out_shape": out.shape, "_out_dtype": out.dtype})
@@ -143,8 +143,14 @@ def attach_lines(entry, flat_sample: list, ns: dict, ts: list, outs: str) -> lis
         edges.append(f"d{j} if f{j} is None else (f{j}, d{j}._output_nr)")
     lines.append(f"node.next_edges = ({''.join(e + ', ' for e in edges)})")
     lines.append(f"node.saved = ({''.join(f'({x}, {x}._vc[0]), ' for x in saved)})")
+    # every input's version: recomputing the forward (another cotangent, create_graph)
+    # reads them all, not only those the backward saves (``_forward_inputs``)
+    ns["SPEC_CAPTURED"] = _captured(entry)
+    versions = [f"flat[{k}]._vc[0]" for k in range(len(flat_sample))] + [
+        f"SPEC_CAPTURED[{j}]._vc[0]" for j in range(len(ns["SPEC_CAPTURED"]))]
     lines += ["node.in_meta = SPEC_META", "node.seq = SEQ()", f"node._arrays = {outs}",
-              "node._flat = flat", f"{t}._requires_grad = True", f"{t}._grad_fn = node"]
+              "node._flat = flat", f"node._versions = ({''.join(v + ', ' for v in versions)})",
+              f"{t}._requires_grad = True", f"{t}._grad_fn = node"]
     if i:
         lines.append(f"{t}._output_nr = {i}")
     lines += ["idle = ENTRY.spec_idle + 1", "ENTRY.spec_idle = idle",
@@ -159,10 +165,20 @@ def _went_idle(entry) -> None:
               "backward: stops speculating the gradients", flush=True)
 
 
+def _captured(entry) -> tuple:
+    """The captured tensors the forward plan reads."""
+    return tuple(v.source.obj for v in entry.graph.externals if v.source.kind == "tensor")
+
+
 def _forward_again(entry, node) -> list:
     """The residuals of a speculated call, recomputed by the forward plan from the saved
     inputs: the same bits the joint plan computed (speculated calls have no effects and
-    draw no random numbers; fused kernels round as unfused ones)."""
+    draw no random numbers; fused kernels round as unfused ones). An input modified in
+    place since the call (an optimizer step between the loss and its backward) raises
+    eager's error: the forward would read its new values."""
+    for t, version in zip(list(node._flat) + list(_captured(entry)), node._versions):
+        if t._vc[0] != version:
+            unpack((t, version), node)
     n_out = len(entry.graph.outputs)
     return entry.plan.run(node._flat)[n_out:n_out + len(entry.grad_info.saved)]
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+import weakref
 
 import numpy as np
 
@@ -104,6 +105,9 @@ class Tracer:
         self.grad_sets: dict[int, tuple] = {}
         self.grad_guards: dict[int, tuple] = {}  # id(leaf) -> (leaf, grad state, leaf_source)
         self.arg_index: dict[int, int] = {}   # id(argument tensor) -> its flat index
+        self.scalar_reads: list = []  # (Source "scalar", its value when the trace read it)
+        self.inner_leaves: set[int] = set()  # ids of leaves the call made whose .grad it set
+        self.detached: dict = {}  # id -> weak reference of the tensors the call's detach() made
         self.backward_runs = 0
         self.n = 0
         self.escape_policy = "error"
@@ -187,6 +191,7 @@ class Tracer:
         arr = np.asarray(mapping[key], dtype)
         src = Source("scalar", obj=(mapping, key, np.dtype(dtype)), name=name or str(key))
         self._add_external(arr, src)
+        self.scalar_reads.append((src, arr.copy()))
         return alias(arr)
 
     def operand(self, x):
@@ -319,6 +324,13 @@ class Tracer:
         """Guard a leaf's ``.grad`` state as the function first saw it — unless the function
         overwrote it before reading it (then the incoming state does not matter)."""
         k = id(leaf)
+        if k in self.inner_leaves or (k not in self.grad_guards and self.made_in_call(leaf)):
+            # a leaf of the call's own (``x.detach().requires_grad_()``): its .grad starts
+            # unset at every call, and only the call's values reach it -- nothing to guard,
+            # read from outside or set by the plan
+            self.inner_leaves.add(k)
+            self.keep.append(leaf)
+            return
         if k not in self.saved_grads:  # called before the trace changes leaf._grad
             self.saved_grads[k] = (leaf, leaf._grad)
         if k not in self.grad_guards:
@@ -339,8 +351,38 @@ class Tracer:
         if src is not None and src.kind == "arg":
             self.graph_break(f"{what} of an argument")
 
+    def on_requires_grad(self, t) -> None:
+        """User code flips ``requires_grad`` of ``t``: a graph break for a tensor that existed
+        before the call (an argument, a captured tensor), whose flag a plan would not set
+        again at later calls; a tensor the call made is a leaf of its own (see
+        ``jit/autograd_state.py``)."""
+        if not self.made_in_call(t):
+            self.graph_break("requires_grad of a tensor that exists outside the call changes")
+
+    def on_detach(self, t) -> None:
+        """``t`` is a ``detach()`` made by the call (over another tensor's array). Held by a
+        weak reference: a strong one would count as an outside holder of its array
+        (``escaped_values``)."""
+        self.detached[id(t)] = weakref.ref(t)
+
+    def made_in_call(self, t) -> bool:
+        """Whether tensor ``t`` was made by the traced call (by an op, a factory, a
+        ``detach()``), not passed in or captured."""
+        ref = self.detached.get(id(t))
+        if ref is not None and ref() is t:
+            return True
+        k = id(t._data)
+        if k not in self.vars:  # a tensor no op has read yet: made outside, or untraced
+            return k in self.untraced
+        # (``x.detach()`` shares x's array: a tensor of the call's own)
+        src = self.sources.get(k)
+        return not (id(t) in self.arg_index or (
+            src is not None and src.kind == "tensor" and src.obj is t))
+
     def on_read_grad(self, leaf, g) -> None:
         self.note_leaf_grad(leaf)
+        if id(leaf) in self.inner_leaves:
+            return
         if g is not None and id(g._data) not in self.vars:
             ref = self.grad_guards[id(leaf)][2]
             if ref.kind == "arg":
@@ -351,12 +393,14 @@ class Tracer:
             self._add_external(g._data, src)
 
     def on_set_grad(self, leaf, g) -> None:
+        self.note_leaf_grad(leaf, read=False)
+        if id(leaf) in self.inner_leaves:
+            return
         if g is not None and g._requires_grad:
             # (a plan sets values, without autograd history)
             self.graph_break("a .grad that carries autograd history (backward(create_graph="
                              "True), or assigning a tensor that requires grad) is set")
             return
-        self.note_leaf_grad(leaf, read=False)
         # the tensor is kept: in-place ops on the new .grad later in the call (a second
         # backward accumulating, gradient clipping) change its value; finish() reads it
         self.grad_sets[id(leaf)] = (leaf, None if g is None else self.var(g), g)
@@ -471,6 +515,14 @@ class Tracer:
 
     # --------------------------------------------------------------------- result
     def finish(self, outputs) -> Graph:
+        for src, value in self.scalar_reads:
+            if not np.array_equal(src.read([]), value):
+                # the plan reads it once, at its start: an LR scheduler stepped after the
+                # optimizer step it feeds, in the same call, would reach that step
+                self.graph_break(f"{src.describe()} is read and later changed within the call "
+                                 "(a learning-rate scheduler stepped inside the function)",
+                                 where="jitgrad.compile")
+                break
         g = self.graph
         g.names = self.names
         g.outputs = [self.var(t) for t in outputs]
