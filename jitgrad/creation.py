@@ -12,6 +12,7 @@ from . import devices, dtypes
 from .random import rng
 from .shapes import as_shape
 from .tensor import Tensor, wrap
+from .trace.numpy_args import base_array
 from .trace.state import STATE as _TRACE
 from .trace.tracer import needs_value
 
@@ -182,8 +183,9 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False,
             "jitgrad.tensor(sourceTensor).", UserWarning, stacklevel=2)
     dev = _device(device)
     tr = _TRACE.tracer
-    if tr is not None and type(data) is np.ndarray and tr.is_input(data):
+    if tr is not None and isinstance(data, np.ndarray) and tr.is_input(data):
         # a NumPy argument of a compiled function: a copy of that input, not a constant
+        data = base_array(data)
         t = wrap(data).clone() if dtype is None else wrap(data).to(dtypes.to_dtype(dtype),
                                                                     copy=True)
         return t.requires_grad_() if requires_grad else t
@@ -206,7 +208,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     elif isinstance(data, np.ndarray) and (dtype is None or
                                            dtypes.to_dtype(dtype).np == data.dtype):
         dtypes.from_numpy_dtype(data.dtype)
-        t = wrap(data)
+        t = wrap(base_array(data))
     else:
         t = wrap(_array_from_data(data, dtype))
     return t if dev is None else t.to(dev)
@@ -246,7 +248,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     dtypes.from_numpy_dtype(ndarray.dtype)
-    return wrap(ndarray)
+    return wrap(base_array(ndarray))
 
 
 def _device(device, like: Tensor | None = None):

@@ -214,6 +214,8 @@ class Tensor:
         return self._data.flags.c_contiguous
 
     def stride(self, dim: int | None = None):
+        if TRACING and _TRACE.tracer is not None:
+            _TRACE.tracer.reads_strides("reading stride()")
         st = tuple(s // self._data.itemsize for s in self._data.strides)
         return st if dim is None else st[dim]
 
@@ -244,6 +246,8 @@ class Tensor:
         return d.__cuda_array_interface__
 
     def data_ptr(self) -> int:
+        if TRACING and _TRACE.tracer is not None:  # each call's arrays are its own
+            _TRACE.tracer.graph_break("data_ptr() is read (a memory address)")
         d = self._data
         return d.ctypes.data if devices.is_cpu_array(d) else d.data.ptr
 

@@ -239,6 +239,22 @@ def test_view_shares_version_counter():
     assert x._version == v._version == 1
 
 
+def test_an_element_read_by_integers_is_a_view():
+    """``x[0]`` (and ``x[1, 2]``) is a 0-d view, as PyTorch's: later writes to ``x`` show
+    through it, and writes into it reach ``x``."""
+    x = jg.zeros(3)
+    y = x[0]
+    x.add_(5)
+    assert y.item() == 5.0 and y._base is x and y._version == x._version
+    m = jg.zeros(2, 3)
+    e = m[1, 2]
+    e.fill_(7)
+    assert m[1].tolist() == [0.0, 0.0, 7.0]
+    g = leaf([1.0, 2.0, 3.0])
+    (g[1] * 4).backward()
+    assert g.grad.tolist() == [0.0, 4.0, 0.0]
+
+
 def test_setitem_is_differentiable():
     x = leaf([1.0, 2.0, 3.0])
     v = leaf(5.0)

@@ -28,7 +28,8 @@ from ..compiler.autodiff import differentiable, trace_backward
 from ..compiler.joint import speculation_blocker
 from ..compiler.kernel_desc import unsupported_float
 from ..tensor import Tensor
-from ..trace.pytree import flatten
+from ..trace.numpy_args import wrap_numpy_arguments
+from ..trace.pytree import NotRebuildable, flatten
 from ..trace.state import STATE as _TRACE
 from ..trace.tracer import TraceError, Tracer
 from . import aliasing, call_path
@@ -216,7 +217,8 @@ class CompiledFunction:
         for entry in entries:
             if entry.closure_ids != closure_ids:
                 reason = ("what the function refers to changed (a tensor or module rebound, "
-                          "a module's train/eval mode, an optimizer hyper-parameter, a number)")
+                          "a module's train/eval mode, an optimizer hyper-parameter, a number, the "
+                          "default dtype or device)")
                 continue
             why = entry.guards_hold(args, kwargs, flat)
             if why is None:
@@ -271,10 +273,11 @@ class CompiledFunction:
         for i, t in enumerate(flat):
             tracer.add_input(t, i)
         observer = Observer(tracer, self.fn)
+        traced_args, traced_kwargs = wrap_numpy_arguments(args, kwargs, tracer)
         _TRACE.tracer = tracer
         try:
             with observer:
-                result = self.fn(*args, **kwargs)
+                result = self.fn(*traced_args, **traced_kwargs)
         except TraceError:
             _TRACE.tracer = None
             tracer.undo()  # jitgrad refused the function: it leaves no half-done effects
@@ -300,8 +303,13 @@ class CompiledFunction:
             self._add_entry(key, EagerEntry(why, [], closure_ids, access))
             self._fast = None
             return self.fn(*args, **kwargs)
-        out_flat, out_tree = flatten(result)
         try:
+            try:
+                out_flat, out_tree = flatten(result, result=True)
+            except NotRebuildable as e:  # the call ran eagerly already: it stays eager
+                tracer.graph_break(f"the function returns {e}, which a compiled plan cannot "
+                                   "give back afresh at every call", where="jitgrad.compile")
+                out_flat, out_tree = [], None
             graph = tracer.finish(out_flat)
             why = unreproducible_autograd(flat, out_flat, graph, tracer, key[2])
             if why is not None and tracer.escaped is None:

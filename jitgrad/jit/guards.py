@@ -36,7 +36,7 @@ from ..nn.mutation import (
 )
 from ..tensor import Tensor
 
-__all__ = ["ClosureGuard", "AccessGuard", "external_guards", "fast_guard_lines",
+__all__ = ["ClosureGuard", "AccessGuard", "global_settings", "external_guards", "fast_guard_lines",
            "closure_names", "state_of",
            "value_state", "guarded_state", "is_stateful", "closure_relevant", "default_value",
            "RAISES"]
@@ -110,6 +110,17 @@ def fast_guard_lines(checks: list, ns: dict) -> list | None:
     return lines
 
 
+def global_settings() -> tuple:
+    """The process and thread settings a trace bakes in: the default dtype and device
+    (factories and Python floats inside the function), deterministic algorithms and
+    anomaly detection (code may branch on them). Part of every entry's closure state: a
+    change retraces."""
+    from .. import autograd, determinism, devices, dtypes
+
+    return (dtypes._default_float, devices.get_default_device(),
+            determinism._FLAGS["mode"], autograd._anomaly)
+
+
 class ClosureGuard:
     """Reads, at every call, the state of what the function refers to that a trace bakes in:
     identities of tensors, of modules' parameters (and their ``training`` flag), of
@@ -132,7 +143,7 @@ class ClosureGuard:
                 self.slots.append((g, n))
 
     def current(self) -> tuple:
-        out = []
+        out = [global_settings()]
         if self.module is not None:
             out.append(state_of(self.module))
         for holder, name in self.slots:
@@ -148,7 +159,9 @@ class ClosureGuard:
         call path, ``call_path.py``): tensors and plain numbers are compared inline, other
         objects through ``state_of``. Reading an emptied cell raises ValueError."""
         ns["STATE_OF"] = state_of
-        lines = []
+        ns["SETTINGS"], ns["ESETTINGS"] = global_settings, expected[0]
+        lines = ["if SETTINGS() != ESETTINGS:", "    return MISS"]
+        expected = expected[1:]
         reads = []
         if self.module is not None:
             ns["CMOD"] = self.module
@@ -428,10 +441,13 @@ def value_state(v, depth: int = 2):
         except TypeError:
             return ("X", t, id(v))
     if t in (list, tuple) or isinstance(v, (list, tuple)):
-        return (t, len(v), tuple(value_state(e, depth - 1) for e in v[:MAX_ENTRIES]))
+        return (t, len(v), tuple(value_state(e, depth - 1) for e in v[:MAX_ENTRIES]),
+                _tail(v[MAX_ENTRIES:]))
     if isinstance(v, dict):
         return (t, len(v), tuple((k, value_state(e, depth - 1))
-                                 for k, e in islice(v.items(), MAX_ENTRIES)))
+                                 for k, e in islice(v.items(), MAX_ENTRIES)),
+                _tail(list(islice(v.items(), MAX_ENTRIES, None))) if len(v) > MAX_ENTRIES
+                else ())
     if isinstance(v, (set, frozenset)):
         return (t, len(v), frozenset(e for e in islice(v, MAX_ENTRIES) if type(e) in _PLAIN))
     d = getattr(v, "__dict__", None)
@@ -439,6 +455,19 @@ def value_state(v, depth: int = 2):
         return ("O", t, tuple((k, value_state(e, depth - 1))
                               for k, e in islice(d.items(), MAX_ENTRIES)))
     return ("X", t, id(v))
+
+
+def _tail(entries) -> tuple:
+    """The entries of a container beyond :data:`MAX_ENTRIES`: compared whole, as C-level
+    tuples of types and values (a list of 100 coefficients changed at entry 90 retraces),
+    objects among them by identity."""
+    if not entries:
+        return ()
+    flat = [e for kv in entries for e in kv] if type(entries[0]) is tuple and isinstance(
+        entries, list) and all(type(kv) is tuple and len(kv) == 2 for kv in entries) \
+        else list(entries)
+    return (tuple(map(type, flat)), tuple(
+        e.hex() if type(e) is float else e if type(e) in _PLAIN else id(e) for e in flat))
 
 
 RAISES = ("raises",)

@@ -324,7 +324,7 @@ class Observer:
                     self._add(("default", self.top_func, ch.name), ch, (), root)
                 continue
             if cut == 0 and (isinstance(root, Tensor) or (
-                    top and ch.kind == "fast" and type(root) is np.ndarray)):
+                    top and ch.kind == "fast" and isinstance(root, np.ndarray))):
                 # tensor and NumPy arguments, captured tensors: key / tracer guards; a
                 # default one is guarded as the function's default (rebinding it retraces)
                 if top and ch.kind == "fast" and default_value(

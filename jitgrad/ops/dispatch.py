@@ -18,6 +18,7 @@ from ..autograd.node import edge, make_node, save_input, save_output
 from ..devices import check_same_device, is_cpu_array
 from ..shapes import broadcast_many, broadcast_shapes
 from ..tensor import Tensor, mark_view, wrap
+from ..trace.numpy_args import base_array
 from ..trace.state import STATE as _TRACE
 from . import eager_kernels, native
 from .registry import BOOL, FLOAT, OpDef
@@ -81,7 +82,7 @@ def as_tensor_arg(x, name: str = "input") -> Tensor:
     if isinstance(x, Tensor):
         return x
     if isinstance(x, np.ndarray):
-        return wrap(x)
+        return wrap(x if type(x) is np.ndarray else base_array(x))
     from ..creation import tensor
 
     try:

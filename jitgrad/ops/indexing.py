@@ -48,8 +48,15 @@ class _TwoStep(tuple):
 
 
 def _take(a, index):
-    """``a[index]`` as an array (an element read is a 0-d array on ``a``'s device)."""
+    """``a[index]`` as an array. An element read by integers alone is a 0-d *view* of
+    ``a`` (``a[0, ...]``), as PyTorch's ``x[0]`` is: a later write to ``a`` shows through
+    it (NumPy's ``a[0]`` would be a scalar, a copy)."""
     res = a[index[0]][index[1]] if type(index) is _TwoStep else a[index]
+    if not isinstance(res, np.ndarray) and type(index) is not _TwoStep:
+        try:
+            res = a[(index if type(index) is tuple else (index,)) + (Ellipsis,)]
+        except (IndexError, TypeError):  # (an index that already has an Ellipsis)
+            pass
     if not isinstance(res, np.ndarray):
         res = array_namespace(a).asarray(res)
     return res

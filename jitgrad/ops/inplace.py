@@ -166,6 +166,9 @@ def write_out(out, result: Tensor, name: str) -> Tensor:
                 f"release outputs will not be resized unless they have zero elements. You can "
                 f"explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
                 f"with t.resize_(0).", UserWarning, stacklevel=3)
+        tr = _TRACE.tracer
+        if tr is not None:  # a new array for the argument: nothing a plan can replay
+            tr.graph_break(f"{name}(out=...) resizes out (its array is replaced)")
         out._data = array_namespace(out._data).empty(src.shape, out._data.dtype)
     return apply_inplace(out, wrap(src))
 

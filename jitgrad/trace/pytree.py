@@ -1,47 +1,93 @@
-"""Flattening of nested arguments/results (tuples, lists, dicts, None, numbers, tensors)."""
+"""Flattening of nested arguments/results (tuples, lists, dicts, None, numbers, tensors).
+
+Arguments and results are flattened alike, except for what a compiled *result* may hold:
+a value the plan would hand back as it was at the traced call (a static leaf of the treedef)
+must be one that cannot hold that call's tensors or change -- a number, a string, a dtype...
+(:data:`STATIC_RESULT_TYPES`). Dataclasses and subclasses of ``list``/``dict`` are rebuilt as
+their own types; any other object in a result (a plain object, a closure, a set) raises
+:class:`NotRebuildable` (the compiled function runs such calls eagerly).
+"""
 
 from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+from collections import defaultdict
 
 import numpy as np
 
 from ..tensor import Tensor
 
-__all__ = ["flatten", "unflatten"]
+__all__ = ["flatten", "unflatten", "NotRebuildable", "STATIC_RESULT_TYPES"]
 
 
-def flatten(obj) -> tuple[list, tuple]:
+class NotRebuildable(TypeError):
+    """A compiled function's result holds an object a plan cannot give back afresh."""
+
+
+#: the static values a compiled result may hold (everything else is structure or a tensor)
+STATIC_RESULT_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis),
+                       np.dtype, np.generic, type, enum.Enum, range,
+                       types.BuiltinFunctionType)
+
+
+def flatten(obj, result: bool = False) -> tuple[list, tuple]:
     """``(leaves, treedef)``: tensors (NumPy arrays become tensors) are leaves; everything
-    else is structure or a static value recorded in the (hashable) treedef."""
+    else is structure or a static value recorded in the (hashable) treedef. ``result``: obj
+    is what a compiled function returned (see the module docstring)."""
     leaves: list = []
-    return leaves, _walk(obj, leaves)
+    return leaves, _walk(obj, leaves, result)
 
 
-def _walk(x, leaves: list):
+def _walk(x, leaves: list, result: bool = False):
     # a module-level recursion: a nested one would be a closure that refers to itself, a
     # reference cycle keeping ``leaves`` (the tensors) alive until the next garbage collection
     if isinstance(x, Tensor):
         leaves.append(x)
         return ("T",)
     if isinstance(x, np.ndarray):
+        if result:
+            raise NotRebuildable("a NumPy array")
         from ..creation import as_tensor
 
         leaves.append(as_tensor(x))
         return ("T",)
     if type(x) is tuple:
-        return ("tuple", tuple(_walk(i, leaves) for i in x))
+        return ("tuple", tuple(_walk(i, leaves, result) for i in x))
     if isinstance(x, tuple):  # a namedtuple, or a subclass such as Size: rebuilt as its type
         tag = "ntuple" if hasattr(x, "_fields") else "subtuple"
-        return (tag, type(x), tuple(_walk(i, leaves) for i in x))
+        return (tag, type(x), tuple(_walk(i, leaves, result) for i in x))
     if isinstance(x, list):
-        return ("list", tuple(_walk(i, leaves) for i in x))
+        if type(x) is list or not result:
+            return ("list", tuple(_walk(i, leaves, result) for i in x))
+        return ("sublist", type(x), tuple(_walk(i, leaves, result) for i in x))
     if isinstance(x, dict):
         keys = tuple(x.keys())
-        return ("dict", keys, tuple(_walk(x[k], leaves) for k in keys))
+        kids = tuple(_walk(x[k], leaves, result) for k in keys)
+        if type(x) is dict or not result:
+            return ("dict", keys, kids)
+        factory = x.default_factory if isinstance(x, defaultdict) else None
+        return ("subdict", type(x), factory, keys, kids)
+    if result:
+        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+            names = tuple(f.name for f in dataclasses.fields(x))
+            return ("dataclass", type(x), names,
+                    tuple(_walk(getattr(x, n), leaves, result) for n in names))
+        if not isinstance(x, STATIC_RESULT_TYPES) and not _is_dtype_or_device(x):
+            raise NotRebuildable(f"a {type(x).__name__} object")
     try:
         hash(x)
     except TypeError:
         return ("obj", id(x))  # an unhashable static object: by identity
     return ("const", x, _identity(x))
+
+
+def _is_dtype_or_device(x) -> bool:
+    from ..devices import device
+    from ..dtypes import DType
+
+    return isinstance(x, (DType, device))
 
 
 def _identity(x):
@@ -85,6 +131,16 @@ def _build(d, it):
         return [_build(c, it) for c in d[1]]
     if tag == "dict":
         return {k: _build(c, it) for k, c in zip(d[1], d[2])}
+    if tag == "sublist":
+        return d[1](_build(c, it) for c in d[2])
+    if tag == "subdict":
+        items = [(k, _build(c, it)) for k, c in zip(d[3], d[4])]
+        return d[1](d[2], items) if d[2] is not None else d[1](items)
+    if tag == "dataclass":
+        obj = object.__new__(d[1])
+        for name, c in zip(d[2], d[3]):
+            object.__setattr__(obj, name, _build(c, it))
+        return obj
     if tag == "const":
         return d[1]
     raise TypeError("cannot rebuild an unhashable static object in a compiled output")

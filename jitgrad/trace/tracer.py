@@ -107,6 +107,7 @@ class Tracer:
         self.arg_index: dict[int, int] = {}   # id(argument tensor) -> its flat index
         self.scalar_reads: list = []  # (Source "scalar", its value when the trace read it)
         self.inner_leaves: set[int] = set()  # ids of leaves the call made whose .grad it set
+        self.strided_inputs = False  # an argument neither C- nor F-contiguous
         self.detached: dict = {}  # id -> weak reference of the tensors the call's detach() made
         self.backward_runs = 0
         self.n = 0
@@ -138,6 +139,9 @@ class Tracer:
     def add_input(self, t, index: int) -> Var:
         self.arg_index.setdefault(id(t), index)
         arr = t._data
+        flags = getattr(arr, "flags", None)
+        if flags is not None and not (flags.c_contiguous or flags.f_contiguous):
+            self.strided_inputs = True
         if id(arr) in self.vars:  # the same tensor passed twice
             return self.vars[id(arr)]
         src = Source("arg", index=index)
@@ -145,6 +149,13 @@ class Tracer:
         self.sources[id(arr)] = src
         self.graph.inputs.append(v)
         return v
+
+    def alias_input(self, view, arr) -> None:
+        """``view`` (a NumPy argument as the traced function sees it: ``numpy_args``) is the
+        input ``arr``."""
+        self.vars[id(view)] = self.vars[id(arr)]
+        self.sources[id(view)] = self.sources[id(arr)]
+        self.keep.append(view)
 
     def is_input(self, arr: np.ndarray) -> bool:
         """Whether ``arr`` is the array of one of the traced function's arguments."""
@@ -341,6 +352,13 @@ class Tracer:
                 state = _ANY
             self.grad_guards[k] = (leaf, state, self.leaf_source(leaf))
             self.keep.append(leaf)
+
+    def reads_strides(self, what: str) -> None:
+        """User code reads strides: fixed by the key (shapes and layouts: C, F, other)
+        unless an argument is laid out some other way -- its strides, and its views', are
+        then the traced call's (a graph break)."""
+        if self.strided_inputs:
+            self.graph_break(f"{what} with a non-contiguous argument")
 
     def argument_state(self, t, what: str) -> None:
         """User code reads an argument's autograd state (``.grad_fn``, ``.is_leaf``,

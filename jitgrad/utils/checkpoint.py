@@ -90,6 +90,11 @@ class CheckpointFunction(Function):
     @staticmethod
     def backward(ctx, *grads):
         if not is_checkpoint_valid():
+            from ..trace.tracer import TraceError, active
+
+            if active() is not None:  # jitgrad.compile deriving a backward graph: eagerly
+                raise TraceError("a use_reentrant=True checkpoint's backward runs through "
+                                 "backward() only")
             raise RuntimeError(
                 "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() "
                 "or passing an `inputs` parameter to .backward(). To resolve this error, you "

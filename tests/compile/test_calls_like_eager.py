@@ -248,3 +248,168 @@ def test_modules_imported_inside_the_function_are_watched_like_globals():
             assert seen[1] == seen[0], fn.__name__
     finally:
         del sys.modules[settings.__name__]
+
+
+def _calls(fn, make_args, calls=3) -> tuple[list, object]:
+    """Eager and compiled results of ``calls`` calls with fresh arguments (warnings of
+    graph breaks silenced), and the compiled function."""
+    compiled = jg.compile(fn)
+    seen = []
+    for f in (fn, compiled):
+        out = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for k in range(calls):
+                args = make_args(k)
+                out.append((f(*args), args))
+        seen.append(out)
+    return seen, compiled
+
+
+def test_results_holding_objects_are_rebuilt_or_run_eagerly():
+    """A frozen dataclass, a plain object, a dataclass, ``OrderedDict``/``defaultdict``: the
+    compiled results hold each call's tensors, in the same types (a plain object's call runs
+    eagerly; before, the first call's object came back from every later call)."""
+    import dataclasses
+    from collections import OrderedDict, defaultdict
+
+    @dataclasses.dataclass(frozen=True)
+    class Frozen:
+        y: jg.Tensor
+        n: int = 3
+
+    @dataclasses.dataclass
+    class Mutable:
+        y: jg.Tensor
+
+    class Plain:
+        def __init__(self, y):
+            self.y = y
+
+    def objects(x):
+        return Frozen(x * 2, 4), Mutable(x - 1), Plain(x + 1)
+
+    def dicts(x):
+        d = defaultdict(float)
+        d["a"] = x * 2
+        return OrderedDict(b=x + 1, a=x * 3), d
+
+    (eager, comp), _ = _calls(objects, lambda k: (jg.full((2,), float(k)),))
+    for (e, _), (c, _) in zip(eager, comp):
+        assert [type(o) for o in c] == [type(o) for o in e]
+        assert [o.y.tolist() for o in c] == [o.y.tolist() for o in e]
+        assert c[0].n == 4
+    (eager, comp), f = _calls(dicts, lambda k: (jg.full((2,), float(k)),))
+    for (e, _), (c, _) in zip(eager, comp):
+        assert type(c[0]) is OrderedDict and list(c[0]) == ["b", "a"]
+        assert {k: v.tolist() for k, v in c[0].items()} == {
+            k: v.tolist() for k, v in e[0].items()}
+        assert c[1]["missing"] == 0.0 and c[1]["a"].tolist() == e[1]["a"].tolist()
+    assert f.stats["cache_hits"] == 2  # rebuilt by the plan, not run eagerly
+
+
+def test_out_resized_strides_and_addresses_are_not_frozen():
+    """``out=`` resized (its array replaced), ``stride()`` of a non-contiguous argument and
+    ``data_ptr()`` make the call run eagerly."""
+    def resized_out(a):
+        o = jg.zeros(5)
+        jg.cumsum(a, 0, out=o)
+        return o
+
+    def by_stride(x):
+        return x * (2 if x.stride(0) == 3 else 3)
+
+    def by_address(x, y):
+        return x * (1 if x.data_ptr() == y.data_ptr() else 2)
+
+    base = jg.arange(30.0)
+    cases = [(resized_out, lambda k: (jg.arange(3.0) + k,)),
+             (by_stride, lambda k: (base[::3 if k % 2 == 0 else 2][:3],)),
+             (by_address, lambda k: (base[:3], base[k % 2:k % 2 + 3]))]
+    for fn, make in cases:
+        (eager, comp), _ = _calls(fn, make, calls=4)
+        assert [r.tolist() for r, _ in comp] == [r.tolist() for r, _ in eager], fn.__name__
+
+
+def test_default_dtype_and_deterministic_mode_changes_retrace():
+    def fn(x):
+        scale = 2 if jg.are_deterministic_algorithms_enabled() else 3
+        return x * scale + jg.ones(2)
+
+    compiled = jg.compile(fn)
+    try:
+        for dtype, det in ((jg.float32, False), (jg.float64, False), (jg.float64, True),
+                           (jg.float32, False)):
+            jg.set_default_dtype(dtype)
+            jg.use_deterministic_algorithms(det)
+            e, c = fn(jg.ones(2, dtype=jg.float64)), compiled(jg.ones(2, dtype=jg.float64))
+            assert (c.dtype, c.tolist()) == (e.dtype, e.tolist())
+            assert compiled(jg.ones(2)).dtype == fn(jg.ones(2)).dtype == jg.promote_types(
+                jg.float32, dtype)
+    finally:
+        jg.set_default_dtype(jg.float32)
+        jg.use_deterministic_algorithms(False)
+
+
+def test_a_reentrant_checkpoint_with_backward_outside_runs_eagerly():
+    from jitgrad.utils.checkpoint import checkpoint
+
+    jg.manual_seed(0)
+    model = jg.nn.Sequential(jg.nn.Linear(4, 4), jg.nn.Tanh(), jg.nn.Linear(4, 1))
+
+    def fn(x):
+        return checkpoint(model, x, use_reentrant=True).sum()
+
+    seen = []
+    compiled = jg.compile(fn)
+    for f in (fn, compiled, compiled):
+        model.zero_grad()
+        x = jg.ones(3, 4, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            f(x).backward()
+        seen.append((x.grad.tolist(), model[0].weight.grad.tolist()))
+    assert seen[1] == seen[0] and seen[2] == seen[0]
+
+
+def test_numpy_arguments_read_by_numpy_code_run_eagerly():
+    """NumPy code on a NumPy argument (``np.count_nonzero(a > 1)``, ``a[1:].sum()``,
+    ``a += 1``, ``np.sin(a)``, ``a.T``) makes the call run eagerly; jitgrad ops on it
+    (``x * a``, ``from_numpy(a)``, ``tensor(a)``) stay compiled."""
+    cases = {
+        "count": (lambda x, a: x * int(np.count_nonzero(a > 1)), False),
+        "sum": (lambda x, a: x * float(np.sum(a)), False),
+        "numpy_then_tensor": (lambda x, a: x * jg.tensor(a * 2), False),
+        "index": (lambda x, a: x * a[1:].sum(), False),
+        "in_place": (lambda x, a: (a.__iadd__(1), x * 1)[1], False),
+        "transpose": (lambda x, a: x * a.T, False),
+        "returns_numpy": (lambda x, a: np.sin(a), False),
+        "jitgrad_ops": (lambda x, a: (x * a).sum() + jg.from_numpy(a).mean(), True),
+        "tensor_of_it": (lambda x, a: x * jg.tensor(a), True),
+    }
+    for name, (fn, stays_compiled) in cases.items():
+        compiled = jg.compile(fn)
+        for k in range(3):
+            ae, ac = np.arange(3.0) + k, np.arange(3.0) + k
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                e, c = fn(jg.ones(3), ae), compiled(jg.ones(3), ac)
+            assert type(c) is type(e), name
+            np.testing.assert_array_equal(np.asarray(c), np.asarray(e), err_msg=name)
+            np.testing.assert_array_equal(ac, ae, err_msg=name)
+        assert (compiled.stats["cache_hits"] == 2) == stays_compiled, name
+
+
+def test_entries_beyond_the_guards_first_64_are_compared():
+    coefs = [1.0] * 100
+    table = {f"k{i}": 1.0 for i in range(100)}
+
+    def fn(x):
+        return x * sum(coefs) + sum(table.values())
+
+    compiled = jg.compile(fn)
+    for k in range(3):
+        coefs[90] = float(k)
+        table["k95"] = -float(k)
+        assert compiled(jg.ones(1)).item() == fn(jg.ones(1)).item()
+    assert compiled.stats["traces"] == 3
