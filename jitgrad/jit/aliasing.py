@@ -129,6 +129,8 @@ def output_aliases(flat: list, out_flat: list, graph, tracer) -> list:
       call wrote into it, so it takes the call's autograd history as eager rebases it;
     * ``("alias", anchor, with_base)``: another tensor over the anchor's very array sharing
       its version counter (``detach()``), and its ``_base`` when ``with_base``;
+    * ``("data", anchor)``: another tensor over the anchor's very array with a version
+      counter of its own (``.data``);
     * ``("view", anchor)``: a view (shares the version counter and ``_base``) of an anchor,
       of another output, or of ``("base", n, version)``: an intermediate no output is;
     * ``("version", n)``: a tensor of its own that in-place ops left at version ``n``.
@@ -163,8 +165,8 @@ def output_aliases(flat: list, out_flat: list, graph, tracer) -> list:
 def _relation(o: Tensor, known: dict, first_out: dict, bases: dict, i: int):
     b = o._base
     for a, t in known.values():  # another tensor over an anchor's array: detach(), .data
-        if t._data is o._data and t._vc is o._vc:
-            return ("alias", a, b is not None)
+        if t._data is o._data:
+            return ("alias", a, b is not None) if t._vc is o._vc else ("data", a)
     if b is not None:
         hit = known.get(id(b))
         a = hit[0] if hit is not None else None

@@ -138,6 +138,8 @@ def _alias_lines(rels: list, ns: dict) -> tuple[list, list]:
         kind = rel[0]
         if kind == "is":
             (before if rel[2] else after).append(f"t{i} = {anchor(rel[1], i)}")
+        elif kind == "data":  # .data: the anchor's array, a version counter of its own
+            after.append(f"t{i} = ALIAS({anchor(rel[1], i)}._data)")
         elif kind == "alias":
             after.append(f"t{i} = ALIAS_OF({anchor(rel[1], i)}, {rel[2]})")
         elif kind == "view":

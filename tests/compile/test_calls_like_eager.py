@@ -413,3 +413,20 @@ def test_entries_beyond_the_guards_first_64_are_compared():
         table["k95"] = -float(k)
         assert compiled(jg.ones(1)).item() == fn(jg.ones(1)).item()
     assert compiled.stats["traces"] == 3
+
+
+def test_returned_data_of_an_argument_is_its_array():
+    """``x.data`` returned after writing ``x`` in place: the caller's array (a later write
+    to ``x`` shows through it), with a version counter of its own, as eager's."""
+    def fn(x):
+        x.add_(1)
+        return x.data
+
+    compiled = jg.compile(fn)
+    for _ in range(3):
+        xe, xc = jg.arange(3.0), jg.arange(3.0)
+        ye, yc = fn(xe), compiled(xc)
+        assert yc._version == ye._version and yc._vc is not xc._vc
+        xe.mul_(-1)
+        xc.mul_(-1)
+        assert yc.tolist() == ye.tolist() == xc.tolist()
