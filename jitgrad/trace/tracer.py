@@ -85,6 +85,14 @@ def user_location() -> str:
     return "<unknown>"
 
 
+def _root(arr):
+    """The array owning ``arr``'s memory (``arr`` itself when it is no view)."""
+    base = getattr(arr, "base", None)
+    while base is not None:
+        arr, base = base, getattr(base, "base", None)
+    return arr
+
+
 class Tracer:
     """Records one call of a function into a :class:`Graph`."""
 
@@ -99,8 +107,12 @@ class Tracer:
         self.sources: dict[int, Source] = {}  # id(array) -> Source of an external
         self.keep: list = []                  # arrays kept alive: ids stay unique
         self.untraced: set[int] = set()       # arrays made during the trace outside ops
-        self.writes_to: dict[int, int] = {}   # id(array) -> in-place writes into it so far
-        self.view_of: dict[int, int] = {}     # id(view) -> writes into its base when made
+        # in-place writes so far per memory (id of the root array: ``_root``), and per
+        # array the count its Var's value has seen (a view made, or a Var read, before a
+        # later write into the same memory is stale)
+        self.writes_to: dict[int, int] = {}
+        self.view_of: dict[int, int] = {}
+        self.written_arrays: dict[int, list] = {}  # id(root) -> the arrays written, in order
         self.written: dict[int, Source] = {}  # externals written in place
         self.grad_sets: dict[int, tuple] = {}
         self.grad_guards: dict[int, tuple] = {}  # id(leaf) -> (leaf, grad state, leaf_source)
@@ -131,10 +143,26 @@ class Tracer:
         self.n += 1
         self.vars[id(arr)] = v
         self.keep.append(arr)
-        base = getattr(arr, "base", None)
-        if base is not None and self.writes_to:  # a view: of its base's value as it is now
-            self.view_of[id(arr)] = self.writes_to.get(id(base), 0)
+        if self.writes_to:  # of its memory's value as it is now
+            self.view_of[id(arr)] = self.writes_to.get(id(_root(arr)), 0)
         return v
+
+    def _stale(self, arr) -> bool:
+        """Whether view ``arr``'s Var is older than a write into memory it overlaps (writes
+        into disjoint parts of the same array -- gradients in views of one flat bucket --
+        are not). (An array that is no view is its written Var: only writes through views
+        of it could leave it behind, and those are refused unless its views are tensors of
+        their own, a DistributedDataParallel bucket's, written with the bucket's values.)"""
+        r = id(_root(arr))
+        now, seen = self.writes_to.get(r, 0), self.view_of.get(id(arr), 0)
+        if now == seen:
+            return False
+        for w in self.written_arrays[r][seen:now]:
+            if type(w) is not np.ndarray or type(arr) is not np.ndarray or \
+                    np.may_share_memory(arr, w):
+                return True
+        self.view_of[id(arr)] = now
+        return False
 
     def add_input(self, t, index: int) -> Var:
         self.arg_index.setdefault(id(t), index)
@@ -167,8 +195,7 @@ class Tracer:
         arr = t._data
         v = self.vars.get(id(arr))
         if v is not None:
-            if self.writes_to and arr.base is not None and \
-                    self.writes_to.get(id(arr.base), 0) != self.view_of.get(id(arr), 0):
+            if self.writes_to and arr.base is not None and self._stale(arr):
                 # its Var is the view of the old value: the rest of the call runs eagerly
                 self.graph_break("a view is read after the tensor it views was written in "
                                  "place (take the view after the write to compile it)")
@@ -298,7 +325,9 @@ class Tracer:
         if id(arr) in self.sources and id(arr) not in self.saved_arrays:
             self.saved_arrays[id(arr)] = (arr, arr.copy())  # called before the write
         new = self.var(src)
-        self.writes_to[id(arr)] = self.writes_to.get(id(arr), 0) + 1
+        r = id(_root(arr))  # (counted per memory: an argument may view a larger array)
+        self.written_arrays.setdefault(r, []).append(arr)
+        self.writes_to[r] = self.view_of[id(arr)] = len(self.written_arrays[r])
         if new.shape != old.shape or np.dtype(new.dtype) != np.dtype(old.dtype):
             new = self._cast_broadcast(new, old)
         self.vars[id(arr)] = new

@@ -430,3 +430,27 @@ def test_returned_data_of_an_argument_is_its_array():
         xe.mul_(-1)
         xc.mul_(-1)
         assert yc.tolist() == ye.tolist() == xc.tolist()
+
+
+def test_a_view_read_after_a_write_to_its_memory_is_not_stale():
+    """A view taken before an in-place write to the tensor it views (an argument that is
+    itself a view of a larger array; ``unfold``): eager reads the written values through
+    it. The trace counts writes per memory, so the call runs eagerly instead of reading
+    the view's old value."""
+    def reshaped(x):
+        y = x.view(2, 12)
+        x.add_(1)
+        return y * 1
+
+    def unfolded(x):
+        y = x.unfold(0, 2, 1)
+        x.add_(1)
+        return y * 1
+
+    cases = [(reshaped, lambda k: (jg.from_numpy(np.full((2, 6, 4), float(k))[:, :3]),)),
+             (unfolded, lambda k: (jg.full((4,), float(k)),))]
+    for fn, make in cases:
+        (eager, comp), _ = _calls(fn, make)
+        for (e, ae), (c, ac) in zip(eager, comp):
+            assert c.tolist() == e.tolist(), fn.__name__
+            assert ac[0].tolist() == ae[0].tolist(), fn.__name__
