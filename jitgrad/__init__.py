@@ -108,9 +108,21 @@ from .dtypes import (
 from .dtypes import bool_ as bool  # noqa: A001 - PyTorch's name
 from .jit import compile, explain, grad, value_and_grad
 from .kernels.blas_core import choose_blas_core as _choose_blas_core
+from .ops import legacy_linalg as _legacy_linalg
+from .ops import nn_namespace as _nn_namespace
+from .ops import torch_namespace as _torch_namespace
+from .ops import view_copies as _view_copies
 from .ops.api import export_table as _export_table
 from .ops.arrangements import broadcast_shapes  # shapes only, no op: exported by hand
+
+# PyTorch's top-level names written with existing ops (not ops of their own): each module's
+# __all__ is the one list of them -- cholesky, triangular_solve, nuclear_norm...; conv2d,
+# dropout, layer_norm, embedding...; asarray, mode, exp_, strided, gradient...; t_copy...
+from .ops.legacy_linalg import *  # noqa: F403
+from .ops.nn_namespace import *  # noqa: F403
 from .ops.tensor_extras import detach, is_nonzero, is_same_size, is_signed, nonzero
+from .ops.torch_namespace import *  # noqa: F403
+from .ops.view_copies import *  # noqa: F403
 from .random import Generator, default_generator, initial_seed, manual_seed, seed
 from .rng_state import get_rng_state, set_rng_state
 from .tensor import Size, Tensor
@@ -255,5 +267,7 @@ __all__ = [
     "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
     "get_deterministic_debug_mode", "nonzero", "detach", "is_nonzero", "is_same_size",
     "is_signed",
+    *_legacy_linalg.__all__, *_nn_namespace.__all__, *_torch_namespace.__all__,
+    *_view_copies.__all__,
     *_OP_EXPORTS,
 ]

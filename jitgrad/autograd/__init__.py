@@ -34,12 +34,20 @@ __all__ = [
 ]
 
 _anomaly = False
+_anomaly_check_nan = True
 
 
 def set_detect_anomaly(mode: bool, check_nan: bool = True) -> None:
-    """Accepted for PyTorch compatibility; jitgrad's errors already name the failing op."""
-    global _anomaly
+    """Accepted for PyTorch compatibility; jitgrad's errors already name the failing op.
+    The setting is kept (:func:`anomaly_mode`; ``jitgrad.is_anomaly_enabled``)."""
+    global _anomaly, _anomaly_check_nan
     _anomaly = bool(mode)
+    _anomaly_check_nan = bool(check_nan)
+
+
+def anomaly_mode() -> tuple[bool, bool]:
+    """``(enabled, check_nan)``: the setting of :func:`set_detect_anomaly`."""
+    return _anomaly, _anomaly_check_nan
 
 
 class detect_anomaly:
@@ -49,8 +57,9 @@ class detect_anomaly:
         self.check_nan = check_nan
 
     def __enter__(self):
-        set_detect_anomaly(True)
+        self._prev = anomaly_mode()
+        set_detect_anomaly(True, self.check_nan)
         return self
 
     def __exit__(self, *exc):
-        set_detect_anomaly(False)
+        set_detect_anomaly(*self._prev)

@@ -5,11 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 import jitgrad
 
-from ..random import rng
 from ..tensor import Size, Tensor
 from . import constraints
 from ._probs_logits import BinaryProbsOrLogits
@@ -77,11 +74,8 @@ class Binomial(BinaryProbsOrLogits, Distribution):
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
         with jitgrad.no_grad():
-            n = self.total_count.expand(shape).detach().cpu().numpy()
-            p = self.probs.expand(shape).detach().cpu().numpy()
-            draws = rng(None).binomial(np.asarray(n, dtype=np.int64),
-                                       np.asarray(p, dtype=np.float64))
-            return jitgrad.tensor(draws, dtype=self._param.dtype, device=self._param.device)
+            return jitgrad.binomial(self.total_count.expand(shape),
+                                    self.probs.expand(shape)).to(self._param.dtype)
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

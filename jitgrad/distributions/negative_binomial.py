@@ -5,12 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 import jitgrad
 import jitgrad.nn.functional as F
 
-from ..random import rng
 from ..tensor import Size, Tensor
 from . import constraints
 from ._probs_logits import BinaryProbsOrLogits
@@ -79,8 +76,7 @@ class NegativeBinomial(BinaryProbsOrLogits, Distribution):
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         with jitgrad.no_grad():
             rate = self._gamma.sample(sample_shape=sample_shape)
-            counts = rng(None).poisson(np.asarray(rate.cpu().numpy(), dtype=np.float64))
-            return jitgrad.tensor(counts, dtype=rate.dtype, device=rate.device)
+            return jitgrad.poisson(rate)
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

@@ -6,11 +6,8 @@ import numbers
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 import jitgrad
 
-from ..random import rng
 from ..tensor import Size, Tensor
 from . import constraints
 from .exp_family import ExponentialFamily
@@ -60,9 +57,7 @@ class Poisson(ExponentialFamily):
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
         with jitgrad.no_grad():
-            rate = self.rate.expand(shape).detach().cpu().numpy()
-            counts = rng(None).poisson(np.asarray(rate, dtype=np.float64))
-            return jitgrad.tensor(counts, dtype=self.rate.dtype, device=self.rate.device)
+            return jitgrad.poisson(self.rate.expand(shape))
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

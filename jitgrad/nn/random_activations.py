@@ -22,6 +22,13 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
           training: bool = False, inplace: bool = False) -> Tensor:
     """``x`` where ``x > 0``, else ``a * x``: ``a ~ U(lower, upper)`` per element in
     training, ``(lower + upper) / 2`` otherwise (the gradient is the slope used)."""
+    return rrelu_with_generator(input, lower, upper, training, inplace, None)
+
+
+def rrelu_with_generator(input: Tensor, lower: float, upper: float, training: bool,
+                         inplace: bool, generator) -> Tensor:
+    """:func:`rrelu` drawing its slopes from ``generator`` (the default one when None):
+    ``jitgrad.rrelu`` takes one, as ``torch.rrelu``."""
     from .. import creation
     from ..ops.selection import where
     from .activation_functions import leaky_relu
@@ -30,7 +37,8 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
-    slope = creation.rand(*input.shape, dtype=input.dtype, device=input.device)
+    slope = creation.rand(*input.shape, dtype=input.dtype, device=input.device,
+                          generator=generator)
     slope = slope * (upper - lower) + lower
     noise = where(input <= 0, slope, 1.0)
     out = input * noise
@@ -49,10 +57,10 @@ def _alpha_dropout(input: Tensor, p: float, training: bool, inplace: bool,
 
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if feature and input.ndim < 2:
-        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     if p == 0 or not training or input.numel() == 0:
         return input
+    if feature and input.ndim < 2:  # (checked when drawing, as PyTorch's)
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     shape = tuple(input.shape)
     if feature:
         shape = shape[:2] + (1,) * (len(shape) - 2)

@@ -100,26 +100,33 @@ def inplace_method(fn: Callable, name: str) -> Callable:
     """The in-place method ``name`` running ``fn``: ``apply_inplace(self, fn(self, ...))``,
     or, for the methods ``inplace_into.INTO`` lists, the op's kernel straight into
     ``self`` where that applies (the same bits, one pass)."""
+    from ..autograd.node import next_seq
     from .inplace import apply_inplace
     from .inplace_into import INTO
 
+    # (next_seq(): the nodes ``fn`` makes come after it; those that saved ``self`` get its
+    # old value, see apply_inplace)
     into = INTO.get(name)
     if into is not None and name.startswith("__"):
         def method(self, other):
             if into(self, other):
                 return self
-            return apply_inplace(self, fn(self, other))
+            since = next_seq()
+            return apply_inplace(self, fn(self, other), since)
     elif into is not None:
         def method(self, *args, **kwargs):
             if into(self, *args, **kwargs):
                 return self
-            return apply_inplace(self, fn(self, *args, **kwargs))
+            since = next_seq()
+            return apply_inplace(self, fn(self, *args, **kwargs), since)
     elif name.startswith("__"):  # x += y: one operand, no argument packing
         def method(self, other):
-            return apply_inplace(self, fn(self, other))
+            since = next_seq()
+            return apply_inplace(self, fn(self, other), since)
     else:
         def method(self, *args, **kwargs):
-            return apply_inplace(self, fn(self, *args, **kwargs))
+            since = next_seq()
+            return apply_inplace(self, fn(self, *args, **kwargs), since)
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"In-place :func:`{fn.__name__}`."
     return method

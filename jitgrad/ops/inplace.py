@@ -71,8 +71,12 @@ def check_writeable(self: Tensor) -> None:
     )
 
 
-def apply_inplace(self: Tensor, result: Tensor) -> Tensor:
-    """Write ``result`` (computed out of place from ``self``) into ``self``; rebase history."""
+def apply_inplace(self: Tensor, result: Tensor, since: int | None = None) -> Tensor:
+    """Write ``result`` (computed out of place from ``self``) into ``self``; rebase history.
+
+    ``since``: a node sequence number taken before ``result`` was computed; the nodes made
+    after it (a composite's inner nodes: ``logit``'s division, ``addmv``'s ``input * beta``)
+    that saved ``self`` get its old value too, as ``result``'s own node does."""
     check_inplace_allowed(self, result._requires_grad)
     dst = self._data
     src = result._data
@@ -98,6 +102,8 @@ def apply_inplace(self: Tensor, result: Tensor) -> Tensor:
     node = result._grad_fn if _STATE.enabled else None
     if node is not None and node.saved:
         node.saved = _snapshot_self(node.saved, self, result)
+    if node is not None and since is not None:
+        _snapshot_inner(node, since, self, result)
     tr = _TRACE.tracer
     if tr is not None:
         tr.on_write(self, result)
@@ -175,6 +181,22 @@ def write_out(out, result: Tensor, name: str) -> Tensor:
 
 def _has_output_entry(saved, src) -> bool:
     return any(type(e) is tuple and e[0] is None and e[1] is src for e in saved)
+
+
+def _snapshot_inner(top, since: int, self: Tensor, result: Tensor) -> None:
+    """:func:`_snapshot_self` for the nodes below ``top`` made after sequence number
+    ``since`` (the ones computing ``result``; older nodes that saved ``self`` raise at
+    backward, as PyTorch's)."""
+    stack = [e[0] for e in top.next_edges if type(e) is tuple]
+    seen = set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen or n.seq <= since:
+            continue
+        seen.add(id(n))
+        if n.saved:
+            n.saved = _snapshot_self(n.saved, self, result)
+        stack.extend(e[0] for e in n.next_edges if type(e) is tuple)
 
 
 def _snapshot_self(saved: tuple, self: Tensor, result: Tensor) -> tuple:

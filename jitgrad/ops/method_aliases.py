@@ -1,8 +1,10 @@
 """More names for existing ops, as PyTorch has them: the comparison aliases (``greater``,
 ``greater_equal``, ``less``, ``less_equal``, ``not_equal``), the in-place comparisons
 (``eq_``, ``gt_``... : ``self`` gets 1 where true, 0 where false, in its own dtype), the
-in-place forms of element-wise functions (``sign_``, ``log1p_``, ``logical_and_``...) and the
-in-place aliases of arithmetic (``multiply_``, ``subtract_``, ``divide_``...).
+in-place forms of element-wise functions (``sign_``, ``log1p_``, ``logical_and_``...), the
+in-place aliases of arithmetic (``multiply_``, ``subtract_``, ``divide_``...), the in-place
+forms of the ``add*`` products (``addmm_``, ``addmv_``, ``baddbmm_``...) and the other
+names of ``outer`` (``ger``), ``cat`` (``concat``) and ``argwhere`` (its method).
 
 Each is declared on the existing public function (``jitgrad.greater is jitgrad.gt``), so the
 methods are that function and the in-place ones run it and write the result back
@@ -12,8 +14,13 @@ methods are that function and the in-place ones run it and write the result back
 from __future__ import annotations
 
 from .api import api
-from .arithmetic import DIV, MUL, NEG, RSUB, SUB, div, mul, neg, sub
+from .arithmetic import ADD, DIV, MUL, NEG, RSUB, SUB, div, mul, neg, sub
+from .concat import CAT, cat
+from .contractions import addbmm, addmv, addr, baddbmm
+from .linalg import MATMUL, outer
 from .math_functions import ABS, EXPM1, LOG1P, RSQRT, SIGN, abs, expm1, log1p, rsqrt, sign
+from .nnops.linear import ADDMM, addmm
+from .sampling_and_sets import argwhere
 from .selection import (
                         EQ,
                         GE,
@@ -63,3 +70,15 @@ api(ABS, method="absolute", inplace="absolute_")(abs)
 api(MUL, inplace="multiply_")(mul)
 api(SUB, RSUB, inplace="subtract_")(sub)
 api(DIV, inplace=("divide_", "true_divide_"))(div)
+
+# in-place forms of the add* products (PyTorch's addmm_, addmv_...)
+api(MATMUL, MUL, ADD, inplace="addmv_")(addmv)
+api(MATMUL, MUL, ADD, inplace="addr_")(addr)
+api(MATMUL, MUL, ADD, inplace="addbmm_")(addbmm)
+api(MATMUL, MUL, ADD, inplace="baddbmm_")(baddbmm)
+api(ADDMM, MATMUL, inplace="addmm_")(addmm)
+
+# other names
+api(MUL, method="ger", export="ger")(outer)  # torch.ger: the deprecated outer
+api(CAT, export="concat")(cat)
+api(LT, method="argwhere")(argwhere)

@@ -17,13 +17,13 @@ from .. import devices, dtypes
 from ..autograd import grad_mode
 from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
-from . import elementwise as E
 from . import movement as M
 from .api import method_table
 from .diagonals import fill_diagonal_
 from .inplace import apply_inplace, check_inplace_allowed, check_writeable, inplace_view
 from .random_inplace import sampler_methods
 from .tensor_extras import EXTRA_METHODS
+from .torch_namespace import TENSOR_METHODS
 
 _STATE = grad_mode.STATE
 
@@ -111,6 +111,9 @@ def _type(self, dtype=None, non_blocking: bool = False):
 
 
 def _fill_(self, value):
+    if isinstance(value, Tensor) and value._data.ndim:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                           f"{value._data.ndim} dimensions.")
     if _TRACE.tracer is not None and not isinstance(value, Tensor):
         from ..creation import full_like
 
@@ -119,8 +122,15 @@ def _fill_(self, value):
     v = value.item() if isinstance(value, Tensor) else value
     if _STATE.enabled and (self._requires_grad or (isinstance(value, Tensor) and
                                                      value._requires_grad)):
+        from ..creation import tensor
+        from .selection import where
+
         check_inplace_allowed(self, True)
-        return apply_inplace(self, E.add(E.mul(self, 0.0), v))
+        # the value everywhere, still in self's graph (gradient zero; NaN-safe, unlike
+        # self * 0 + v) and in value's (gradient: the sum)
+        never = tensor(False, device=self.device)
+        return apply_inplace(self, where(never, self, value if isinstance(value, Tensor)
+                                         else v))
     check_writeable(self)
     self._data[...] = v
     self._vc[0] += 1
@@ -277,6 +287,7 @@ METHODS = {
 
 
 METHODS.update(EXTRA_METHODS)  # sizes, conversions, new, apply_/map_, H/mH... (no ops)
+METHODS.update(TENSOR_METHODS)  # mode, dsplit, sum_to_size, layout, is_complex... (no ops)
 METHODS.update(sampler_methods(_random_inplace))  # random_, exponential_, cauchy_...
 
 
