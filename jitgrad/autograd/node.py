@@ -16,6 +16,7 @@ from ..tensor import RemovableHandle, Tensor, _HookDict, alias
 from .accumulate import accumulate_into_leaf
 
 __all__ = ["Node", "AccumulateGrad", "node_class", "make_node", "init_node", "edge", "next_seq",
+           "nodes_between",
            "save_input", "save_output", "unpack", "FREED_MESSAGE", "HookedSaved",
            "SAVED_HOOKS"]
 
@@ -296,6 +297,22 @@ def edge(t: Tensor):
 
 #: the next node sequence number (for nodes made by generated code)
 next_seq = _seq.__next__
+
+
+def nodes_between(roots: list, boundary: set):
+    """The nodes reachable from ``roots`` (nodes) through ``next_edges``, each once, not
+    going into (nor yielding) the nodes whose ids are in ``boundary``."""
+    stack = list(roots)
+    seen: set = set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen or id(n) in boundary:
+            continue
+        seen.add(id(n))
+        yield n
+        for e in n.next_edges:
+            if type(e) is tuple:
+                stack.append(e[0])
 
 
 def make_node(cls: type, edges: tuple, saved, in_meta) -> Node:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.node import make_node
+from ..autograd.node import make_node, nodes_between
 from ..ops.registry import OpNode
 from ..tensor import Tensor, wrap
 
@@ -344,16 +344,5 @@ def graph_intact(outputs: list, stop: list) -> bool:
     """Whether no node between ``outputs`` and the tensors ``stop`` was freed (a backward
     without ``retain_graph`` ran through it): then the outputs can be differentiated."""
     boundary = {id(t._grad_fn) for t in stop if t._grad_fn is not None}
-    stack = [t._grad_fn for t in outputs if t._grad_fn is not None]
-    seen: set = set()
-    while stack:
-        n = stack.pop()
-        if id(n) in seen or id(n) in boundary:
-            continue
-        seen.add(id(n))
-        if n.saved is None and n._freed:
-            return False
-        for e in n.next_edges:
-            if type(e) is tuple:
-                stack.append(e[0])
-    return True
+    roots = [t._grad_fn for t in outputs if t._grad_fn is not None]
+    return not any(n.saved is None and n._freed for n in nodes_between(roots, boundary))

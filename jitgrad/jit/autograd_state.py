@@ -19,6 +19,7 @@ detached or is a gradient.
 
 from __future__ import annotations
 
+from ..autograd.node import nodes_between
 from ..tensor import Tensor
 
 __all__ = ["unreproducible_autograd"]
@@ -41,17 +42,8 @@ def unreproducible_autograd(flat: list, out_flat: list, graph, tracer,
     if tracer.backward_runs:
         return None
     stop = {id(t._grad_fn) for t in outside if t._grad_fn is not None}
-    stack = [o._grad_fn for o in needs]
-    seen: set = set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen or id(node) in stop:
-            continue
-        seen.add(id(node))
-        for e in getattr(node, "next_edges", ()) or ():
-            if type(e) is tuple:
-                stack.append(e[0])
-            elif isinstance(e, Tensor) and id(e) not in own:
-                return ("an output's history reaches a leaf that requires grad, made inside "
-                        "the function (its .grad would stay unset)")
+    for node in nodes_between([o._grad_fn for o in needs], stop):
+        if any(isinstance(e, Tensor) and id(e) not in own for e in node.next_edges):
+            return ("an output's history reaches a leaf that requires grad, made inside "
+                    "the function (its .grad would stay unset)")
     return None
