@@ -263,16 +263,19 @@ record(FastOp *f, PyObject *out, PyObject *self, PyObject *other, int ra, int rb
     }
     if ((edges = PyTuple_Pack(2, ea, eb)) == NULL)
         goto fail;
-    if (!(f->save_a || f->save_b)) {
+    /* save_a/save_b: 1 saved; 2 saved when the other operand requires grad (OpDef.save_for) */
+    int sva = f->save_a == 1 || (f->save_a == 2 && rb);
+    int svb = f->save_b == 1 || (f->save_b == 2 && ra);
+    if (!(sva || svb)) {
         saved = Py_NewRef(Py_None);
     } else {
-        if (f->save_a) {
+        if (sva) {
             if ((sa = saved_entry(self)) == NULL)
                 goto fail;
         } else {
             sa = Py_NewRef(Py_None);
         }
-        if (f->save_b) {
+        if (svb) {
             if (b_tensor) {
                 if ((sb = saved_entry(other)) == NULL)
                     goto fail;
@@ -784,7 +787,7 @@ make_operator(PyObject *mod, PyObject *args)
     const char *kind_name;
     PyObject *op, *node_type, *fallback;
     int save_a, save_b;
-    if (!PyArg_ParseTuple(args, "sOO!ppO:operator", &kind_name, &op, &PyType_Type, &node_type,
+    if (!PyArg_ParseTuple(args, "sOO!iiO:operator", &kind_name, &op, &PyType_Type, &node_type,
                           &save_a, &save_b, &fallback))
         return NULL;
     if (par_min < 0) {
@@ -834,7 +837,8 @@ static PyMethodDef methods[] = {
      "setup(Tensor, OpNode, GRAD_OFF, TRACING, HOOKS_OPEN, grad_state, next_seq, "
      "parallel_min)"},
     {"operator", make_operator, METH_VARARGS,
-     "operator(kind, op, node_class, save_a, save_b, fallback) -> the C operator"},
+     "operator(kind, op, node_class, save_a, save_b, fallback) -> the C operator (save_a, "
+     "save_b: 0 nothing, 1 saved, 2 saved when the other operand requires grad)"},
     {"setup_unary", setup_unary, METH_VARARGS,
      "setup_unary(info_dict, fallback): unary(op, a[, params]) falls back to "
      "fallback(op, a[, params])"},

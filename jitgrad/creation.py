@@ -334,6 +334,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
            requires_grad: bool = False) -> Tensor:
     """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 for integer args."""
     dev = _device(device)
+    # 0-d tensors count as the numbers they hold (an int64 one as an int, as PyTorch's)
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     if end is None:
         start, end = 0, start
     if step == 0:

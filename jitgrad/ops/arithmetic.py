@@ -37,7 +37,7 @@ RSUB = ew("rsub", lambda p: "RsubBackward0" if p and p.get("tensor_other") else 
 MUL = ew("mul", "MulBackward0", ("a", "b"), "a * b", np.multiply,
          lambda g, ins, out, p, n: (g * ins[1] if n[0] else None,
                                     g * ins[0] if n[1] else None),
-         save=(0, 1), samples=S.binary)
+         save=(0, 1), save_for=((0, 1), (1, 0)), samples=S.binary)
 
 
 def _div_vjp(g, ins, out, p, n):
@@ -46,6 +46,7 @@ def _div_vjp(g, ins, out, p, n):
 
 
 DIV = ew("div", "DivBackward0", ("a", "b"), "a / b", np.true_divide, _div_vjp, save=(0, 1),
+         save_for=((0, 1),),
          dtype_rule=FLOAT, samples=S.binary_nonzero_b)
 NEG = ew("neg", "NegBackward0", ("a",), "-a", np.negative,
          lambda g, ins, out, p, n: (-g,), samples=S.unary)
@@ -187,6 +188,13 @@ def pow(input, exponent) -> Tensor:  # noqa: A001 - PyTorch's name
     if not is_tensor(input):
         if isinstance(input, np.generic):
             input = input.item()
+        if isinstance(input, int) and exponent._data.dtype.kind in "iub":
+            # an integer base and exponents: an integer result, as PyTorch's (2 ** t)
+            from ..dtypes import result_type
+
+            base = as_tensor(np.full(exponent._data.shape, input,
+                                     result_type(input, exponent).np))
+            return binary(POW, base, exponent)
         return unary(RPOW_SCALAR, exponent, {"base": input})
     return binary(POW, input, exponent)
 

@@ -46,7 +46,10 @@ def repeat(input: Tensor, *sizes) -> Tensor:
     interleaved = [n for pair in zip((1,) * len(shape), shape) for n in pair]
     expanded = [n for pair in zip(reps, shape) for n in pair]
     out = input.reshape(*interleaved).expand(*expanded)
-    return out.reshape(*[r * s for r, s in zip(reps, shape)])
+    out = out.reshape(*[r * s for r, s in zip(reps, shape)])
+    # a new tensor, as PyTorch's: where the reshape could view its input (nothing
+    # repeated, or a repeat the strides express) the result is copied, contiguous
+    return out if out._base is None else out.clone()
 
 
 @api(RESHAPE, EXPAND, method="tile", export="tile")

@@ -59,7 +59,11 @@ def _saved(op: OpDef, inputs: tuple, out: Tensor):
     if not (op.save or op.save_out):
         return None
     sv = [None] * (len(inputs) + op.save_out)
+    skip = {i for i, j in op.save_for
+            if type(inputs[j]) is not Tensor or not inputs[j]._requires_grad}
     for i in op.save:
+        if i in skip:
+            continue
         t = inputs[i]
         sv[i] = save_input(t) if type(t) is Tensor else t
     if op.save_out:

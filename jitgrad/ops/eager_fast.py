@@ -80,7 +80,9 @@ def binary_operator(op: OpDef, name: str, doc: str) -> Callable[[Tensor, object]
         raise ValueError(f"{op.name}: binary_operator handles differentiable ops without "
                          "params, saved outputs or bool results")
     cls = op.node_class_for(None)
-    save_a, save_b = 0 in op.save, 1 in op.save
+    # 1: saved; 2: saved when the other operand requires grad (``op.save_for``)
+    save_a = (2 if (0, 1) in op.save_for else 1) if 0 in op.save else 0
+    save_b = (2 if (1, 0) in op.save_for else 1) if 1 in op.save else 0
     # the kernel entry points, loaded on first use: [float32, float64] x [tensor, number]
     entries = [None, None, None, None]
 
@@ -137,15 +139,17 @@ def binary_operator(op: OpDef, name: str, doc: str) -> Callable[[Tensor, object]
                 node.next_edges = (ea, other if f is None else (f, other._output_nr))
             else:
                 node.next_edges = (ea, None)
-            if not (save_a or save_b):
+            sa = save_a == 1 or (save_a and rb)
+            sb = save_b == 1 or (save_b and ra)
+            if not (sa or sb):
                 node.saved = None
             elif _HOOKS_OPEN[0]:
-                node.saved = (save_input(self) if save_a else None,
-                              (save_input(other) if to is Tensor else other) if save_b
+                node.saved = (save_input(self) if sa else None,
+                              (save_input(other) if to is Tensor else other) if sb
                               else None)
             else:
-                node.saved = ((self, self._vc[0]) if save_a else None,
-                              ((other, other._vc[0]) if to is Tensor else other) if save_b
+                node.saved = ((self, self._vc[0]) if sa else None,
+                              ((other, other._vc[0]) if to is Tensor else other) if sb
                               else None)
             node.in_meta = None
             node.seq = next_seq()

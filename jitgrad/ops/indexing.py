@@ -220,8 +220,8 @@ def _normalise_index(index, shape):
             if it.ndim == 0 and it.dtype.kind in "iu":  # a 0-d integer tensor acts as an int
                 needs_value(t, "using a tensor's value as an index")
                 it = int(it)
-        elif isinstance(it, (list,)) and not all(isinstance(x, slice) for x in it):
-            it = np.asarray(it)
+        elif isinstance(it, (list, tuple)) and not all(isinstance(x, slice) for x in it):
+            it = np.asarray(it)  # (a tuple inside the index tuple: a sequence, as a list)
         if isinstance(it, np.ndarray):
             advanced = True
             if it.dtype.kind == "f":

@@ -124,6 +124,9 @@ ERF = ew("erf", "ErfBackward0", ("a",), "erf(a)", _erf_ref,
 def _atan2_vjp(g, ins, out, p, n):
     a, b = ins
     r2 = a * a + b * b
+    from .selection import where
+
+    r2 = where(r2 == 0, 1.0, r2)  # atan2(0, 0): gradients 0, as PyTorch's
     return (g * b / r2 if n[0] else None, g * -a / r2 if n[1] else None)
 
 

@@ -297,8 +297,10 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
                            "dimensions.")
     d0, d1 = (d % A.ndim for d in dim)
-    if ord == "fro":
-        return (A * A).sum((d0, d1), keepdim=keepdim).sqrt()
+    if ord == "fro":  # PyTorch's: the vector 2-norm over both dims (gradient 0 at 0)
+        from .norms import vector_norm
+
+        return vector_norm(A, 2, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):  # through the singular values (PyTorch's way: its nodes)
         from .decompositions import svdvals
 

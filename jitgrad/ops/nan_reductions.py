@@ -135,6 +135,30 @@ class _MedianOfAll(Function):
 _MedianOfAll._backward_cls = node_class("MedianBackward0", BackwardCFunction)
 
 
+class _SharedByEquals(Function):
+    """``value`` (a statistic of ``flat`` computed without history, e.g. its nanmedian), with
+    PyTorch's gradient: shared evenly by the elements of ``flat`` equal to it."""
+
+    @staticmethod
+    def forward(ctx, flat, value):
+        ctx.save_for_backward(flat, value)
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        flat, v = ctx.saved_tensors
+        w = (flat == v).to(g.dtype)
+        return g * w / w.sum(), None
+
+
+_SharedByEquals._backward_cls = node_class("NanmedianBackward0", BackwardCFunction)
+
+
+def shared_by_equals(flat: Tensor, value: Tensor) -> Tensor:
+    """:class:`_SharedByEquals` applied."""
+    return _SharedByEquals.apply(flat, value)
+
+
 @api(MAXIMUM, WHERE, method="logaddexp", export="logaddexp")
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     """``log(exp(input) + exp(other))`` without overflow: ``max + log1p(exp(-|a - b|))``."""

@@ -120,6 +120,10 @@ class OpDef:
     vjp: Callable | None = None
     save: tuple[int, ...] = ()
     save_out: bool = False
+    save_for: tuple[tuple[int, int], ...] = ()
+    """``(i, j)``: saved input ``i`` serves only input ``j``'s gradient, so it is saved only
+    when ``j`` is a tensor that requires grad (``x * 2`` keeps nothing: writing into ``x``
+    afterwards is no error, as in PyTorch)."""
     dtype_rule: str = PROMOTE
     fwd: Callable | None = None
     n_outputs: int = 1

@@ -103,11 +103,15 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch'
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if is_tensor(min) or is_tensor(max):
+        # selections, not maximum/minimum: at a tie the gradient goes to ``input`` whole
+        # (PyTorch's clamp), not half to each; a NaN bound gives NaN as maximum would
         r = input
         if min is not None:
-            r = maximum(r, min if is_tensor(min) else as_tensor(min))
+            lo = min if is_tensor(min) else as_tensor(min)
+            r = where((r < lo) | (lo != lo), lo, r)
         if max is not None:
-            r = minimum(r, max if is_tensor(max) else as_tensor(max))
+            hi = max if is_tensor(max) else as_tensor(max)
+            r = where((r > hi) | (hi != hi), hi, r)
         return r
     from ..dtypes import result_type
 

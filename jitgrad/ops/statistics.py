@@ -208,6 +208,10 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False):
     k = ((count - 1).clamp_min(0) // 2)
     vals = take_along_dim(srt.values, k, -1).squeeze(-1)
     if dim is None:
+        if input.requires_grad:  # PyTorch's gradient: shared by the elements at the median
+            from .nan_reductions import shared_by_equals
+
+            return shared_by_equals(input.reshape(-1), vals.detach().reshape(()))
         return vals.reshape(())
     idx = take_along_dim(srt.indices, k, -1).squeeze(-1)
     if input.ndim == 0:

@@ -131,6 +131,9 @@ def _var_vjp(g, ins, out, p, n):
 def _std_vjp(g, ins, out, p, n):
     d, dof = _centered(ins[0], p)
     o = out if p["keepdim"] else out.reshape(kept_shape(p["shape"], p["dims"]))
+    from .selection import where
+
+    o = where(o == 0, 1.0, o)  # a constant slice (std 0): gradient 0, as PyTorch's
     return (expand_back(g, p) * d / (o * dof),)
 
 

@@ -84,7 +84,7 @@ def test_a_scheduler_stepped_inside_the_step_it_follows_matches_eager():
 def _loss_then_step_then_backward(compiled: bool, backward) -> list:
     w = jg.tensor([0.5, -1.0, 2.0], requires_grad=True)
     opt = jg.optim.SGD([w], lr=0.1)
-    fn = (lambda x: (x * w).tanh().sum())
+    fn = (lambda x: (x * w * w).tanh().sum())  # eager saves w (w * w)
     f = jg.compile(fn) if compiled else fn
     x = jg.tensor([1.0, 2.0, 0.5])
     seen = []
@@ -110,6 +110,16 @@ def test_recomputing_a_speculated_loss_after_its_input_changed_raises_eagers_err
     for backward in ways:
         assert (_loss_then_step_then_backward(True, backward)
                 == _loss_then_step_then_backward(False, backward))
+    # Where eager saves less (``x * w`` keeps only x for w's gradient, as PyTorch), eager
+    # computes the gradient at the old w; a speculated loss kept no residuals and raises
+    # rather than use the new w (documented in docs/architecture.md).
+    w = jg.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    f = jg.compile(lambda x: (x * w).tanh().sum())
+    loss = f(jg.tensor([1.0, 2.0, 0.5]))
+    with jg.no_grad():
+        w.sub_(0.1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        (2 * loss).backward()
 
 
 def _new_leaf_returned(x, w):

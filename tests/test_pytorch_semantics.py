@@ -1,0 +1,132 @@
+"""Eager semantics a probe found apart from PyTorch's (each expectation written out by hand
+from PyTorch's behaviour, checked against torch when it is installed): gradients at ties
+and at zero, copies that must not alias, result dtypes, empty reduction dims, advanced
+indices written as tuples."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+
+
+def _grad(fn, values):
+    x = jg.tensor(values, requires_grad=True)
+    fn(x).backward()
+    return x.grad.tolist()
+
+
+def test_clamp_with_tensor_bounds_passes_the_whole_gradient_at_a_bound():
+    lo, hi = jg.tensor([1.0, 0.0, 0.0]), jg.tensor([5.0, 5.0, 3.0])
+    assert _grad(lambda x: x.clamp(lo, hi).sum(), [1.0, 2.0, 3.0]) == [1.0, 1.0, 1.0]
+    assert _grad(lambda x: x.clamp(1.0, 3.0).sum(), [1.0, 2.0, 3.0]) == [1.0, 1.0, 1.0]
+    lo_t = jg.tensor([0.0, 2.0], requires_grad=True)
+    x = jg.tensor([-1.0, 2.0], requires_grad=True)
+    x.clamp(min=lo_t).sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0] and lo_t.grad.tolist() == [1.0, 0.0]
+    nan = float("nan")
+    got = jg.tensor([1.0, nan, 3.0]).clamp(jg.tensor([0.0, 0.0, nan]), jg.tensor(2.0))
+    assert np.array_equal(got.numpy(), [1.0, nan, nan], equal_nan=True)
+
+
+def test_repeat_and_tile_are_new_contiguous_tensors():
+    x = jg.arange(4.0)
+    r, t = x.repeat(1), x.tile((1,))
+    x.add_(10)
+    assert r.tolist() == t.tolist() == [0.0, 1.0, 2.0, 3.0] and r._base is None
+    y = jg.ones(2, 1).repeat(1, 3)
+    assert y.is_contiguous() and y.stride() == (3, 1)
+    y[0, 0] = 5
+    assert y.tolist() == [[5.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+
+
+def test_integer_powers_of_a_number_are_integers():
+    t = jg.tensor([0, 1, 3])
+    assert (2 ** t).dtype == jg.int64 and (2 ** t).tolist() == [1, 2, 8]
+    assert jg.pow(3, t).dtype == jg.int64
+    assert (2 ** jg.tensor([1, 2], dtype=jg.uint8)).dtype == jg.uint8
+    assert (2.5 ** t).dtype == jg.float32
+
+
+def test_arange_takes_0d_tensors_as_their_numbers():
+    assert jg.arange(jg.tensor(3)).dtype == jg.int64
+    assert jg.arange(0, jg.tensor(4), 2).tolist() == [0, 2]
+    assert jg.arange(jg.tensor(1.5)).dtype == jg.float32
+
+
+def test_an_empty_dim_list_reduces_every_dim():
+    x = jg.ones(2, 3)
+    assert x.sum(()).item() == x.sum([]).item() == 6.0
+    assert x.mean(()).item() == 1.0 and x.amax(()).item() == 1.0
+    assert x.sum((), keepdim=True).shape == (1, 1)
+
+
+def test_gradients_at_zero_are_pytorchs():
+    assert _grad(lambda x: x.std(), [1.0, 1.0]) == [0.0, 0.0]
+    assert _grad(lambda x: jg.linalg.matrix_norm(x), [[0.0, 0.0], [0.0, 0.0]]) == [
+        [0.0, 0.0], [0.0, 0.0]]
+    assert _grad(lambda x: jg.atan2(x, jg.zeros(1)).sum(), [0.0]) == [0.0]
+    # and away from zero the formulas are unchanged
+    g = _grad(lambda x: x.std(), [1.0, 3.0])
+    np.testing.assert_allclose(g, [-1 / np.sqrt(2), 1 / np.sqrt(2)], rtol=1e-6)
+
+
+def test_nanmedian_shares_its_gradient_among_ties():
+    nan = float("nan")
+    assert _grad(lambda x: x.nanmedian(), [1.0, nan, 2.0, 2.0]) == [0.0, 0.0, 0.5, 0.5]
+    assert _grad(lambda x: x.median(), [1.0, 3.0, 2.0, 2.0]) == [0.0, 0.0, 0.5, 0.5]
+
+
+def test_a_tuple_inside_an_index_is_an_advanced_index():
+    x = jg.arange(8.0).reshape(2, 4)
+    y = x[(0, 1),]
+    v0 = x._version
+    y.add_(100)
+    assert y._base is None and x._version == v0 and x[0].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert x[(0, 1), 1].tolist() == [1.0, 5.0]
+
+
+def test_against_torch():
+    torch = pytest.importorskip("torch")
+    for lib_x in ([1.0, 2.0, 3.0], [2.0, 2.0, 2.0]):
+        for lib in (torch, jg):
+            x = lib.tensor(lib_x, requires_grad=True)
+            x.clamp(lib.tensor([2.0, 0.0, 0.0]), lib.tensor([5.0, 5.0, 2.0])).sum().backward()
+            if lib is torch:
+                want = x.grad.tolist()
+            else:
+                assert x.grad.tolist() == want
+    for lib in (torch, jg):
+        t = lib.tensor([1, 2])
+        got = ((2 ** t).dtype, lib.arange(lib.tensor(3)).dtype, lib.ones(2, 3).sum(()).item())
+        if lib is torch:
+            want = tuple(str(v).split(".")[-1] for v in got)
+        else:
+            assert tuple(str(v).split(".")[-1] for v in got) == want
+
+
+def test_a_product_with_a_number_saves_no_tensor():
+    """``b * 2`` needs nothing saved for its gradient (PyTorch saves nothing): writing into
+    ``b`` afterwards is no "modified by an inplace operation" error, in the C operator, the
+    Python operator and ``mul``; with a tensor that requires grad the operand is saved."""
+    for times in (lambda b: b * 2, lambda b: 2 * b, lambda b: b.mul(2), lambda b: b / 2,
+                  lambda b: b * jg.tensor(2.0)):
+        a = jg.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        b = a * 1
+        w = times(b)
+        b.add_(1)
+        w.sum().backward()
+        assert a.grad.tolist() in ([2.0] * 4, [0.5] * 4)
+    a = jg.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    b = a * 1
+    b[0] = b[1] * 5
+    (b * b).sum().backward()
+    assert a.grad.tolist() == [0.0, 104.0, 6.0, 8.0]
+    a = jg.tensor([1.0, 2.0], requires_grad=True)
+    c = jg.tensor([3.0, 4.0], requires_grad=True)
+    b = a * 1
+    w = b * c  # c requires grad: b is saved, and writing into it is the error
+    b.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        w.sum().backward()
