@@ -40,8 +40,6 @@ def reduce_params(a: Tensor, dim, keepdim, name):
     full = dim is ALL
     if full:
         dim, keepdim = None, False
-    elif isinstance(dim, (tuple, list)) and not dim and name != "logsumexp":
-        dim = None  # ``dim=()``: every dim, as PyTorch's sum/mean/amax/std/norm
     dims = wrap_dims(dim, nd, name) if dim is not None else tuple(range(nd))
     return {"dims": dims, "keepdim": bool(keepdim), "shape": a._data.shape, "full": full}
 
