@@ -59,6 +59,14 @@ def _check_solve(name: str, b: Tensor, A: Tensor) -> None:
                            f"{b.shape[-2]} by {b.shape[-1]}")
 
 
+def _check_matrices(message: str, **tensors: Tensor) -> None:
+    """PyTorch's error, ``message`` formatted with ``name`` and ``n``, for the first of
+    ``tensors`` with fewer than 2 dims."""
+    for name, t in tensors.items():
+        if t.dim() < 2:
+            raise RuntimeError(message.format(name=name, n=t.dim()))
+
+
 def _check_float(kernel: str, A: Tensor) -> None:
     if not (A.dtype.is_floating_point and A.dtype.itemsize >= 4):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(A)}'")
@@ -71,12 +79,8 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor
     from .decompositions import solve_triangular
 
     b, u = input, input2
-    if b.dim() < 2:
-        raise RuntimeError(f"b should have at least 2 dimensions, but has {b.dim()} "
-                           f"dimensions instead")
-    if u.dim() < 2:
-        raise RuntimeError(f"u should have at least 2 dimensions, but has {u.dim()} "
-                           f"dimensions instead")
+    _check_matrices("{name} should have at least 2 dimensions, but has {n} dimensions "
+                    "instead", b=b, u=u)
     _check_solve("cholesky_solve", b, u)
     _check_float("cholesky_solve_cpu", u)
     if upper:  # U^T (U X) = B
@@ -121,12 +125,8 @@ def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bo
         "torch.triangular_solve(B, A).solution\nshould be replaced with\nX = "
         "torch.linalg.solve_triangular(A, B).", UserWarning, stacklevel=2)
     b = input
-    if b.dim() < 2:
-        raise RuntimeError(f"torch.triangular_solve: Expected b to have at least 2 dimensions, "
-                           f"but it has {b.dim()} dimensions instead")
-    if A.dim() < 2:
-        raise RuntimeError(f"torch.triangular_solve: Expected A to have at least 2 dimensions, "
-                           f"but it has {A.dim()} dimensions instead")
+    _check_matrices("torch.triangular_solve: Expected {name} to have at least 2 dimensions, "
+                    "but it has {n} dimensions instead", b=b, A=A)
     _check_solve("triangular_solve", b, A)
     coef = A.mT if transpose else A
     x = solve_triangular(coef, b, upper=bool(upper) != bool(transpose),
