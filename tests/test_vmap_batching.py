@@ -442,14 +442,22 @@ def test_model_ensemble_with_stacked_weights(counter, monkeypatch):
     """torch.func's ensembling recipe: stack_module_state, then vmap(functional_call,
     in_dims=(0, 0, None)) -- per-model weights batched through linear and layer_norm (its
     affine part applied per model), one replay and no per-element op."""
-    from jitgrad.func import functional_call, stack_module_state
 
     jitgrad.manual_seed(0)
     models = [jitgrad.nn.Sequential(jitgrad.nn.Linear(6, 8), jitgrad.nn.GELU(),
                                     jitgrad.nn.LayerNorm(8), jitgrad.nn.Linear(8, 3)).double()
               for _ in range(4)]
-    params, buffers = stack_module_state(models)
     x = jitgrad.randn(5, 6, dtype=jitgrad.float64)
+    got = _ensemble_matches_the_loop(models, x, counter, monkeypatch)
+    assert_close(got[0][2], models[2](x))
+
+
+def _ensemble_matches_the_loop(models, x, counter, monkeypatch) -> list:
+    """vmap(functional_call) over the stacked ``models`` on ``x``: one replay, nothing per
+    element, outputs and per-model gradients equal to the loop's; returns them."""
+    from jitgrad.func import functional_call, stack_module_state
+
+    params, buffers = stack_module_state(models)
 
     def run():
         out = vmap(lambda p, b, a: functional_call(models[0], (p, b), (a,)),
@@ -461,10 +469,9 @@ def test_model_ensemble_with_stacked_weights(counter, monkeypatch):
     assert counter.replays == 1 and counter.looped == []
     for p in params.values():
         p.grad = None
-    want = looped(monkeypatch, run)
-    for g, w in zip(got, want):
+    for g, w in zip(got, looped(monkeypatch, run)):
         assert_close(g, w)
-    assert_close(got[0][2], models[2](x))
+    return got
 
 
 @pytest.mark.parametrize("loss_name", ["mse_loss", "smooth_l1_loss", "huber_loss",
@@ -572,7 +579,6 @@ def test_batch_norm_per_element_statistics(training, counter, monkeypatch):
     """BatchNorm inside vmap: an ensemble's own running statistics in eval mode, each
     element's own batch statistics in training mode (no running stats tracked: their
     update would be a write, which runs the loop) -- one replay, nothing per element."""
-    from jitgrad.func import functional_call, stack_module_state
 
     jitgrad.manual_seed(2)
     models = [jitgrad.nn.Sequential(jitgrad.nn.Conv2d(2, 3, 3),
@@ -583,19 +589,6 @@ def test_batch_norm_per_element_statistics(training, counter, monkeypatch):
         if not training:
             m[1].running_mean.uniform_(-1, 1)
             m[1].running_var.uniform_(0.5, 2)
-    params, buffers = stack_module_state(models)
     x = jitgrad.randn(4, 2, 6, 6, dtype=jitgrad.float64)
-
-    def run():
-        out = vmap(lambda p, b, a: functional_call(models[0], (p, b), (a,)),
-                   in_dims=(0, 0, None))(params, buffers, x)
-        out.pow(2).sum().backward()
-        return [out] + [params[k].grad.clone() for k in sorted(params)]
-
-    got = run()
-    assert counter.replays == 1 and counter.looped == []
-    for p in params.values():
-        p.grad = None
-    for g, w in zip(got, looped(monkeypatch, run)):
-        assert_close(g, w)
+    got = _ensemble_matches_the_loop(models, x, counter, monkeypatch)
     assert_close(got[0][1], models[1](x))

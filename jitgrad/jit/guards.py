@@ -453,8 +453,7 @@ def value_state(v, depth: int = 2):
     if isinstance(v, dict):
         return (t, len(v), tuple((k, value_state(e, depth - 1))
                                  for k, e in islice(v.items(), MAX_ENTRIES)),
-                _tail(list(islice(v.items(), MAX_ENTRIES, None))) if len(v) > MAX_ENTRIES
-                else ())
+                _tail(islice(v.items(), MAX_ENTRIES, None)))
     if isinstance(v, (set, frozenset)):
         return (t, len(v), frozenset(e for e in islice(v, MAX_ENTRIES) if type(e) in _PLAIN))
     d = getattr(v, "__dict__", None)
@@ -465,16 +464,21 @@ def value_state(v, depth: int = 2):
 
 
 def _tail(entries) -> tuple:
-    """The entries of a container beyond :data:`MAX_ENTRIES`: compared whole, as C-level
-    tuples of types and values (a list of 100 coefficients changed at entry 90 retraces),
-    objects among them by identity."""
-    if not entries:
-        return ()
-    flat = [e for kv in entries for e in kv] if type(entries[0]) is tuple and isinstance(
-        entries, list) and all(type(kv) is tuple and len(kv) == 2 for kv in entries) \
-        else list(entries)
-    return (tuple(map(type, flat)), tuple(
-        e.hex() if type(e) is float else e if type(e) in _PLAIN else id(e) for e in flat))
+    """The entries of a container beyond :data:`MAX_ENTRIES` (a dict's as ``(key, value)``
+    pairs), compared whole: plain values by type and value, tuples of them entry by entry,
+    anything else by identity (a list of 100 coefficients changed at entry 90 retraces)."""
+    return tuple(_shallow(e) for e in entries)
+
+
+def _shallow(e):
+    t = type(e)
+    if t is float:
+        return (t, e.hex())
+    if t in _PLAIN:
+        return (t, e)
+    if t is tuple:
+        return tuple(_shallow(i) for i in e)
+    return ("X", id(e))
 
 
 RAISES = ("raises",)
