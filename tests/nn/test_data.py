@@ -78,3 +78,50 @@ def test_random_split_and_errors():
         TensorDataset(X, jitgrad.arange(3))
     with pytest.raises(ValueError, match="batch_size should be a positive integer value"):
         DataLoader(TensorDataset(X), batch_size=0)
+
+
+def _collated_one_by_one(ds, batch_size):
+    """The batches a loader gives when it indexes ``ds`` sample by sample."""
+    return [default_collate([ds[i] for i in range(s, min(s + batch_size, len(ds)))])
+            for s in range(0, len(ds), batch_size)]
+
+
+def test_tensor_dataset_is_batched_without_indexing_each_sample(monkeypatch):
+    """The loader indexes a TensorDataset's tensors once per batch (a regression made it
+    index every sample and stack them: 60x slower per batch); its batches equal the
+    per-sample collation, NumPy arrays made tensors."""
+    calls = []
+    plain = TensorDataset.__getitem__
+
+    def counting(self, index):
+        calls.append(index)
+        return plain(self, index)
+
+    ds = TensorDataset(X, np.arange(10.0, dtype=np.float32), Y)
+    want = _collated_one_by_one(ds, 4)
+    monkeypatch.setattr(TensorDataset, "__getitem__", counting)
+    got = list(DataLoader(ds, batch_size=4))
+    assert calls == []
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert isinstance(g, list) and len(g) == 3
+        for a, b in zip(g, w):
+            assert isinstance(a, jitgrad.Tensor) and a.dtype == b.dtype
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_tensor_dataset_batches_that_per_sample_indexing_changes():
+    """A subclass's own ``__getitem__`` is called, and a tensor that requires grad is
+    stacked (its batch has a graph), as when collating sample by sample."""
+    class Doubled(TensorDataset):
+        def __getitem__(self, index):
+            x, y = super().__getitem__(index)
+            return x * 2, y
+
+    x, y = next(iter(DataLoader(Doubled(X, Y), batch_size=3)))
+    np.testing.assert_array_equal(x.numpy(), X.numpy()[:3] * 2)
+    w = jitgrad.ones(10, 2, requires_grad=True)
+    wb, yb = next(iter(DataLoader(TensorDataset(w, Y), batch_size=3)))
+    assert wb.requires_grad and wb.grad_fn is not None
+    wb.sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy()[:4, 0], [1, 1, 1, 0])

@@ -124,6 +124,10 @@ class DataLoader:
         self.generator = generator
         self.sampler = sampler
         self.batch_sampler = batch_sampler
+        # a TensorDataset with the default collation is batched by indexing its tensors
+        # (decided before collate_fn is filled in with that default)
+        self._fast = isinstance(dataset, TensorDataset) and collate_fn is None \
+            and batch_size is not None
         if collate_fn is None:  # samples one by one (batch_size=None): converted only
             from .worker import default_convert
 
@@ -131,7 +135,6 @@ class DataLoader:
                 batch_sampler is not None else default_convert
         self.collate_fn = collate_fn
         self.pin_memory = pin_memory
-        self._fast = isinstance(dataset, TensorDataset) and collate_fn is None
 
     def _order(self) -> np.ndarray:
         if self.sampler is not None:
@@ -175,8 +178,9 @@ class DataLoader:
             return
         getitems = getattr(self.dataset, "__getitems__", None)
         for idx in self._batches():
-            if self._fast:
-                yield list(self.dataset.batch(idx))
+            rows = self.dataset.batch(idx) if self._fast else None
+            if rows is not None:
+                yield list(rows)
             elif callable(getitems):
                 yield self.collate_fn(getitems([int(i) for i in idx]))
             else:

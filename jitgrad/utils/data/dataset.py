@@ -50,12 +50,25 @@ class TensorDataset(Dataset):
     def __len__(self) -> int:
         return len(self.tensors[0])
 
-    def batch(self, indices: np.ndarray) -> tuple:
-        """Rows ``indices`` of every tensor at once (what the loader's fast path uses)."""
+    def batch(self, indices: np.ndarray) -> tuple | None:
+        """Rows ``indices`` of every tensor at once: what collating the samples one by one
+        gives (tensors, NumPy arrays made tensors), without the per-sample indexing and
+        stacking. ``None`` where that would differ: a subclass with its own
+        ``__getitem__``, a tensor that requires grad (stacking records a graph), an entry
+        that is neither a tensor nor an array."""
         from ...tensor import wrap
 
-        return tuple(wrap(t._data[indices]) if isinstance(t, Tensor) else t[indices]
-                     for t in self.tensors)
+        if type(self).__getitem__ is not TensorDataset.__getitem__:
+            return None
+        rows = []
+        for t in self.tensors:
+            if isinstance(t, Tensor) and not t.requires_grad and t.dim() > 0:
+                rows.append(wrap(t._data[indices]))
+            elif isinstance(t, np.ndarray) and t.ndim > 0:
+                rows.append(wrap(t[indices]))
+            else:
+                return None
+        return tuple(rows)
 
 
 class Subset(Dataset):
