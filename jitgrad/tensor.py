@@ -10,7 +10,7 @@ import numpy as np
 
 from . import devices, dtypes
 from ._tensor_str import dtype_suffix_needed, format_tensor
-from ._thread_modes import TRACING
+from ._thread_modes import GRAD_OFF, TRACING
 from .trace.state import STATE as _TRACE
 
 __all__ = ["Tensor", "Size", "wrap", "alias", "RemovableHandle"]
@@ -108,6 +108,11 @@ class Tensor:
 
     # rarely-set state (instance __dict__ overrides these class defaults)
     _base = None            # the tensor this one is a view of (always the root base)
+    _views = None           # a base's views made in grad mode: weak references
+    #                         (autograd/view_history.py re-derives them after in-place ops)
+    _views_prune_at = 32    # the length of _views at which dead references are dropped
+    _view_kind = None       # "grad" / "no_grad": a view made by a view op in that grad
+    #                         mode (detach() and .data make none: their writes keep histories)
     _output_nr = 0          # which output of grad_fn this tensor is
     _retains_grad = False
     _hooks = None           # leaf tensor hooks: _HookDict id -> fn
@@ -551,10 +556,31 @@ def alias(arr: np.ndarray) -> Tensor:
 
 def mark_view(out: Tensor, of: Tensor) -> Tensor:
     """``out`` views ``of``'s memory: it shares its version counter (an in-place change of
-    either is seen by autograd through the other) and its base, as PyTorch's views do."""
+    either is seen by autograd through the other) and its base, as PyTorch's views do. Made
+    in grad mode, it is registered on the base (a weak reference), so an in-place change of
+    the base or of another view re-derives its history (``autograd/view_history.py``)."""
     out._vc = of._vc
-    out._base = of._base if of._base is not None else of
+    base = of._base if of._base is not None else of
+    out._base = base
+    if GRAD_OFF:
+        from .autograd.grad_mode import STATE
+
+        if not STATE.enabled:
+            out._view_kind = "no_grad"
+            return out
+    out._view_kind = "grad"
+    views = base._views
+    if views is None:
+        base._views = [_weakref(out)]
+    else:
+        views.append(_weakref(out))
+        if len(views) >= base._views_prune_at:  # dead references dropped: amortised O(1)
+            live = base._views = [r for r in views if r() is not None]
+            base._views_prune_at = max(32, 2 * len(live))
     return out
+
+
+_weakref = weakref.ref
 
 
 _ENGINE_BACKWARD: list = []

@@ -367,8 +367,8 @@ def elementwise_into(op: OpDef, a: Tensor, rest: tuple, params: dict | None = No
         return False
     ad = a._data
     recording = _STATE.enabled
-    if recording and a._requires_grad:
-        return False
+    if recording and (a._requires_grad or (a._base is not None and a._base._requires_grad)):
+        return False  # (a view of a base in autograd: its write is recorded on the base)
     if type(ad) is not _ndarray:  # CUDA memory: its in-place kernel (or a NumPy subclass:
         return _device_into(op, a, rest, params, recording)  # the general path)
     flags = ad.flags

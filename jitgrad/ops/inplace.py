@@ -13,6 +13,7 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..autograd.node import HookedSaved, save_input, save_output
+from ..autograd.view_history import rebase_on_view_write, refresh_views
 from ..devices import array_namespace, is_writeable
 from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
@@ -20,17 +21,19 @@ from .api import api
 from .dispatch import record
 from .registry import MOVEMENT, defop
 
-__all__ = ["apply_inplace", "setitem", "check_inplace_allowed", "write_out"]
+__all__ = ["apply_inplace", "setitem", "check_inplace_allowed", "views_autograd", "write_out"]
 
 _STATE = grad_mode.STATE
 
 
 def check_inplace_allowed(self: Tensor, result_requires_grad: bool) -> None:
-    """PyTorch's errors for in-place ops on leaves (and views of leaves) that require grad."""
+    """PyTorch's errors for in-place ops on leaves (and views of leaves) that require grad,
+    and on views made in no_grad mode whose base takes part in autograd."""
     if not _STATE.enabled:
         return
+    base = self._base
     if self._requires_grad and self._grad_fn is None:
-        if self._base is not None and self._base._grad_fn is None and self._base._requires_grad:
+        if base is not None and base._grad_fn is None and base._requires_grad:
             raise RuntimeError(
                 "a view of a leaf Variable that requires grad is being used in an in-place "
                 "operation."
@@ -38,18 +41,28 @@ def check_inplace_allowed(self: Tensor, result_requires_grad: bool) -> None:
         raise RuntimeError(
             "a leaf Variable that requires grad is being used in an in-place operation."
         )
-    if self._base is not None and (result_requires_grad or self._requires_grad):
-        base = self._base
-        if base._requires_grad and base._grad_fn is None:
-            raise RuntimeError(
-                "a view of a leaf Variable that requires grad is being used in an in-place "
-                "operation."
-            )
+    if base is None or not (result_requires_grad or base._requires_grad):
+        return
+    if base._requires_grad and base._grad_fn is None:
         raise RuntimeError(
-            "in-place operations on views of tensors that take part in autograd are not "
-            "supported by jitgrad (the view shares memory with a tensor whose graph would need "
-            "rewriting); use the out-of-place op, e.g. `y = y.add(x)` instead of `y.add_(x)`"
+            "a view of a leaf Variable that requires grad is being used in an in-place "
+            "operation."
         )
+    if self._view_kind == "no_grad":
+        raise RuntimeError(
+            "A view was created in no_grad mode and is being modified inplace with grad mode "
+            "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. "
+            "You can clarify your code by moving both the view and the inplace either both "
+            "inside the no_grad block (if you don't want the inplace to be tracked) or both "
+            "outside (if you want the inplace to be tracked)."
+        )
+
+
+def views_autograd(self: Tensor) -> bool:
+    """Whether ``self`` is a view (made by a view op) of a base that requires grad: a write
+    into it is autograd's even where ``self`` itself does not require grad (a view made in
+    no_grad mode: PyTorch's error)."""
+    return self._view_kind is not None and self._base._requires_grad
 
 
 def check_writeable(self: Tensor) -> None:
@@ -99,6 +112,12 @@ def apply_inplace(self: Tensor, result: Tensor, since: int | None = None) -> Ten
             f"{from_numpy_dtype(dst.dtype).tensor_type.replace('Tensor', '')}"
         )
     check_writeable(self)
+    if _STATE.enabled and self._grad_fn is not None and not result._requires_grad and (
+            self._view_kind is None):
+        # new values that depend on nothing, written into a tensor with history: it keeps
+        # requiring grad (the gradient is zero there), as PyTorch's
+        result = _kept_in_graph(self, result)
+        src = result._data
     node = result._grad_fn if _STATE.enabled else None
     if node is not None and node.saved:
         node.saved = _snapshot_self(node.saved, self, result)
@@ -109,21 +128,40 @@ def apply_inplace(self: Tensor, result: Tensor, since: int | None = None) -> Ten
         tr.on_write(self, result)
     np.copyto(dst, src, casting="same_kind")
     self._vc[0] += 1
+    if node is not None and node.saved and _has_output_entry(node.saved, src):
+        node.saved = tuple(
+            save_output(self) if (type(e) is tuple and e[0] is None and e[1] is src) else e
+            for e in node.saved)
+    base = self._base
+    if base is not None and self._view_kind == "grad" and _STATE.enabled and (
+            node is not None or base._requires_grad):
+        # a view written while autograd records: the base's history is rewritten and every
+        # view of it re-derived (PyTorch's CopySlices)
+        rebase_on_view_write(self, result)
+        return self
+    had_history = self._grad_fn is not None
     if node is not None:
-        if node.saved:
-            node.saved = tuple(
-                save_output(self) if (type(e) is tuple and e[0] is None and e[1] is src) else e
-                for e in node.saved
-            ) if _has_output_entry(node.saved, src) else node.saved
         self._grad_fn = node
         self._requires_grad = True
         if self._output_nr:
             self._output_nr = 0
-    elif _STATE.enabled and self._grad_fn is not None:
+    elif _STATE.enabled and had_history:
         # the new value no longer depends on the old history
         self._grad_fn = None
         self._requires_grad = False
+    if self._views is not None and _STATE.enabled and (node is not None or had_history):
+        refresh_views(self)  # the base's views read its new value
     return self
+
+
+def _kept_in_graph(self: Tensor, result: Tensor) -> Tensor:
+    """``result``'s values in ``self``'s graph with a zero gradient (NaN-safe, unlike
+    ``self * 0 + result``)."""
+    from ..creation import tensor
+    from .selection import where
+
+    never = tensor(False, device=self.device)
+    return where(never, self, result).to(self.dtype)
 
 
 def inplace_view(self: Tensor, result: Tensor, name: str) -> Tensor:
@@ -262,7 +300,8 @@ def setitem(self: Tensor, index, value) -> None:
         idx = index_on(idx, self._data)
     v_is_t = isinstance(value, Tensor)
     v = value._data if v_is_t else value
-    recording = _STATE.enabled and (self._requires_grad or (v_is_t and value._requires_grad))
+    recording = _STATE.enabled and (self._requires_grad or (v_is_t and value._requires_grad)
+                                    or views_autograd(self))
     if not recording and _TRACE.tracer is None:
         check_writeable(self)
         self._data[idx] = v

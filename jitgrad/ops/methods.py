@@ -20,7 +20,13 @@ from ..trace.state import STATE as _TRACE
 from . import movement as M
 from .api import method_table
 from .diagonals import fill_diagonal_
-from .inplace import apply_inplace, check_inplace_allowed, check_writeable, inplace_view
+from .inplace import (
+    apply_inplace,
+    check_inplace_allowed,
+    check_writeable,
+    inplace_view,
+    views_autograd,
+)
 from .random_inplace import sampler_methods
 from .tensor_extras import EXTRA_METHODS
 from .torch_namespace import TENSOR_METHODS
@@ -120,8 +126,8 @@ def _fill_(self, value):
         check_inplace_allowed(self, False)
         return apply_inplace(self, full_like(self, value))
     v = value.item() if isinstance(value, Tensor) else value
-    if _STATE.enabled and (self._requires_grad or (isinstance(value, Tensor) and
-                                                     value._requires_grad)):
+    if _STATE.enabled and (self._requires_grad or views_autograd(self) or (
+            isinstance(value, Tensor) and value._requires_grad)):
         from ..creation import tensor
         from .selection import where
 
@@ -149,8 +155,8 @@ def _copy_(self, src, non_blocking=False):
     if not (type(src._data) is np.ndarray and type(self._data) is np.ndarray) and \
             src.device != self.device:  # across devices: moved first (differentiable)
         src = M.to_device(src, self.device)
-    if _TRACE.tracer is not None or (_STATE.enabled and (self._requires_grad or
-                                                          src._requires_grad)):
+    if _TRACE.tracer is not None or (_STATE.enabled and (
+            self._requires_grad or src._requires_grad or views_autograd(self))):
         res = M.expand(M.to_dtype(src, self.dtype), self._data.shape)
         return apply_inplace(self, res)
     check_writeable(self)
@@ -176,7 +182,11 @@ def _random_inplace(sampler):
                                                device=self.device))
         check_writeable(self)
         values = sampler(rng(generator), self._data.shape, *args, **kwargs)
-        self._data[...] = devices.to_device(np.asarray(values, self._data.dtype), self.device)
+        values = devices.to_device(np.asarray(values, self._data.dtype), self.device)
+        if _STATE.enabled and (self._requires_grad or views_autograd(self)):
+            # new values that depend on nothing: the tensor's (and its base's) history says so
+            return apply_inplace(self, wrap(values))
+        self._data[...] = values
         self._vc[0] += 1
         return self
     return method
