@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .kernels import pool
+from .trace.state import STATE as _TRACE
 
 __all__ = ["set_num_threads", "get_num_threads"]
 
@@ -26,5 +27,10 @@ def set_num_threads(n: int) -> None:
 
 
 def get_num_threads() -> int:
-    """Threads the parallel kernels use (see :func:`set_num_threads`)."""
-    return pool.pool_threads()
+    """Threads the parallel kernels use (see :func:`set_num_threads`). Read inside a
+    compiled function, the value is checked at every call (a change retraces)."""
+    n = pool.pool_threads()
+    tr = _TRACE.tracer
+    if tr is not None:
+        tr.on_read_setting(get_num_threads, n)
+    return n

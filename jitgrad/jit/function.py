@@ -17,6 +17,7 @@ import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import nullcontext
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from ..compiler.autodiff import differentiable, trace_backward
 from ..compiler.joint import speculation_blocker
 from ..compiler.kernel_desc import unsupported_float
 from ..tensor import Tensor
-from ..trace.numpy_args import wrap_numpy_arguments
+from ..trace.numpy_args import conversions_watched, wrap_numpy_arguments
 from ..trace.pytree import NotRebuildable, flatten
 from ..trace.state import STATE as _TRACE
 from ..trace.tracer import TraceError, Tracer
@@ -276,7 +277,8 @@ class CompiledFunction:
         traced_args, traced_kwargs = wrap_numpy_arguments(args, kwargs, tracer)
         _TRACE.tracer = tracer
         try:
-            with observer:
+            with observer, (conversions_watched() if traced_args is not args
+                            else nullcontext()):
                 result = self.fn(*traced_args, **traced_kwargs)
         except TraceError:
             _TRACE.tracer = None

@@ -67,6 +67,12 @@ def external_guards(graph, tracer) -> list:
                 return None
             chk.spec = ("tensor", t, shape, np.dtype(dtype), req)  # for generated checks
             checks.append(chk)
+    for read, value in tracer.setting_reads.items():
+        def chk(flat, read=read, value=value):
+            now = read()
+            return None if now == value else f"{read.__name__}() went from {value} to {now}"
+        chk.spec = ("setting", read, value)
+        checks.append(chk)
     for _, state, ref in tracer.grad_guards.values():
         if state == "any":
             continue
@@ -91,7 +97,11 @@ def fast_guard_lines(checks: list, ns: dict) -> list | None:
         spec = getattr(chk, "spec", None)
         if spec is None:
             return None
-        if spec[0] == "tensor":
+        if spec[0] == "setting":
+            _, read, value = spec
+            ns[f"GR{j}"], ns[f"GV{j}"] = read, value
+            lines += [f"if GR{j}() != GV{j}:", "    return MISS"]
+        elif spec[0] == "tensor":
             _, t, shape, dtype, req = spec
             ns[f"GT{j}"], ns[f"GS{j}"], ns[f"GD{j}"] = t, shape, dtype
             lines += [f"d = GT{j}._data",

@@ -11,9 +11,16 @@ conversions to Python values, the methods that compute without a ufunc) are a gr
 (``Tracer.graph_break``) before they run -- on plain arrays, so what they return is what
 eager NumPy returns.
 
-Not seen: ``np.asarray(a)``/``np.array(a)`` (NumPy makes a base-class view or copy without
-asking the subclass) followed by NumPy code on that, and arrays nested in containers
-(only top-level positional and keyword arguments are wrapped).
+NumPy's conversions do not ask a subclass (``np.asarray(a)`` makes a base-class view, and
+``np.array(a)`` a copy, that NumPy code would then read unseen), so while such a call is
+traced they are watched (:func:`conversions_watched`: ``numpy.asarray``, ``array``,
+``ascontiguousarray``, ``asfortranarray``, ``asarray_chkfinite`` replaced for the call):
+a conversion that would give the argument's own memory gives the traced view itself (eager
+NumPy returns the same array object there too), one that copies it is a graph break.
+
+Not seen: the conversions bound to other names before the call (``from numpy import
+asarray``), and arrays nested in containers (only top-level positional and keyword
+arguments are wrapped).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import numpy as np
 
 from .state import STATE
 
-__all__ = ["TracedNumPyArgument", "wrap_numpy_arguments", "base_array"]
+__all__ = ["TracedNumPyArgument", "wrap_numpy_arguments", "base_array", "conversions_watched"]
 
 
 def base_array(x: np.ndarray) -> np.ndarray:
@@ -37,11 +44,12 @@ def base_array(x: np.ndarray) -> np.ndarray:
     return orig if orig is not None else x.view(np.ndarray)
 
 
-def _from_user_code() -> bool:
+def _from_user_code(depth: int = 3) -> bool:
     """Whether the NumPy call being intercepted comes from user code: the first frame
     outside NumPy (``np.sum`` is Python code calling a ufunc) is not jitgrad's own (its ops
-    run NumPy on the argument's array: that is the traced computation)."""
-    f = sys._getframe(3)  # (this function, _break, the hook)
+    run NumPy on the argument's array: that is the traced computation). ``depth``: frames
+    above this one to start from (3: this function, ``_break``, the hook)."""
+    f = sys._getframe(depth)
     while f is not None:
         mod = f.f_globals.get("__name__", "")
         if mod != "numpy" and not mod.startswith("numpy."):
@@ -114,6 +122,54 @@ for _name in ("item", "tolist", "tobytes", "__float__", "__int__", "__bool__", "
               "dump", "dumps", "__reduce__", "__reduce_ex__", "__deepcopy__", "__copy__",
               "copy", "astype"):
     setattr(TracedNumPyArgument, _name, _computing(_name))
+
+
+#: NumPy's conversions that make a plain array without asking a subclass
+CONVERSIONS = ("asarray", "array", "ascontiguousarray", "asfortranarray", "asarray_chkfinite")
+_ORIGINAL = {name: getattr(np, name) for name in CONVERSIONS}
+_watching = [0]  # nesting depth of conversions_watched (a compiled call inside another's)
+
+
+def _watched(name: str):
+    original = _ORIGINAL[name]
+
+    def convert(a, *args, **kwargs):
+        out = original(a, *args, **kwargs)
+        if isinstance(a, TracedNumPyArgument) and STATE.tracer is not None and \
+                _from_user_code(2):
+            if type(out) is np.ndarray and out.dtype == a.dtype and out.shape == a.shape \
+                    and out.strides == a.strides and out.ctypes.data == a.ctypes.data:
+                return a  # the argument's own memory: the traced view, as eager's same array
+            if name != "asarray_chkfinite" and not np.may_share_memory(out, a):
+                STATE.tracer.graph_break(f"np.{name}() copies a NumPy argument (NumPy code on "
+                                         "the copy would be frozen into the plan)")
+            else:
+                STATE.tracer.graph_break(f"np.{name}() reads a NumPy argument's values")
+        return out
+    convert.__name__ = convert.__qualname__ = name
+    convert.__doc__ = original.__doc__
+    return convert
+
+
+_WATCHED = {name: _watched(name) for name in CONVERSIONS}
+
+
+class conversions_watched:
+    """While a call with NumPy arguments is traced: NumPy's conversions replaced by the
+    watched ones (restored on exit, exceptions included; nested uses install once)."""
+
+    def __enter__(self) -> conversions_watched:
+        if _watching[0] == 0:
+            for name in CONVERSIONS:
+                setattr(np, name, _WATCHED[name])
+        _watching[0] += 1
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _watching[0] -= 1
+        if _watching[0] == 0:
+            for name in CONVERSIONS:
+                setattr(np, name, _ORIGINAL[name])
 
 
 def wrap_numpy_arguments(args: tuple, kwargs: dict, tracer) -> tuple[tuple, dict]:

@@ -116,6 +116,7 @@ class Tracer:
         self.written: dict[int, Source] = {}  # externals written in place
         self.grad_sets: dict[int, tuple] = {}
         self.grad_guards: dict[int, tuple] = {}  # id(leaf) -> (leaf, grad state, leaf_source)
+        self.setting_reads: dict = {}  # read function -> the value the trace saw
         self.arg_index: dict[int, int] = {}   # id(argument tensor) -> its flat index
         self.scalar_reads: list = []  # (Source "scalar", its value when the trace read it)
         self.inner_leaves: set[int] = set()  # ids of leaves the call made whose .grad it set
@@ -300,6 +301,11 @@ class Tracer:
             params["places"] = tuple(places)
         self.graph.eqns.append(Eqn(name, ins, v, params, None, impl))
 
+    def on_read_setting(self, read, value) -> None:
+        """A process setting read by the function (``get_num_threads()``): a Python value
+        the plan bakes in, so each call checks ``read() == value`` (a change retraces)."""
+        self.setting_reads.setdefault(read, value)
+
     def on_created(self, arr) -> None:
         """An array wrapped outside any op (checked if the function later uses it)."""
         self.untraced.add(id(arr))
@@ -308,11 +314,9 @@ class Tracer:
     def on_write(self, dst, src) -> None:
         """``dst``'s memory now holds ``src``'s value (an in-place op)."""
         if dst._base is not None and dst._data is not getattr(dst._base, "_data", None):
-            raise TraceError(
-                f"{user_location()}: in-place writes into a view are not supported by "
-                "jitgrad.compile; write to the tensor itself (e.g. x.add_(...) instead of "
-                "x[0].add_(...)), or use out-of-place ops"
-            )
+            self.graph_break("an in-place write into a view (x[0].add_(...)); write to the "
+                             "tensor itself or use out-of-place ops to compile it")
+            return
         arr = dst._data
         vc = dst._vc  # called before the write bumps it (and rebases dst's history)
         self.saved_versions.setdefault(id(vc), (vc, vc[0]))

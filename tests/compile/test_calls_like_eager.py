@@ -396,6 +396,15 @@ def test_numpy_arguments_read_by_numpy_code_run_eagerly():
         "returns_numpy": (lambda x, a: np.sin(a), False),
         "jitgrad_ops": (lambda x, a: (x * a).sum() + jg.from_numpy(a).mean(), True),
         "tensor_of_it": (lambda x, a: x * jg.tensor(a), True),
+        # NumPy's conversions (they do not ask the traced view): a copy is a graph break,
+        # the argument's own memory stays the traced argument
+        "asarray_then_numpy": (lambda x, a: x * float(np.asarray(a).sum()), False),
+        "asarray_then_tensor": (lambda x, a: x * jg.tensor(np.asarray(a) * 2), False),
+        "array_copy": (lambda x, a: x * float(np.array(a)[0]), False),
+        "asarray_converts": (lambda x, a: x + jg.from_numpy(np.asarray(a, np.float32)), False),
+        "contiguous_copy": (lambda x, a: x * jg.tensor(np.ascontiguousarray(a[::-1])), False),
+        "asarray_same_memory": (lambda x, a: x + jg.from_numpy(np.asarray(a)), True),
+        "ascontiguous_same": (lambda x, a: x * jg.tensor(np.ascontiguousarray(a)), True),
     }
     for name, (fn, stays_compiled) in cases.items():
         compiled = jg.compile(fn)
@@ -408,6 +417,10 @@ def test_numpy_arguments_read_by_numpy_code_run_eagerly():
             np.testing.assert_array_equal(np.asarray(c), np.asarray(e), err_msg=name)
             np.testing.assert_array_equal(ac, ae, err_msg=name)
         assert (compiled.stats["cache_hits"] == 2) == stays_compiled, name
+    assert np.asarray is _NP_ASARRAY  # the conversions are NumPy's own again
+
+
+_NP_ASARRAY = np.asarray
 
 
 def test_entries_beyond_the_guards_first_64_are_compared():
@@ -464,3 +477,30 @@ def test_a_view_read_after_a_write_to_its_memory_is_not_stale():
         for (e, ae), (c, ac) in zip(eager, comp):
             assert c.tolist() == e.tolist(), fn.__name__
             assert ac[0].tolist() == ae[0].tolist(), fn.__name__
+
+
+def test_numpy_conversion_of_an_argument_under_fullgraph_raises_and_restores_numpy():
+    from jitgrad.trace.tracer import TraceError
+
+    def fn(x, a):
+        return x * float(np.asarray(a).sum())
+
+    with pytest.raises(TraceError, match="NumPy argument"):
+        jg.compile(fn, fullgraph=True)(jg.ones(3), np.arange(3.0))
+    assert np.asarray is _NP_ASARRAY and np.array(np.arange(2.0)).tolist() == [0.0, 1.0]
+
+
+def test_thread_count_read_inside_is_checked_at_every_call():
+    n = jg.get_num_threads()
+
+    def fn(x):
+        return x * jg.get_num_threads()
+
+    compiled = jg.compile(fn)
+    try:
+        for threads in (n, 1, 1, n):
+            jg.set_num_threads(threads)
+            assert compiled(jg.ones(2)).tolist() == [float(threads)] * 2
+    finally:
+        jg.set_num_threads(n)
+    assert compiled.stats["traces"] == (2 if n != 1 else 1)  # the first entry serves n again
