@@ -21,7 +21,7 @@ from .api import api
 from .dispatch import record
 from .registry import MOVEMENT, defop
 
-__all__ = ["apply_inplace", "setitem", "check_inplace_allowed", "views_autograd", "write_out"]
+__all__ = ["apply_inplace", "setitem", "check_inplace_allowed", "write_out"]
 
 _STATE = grad_mode.STATE
 

@@ -617,11 +617,15 @@ def test_inplace_returns_self_bumps_version_and_matches_pytorch(table, name):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=0)
 
 
-def test_inplace_comparison_of_a_tensor_requiring_grad_drops_its_history():
-    x = jitgrad.tensor([1.0, 2.0], requires_grad=True) * 1.0
+def test_inplace_comparison_of_a_tensor_requiring_grad_keeps_it_in_the_graph():
+    """As PyTorch's (GtBackward0): it still requires grad, its gradient is zero."""
+    a = jitgrad.tensor([1.0, 2.0], requires_grad=True)
+    x = a * 1.0
     assert x.grad_fn is not None
     x.gt_(1.5)
-    assert x.grad_fn is None and not x.requires_grad and x.tolist() == [0.0, 1.0]
+    assert x.grad_fn is not None and x.requires_grad and x.tolist() == [0.0, 1.0]
+    x.sum().backward()
+    assert a.grad.tolist() == [0.0, 0.0]
 
 
 def test_apply_and_map():
