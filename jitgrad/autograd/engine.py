@@ -590,7 +590,8 @@ class _Run:
             if fuse is not None:  # (a large gradient, or a node that broadcasts or sums)
                 g0 = grads[0]
                 if (g0 is not None and g0._data.size >= min_size) or node.in_meta is not None:
-                    region = fuse(node, grads, deps, shared_ids, declined, needed, self._slots)
+                    region = fuse(node, grads, deps, shared_ids, declined, needed, self._slots,
+                                  (buffers, leaf_bufs))
             if region is not None:  # node and the element-wise region it heads, fused
                 executed.extend(region[0])
                 pairs = region[1]

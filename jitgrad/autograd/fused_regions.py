@@ -104,11 +104,25 @@ def _captured(node, slots) -> bool:
     return any((nid, nr) in slots for nr in range(node.n_outputs))
 
 
-def _grow(root, deps, needed, slots) -> list | None:
+class _Arrived:
+    """``k in arrived``: whether a gradient has arrived at node or leaf ``k`` (by id) and
+    waits in the engine's buffers."""
+
+    __slots__ = ("nodes", "leaves")
+
+    def __init__(self, nodes: dict, leaves: dict) -> None:
+        self.nodes, self.leaves = nodes, leaves
+
+    def __contains__(self, k: int) -> bool:
+        return k in self.nodes or k in self.leaves
+
+
+def _grow(root, deps, needed, slots, pending) -> list | None:
     """The region's nodes: the root and every fusable node whose gradients all come from
-    nodes already in it (``deps``: the engine's in-degrees); under ``grad(outputs,
-    inputs)``, only nodes on a path to an input (``needed``) whose outputs are not inputs
-    themselves (``slots``)."""
+    nodes already in it (``deps``: the engine's in-degrees still to arrive; ``pending``:
+    the engine's gradients already arrived, from outside the region -- a node holding one
+    stays outside); under ``grad(outputs, inputs)``, only nodes on a path to an input
+    (``needed``) whose outputs are not inputs themselves (``slots``)."""
     members = [root]
     inside = {id(root)}
     arrived: dict = {}
@@ -120,7 +134,7 @@ def _grow(root, deps, needed, slots) -> list | None:
                 k = id(c)
                 n = arrived.get(k, 0) + 1
                 arrived[k] = n
-                if (n == deps[k] and k not in inside and _plain(c)
+                if (n == deps[k] and k not in inside and k not in pending and _plain(c)
                         and (slots is None or (k in needed and not _captured(c, slots)))):
                     inside.add(k)
                     members.append(c)
@@ -230,10 +244,12 @@ def _reads_only(entries, nin: int, reads: set) -> bool:
     return all(c[0] == "c" or (c[0] == "a" and id(c[1]) in reads) for c in entries[:nin])
 
 
-def _describe(order, grads, deps):
+def _describe(order, grads, deps, pending):
     """(structure key, argument arrays, boundary slots per edge) of a region, or None where
     it cannot be fused (a saved array modified, not on the CPU, unhashable params, a
-    boundary target also fed from outside in a way whose sum order would change)."""
+    boundary target also fed from outside in a way whose sum order would change: more than
+    two gradients in all, counting one already arrived -- ``pending`` -- where the region
+    sums two or more of them first)."""
     index = {id(n): i for i, n in enumerate(order)}
     args: list = []
     arg_of: dict = {}
@@ -292,7 +308,10 @@ def _describe(order, grads, deps):
             return None
         nodes.append((n.op.name, p, n.in_meta, tuple(saved), tuple(edges)))
     for k, n in fed.items():
-        if n != deps[k] and not (n == 1 and deps[k] == 2):
+        if k in pending:  # one arrived already: the sum of two only
+            if n != 1 or deps[k] != 1:
+                return None
+        elif n != deps[k] and not (n == 1 and deps[k] == 2):
             return None
     shapes = tuple((a.shape, a.dtype.str) for a in args)
     return (tuple(nodes), tuple(root_grads), shapes), args, len(slots)
@@ -375,23 +394,26 @@ def _compile(order, key, n_slots):
     return jit_compile(eager_backward_region, fullgraph=True)
 
 
-def try_region(root, grads, deps, shared_ids: set, declined: set, needed=None, slots=None):
+def try_region(root, grads, deps, shared_ids: set, declined: set, needed=None, slots=None,
+               pending=None):
     """Run the region headed by ``root`` (its output gradients ``grads``) fused, if it has
     one worth fusing: returns ``(nodes, pairs)`` -- the region's nodes (executed) and, for
     every edge leaving it, ``(edge, gradient or None)`` for the engine to deliver (a
     target's summed gradient on its first edge) -- or None (the engine runs ``root``
     alone). ``declined``: ids of nodes of this pass's regions that run node by node (not
     looked at again: their sub-regions are not structures of their own); ``needed`` and
-    ``slots``: the engine's, under ``grad()`` / ``backward(inputs=)``."""
+    ``slots``: the engine's, under ``grad()`` / ``backward(inputs=)``; ``pending``: the
+    engine's gradients that have arrived and wait (``(by node id, by leaf id)``)."""
+    pending = _Arrived(*pending) if pending is not None else _Arrived({}, {})
     if (id(root) in declined or not _plain(root) or _elements(root, grads) < MIN_ELEMENTS
             or (slots is not None and id(root) not in needed)):
         return None
-    members = _grow(root, deps, needed, slots)
+    members = _grow(root, deps, needed, slots, pending)
     if members is None:
         return None
     declined.update(id(n) for n in members)  # (unless it runs fused below: then unused)
     order = _engine_order(members, deps)
-    described = _describe(order, grads, deps)
+    described = _describe(order, grads, deps, pending)
     if described is None:
         return None
     key, arrays, n_slots = described

@@ -204,6 +204,68 @@ def test_leaf_fed_from_inside_and_outside_the_region(eager_fusion, monkeypatch):
         _assert_grads_equal(a, f, make.__name__)
 
 
+def test_node_with_a_gradient_already_arrived_stays_outside(eager_fusion, monkeypatch):
+    """``f.sum() + (f * f).sum()``: ``f``'s node gets a gradient from the plain sum first,
+    then two from the product's region. Taking it into that region dropped the first (from
+    the second backward on with the default thresholds: a residual block lost a branch's
+    gradient). It stays outside, its gradients summed in the node-by-node order."""
+    rng = np.random.default_rng(5)
+    a = jg.tensor(rng.standard_normal((64, 32)), dtype=jg.float32, requires_grad=True)
+
+    def heads():
+        f = jg.relu(a)
+        return f.sum() + (f * f).sum()
+
+    def three_ways():
+        f = jg.tanh(a)
+        return f.sum() + (f * f).sum() + (jg.sigmoid(f) * 2.0).sum()
+
+    for make in (heads, three_ways):
+        ref, fused, n = _grads_both_ways(make, [a], monkeypatch)
+        _assert_grads_equal(ref, fused, make.__name__)
+        f = jg.relu(a.detach()).numpy()
+        if make is heads:
+            np.testing.assert_allclose(ref[0], (f > 0) * (1 + 2 * f), rtol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_graphs_with_shared_intermediates(seed, eager_fusion, monkeypatch):
+    """Random graphs whose intermediates feed several consumers (element-wise ops, sums,
+    broadcasts, a matmul outside the regions), differentiated three times: the fused
+    gradients are the node-by-node bits every time."""
+    rng = np.random.default_rng(seed)
+    a = jg.tensor(rng.standard_normal((16, 8)), dtype=jg.float32, requires_grad=True)
+    b = jg.tensor(rng.standard_normal(8), dtype=jg.float32, requires_grad=True)
+    w = jg.tensor(rng.standard_normal((8, 8)), dtype=jg.float32)
+    unary = [jg.tanh, jg.sigmoid, jg.relu, lambda t: t * t, lambda t: -t, jg.sin,
+             lambda t: jg.exp(t * 0.1)]
+    program = []
+    for _ in range(int(rng.integers(3, 9))):
+        kind = int(rng.integers(0, 5))
+        program.append((kind, int(rng.integers(0, 1 << 30)), int(rng.integers(0, 1 << 30))))
+    outs = int(rng.integers(1, 4))
+
+    def loss():
+        pool = [a, a + b]
+        for kind, i, j in program:
+            x, y = pool[i % len(pool)], pool[j % len(pool)]
+            if kind == 0:
+                pool.append(unary[j % len(unary)](x))
+            elif kind == 1:
+                pool.append(x * y if i % 2 else x + y)
+            elif kind == 2:
+                pool.append(x + b if j % 2 else x * b)
+            elif kind == 3:
+                pool.append(x @ w)
+            else:
+                pool.append(x.sum(0, keepdim=True) * 0.5 + x)
+        return sum(p.sum() for p in pool[-outs:]) + pool[2].sum()
+
+    for _ in range(3):
+        ref, fused, _ = _grads_both_ways(loss, [a, b], monkeypatch)
+        _assert_grads_equal(ref, fused, f"seed {seed}")
+
+
 def test_existing_grads_accumulate(eager_fusion, monkeypatch):
     x = jg.randn(50, dtype=jg.float64, requires_grad=True)
     res = []
