@@ -123,3 +123,39 @@ def test_a_product_with_a_number_saves_no_tensor():
     b.add_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         w.sum().backward()
+
+
+def _row_major_results(M):
+    F = M.nn.functional
+    x = M.arange(24.0).reshape(2, 3, 4)
+    m = M.arange(12.0).reshape(3, 4)
+    idx = M.tensor([2, 0])
+    return {
+        "softmax(dim=1)": F.softmax(x, dim=1),
+        "log_softmax(dim=0)": F.log_softmax(x, dim=0),
+        "interpolate": F.interpolate(x, scale_factor=2),
+        "repeat_interleave(dim=2)": x.repeat_interleave(2, dim=2),
+        "x[:, :, idx]": x[:, :, idx],
+        "x[:, idx]": x[:, idx],
+        "index_select(1)": x.index_select(1, idx),
+        "einsum('ij,kj->ki')": M.einsum("ij,kj->ki", m, m),
+    }
+
+
+def test_results_pytorch_makes_row_major_are_row_major():
+    """A probe's seq2seq script stopped at ``src[:, idx].view(-1)``: advanced indexing,
+    ``index_select``, softmax over a leading dim, ``interpolate``, ``repeat_interleave``
+    and einsum products gave NumPy's layouts (indexed dims first, a moved axis moved back),
+    so ``.view()`` raised where PyTorch's contiguous results take it."""
+    for name, r in _row_major_results(jg).items():
+        assert r.is_contiguous(), name
+        assert tuple(r.view(-1).shape) == (r.numel(),), name
+
+
+def test_row_major_results_against_torch():
+    torch = pytest.importorskip("torch")
+    ours, theirs = _row_major_results(jg), _row_major_results(torch)
+    for name in ours:
+        assert ours[name].stride() == theirs[name].stride(), name
+        np.testing.assert_allclose(ours[name].numpy(), theirs[name].numpy(), rtol=1e-6,
+                                   atol=1e-6, err_msg=name)

@@ -404,7 +404,7 @@ def rowwise_cuda(name: str, arrays: tuple, dim: int, reduce_out: bool = False):
     if reduce_out:
         return out.reshape(mshape[:-1])
     out = out.reshape(mshape)
-    return out if last else xp.moveaxis(out, -1, dim)
+    return out if last else xp.ascontiguousarray(xp.moveaxis(out, -1, dim))  # row-major
 
 
 def layer_norm_cuda(name: str, rows, w, b, eps: float, g=None):

@@ -192,7 +192,9 @@ def einsum(equation: str, *operands) -> Tensor:
         acc, sacc = _contract(acc, sacc, t, s, needed_after[k], sizes)
     acc, sacc = _sum_out(acc, sacc, set(out))
     acc = _broadcast(_align(acc, sacc, out), list(out), sizes) if sacc else acc
-    return acc
+    if len(ts) > 1 and acc._base is not None and not acc._data.flags.c_contiguous:
+        acc = acc.contiguous()  # a product's result is row-major, as PyTorch's (a .view()
+    return acc                  # of it works)
 
 
 # ------------------------------------------------------------------ scaled-sum products

@@ -304,7 +304,10 @@ def getitem(input: Tensor, index, _node: str | None = None) -> Tensor:
         index = index_on(index, a)
     p = {"index": index, "shape": a.shape, "advanced": advanced,
          "node": _node or _index_kind(index)}
-    out = wrap(_take(a, index))
+    res = _take(a, index)
+    if advanced and not res.flags.c_contiguous:  # a copy: row-major, as PyTorch's (NumPy
+        res = array_namespace(res).ascontiguousarray(res)  # puts indexed dims first)
+    out = wrap(res)
     if not advanced:
         mark_view(out, input)
     return record(GETITEM, out, (input,), p)

@@ -35,7 +35,8 @@ def rowwise(name: str, arrays: tuple, dim: int, reduce_out: bool = False) -> np.
     """Run softmax-family kernel ``name`` along ``dim`` of float arrays of one shape.
 
     The kernels work on the last axis of ``(R, C)`` arrays; another ``dim`` is moved last
-    (one copy) and moved back. ``reduce_out``: the result drops ``dim`` (logsumexp).
+    (one copy) and moved back (one copy: the result is row-major, as PyTorch's).
+    ``reduce_out``: the result drops ``dim`` (logsumexp).
     """
     a0 = arrays[0]
     if type(a0) is not np.ndarray:  # CUDA memory: the CUDA row kernels
@@ -57,8 +58,8 @@ def rowwise(name: str, arrays: tuple, dim: int, reduce_out: bool = False) -> np.
     run_sized(fn, R, a0.size, (*two, out))  # a row's result does not depend on the split
     if reduce_out:
         return out.reshape(mshape[:-1])
-    out = out.reshape(mshape)
-    return out if last else np.moveaxis(out, -1, dim)
+    out = out.reshape(mshape)  # (row-major, as PyTorch's result: a .view() of it works)
+    return out if last else np.ascontiguousarray(np.moveaxis(out, -1, dim))
 
 
 def kernel_ok(a, dim) -> bool:
