@@ -22,35 +22,52 @@ __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty"
            "randint_like", "scalar_tensor", "normal", "const_tensor"]
 
 
+def _promote(a: np.dtype | None, b: np.dtype) -> np.dtype:
+    """PyTorch's promotion of two item dtypes: the higher category (bool < integer <
+    floating) wins; within one, NumPy's (``uint8`` with ``int8`` is ``int16``)."""
+    if a is None or a == b:
+        return b
+    ca = 2 if a.kind == "f" else (1 if a.kind in "iu" else 0)
+    cb = 2 if b.kind == "f" else (1 if b.kind in "iu" else 0)
+    if ca != cb:
+        return a if ca > cb else b
+    return np.promote_types(a, b)
+
+
 def _infer_dtype(data) -> np.dtype:
-    """PyTorch's dtype inference for nested Python sequences."""
-    kind = 0  # 0 bool, 1 int, 2 float
-    seen = False
+    """PyTorch's dtype inference for nested Python sequences: the promotion of every
+    item's dtype -- a tensor's, a NumPy array's or scalar's own (``[np.float64(0.1)]`` is
+    float64, ``[np.int32(1)]`` int32), a Python float the default dtype, an int int64, a
+    bool bool."""
+    py = 0  # Python scalars seen: 1 bool, 2 int, 3 float
+    typed = None  # promotion of the dtypes of tensors and NumPy items
     stack = [data]
-    np_float = None
     while stack:
         x = stack.pop()
-        if isinstance(x, Tensor):
-            d = x._data.dtype
-            k = 2 if d.kind == "f" else (1 if d.kind in "iu" else 0)
-            if k == 2 and (np_float is None or d.itemsize > np_float.itemsize):
-                np_float = d
-            kind = max(kind, k)
-            seen = True
+        tx = type(x)
+        if tx is float:
+            py = 3
+        elif tx is int:
+            py = max(py, 2)
+        elif tx is bool:
+            py = max(py, 1)
+        elif tx is list or tx is tuple:
+            stack.extend(x)
+        elif isinstance(x, Tensor):
+            typed = _promote(typed, x._data.dtype)
         elif isinstance(x, np.ndarray):
-            stack.extend(x.ravel().tolist()) if x.dtype == object else None
-            if x.dtype != object:
-                k = 2 if x.dtype.kind == "f" else (1 if x.dtype.kind in "iu" else 0)
-                kind = max(kind, k)
-                seen = True
-        elif isinstance(x, (bool, np.bool_)):
-            seen = True
+            if x.dtype == object:
+                stack.extend(x.ravel().tolist())
+            else:
+                typed = _promote(typed, x.dtype)
+        elif isinstance(x, np.generic) and not isinstance(x, np.complexfloating):
+            typed = _promote(typed, x.dtype)
+        elif isinstance(x, bool):
+            py = max(py, 1)
         elif isinstance(x, numbers.Integral):
-            kind = max(kind, 1)
-            seen = True
+            py = max(py, 2)
         elif isinstance(x, numbers.Real):
-            kind = 2
-            seen = True
+            py = 3
         elif isinstance(x, (list, tuple)):
             stack.extend(x)
         elif isinstance(x, numbers.Complex):
@@ -59,11 +76,13 @@ def _infer_dtype(data) -> np.dtype:
             raise TypeError(
                 f"Could not infer dtype of {type(x).__name__}"
             )
-    if not seen:
+    if py:
+        typed = _promote(typed, (None, np.dtype(np.bool_), np.dtype(np.int64),
+                                 dtypes.get_default_dtype().np)[py])
+    if typed is None:
         return dtypes.get_default_dtype().np
-    if kind == 2:
-        return dtypes.get_default_dtype().np if np_float is None else np_float
-    return np.dtype(np.int64) if kind == 1 else np.dtype(np.bool_)
+    dtypes.from_numpy_dtype(typed)  # raises for a dtype jitgrad does not have
+    return typed
 
 
 def _to_nested(data):

@@ -159,3 +159,47 @@ def test_row_major_results_against_torch():
         assert ours[name].stride() == theirs[name].stride(), name
         np.testing.assert_allclose(ours[name].numpy(), theirs[name].numpy(), rtol=1e-6,
                                    atol=1e-6, err_msg=name)
+
+
+def _inference_cases(M):
+    return {
+        "np float64 scalars": [np.float64(0.1), np.float64(0.2)],
+        "np int32 scalar": [np.int32(1)],
+        "np int32 and int": [np.int32(1), 5],
+        "np float64 and float": [np.float64(1), 2.0],
+        "np float32 and int": [np.float32(1.5), 2],
+        "float64 arrays": [np.array([1.0]), np.array([2.0])],
+        "int32 arrays": [np.array([1], np.int32), np.array([2], np.int32)],
+        "uint8 and int8": [np.uint8(1), np.int8(1)],
+        "bool and np bool": [True, np.bool_(False)],
+        "nested int16": [[np.int16(1)], [np.int16(2)]],
+        "tensor and np float64": [M.tensor(1.0), np.float64(2)],
+        "float and int": [1.0, 2],
+        "ints": [[1, 2], [3, 4]],
+    }
+
+
+WANT_DTYPES = {
+    "np float64 scalars": "float64", "np int32 scalar": "int32", "np int32 and int": "int64",
+    "np float64 and float": "float64", "np float32 and int": "float32",
+    "float64 arrays": "float64", "int32 arrays": "int32", "uint8 and int8": "int16",
+    "bool and np bool": "bool", "nested int16": "int16", "tensor and np float64": "float64",
+    "float and int": "float32", "ints": "int64",
+}
+
+
+def test_tensor_of_a_list_infers_pytorchs_dtype():
+    """The promotion of the items' dtypes: NumPy scalars and arrays keep theirs (a list of
+    ``np.float64`` was float32, silently), Python numbers are the default dtype / int64."""
+    for name, data in _inference_cases(jg).items():
+        assert str(jg.tensor(data).dtype) == "jitgrad." + WANT_DTYPES[name], name
+
+
+def test_tensor_of_a_list_dtype_against_torch():
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch: "a list of numpy.ndarrays is extremely slow"
+        for name, data in _inference_cases(torch).items():
+            assert str(torch.tensor(data).dtype) == "torch." + WANT_DTYPES[name], name
