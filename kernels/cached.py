@@ -12,6 +12,13 @@ calls the function. Functions decorated here use :class:`RecoveringCache` instea
   reports a cache miss: Numba compiles the function again and writes fresh files.
 
 So a damaged cache costs one recompilation, never a crash.
+
+Numba stamps an entry with its function's source file (modification time and size) only:
+a kernel that inlines functions of *other* files (``classifier_head`` inlines
+``softmax._log_softmax_block``) would load its old machine code after only those files
+changed (and a generated kernel after ``vmath`` changed). The stamp here also holds a
+digest of every ``.py`` file of this package (:func:`kernel_sources_digest`, once per
+process, ~1 ms), so a change to any of them recompiles the kernels compiled with the old.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import warnings
 from numba import njit
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 
-__all__ = ["cached_njit", "RecoveringCache", "STATS"]
+__all__ = ["cached_njit", "RecoveringCache", "STATS", "kernel_sources_digest"]
 
 #: how many damaged cache entries this process removed (tests read it)
 STATS = {"purged": 0}
@@ -50,14 +57,37 @@ class _ChecksummedFile(IndexDataCacheFile):
         return pickle.loads(payload)
 
 
+_DIGEST_OF_SOURCES: list = []
+
+
+def kernel_sources_digest() -> str:
+    """SHA-256 of the ``.py`` files of this package (``jitgrad.kernels``, subpackages
+    included: names and contents), computed once per process: the sources any cached
+    kernel -- these and the compiler's generated ones -- can inline."""
+    if not _DIGEST_OF_SOURCES:
+        root = os.path.dirname(os.path.abspath(__file__))
+        h = hashlib.sha256()
+        for d, dirs, files in sorted(os.walk(root)):
+            dirs.sort()
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(d, name)
+                    h.update(os.path.relpath(path, root).encode())
+                    with open(path, "rb") as f:
+                        h.update(hashlib.sha256(f.read()).digest())
+        _DIGEST_OF_SOURCES.append(h.hexdigest())
+    return _DIGEST_OF_SOURCES[0]
+
+
 class RecoveringCache(FunctionCache):
-    """Numba's per-function disk cache; a damaged entry is removed and recompiled."""
+    """Numba's per-function disk cache; a damaged entry is removed and recompiled, and an
+    entry compiled with other sources of the function's directory is not loaded."""
 
     def __init__(self, py_func) -> None:
         super().__init__(py_func)
         cf = self._cache_file
-        self._cache_file = _ChecksummedFile(cf._cache_path, cf._index_name[:-4],
-                                            cf._source_stamp)
+        stamp = (cf._source_stamp, kernel_sources_digest())
+        self._cache_file = _ChecksummedFile(cf._cache_path, cf._index_name[:-4], stamp)
 
     def load_overload(self, sig, target_context):
         try:

@@ -114,8 +114,8 @@ BLOCK = 8
 
 @njit(inline="always")
 def _lse_block(x, r0, m, s):
-    """``_lse_row`` for the ``BLOCK`` rows from ``r0``, ending with the shifts
-    ``m + log(sum)`` in ``m``: each loop runs across the block's rows (the sums add each
+    """``_lse_row`` for the ``BLOCK`` rows from ``r0``, ending with each row's maximum in
+    ``m`` and the log of its sum in ``s``: each loop runs across the block's rows (the sums add each
     row's exps in column order). A block past the last row repeats that row in its extra
     lanes, so every row is computed by the same (vectorised) code wherever it falls."""
     dt = x.dtype.type
@@ -130,7 +130,7 @@ def _lse_block(x, r0, m, s):
         for i in range(BLOCK):
             s[i] += exp(x[U(min(r0 + i, last)), U(c)] - dt(m[i]))
     for i in range(BLOCK):
-        m[i] = dt(m[i]) + log(dt(s[i]))
+        s[i] = log(dt(s[i]))  # (rounded to the array's type: exact in the float64 scratch)
 
 
 @njit(inline="always")
@@ -141,6 +141,9 @@ def _log_softmax_block(x, out, r0, m, s):
     for c in range(x.shape[1]):
         for i in range(nb):
             out[U(r0 + i), U(c)] = x[U(r0 + i), U(c)] - dt(m[i])
+    for c in range(x.shape[1]):  # (a second pass: see _shifted)
+        for i in range(nb):
+            out[U(r0 + i), U(c)] = out[U(r0 + i), U(c)] - dt(s[i])
 
 
 @cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
@@ -152,6 +155,19 @@ def softmax(lo, hi, x, out):
 
 
 @njit(inline="always")
+def _shifted(x, out, r, m, ls):
+    """``out[r] = (x[r] - m) - ls``: PyTorch's grouping, exact near the row's maximum
+    (``x - (m + ls)`` loses ``ls`` to the rounding of ``m + ls``: log_softmax of [0, 12] in
+    float32 was -5.72e-6 instead of -6.20e-6). Two passes, as ``KERNEL_FASTMATH`` lets
+    LLVM reassociate one expression into the hoisted ``x - (m + ls)``, and may do so in one
+    kernel and not in another (a compiled step's bits would then differ from eager's)."""
+    for c in range(x.shape[1]):
+        out[r, c] = x[r, c] - m
+    for c in range(x.shape[1]):
+        out[r, c] = out[r, c] - ls
+
+
+@njit(inline="always")
 def _log_softmax_rows(x, out):
     if x.shape[1] <= SMALL_C:
         m, s = scratch_f64(BLOCK), scratch_f64(BLOCK)
@@ -160,9 +176,7 @@ def _log_softmax_rows(x, out):
         return
     for r in range(x.shape[0]):
         m, s = _lse_row(x, r)
-        shift = m + log(x.dtype.type(s))
-        for c in range(x.shape[1]):
-            out[r, c] = x[r, c] - shift
+        _shifted(x, out, r, m, log(x.dtype.type(s)))
 
 
 @cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
@@ -252,9 +266,7 @@ def cross_entropy(x, t, ignore_index, scale, y, gy, gx, picked):
             return False
     for r in range(x.shape[0]):
         m, s = _lse_row(x, r)
-        shift = m + log(x.dtype.type(s))
-        for c in range(n):
-            y[r, c] = x[r, c] - shift
+        _shifted(x, y, r, m, log(x.dtype.type(s)))
         k = t[r]
         picked[r] = -np.float64(y[r, k])
         gy[r, k] = scale

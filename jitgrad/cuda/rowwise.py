@@ -100,11 +100,18 @@ def exp_sum(x, r, m, slanes, out):
 
 
 @cuda.jit(device=True)
-def row_logsumexp(x, r, mlanes, slanes):
-    """log(sum(exp(x[r]))) shifted by the row's maximum (an infinite one masked to 0)."""
+def row_max_log_sum(x, r, mlanes, slanes):
+    """(the row's maximum -- an infinite one masked to 0 --, log(sum(exp(x[r] - max))))."""
     m = row_max(x, r, mlanes)
     m = ZERO if (m == INF or m == -INF) else m
-    return m + log(F(exp_sum(x, r, m, slanes, x[:, :0])))
+    return m, log(F(exp_sum(x, r, m, slanes, x[:, :0])))
+
+
+@cuda.jit(device=True)
+def row_logsumexp(x, r, mlanes, slanes):
+    """log(sum(exp(x[r]))) shifted by the row's maximum (an infinite one masked to 0)."""
+    m, ls = row_max_log_sum(x, r, mlanes, slanes)
+    return m + ls
 
 
 @cuda.jit(cache=True)
@@ -123,9 +130,9 @@ def log_softmax(x, out):
     mlanes = cuda.shared.array(L, {F})
     slanes = cuda.shared.array(L, float64)
     for r in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
-        shift = row_logsumexp(x, r, mlanes, slanes)
+        m, ls = row_max_log_sum(x, r, mlanes, slanes)
         for c in range(cuda.threadIdx.x, x.shape[1], cuda.blockDim.x):
-            out[r, c] = x[r, c] - shift
+            out[r, c] = (x[r, c] - m) - ls  # (PyTorch's grouping, the CPU kernel's)
 
 
 @cuda.jit(cache=True)
@@ -278,7 +285,7 @@ def cross_entropy_rows(x, t, ignore_index, mean, g, stats, picked, gx):
     gv = float64(g[0])
     C = x.shape[1]
     for r in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
-        shift = row_logsumexp(x, r, mlanes, slanes)
+        m, ls = row_max_log_sum(x, r, mlanes, slanes)
         v = t[r]
         valid = v != ignore_index and v >= 0 and v < C
         col = v if v != ignore_index else 0
@@ -286,10 +293,10 @@ def cross_entropy_rows(x, t, ignore_index, mean, g, stats, picked, gx):
         if col >= 0 and col < C:
             tot = F(float64(0.0) + float64(F(target_grad(gv, v, ignore_index, col, n, mean))))
         if cuda.threadIdx.x == 0:
-            picked[r] = -float64(x[r, v] - shift) if valid else 0.0
+            picked[r] = -float64((x[r, v] - m) - ls) if valid else 0.0
         for c in range(cuda.threadIdx.x, C, cuda.blockDim.x):
             gy = F(target_grad(gv, v, ignore_index, c, n, mean))
-            gx[r, c] = gy - mul(exp(x[r, c] - shift), tot)
+            gx[r, c] = gy - mul(exp((x[r, c] - m) - ls), tot)
 
 
 @cuda.jit(cache=True)

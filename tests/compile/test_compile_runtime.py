@@ -104,6 +104,48 @@ def test_damaged_numba_cache_files_are_rebuilt(tmp_path, damage):
     assert int(again[0]) == 0 and "damaged" not in err
 
 
+_DIGESTED = r"""
+import sys
+import numba.core.event as ev
+compiles = []
+class Count(ev.Listener):
+    def on_start(self, event):
+        compiles.append(event.data["dispatcher"].py_func.__name__)
+    def on_end(self, event):
+        pass
+ev.register("numba:compile", Count())
+from jitgrad.kernels import cached
+if sys.argv[1] != "same":  # as if a kernel source had changed
+    cached._DIGEST_OF_SOURCES.append(sys.argv[1])
+import numpy as np, jitgrad as jg, jitgrad.nn.functional as F
+x = jg.tensor(np.linspace(-1, 1, 600).reshape(20, 30), dtype=jg.float32, requires_grad=True)
+y = (F.softmax(x, -1) * jg.tanh(x) + x.sum(0)).mean()  # hand-written and generated kernels
+y.backward()
+print(len(compiles), "softmax" in compiles)
+"""
+
+
+def test_kernels_compiled_with_other_kernel_sources_are_compiled_again(tmp_path):
+    """A cached kernel may inline functions of other files of ``jitgrad.kernels``
+    (``classifier_head`` inlines ``softmax``'s rows, generated kernels ``vmath``): an entry
+    compiled while those sources differed is not loaded (it once ran the old code)."""
+    env = dict(os.environ, JITGRAD_CACHE_DIR=str(tmp_path / "jg"),
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+
+    def compiles(digest):
+        r = subprocess.run([sys.executable, "-c", _DIGESTED, digest], capture_output=True,
+                           text=True, env=env, timeout=600)
+        assert r.returncode == 0, r.stderr
+        n, softmax = r.stdout.split()
+        return int(n), softmax == "True"
+
+    first = compiles("same")
+    assert first[0] > 0 and first[1]
+    assert compiles("same")[0] == 0
+    changed = compiles("changed")
+    assert changed[0] > 0 and changed[1]
+
+
 def _run_in(cache_dir, tmpdir):
     env = dict(os.environ, JITGRAD_CACHE_DIR=str(cache_dir), TMPDIR=str(tmpdir),
                JITGRAD_LOGS="cache")
