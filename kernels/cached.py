@@ -17,8 +17,8 @@ Numba stamps an entry with its function's source file (modification time and siz
 a kernel that inlines functions of *other* files (``classifier_head`` inlines
 ``softmax._log_softmax_block``) would load its old machine code after only those files
 changed (and a generated kernel after ``vmath`` changed). The stamp here also holds a
-digest of every ``.py`` file of this package (:func:`kernel_sources_digest`, once per
-process, ~1 ms), so a change to any of them recompiles the kernels compiled with the old.
+digest of every ``.py`` file of this package (``sources.kernel_sources_digest``, once
+per process, ~2 ms), so a change to any of them recompiles the kernels compiled with the old.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ import warnings
 from numba import njit
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 
-__all__ = ["cached_njit", "RecoveringCache", "STATS", "kernel_sources_digest"]
+from .sources import kernel_sources_digest
+
+__all__ = ["cached_njit", "RecoveringCache", "STATS"]
 
 #: how many damaged cache entries this process removed (tests read it)
 STATS = {"purged": 0}
@@ -55,28 +57,6 @@ class _ChecksummedFile(IndexDataCacheFile):
         if len(raw) <= _DIGEST or hashlib.sha256(payload).digest() != digest:
             raise ValueError(f"cache file {path} is damaged (its digest does not match)")
         return pickle.loads(payload)
-
-
-_DIGEST_OF_SOURCES: list = []
-
-
-def kernel_sources_digest() -> str:
-    """SHA-256 of the ``.py`` files of this package (``jitgrad.kernels``, subpackages
-    included: names and contents), computed once per process: the sources any cached
-    kernel -- these and the compiler's generated ones -- can inline."""
-    if not _DIGEST_OF_SOURCES:
-        root = os.path.dirname(os.path.abspath(__file__))
-        h = hashlib.sha256()
-        for d, dirs, files in sorted(os.walk(root)):
-            dirs.sort()
-            for name in sorted(files):
-                if name.endswith(".py"):
-                    path = os.path.join(d, name)
-                    h.update(os.path.relpath(path, root).encode())
-                    with open(path, "rb") as f:
-                        h.update(hashlib.sha256(f.read()).digest())
-        _DIGEST_OF_SOURCES.append(h.hexdigest())
-    return _DIGEST_OF_SOURCES[0]
 
 
 class RecoveringCache(FunctionCache):

@@ -9,7 +9,8 @@ first compiles it: Numba's optimised LLVM module is reduced to the kernel functi
 Python wrappers and their references to Numba's runtime dropped by global dead-code
 elimination), emitted as position-independent code for the same CPU, and linked by the C
 compiler into ``jg_<hash>.so`` beside the generated module, with a JSON sidecar (symbol,
-argument layout, SHA-256 of the object, the CPU it was built on). A process that has not
+argument layout, SHA-256 of the object, the CPU it was built on, the digest of the kernels'
+sources it inlined: ``kernels/sources.py``). A process that has not
 imported Numba loads that object with ``ctypes`` instead.
 
 Every step is optional: no C compiler, another CPU, a changed or corrupt file, an argument
@@ -32,6 +33,7 @@ import threading
 import numpy as np
 
 from .. import config
+from ..kernels.sources import kernel_sources_digest
 
 __all__ = ["NATIVE_MIN_WORK", "export", "load", "layout_of", "host_id", "native_enabled",
            "LayoutMismatch"]
@@ -207,7 +209,7 @@ def export(dispatcher, module_path: str, layout: list | None) -> bool:
             with open(tmp_so, "rb") as f:
                 digest = hashlib.sha256(f.read()).hexdigest()
             meta = {"symbol": cres.fndesc.mangled_name, "layout": layout, "sha256": digest,
-                    "host": host_id()}
+                    "host": host_id(), "kernels": kernel_sources_digest()}
             tmp_meta = os.path.join(tmp, "meta.json")
             with open(tmp_meta, "w", encoding="utf-8") as f:
                 json.dump(meta, f)
@@ -234,6 +236,9 @@ def load(module_path: str, layout: list | None):
         with open(meta_path, encoding="utf-8") as f:
             meta = json.load(f)
         if meta.get("host") != host_id() or host_id() is None or meta["layout"] != layout:
+            return None
+        if meta.get("kernels") != kernel_sources_digest():  # built with other vmath sources
+            _discard(module_path, layout)
             return None
         with open(so_path, "rb") as f:
             if hashlib.sha256(f.read()).hexdigest() != meta["sha256"]:

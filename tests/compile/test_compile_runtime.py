@@ -114,9 +114,9 @@ class Count(ev.Listener):
     def on_end(self, event):
         pass
 ev.register("numba:compile", Count())
-from jitgrad.kernels import cached
+from jitgrad.kernels import sources
 if sys.argv[1] != "same":  # as if a kernel source had changed
-    cached._DIGEST_OF_SOURCES.append(sys.argv[1])
+    sources._DIGEST.append(sys.argv[1])
 import numpy as np, jitgrad as jg, jitgrad.nn.functional as F
 x = jg.tensor(np.linspace(-1, 1, 600).reshape(20, 30), dtype=jg.float32, requires_grad=True)
 y = (F.softmax(x, -1) * jg.tanh(x) + x.sum(0)).mean()  # hand-written and generated kernels

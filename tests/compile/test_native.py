@@ -100,6 +100,11 @@ def test_a_corrupt_or_foreign_object_is_not_loaded(tmp_path):
     assert native.load(module, f64) is None  # compiled for float32 only
     meta.write_text(json.dumps(dict(m, host="another cpu")))
     assert native.load(module, m["layout"]) is None
+    meta.write_text(json.dumps(m))
+    assert native.load(module, m["layout"]) is not None
+    meta.write_text(json.dumps(dict(m, kernels="other vmath sources")))
+    assert native.load(module, m["layout"]) is None  # built with other inlined sources:
+    assert not meta.exists() and not so.exists()     # discarded, rebuilt by the next export
     meta.write_text("{not json")
     assert native.load(module, m["layout"]) is None
     assert not meta.exists() and not so.exists()  # an unreadable sidecar: discarded
