@@ -1,27 +1,69 @@
-"""``get_worker_info`` and ``default_convert``, as ``torch.utils.data``. jitgrad's
-``DataLoader`` loads in the main process (no worker processes), so there is never worker
-information."""
+"""``get_worker_info``, ``WorkerInfo`` and ``default_convert``, as ``torch.utils.data``.
+
+A ``DataLoader`` with ``num_workers > 0`` loads its batches in worker processes
+(:mod:`._worker_loop`); in each of them :func:`get_worker_info` returns a
+:class:`WorkerInfo` (the worker's id, the number of workers, its seed and its copy of the
+dataset), which an ``IterableDataset`` reads to yield only its share of the stream. In the
+main process it returns None."""
 
 from __future__ import annotations
 
 import collections.abc
 import copy
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ...tensor import Tensor
 
-__all__ = ["get_worker_info", "default_convert"]
+__all__ = ["get_worker_info", "WorkerInfo", "default_convert"]
 
 _STR_OR_OBJECT = re.compile(r"[SaUO]")
 
 
-def get_worker_info() -> None:
-    """Information about the data-loading worker process this runs in: None, the main
-    process (jitgrad's ``DataLoader`` has no workers)."""
-    return None
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """Information about the ``DataLoader`` worker process this runs in (read-only, as
+    PyTorch's: assigning a field raises ``dataclasses.FrozenInstanceError``).
+
+    Attributes:
+        id: the worker's id, ``0`` to ``num_workers - 1``.
+        num_workers: how many workers the loader's iterator runs.
+        seed: the seed the worker's random generators were seeded with (``base_seed + id``:
+            jitgrad's default generator and Python's ``random``).
+        dataset: the worker's copy of the dataset (another object than the main
+            process's).
+        rng: PyTorch's per-thread generator container (thread workers); always None here.
+        worker_method: ``"multiprocessing"``.
+    """
+
+    id: int
+    num_workers: int
+    seed: int
+    dataset: Any
+    rng: Any = None
+    worker_method: str | None = "multiprocessing"
+
+
+#: set in a worker process (by ``_worker_loop.worker_loop``) before the dataset is used
+_worker_info: WorkerInfo | None = None
+
+
+def get_worker_info() -> WorkerInfo | None:
+    """Information about the ``DataLoader`` worker process this runs in: a
+    :class:`WorkerInfo` (``id``, ``num_workers``, ``seed``, ``dataset``) in a worker, None in
+    the main process.
+
+    Useful in an ``IterableDataset``'s ``__iter__`` to yield only this worker's share of the
+    stream (each worker iterates its own copy of the dataset), or in a ``worker_init_fn`` to
+    configure the worker's copy of the dataset or to seed other libraries from ``seed``.
+
+    >>> get_worker_info() is None  # the main process
+    True
+    """
+    return _worker_info
 
 
 def default_convert(data: Any) -> Any:
