@@ -125,12 +125,26 @@ class Tensor:
 
     __array_priority__ = 1000  # so ndarray (op) Tensor defers to Tensor's reflected ops
 
-    def __init__(self, data=None, *, dtype=None, requires_grad: bool = False) -> None:
-        # Direct construction mirrors jitgrad.tensor(); internal code uses wrap().
-        from .creation import _array_from_data
+    def __init__(self, *args, dtype=None, requires_grad: bool = False, device=None) -> None:
+        """PyTorch's legacy constructor (internal code uses ``wrap()``): ``Tensor(2, 3)``
+        or ``Tensor(Size)`` an uninitialised tensor of those sizes, ``Tensor(data)`` the data
+        converted to the default dtype (``Tensor([1, 2])`` is float32, as PyTorch's), a
+        tensor's memory (its dtype kept), ``Tensor()`` an empty one."""
+        from .creation import empty, tensor
 
-        arr = _array_from_data([] if data is None else data, dtype)
-        self._data = arr
+        sizes = args[0] if len(args) == 1 and isinstance(args[0], Size) else args
+        if sizes and all(isinstance(a, (int, np.integer)) and not isinstance(a, bool)
+                         for a in sizes):
+            made = empty(*sizes, dtype=dtype, device=device)
+        elif len(args) > 1:
+            raise TypeError(f"Tensor(): expected sizes (ints) or one sequence of data, got "
+                            f"{len(args)} arguments")
+        elif args and isinstance(args[0], Tensor) and dtype is None and device is None:
+            made = args[0].detach()  # PyTorch: the same memory
+        else:
+            made = tensor(args[0] if args else [], device=device,
+                          dtype=dtypes.get_default_dtype() if dtype is None else dtype)
+        self._data = made._data
         self._requires_grad = False
         self._grad_fn = None
         self._grad = None

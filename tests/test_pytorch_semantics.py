@@ -224,3 +224,23 @@ def test_log_softmax_is_exact_near_the_maximum(classes):
     compiled = jg.compile(lambda x, t: jg.nn.functional.cross_entropy(x, t))
     for _ in range(2):
         assert compiled(jg.tensor(x), t).item() == loss.item()
+
+
+def _legacy_constructor_cases(M):
+    return {"data": ([[1, 2]], "float32", (2,)), "sizes": ([2, 3], "float32", (2, 3)),
+            "nothing": ([], "float32", (0,)), "a tensor": ([M.tensor([1, 2])], "int64", (2,)),
+            "a Size": ([M.Size([2, 2])], "float32", (2, 2)),
+            "an array": ([np.array([1, 2])], "float32", (2,)),
+            "a tuple": ([(2, 3)], "float32", (2,)), "one size": ([3], "float32", (3,))}
+
+
+@pytest.mark.parametrize("M", ["jitgrad", "torch"])
+def test_tensor_legacy_constructor(M):
+    """``Tensor(2, 3)`` raised a TypeError and ``Tensor([1, 2])`` was int64 (PyTorch's is
+    float32: the default dtype)."""
+    M = jg if M == "jitgrad" else pytest.importorskip("torch")
+    for name, (args, dtype, shape) in _legacy_constructor_cases(M).items():
+        t = M.Tensor(*args)
+        assert str(t.dtype).split(".")[1] == dtype and tuple(t.shape) == shape, name
+    with pytest.raises(TypeError):
+        M.Tensor([1], [2])
