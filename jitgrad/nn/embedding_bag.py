@@ -59,9 +59,9 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
                   padding_idx: int | None = None) -> Tensor:
     """``(bags, dim)``: the ``mode`` ("sum", "mean" or "max") of each bag of rows of
     ``weight`` that ``input`` indexes (see the module doc)."""
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding_bag: max_norm, scale_grad_by_freq and sparse are "
-                                  "not supported by jitgrad")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not "
+                                  "supported by jitgrad")
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
     if per_sample_weights is not None:
@@ -76,6 +76,10 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
                              f"then it must have the same shape as the input "
                              f"({fmt_shape(input.shape)})")
     input = as_tensor_arg(input, "input")
+    if max_norm is not None:
+        from ..ops.nnops.embedding import embedding_renorm_
+
+        embedding_renorm_(weight, input, max_norm, norm_type)
     flat, bag, nbags = _bags(input, offsets, include_last_offset)
     idx = flat.detach().cpu().numpy().astype(np.int64)
     keep = bag >= 0
@@ -136,7 +140,8 @@ class EmbeddingBag(_Table):
 
     def forward(self, input: Tensor, offsets: Tensor | None = None,
                 per_sample_weights: Tensor | None = None) -> Tensor:
-        return embedding_bag(input, self.weight, offsets, mode=self.mode,
+        return embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                             mode=self.mode,
                              per_sample_weights=per_sample_weights,
                              include_last_offset=self.include_last_offset,
                              padding_idx=self.padding_idx)

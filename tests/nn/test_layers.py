@@ -289,3 +289,37 @@ def test_layer_norm_weight_gradient_reads_the_forward_kernel():
     f = lambda x, w: jitgrad.nn.functional.layer_norm(x, (16,), w, None)  # noqa: E731
     assert gradcheck(f, (x64, w64))
     assert jitgrad.autograd.gradgradcheck(f, (x64, w64))
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
+def test_embedding_max_norm_renormalises_the_rows_it_reads(norm_type):
+    """``max_norm``: the rows an input indexes whose norm exceeds it are scaled in place
+    (outside autograd) before the lookup, as PyTorch's ``embedding_renorm_``; the other
+    rows are left alone. Was a NotImplementedError."""
+    w0 = np.random.default_rng(0).standard_normal((6, 4)).astype(np.float32) * 2
+    idx = [[0, 2, 2], [5, 0, 1]]
+    e = jitgrad.nn.Embedding(6, 4, max_norm=1.5, norm_type=norm_type)
+    with jitgrad.no_grad():
+        e.weight.copy_(jitgrad.tensor(w0))
+    out = e(jitgrad.tensor(idx))
+    out.sum().backward()
+    w = e.weight.detach().numpy()
+    norms = np.linalg.norm(w0.astype(np.float64), ord=norm_type, axis=1)
+    for r in range(6):
+        if r in (0, 1, 2, 5) and norms[r] > 1.5:
+            np.testing.assert_allclose(w[r], w0[r] * 1.5 / (norms[r] + 1e-7), rtol=1e-6)
+        else:
+            np.testing.assert_array_equal(w[r], w0[r])
+    np.testing.assert_array_equal(out.detach().numpy(), w[np.array(idx)])
+    assert e.weight.grad.sum().item() == 24.0 and "max_norm=1.5" in repr(e)
+    bag = jitgrad.nn.EmbeddingBag(6, 4, max_norm=1.0, mode="sum")
+    with jitgrad.no_grad():
+        bag.weight.copy_(jitgrad.tensor(w0))
+    np.testing.assert_allclose(bag(jitgrad.tensor(idx)).detach().numpy(),
+                               bag.weight.detach().numpy()[np.array(idx)].sum(1), rtol=1e-6)
+    torch = pytest.importorskip("torch")
+    t = torch.nn.Embedding(6, 4, max_norm=1.5, norm_type=norm_type)
+    with torch.no_grad():
+        t.weight.copy_(torch.tensor(w0))
+    np.testing.assert_allclose(t(torch.tensor(idx)).detach().numpy(), out.detach().numpy(),
+                               rtol=1e-6)

@@ -100,6 +100,46 @@ def _check_index_dtype(indices: Tensor) -> None:
             "checking arguments for embedding)")
 
 
+def embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float,
+                      norm_type: float = 2.0) -> Tensor:
+    """PyTorch's ``embedding_renorm_``: each row of ``weight`` that ``input`` indexes whose
+    ``norm_type``-norm exceeds ``max_norm`` is scaled, in place and outside autograd, to
+    ``max_norm / (norm + 1e-7)`` times itself (what ``embedding`` with ``max_norm`` does
+    before the lookup). A graph break under ``jitgrad.compile`` (the rows it writes depend
+    on the indices' values)."""
+    from ...trace.state import STATE
+
+    tr = STATE.tracer
+    if tr is not None:
+        tr.graph_break("embedding with max_norm renormalises the rows its indices pick, in "
+                       "place (a write that depends on the indices' values)")
+    _check_index_dtype(input)
+    w = weight._data
+    xp = array_namespace(w)
+    rows = xp.unique(input._data.reshape(-1))
+    _check_range(rows, w.shape[0])
+    picked = w[rows]
+    a = xp.abs(picked.astype(np.float64))
+    p = float(norm_type)
+    if p == 2.0:
+        norms = xp.sqrt((a * a).sum(axis=1))
+    elif p == float("inf"):
+        norms = a.max(axis=1) if a.shape[1] else xp.zeros(a.shape[0])
+    elif p == 0.0:
+        norms = (a != 0).sum(axis=1).astype(np.float64)
+    else:
+        norms = (a ** p).sum(axis=1) ** (1.0 / p)
+    over = norms > max_norm
+    if bool(over.any()):
+        from ..inplace import check_writeable
+
+        check_writeable(weight)
+        scale = (max_norm / (norms[over] + 1e-7)).astype(w.dtype)
+        w[rows[over]] = picked[over] * scale[:, None]
+        weight._vc[0] += 1
+    return weight
+
+
 @api(EMBEDDING)
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
               max_norm: float | None = None, norm_type: float = 2.0,
@@ -113,10 +153,12 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     tensor([[4., 5.],
             [0., 1.]])
     """
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not "
                                   "supported by jitgrad")
     input = as_tensor_arg(input, "input")
+    if max_norm is not None:
+        embedding_renorm_(weight, input, max_norm, norm_type)
     num = weight._data.shape[0]
     if padding_idx is not None:
         if not -num <= padding_idx < num:
