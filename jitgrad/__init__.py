@@ -108,6 +108,13 @@ from .dtypes import (
 from .dtypes import bool_ as bool  # noqa: A001 - PyTorch's name
 from .jit import compile, explain, grad, value_and_grad
 from .kernels.blas_core import choose_blas_core as _choose_blas_core
+from .memory_format import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 from .ops import legacy_linalg as _legacy_linalg
 from .ops import nn_namespace as _nn_namespace
 from .ops import torch_namespace as _torch_namespace
@@ -241,6 +248,8 @@ def __getattr__(name: str):
 
 __all__ = [
     "Tensor", "Size", "dtype", "device", "get_default_device", "set_default_device",
+    "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
+    "preserve_format",
     "accelerator", "amp", "backends", "cpu", "cuda", "autograd", "autocast",
     "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype", "set_autocast_dtype",
     "is_autocast_cache_enabled", "set_autocast_cache_enabled", "clear_autocast_cache",

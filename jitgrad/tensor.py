@@ -229,8 +229,14 @@ class Tensor:
             _TRACE.tracer.argument_state(self, "reading ._version")
         return self._vc[0]
 
-    def is_contiguous(self) -> bool:
-        return self._data.flags.c_contiguous
+    def is_contiguous(self, memory_format=None) -> bool:
+        """Whether the memory is dense in row-major order, or in ``memory_format``'s
+        (``jitgrad.channels_last``: NHWC)."""
+        if memory_format is None:
+            return self._data.flags.c_contiguous
+        from .memory_format import has_layout
+
+        return has_layout(self._data, memory_format)
 
     def stride(self, dim: int | None = None):
         if TRACING and _TRACE.tracer is not None:

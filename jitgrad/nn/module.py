@@ -387,6 +387,7 @@ class Module:
         place: the Parameter objects stay (optimizers keep working)."""
         from ..ops.methods import parse_to_args
 
+        fmt = kwargs.get("memory_format")
         dtype, _, device = parse_to_args(args, dict(kwargs), "modules")
         if dtype is not None:
             dt = dtypes.to_dtype(dtype)
@@ -399,9 +400,11 @@ class Module:
         def convert(t: Tensor) -> Tensor:
             if device is not None:
                 t = t.to(device)
+            if fmt is not None and t.dim() in (4, 5):  # PyTorch: 4-D and 5-D tensors only
+                t = t.to(memory_format=fmt)
             return t.to(dt) if dt is not None and t.is_floating_point() else t
 
-        if dt is None and device is None:
+        if dt is None and device is None and fmt is None:
             return self
         return self._apply(convert)
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import devices, dtypes
 from ..devices import array_namespace
+from ..memory_format import contiguous_format, has_layout, in_layout, preserve_format
 from ..tensor import Tensor
 from .api import api
 from .dispatch import call
@@ -23,18 +24,37 @@ CLONE = defop(name="clone", kind=MOVEMENT, inputs=("a",), node="CloneBackward0",
 
 @api(CLONE, method="clone", export="clone")
 def clone(input: Tensor, memory_format=None) -> Tensor:
-    """A copy that stays in the graph (``memory_format`` is accepted and ignored: jitgrad
-    tensors are C-contiguous or views)."""
-    return call(CLONE, (input,), None)
+    """A copy that stays in the graph: row-major, or in ``memory_format``'s order when it is
+    ``channels_last`` / ``channels_last_3d`` (``preserve_format``, the default, gives
+    row-major memory: jitgrad's ops make row-major results)."""
+    out = call(CLONE, (input,), None)
+    if memory_format is not None and memory_format is not preserve_format \
+            and memory_format is not contiguous_format:
+        _relayout(out, memory_format)
+    return out
 
 
 @api(CLONE, method="contiguous")
 def contiguous(input: Tensor, memory_format=None) -> Tensor:
-    """``input`` itself when C-contiguous, else a contiguous copy (``memory_format`` is
-    accepted and ignored)."""
-    if input._data.flags.c_contiguous:
+    """``input`` itself when its memory is dense in ``memory_format``'s order (row-major by
+    default; ``channels_last``: NHWC), else a copy in that order."""
+    fmt = contiguous_format if memory_format is None else memory_format
+    if has_layout(input._data, fmt):
         return input
-    return clone(input)
+    if fmt is preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    return clone(input, memory_format=fmt)
+
+
+def _relayout(out: Tensor, fmt) -> None:
+    """Put a fresh copy's memory (a clone's output, nothing else refers to it) in ``fmt``'s
+    order. Under ``jitgrad.compile`` the copy stays row-major: the plan's arrays are its own
+    (the values are the same; reading strides is a graph break anyway)."""
+    from ..trace.state import STATE
+
+    arr = in_layout(out._data, fmt)  # (checks the rank first)
+    if STATE.tracer is None:
+        out._data = arr
 
 
 TO_DTYPE = defop(name="to_dtype", kind=MOVEMENT, inputs=("a",), params=("dtype", "in_dtype"),

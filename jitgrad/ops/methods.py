@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import devices, dtypes
 from ..autograd import grad_mode
+from ..memory_format import has_layout, preserve_format
 from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
 from . import movement as M
@@ -66,14 +67,20 @@ def parse_to_args(args: tuple, kwargs: dict, what: str) -> tuple:
 
 
 def _to(self, *args, **kwargs):
-    """``to(dtype)``, ``to(device)``, ``to(other)``, ``to(device, dtype)``."""
+    """``to(dtype)``, ``to(device)``, ``to(other)``, ``to(device, dtype)``; ``memory_format=``
+    (``jitgrad.channels_last``...) orders the result's memory."""
+    fmt = kwargs.get("memory_format")
     dtype, copy, device = parse_to_args(args, dict(kwargs), "tensors")
     t = self
     if device is not None and device != t.device:
         t, copy = M.to_device(t, device), False
-    if dtype is None:
-        return M.clone(t) if copy else t
-    return M.to_dtype(t, dtype, copy=copy)
+    if dtype is not None:
+        t, copy = M.to_dtype(t, dtype, copy=copy), False
+    if fmt is not None and fmt is not preserve_format:
+        if copy or not has_layout(t._data, fmt):
+            return M.clone(t, memory_format=fmt)
+        return t
+    return M.clone(t) if copy else t
 
 
 def _cuda(self, device=None, non_blocking: bool = False, memory_format=None):
