@@ -14,6 +14,7 @@ import math
 from .. import creation, dtypes
 from ..ops.concat import cat, stack
 from ..ops.elementwise import relu, sigmoid, tanh
+from ..ops.nnops.rnn_cells import lstm_cell_c, lstm_cell_h
 from ..tensor import Tensor
 from . import functional as F
 from . import init
@@ -30,10 +31,10 @@ def _step(mode: str, xw: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor,
           b_hh: Tensor | None) -> tuple[Tensor, Tensor | None]:
     """One time step from the input's projection ``xw`` (``x @ W_ih.T + b_ih``)."""
     hw = F.linear(h, w_hh, b_hh)
-    if mode == "LSTM":
-        i, f, g, o = (xw + hw).chunk(4, -1)
-        c = sigmoid(f) * c + sigmoid(i) * tanh(g)
-        return sigmoid(o) * tanh(c), c
+    if mode == "LSTM":  # (the cell's element-wise part: two ops, ops/nnops/rnn_cells.py)
+        gates = xw + hw
+        c = lstm_cell_c(gates, c)
+        return lstm_cell_h(gates, c), c
     if mode == "GRU":
         xr, xz, xn = xw.chunk(3, -1)
         hr, hz, hn = hw.chunk(3, -1)

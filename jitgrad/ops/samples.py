@@ -1148,3 +1148,16 @@ def unfold_backward(rng, dtype):
                                             "step": 3, "_id": "apart"}),
             ((_r(rng, (2, 4, 3, 3), dtype),), {"input_shape": (2, 6, 3), "dim": 1, "size": 3,
                                                "step": 1, "_id": "3d"})]
+
+
+def lstm_cell(rng, dtype):
+    """LSTM gate pre-activations ``(..., 4H)`` and a state ``(..., H)``: one step of a batch,
+    an unbatched one, a batch of sequences; large gates (saturated sigmoids)."""
+    return [((_r(rng, (3, 8), dtype), _r(rng, (3, 2), dtype)), {}),
+            ((_r(rng, (12,), dtype), _r(rng, (3,), dtype)), {}),
+            ((_r(rng, (2, 3, 4), dtype, -6.0, 6.0), _r(rng, (2, 3, 1), dtype)), {})]
+
+
+def lstm_cell_backward(rng, dtype):
+    """The output gradient, the gates and the state of :func:`lstm_cell`'s samples."""
+    return [((_r(rng, c.shape, dtype), gates, c), {}) for (gates, c), _ in lstm_cell(rng, dtype)]

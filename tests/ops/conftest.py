@@ -1301,3 +1301,46 @@ ADAPTERS.update({
 })
 TORCH_ADAPTERS["unfold_backward"] = lambda M, ts, p: M.ops.aten.unfold_backward(
     ts[0], list(p["input_shape"]), p["dim"], p["size"], p["step"])
+
+
+# the LSTM cell's element-wise ops (ops/nnops/rnn_cells.py); PyTorch: the same composite
+def _lstm_cell(which: str):
+    from jitgrad.ops.nnops import rnn_cells
+
+    fused = getattr(rnn_cells, f"lstm_cell_{which}")
+
+    def adapter(M, ts, p):
+        gates, c = ts
+        if not is_torch(M):
+            return fused(gates, c)
+        i, f, g, o = gates.chunk(4, -1)
+        if which == "c":
+            return M.sigmoid(f) * c + M.sigmoid(i) * M.tanh(g)
+        return M.sigmoid(o) * M.tanh(c)
+    return adapter
+
+
+ADAPTERS.update({"lstm_cell_c": _lstm_cell("c"), "lstm_cell_h": _lstm_cell("h")})
+
+
+def _lstm_cell_backward(which: str):
+    """``[dgates, dstate]`` of an LSTM cell op for the output gradient ``ts[0]`` (PyTorch:
+    the composite's gradients, with ``create_graph`` so they differentiate again)."""
+    from jitgrad.ops.nnops import rnn_cells
+
+    fused = getattr(rnn_cells, f"lstm_cell_{which}_backward")
+    forward = _lstm_cell(which)
+
+    def adapter(M, ts, p):
+        g, gates, c = ts
+        if not is_torch(M):
+            return fused(g, gates, c)
+        with M.enable_grad():
+            at = [t if t.requires_grad else t.detach().requires_grad_() for t in (gates, c)]
+            gg, gc = M.autograd.grad(forward(M, at, p), at, g, create_graph=True)
+        return M.cat([gg, gc], -1)
+    return adapter
+
+
+ADAPTERS.update({"lstm_cell_c_backward": _lstm_cell_backward("c"),
+                 "lstm_cell_h_backward": _lstm_cell_backward("h")})

@@ -12,5 +12,6 @@ from . import (  # noqa: F401 - registers ops and attaches methods
     nll,
     norm,
     pointwise,
+    rnn_cells,
     tensor_methods,
 )
