@@ -8,23 +8,16 @@ jitgrad.channels_last)`` True; ops read any layout)."""
 
 from __future__ import annotations
 
+from ._named import Named
+
 __all__ = ["memory_format", "contiguous_format", "channels_last", "channels_last_3d",
            "preserve_format", "in_layout", "has_layout"]
 
 
-class memory_format:  # noqa: N801 - PyTorch's name
+class memory_format(Named):  # noqa: N801 - PyTorch's name
     """A memory layout (the four module constants are its only instances)."""
 
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"jitgrad.{self.name}"
-
-    def __reduce__(self):
-        return self.name  # pickles as the module constant
+    __slots__ = ()
 
 
 contiguous_format = memory_format("contiguous_format")

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import devices, dtypes
+from .._named import Named
 from ..tensor import Tensor, wrap
 
 __all__ = [
@@ -38,20 +39,11 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------------ layout
-class layout:  # noqa: N801 - PyTorch's name
+class layout(Named):  # noqa: N801 - PyTorch's name
     """A memory layout (``torch.layout``); jitgrad has one, :data:`strided` (dense
     tensors with strides), the ``layout`` of every tensor."""
 
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"jitgrad.{self.name}"
-
-    def __reduce__(self):
-        return "strided"  # the module attribute (one instance)
+    __slots__ = ()
 
 
 #: dense tensors with strides: the layout of every jitgrad tensor

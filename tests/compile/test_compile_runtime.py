@@ -12,7 +12,8 @@ import pytest
 
 import jitgrad as jg
 
-_PROGRAM = r"""
+# a program's first lines: the names of the functions Numba compiles, in ``compiles``
+_COUNT_COMPILES = r"""
 import numba.core.event as ev
 compiles = []
 class Count(ev.Listener):
@@ -21,6 +22,8 @@ class Count(ev.Listener):
     def on_end(self, event):
         pass
 ev.register("numba:compile", Count())
+"""
+_PROGRAM = _COUNT_COMPILES + r"""
 import numpy as np
 import jitgrad as jg
 from jitgrad.compiler import cache
@@ -104,16 +107,8 @@ def test_damaged_numba_cache_files_are_rebuilt(tmp_path, damage):
     assert int(again[0]) == 0 and "damaged" not in err
 
 
-_DIGESTED = r"""
+_DIGESTED = _COUNT_COMPILES + r"""
 import sys
-import numba.core.event as ev
-compiles = []
-class Count(ev.Listener):
-    def on_start(self, event):
-        compiles.append(event.data["dispatcher"].py_func.__name__)
-    def on_end(self, event):
-        pass
-ev.register("numba:compile", Count())
 from jitgrad.kernels import sources
 if sys.argv[1] != "same":  # as if a kernel source had changed
     sources._DIGEST.append(sys.argv[1])
