@@ -28,13 +28,15 @@ _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
 def _step(mode: str, xw: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor,
-          b_hh: Tensor | None) -> tuple[Tensor, Tensor | None]:
-    """One time step from the input's projection ``xw`` (``x @ W_ih.T + b_ih``)."""
+          b_hh: Tensor | None, w_hr: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+    """One time step from the input's projection ``xw`` (``x @ W_ih.T + b_ih``); an LSTM
+    with ``proj_size`` projects its hidden state by ``w_hr``."""
     hw = F.linear(h, w_hh, b_hh)
     if mode == "LSTM":  # (the cell's element-wise part: two ops, ops/nnops/rnn_cells.py)
         gates = xw + hw
         c = lstm_cell_c(gates, c)
-        return lstm_cell_h(gates, c), c
+        h = lstm_cell_h(gates, c)
+        return (h if w_hr is None else F.linear(h, w_hr)), c
     if mode == "GRU":
         xr, xz, xn = xw.chunk(3, -1)
         hr, hz, hn = hw.chunk(3, -1)
@@ -57,8 +59,13 @@ class RNNBase(Module):
         super().__init__()
         if mode not in _GATES:
             raise ValueError("Unrecognized RNN mode: " + mode)
-        if proj_size:
-            raise NotImplementedError("LSTM: proj_size is not supported by jitgrad")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
         if not 0 <= dropout <= 1 or isinstance(dropout, bool):
             raise ValueError("dropout should be a number in range [0, 1] representing the "
                              "probability of an element being zeroed")
@@ -69,23 +76,27 @@ class RNNBase(Module):
         self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
         self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
         self.dropout, self.bidirectional = float(dropout), bidirectional
-        self.proj_size = 0
+        self.proj_size = proj_size
+        out_size = proj_size or hidden_size  # the hidden state's (and output's) features
         dt = None if dtype is None else dtypes.to_dtype(dtype)
         gates = _GATES[mode] * hidden_size
         dirs = 2 if bidirectional else 1
         for layer in range(num_layers):
             for d in range(dirs):
                 sfx = f"_l{layer}" + ("_reverse" if d else "")
-                width = input_size if layer == 0 else hidden_size * dirs
+                width = input_size if layer == 0 else out_size * dirs
                 self.register_parameter("weight_ih" + sfx, Parameter(
                     creation.empty(gates, width, dtype=dt, device="cpu")))
                 self.register_parameter("weight_hh" + sfx, Parameter(
-                    creation.empty(gates, hidden_size, dtype=dt, device="cpu")))
+                    creation.empty(gates, out_size, dtype=dt, device="cpu")))
                 if bias:
                     self.register_parameter("bias_ih" + sfx, Parameter(
                         creation.empty(gates, dtype=dt, device="cpu")))
                     self.register_parameter("bias_hh" + sfx, Parameter(
                         creation.empty(gates, dtype=dt, device="cpu")))
+                if proj_size:
+                    self.register_parameter("weight_hr" + sfx, Parameter(
+                        creation.empty(proj_size, hidden_size, dtype=dt, device="cpu")))
         self.reset_parameters()
         place(self, device)
 
@@ -107,8 +118,9 @@ class RNNBase(Module):
 
     @property
     def all_weights(self) -> list[list]:
-        """The parameters of each layer and direction: ``[w_ih, w_hh(, b_ih, b_hh)]``."""
-        per = 4 if self.bias else 2
+        """The parameters of each layer and direction: ``[w_ih, w_hh(, b_ih, b_hh)(,
+        w_hr)]``."""
+        per = (4 if self.bias else 2) + (1 if self.proj_size else 0)
         flat = self._flat_weights
         return [flat[i:i + per] for i in range(0, len(flat), per)]
 
@@ -118,7 +130,8 @@ class RNNBase(Module):
     def _weights(self, layer: int, d: int) -> tuple:
         sfx = f"_l{layer}" + ("_reverse" if d else "")
         return (getattr(self, "weight_ih" + sfx), getattr(self, "weight_hh" + sfx),
-                getattr(self, "bias_ih" + sfx, None), getattr(self, "bias_hh" + sfx, None))
+                getattr(self, "bias_ih" + sfx, None), getattr(self, "bias_hh" + sfx, None),
+                getattr(self, "weight_hr" + sfx, None))
 
     def forward(self, input, hx=None):
         if isinstance(input, tuple):  # a PackedSequence (nn.utils.rnn)
@@ -143,14 +156,14 @@ class RNNBase(Module):
         for layer in range(self.num_layers):
             outs = []
             for d in range(dirs):
-                w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
                 k = layer * dirs + d
                 h, c = h0[k], (c0[k] if lstm else None)
                 xw = F.linear(layer_in, w_ih, b_ih)  # every step's input projection
                 seq = []
                 order = range(steps - 1, -1, -1) if d else range(steps)
                 for t in order:
-                    h, c = _step(self.mode, xw[t], h, c, w_hh, b_hh)
+                    h, c = _step(self.mode, xw[t], h, c, w_hh, b_hh, w_hr)
                     seq.append(h)
                 if d:
                     seq.reverse()
@@ -174,17 +187,21 @@ class RNNBase(Module):
     def _initial(self, hx, n: int, dirs: int, unbatched: bool, x: Tensor):
         layers = self.num_layers * dirs
         lstm = self.mode == "LSTM"
+        out_size = self.proj_size or self.hidden_size
         if hx is None:
             z = creation.zeros(layers, n, self.hidden_size, dtype=x.dtype, device=x.device)
-            return z, (z if lstm else None)
+            hz = z if out_size == self.hidden_size else creation.zeros(
+                layers, n, out_size, dtype=x.dtype, device=x.device)
+            return hz, (z if lstm else None)
         h, c = hx if lstm else (hx, None)
         if unbatched:
             h = h.unsqueeze(1)
             c = c.unsqueeze(1) if lstm else None
-        want = (layers, n, self.hidden_size)
+        wants = {"hidden[0]": (layers, n, out_size), "hidden[1]": (layers, n, self.hidden_size),
+                 "hidden": (layers, n, out_size)}
         for what, t in (("hidden[0]", h), ("hidden[1]", c)) if lstm else (("hidden", h),):
-            if tuple(t.shape) != want:
-                raise RuntimeError(f"Expected {what} size {want}, got {list(t.shape)}")
+            if tuple(t.shape) != wants[what]:
+                raise RuntimeError(f"Expected {what} size {wants[what]}, got {list(t.shape)}")
         return h, c
 
     def _forward_packed(self, packed, hx):
@@ -216,12 +233,12 @@ class RNNBase(Module):
         for layer in range(self.num_layers):
             outs = []
             for d in range(dirs):
-                w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
                 k = layer * dirs + d
                 xw = F.linear(layer_in, w_ih, b_ih)  # every step's input projection
                 run = _packed_reverse if d else _packed_forward
                 out, h, c = run(self.mode, xw, sizes, starts, h0[k],
-                                c0[k] if lstm else None, w_hh, b_hh)
+                                c0[k] if lstm else None, w_hh, b_hh, w_hr)
                 outs.append(out)
                 h_n.append(h)
                 if lstm:
@@ -239,6 +256,8 @@ class RNNBase(Module):
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if not self.bias:
@@ -253,7 +272,8 @@ class RNNBase(Module):
 
 
 def _packed_forward(mode: str, xw: Tensor, sizes: list, starts: list, h0: Tensor,
-                    c0: Tensor | None, w_hh: Tensor, b_hh: Tensor | None):
+                    c0: Tensor | None, w_hh: Tensor, b_hh: Tensor | None,
+                    w_hr: Tensor | None = None):
     """One direction forward in time over a packed batch: the outputs (packed) and each
     sequence's state after its last step (rows of sequences that ended are set aside as
     the batch shrinks)."""
@@ -266,7 +286,7 @@ def _packed_forward(mode: str, xw: Tensor, sizes: list, starts: list, h0: Tensor
             if c is not None:
                 done_c.append(c[bs:])
                 c = c[:bs]
-        h, c = _step(mode, xw[starts[t]:starts[t + 1]], h, c, w_hh, b_hh)
+        h, c = _step(mode, xw[starts[t]:starts[t + 1]], h, c, w_hh, b_hh, w_hr)
         outs.append(h)
     if done_h:
         h = cat([h, *reversed(done_h)], 0)
@@ -275,7 +295,8 @@ def _packed_forward(mode: str, xw: Tensor, sizes: list, starts: list, h0: Tensor
 
 
 def _packed_reverse(mode: str, xw: Tensor, sizes: list, starts: list, h0: Tensor,
-                    c0: Tensor | None, w_hh: Tensor, b_hh: Tensor | None):
+                    c0: Tensor | None, w_hh: Tensor, b_hh: Tensor | None,
+                    w_hr: Tensor | None = None):
     """One direction backward in time over a packed batch: each sequence starts at its own
     last step from its initial state (rows join as the batch grows)."""
     n = sizes[-1]
@@ -287,7 +308,7 @@ def _packed_reverse(mode: str, xw: Tensor, sizes: list, starts: list, h0: Tensor
             h = cat([h, h0[n:bs]], 0)
             c = cat([c, c0[n:bs]], 0) if c is not None else None
             n = bs
-        h, c = _step(mode, xw[starts[t]:starts[t + 1]], h, c, w_hh, b_hh)
+        h, c = _step(mode, xw[starts[t]:starts[t + 1]], h, c, w_hh, b_hh, w_hr)
         outs.append(h)
     outs.reverse()
     return cat(outs, 0), h, c

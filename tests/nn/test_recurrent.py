@@ -27,6 +27,10 @@ CASES = {
                  (5, 2, 4)),
     "rnn_tanh_batch_first": (lambda M: M.nn.RNN(4, 5, batch_first=True, dtype=M.float64),
                              (2, 5, 4)),
+    "lstm_projected": (lambda M: M.nn.LSTM(4, 5, proj_size=3, dtype=M.float64), (7, 3, 4)),
+    "lstm_projected_deep_bidirectional": (
+        lambda M: M.nn.LSTM(4, 6, num_layers=2, bidirectional=True, proj_size=2,
+                            batch_first=True, dtype=M.float64), (3, 5, 4)),
     "lstm_cell": (lambda M: M.nn.LSTMCell(4, 5, dtype=M.float64), (3, 4)),
     "gru_cell_unbatched": (lambda M: M.nn.GRUCell(4, 5, dtype=M.float64), (4,)),
     "rnn_cell_relu": (lambda M: M.nn.RNNCell(4, 5, nonlinearity="relu", dtype=M.float64),
@@ -113,6 +117,22 @@ def test_initialisation_bounds_and_errors():
         nn.RNN(3, 4, nonlinearity="gelu")
     with pytest.raises(ValueError, match="Expected input to be 2D or 3D, got 4D"):
         nn.LSTM(3, 4)(jitgrad.ones(1, 2, 3, 4))
+
+
+def test_projected_lstm_states_and_errors():
+    """``proj_size``: the hidden state (and output) has ``proj_size`` features, the cell
+    state ``hidden_size``; PyTorch's errors for sizes that cannot be."""
+    m = nn.LSTM(4, 6, num_layers=2, proj_size=3)
+    assert m.weight_hr_l1.shape == (3, 6) and m.weight_hh_l0.shape == (24, 3)
+    assert m.weight_ih_l1.shape == (24, 3) and len(m.all_weights[0]) == 5
+    out, (h, c) = m(jitgrad.ones(5, 2, 4))
+    assert out.shape == (5, 2, 3) and h.shape == (2, 2, 3) and c.shape == (2, 2, 6)
+    with pytest.raises(RuntimeError, match=r"Expected hidden\[1\] size \(2, 2, 6\)"):
+        m(jitgrad.ones(5, 2, 4), (jitgrad.zeros(2, 2, 3), jitgrad.zeros(2, 2, 3)))
+    with pytest.raises(ValueError, match="proj_size has to be smaller than hidden_size"):
+        nn.LSTM(4, 3, proj_size=3)
+    with pytest.raises(ValueError, match="proj_size should be a positive integer or zero"):
+        nn.LSTM(4, 3, proj_size=-1)
 
 
 def test_gradcheck_lstm_and_gru():
