@@ -111,9 +111,10 @@ class _Table(Module):
     def _setup_table(self, kind: str, num_embeddings: int, embedding_dim: int, padding_idx,
                      max_norm, norm_type: float, scale_grad_by_freq: bool, sparse: bool,
                      _weight: Tensor | None, freeze: bool, dtype) -> None:
-        if scale_grad_by_freq or sparse:
-            raise NotImplementedError(f"{kind}: scale_grad_by_freq and sparse are not "
-                                      "supported by jitgrad")
+        if sparse:
+            raise NotImplementedError(f"{kind}: sparse gradients are not supported by jitgrad")
+        if scale_grad_by_freq and kind != "Embedding":
+            raise NotImplementedError(f"{kind}: scale_grad_by_freq is not supported by jitgrad")
         if padding_idx is not None:
             if padding_idx > 0:
                 assert padding_idx < num_embeddings, "Padding_idx must be within num_embeddings"
@@ -161,7 +162,8 @@ class Embedding(_Table):
         place(self, device)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"

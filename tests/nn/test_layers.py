@@ -323,3 +323,28 @@ def test_embedding_max_norm_renormalises_the_rows_it_reads(norm_type):
         t.weight.copy_(torch.tensor(w0))
     np.testing.assert_allclose(t(torch.tensor(idx)).detach().numpy(), out.detach().numpy(),
                                rtol=1e-6)
+
+
+def test_embedding_scale_grad_by_freq():
+    """Each lookup's gradient divided by how often the batch looks its row up (PyTorch's
+    ``scale_grad_by_freq``); the values are the plain lookup's. Was NotImplementedError."""
+    w0 = np.random.default_rng(1).standard_normal((5, 3))
+    idx = [[0, 2, 2], [4, 2, 1]]
+    g = np.random.default_rng(2).standard_normal((2, 3, 3))
+    e = jitgrad.nn.Embedding(5, 3, scale_grad_by_freq=True, dtype=jitgrad.float64)
+    with jitgrad.no_grad():
+        e.weight.copy_(jitgrad.tensor(w0))
+    out = e(jitgrad.tensor(idx))
+    np.testing.assert_array_equal(out.detach().numpy(), w0[np.array(idx)])
+    (out * jitgrad.tensor(g)).sum().backward()
+    want = np.zeros((5, 3))
+    flat, rows = np.array(idx).reshape(-1), g.reshape(-1, 3)
+    for k, i in enumerate(flat):
+        want[i] += rows[k] / np.count_nonzero(flat == i)
+    np.testing.assert_allclose(e.weight.grad.numpy(), want, rtol=1e-14)
+    torch = pytest.importorskip("torch")
+    t = torch.nn.Embedding(5, 3, scale_grad_by_freq=True, dtype=torch.float64)
+    with torch.no_grad():
+        t.weight.copy_(torch.tensor(w0))
+    (t(torch.tensor(idx)) * torch.tensor(g)).sum().backward()
+    np.testing.assert_allclose(e.weight.grad.numpy(), t.weight.grad.numpy(), rtol=1e-14)

@@ -153,12 +153,35 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     tensor([[4., 5.],
             [0., 1.]])
     """
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not "
-                                  "supported by jitgrad")
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported by jitgrad")
     input = as_tensor_arg(input, "input")
     if max_norm is not None:
         embedding_renorm_(weight, input, max_norm, norm_type)
+    if scale_grad_by_freq:
+        return _scaled_by_frequency(_embedding(input, weight, padding_idx), input,
+                                    weight._data.shape[0])
+    return _embedding(input, weight, padding_idx)
+
+
+def _scaled_by_frequency(out: Tensor, input: Tensor, num: int) -> Tensor:
+    """``out`` (the rows looked up), whose gradient at each lookup is divided by how many
+    times the batch looks its row up (``scale_grad_by_freq``, PyTorch's): the same values,
+    as ``out_d + (out - out_d) * s`` is ``out`` exactly (``out_d`` detached)."""
+    from ...creation import ones, zeros
+
+    flat = input.reshape(-1)
+    counts = zeros(num, dtype=out.dtype, device=out.device).index_add(
+        0, flat, ones(flat.shape[0], dtype=out.dtype, device=out.device))
+    s = (1.0 / counts[flat]).reshape(tuple(input.shape) + (1,))
+    d = out.detach()
+    from ..selection import where
+
+    # (an infinite row would make out - out_d NaN: it keeps its value, gradient unscaled)
+    return where(d.isfinite(), d + (out - d) * s, out)
+
+
+def _embedding(input: Tensor, weight: Tensor, padding_idx) -> Tensor:
     num = weight._data.shape[0]
     if padding_idx is not None:
         if not -num <= padding_idx < num:
