@@ -7,7 +7,8 @@
 * ``autograd_glue.py``: the ``CompiledFunctionBackward`` node;
 * ``functional.py``: ``grad`` and ``value_and_grad``;
 * ``options.py``: ``compile``'s arguments, checked as ``torch.compile`` checks them;
-* ``module_wrapper.py``: ``OptimizedModule`` (``compile(module)``) and ``Module.compile()``.
+* ``module_wrapper.py``: ``OptimizedModule`` (``compile(module)``) and ``Module.compile()``;
+* ``torchscript.py``: ``torch.jit``'s ``script``, ``trace`` and decorators.
 """
 
 from __future__ import annotations
@@ -18,7 +19,19 @@ from .function import MAX_RETRACES_BEFORE_WARNING, CompiledFunction, compile, ex
 from .functional import grad, value_and_grad
 from .module_wrapper import OptimizedModule
 from .options import CompileOptionError
+from .torchscript import (
+    Final,
+    annotate,
+    export,
+    ignore,
+    is_scripting,
+    is_tracing,
+    script,
+    trace,
+    unused,
+)
 
 __all__ = ["compile", "CompiledFunction", "CompiledFunctionBackward", "explain", "grad",
            "value_and_grad", "Lowered", "MAX_RETRACES_BEFORE_WARNING", "OptimizedModule",
-           "CompileOptionError"]
+           "CompileOptionError", "script", "trace", "ignore", "unused", "export", "annotate",
+           "Final", "is_scripting", "is_tracing"]
