@@ -320,18 +320,25 @@ class Observer:
                     root is None or isinstance(root, (int, float, bool, str, bytes))):
                 # a plain argument: the key holds a passed value; a default one (not in the
                 # key) is guarded as the function's default (rebinding it retraces)
-                if default_value(self.top_func, ch.name, _MISSING) is not _MISSING:
-                    self._add(("default", self.top_func, ch.name), ch, (), root)
+                self._guard_default(ch, root)
                 continue
             if cut == 0 and (isinstance(root, Tensor) or (
                     top and ch.kind == "fast" and isinstance(root, np.ndarray))):
                 # tensor and NumPy arguments, captured tensors: key / tracer guards; a
                 # default one is guarded as the function's default (rebinding it retraces)
-                if top and ch.kind == "fast" and default_value(
-                        self.top_func, ch.name, _MISSING) is not _MISSING:
-                    self._add(("default", self.top_func, ch.name), ch, (), root)
+                if top and ch.kind == "fast":
+                    self._guard_default(ch, root)
                 continue
             self._record(frame, ch, top, ch.steps[:cut], value)
+
+    def _guard_default(self, ch, root) -> None:
+        """Guard the compiled function's default for argument ``ch.name`` when the call
+        used it (``root`` is that default): the key does not hold it. A passed argument is
+        the key's (guarding the default then compared it with the passed value, so every
+        call of ``f(x, mask=None)`` given a mask traced again)."""
+        d = default_value(self.top_func, ch.name, _MISSING)
+        if d is not _MISSING and d is root:
+            self._add(("default", self.top_func, ch.name), ch, (), root)
 
     def _imported_chain(self, frame, code, ch, root) -> None:
         value, cut = _walk(root, ch.steps)

@@ -504,3 +504,25 @@ def test_thread_count_read_inside_is_checked_at_every_call():
     finally:
         jg.set_num_threads(n)
     assert compiled.stats["traces"] == (2 if n != 1 else 1)  # the first entry serves n again
+
+
+def test_arguments_with_defaults_passed_explicitly_trace_once():
+    """``f(x, mask=None)`` called with a mask (a GPT's ``forward(idx, targets=None)``): the
+    passed argument is the key's; the default was guarded instead, so every call traced
+    again (a probe's compiled transformer ran at 0.11x eager). Calls that use the default
+    still guard it: rebinding it retraces."""
+    def f(x, mask=None, scale=2.0):
+        out = x * scale
+        return out if mask is None else out * mask
+
+    compiled = jg.compile(f)
+    x, mask = jg.randn(8), jg.ones(8)
+    for k in range(4):
+        assert compiled(x, mask + k, 3.0).tolist() == f(x, mask + k, 3.0).tolist()
+    assert compiled.stats["traces"] == 1
+    assert compiled(x).tolist() == f(x).tolist()
+    assert compiled(x).tolist() == f(x).tolist()
+    assert compiled.stats["traces"] == 2
+    f.__defaults__ = (None, 5.0)
+    assert compiled(x).tolist() == (x * 5.0).tolist()
+    assert compiled.stats["traces"] == 3
