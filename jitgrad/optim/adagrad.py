@@ -58,7 +58,8 @@ class Adagrad(Optimizer):
             if lr_decay == 0:
                 clr = lr
             elif TRACE.tracer is not None:  # the step count stays a tensor of the plan
-                clr = lr / (1 + (step_t - 1) * lr_decay)
+                # (in float64: eager's Python floats, the same rounding)
+                clr = lr / (1 + (step_t.double() - 1) * lr_decay)
             else:
                 clr = lr / (1 + (step_t.item() - 1) * lr_decay)
             state_sum.addcmul_(grad, grad, value=1)

@@ -291,9 +291,11 @@ def check_fused(differentiable: bool, fused: bool | None, foreach: bool | None) 
 def descend(p: Tensor, update: Tensor, lr, den: Tensor | None = None) -> None:
     """``p -= lr * update`` (``update / den`` with ``den``), in place, as PyTorch's
     ``p.add_(update, alpha=-lr)`` / ``p.addcdiv_(update, den, value=-lr)``; a traced rate
-    (a tensor, read at every call of a compiled step) multiplies instead."""
-    if isinstance(lr, Tensor):
-        p.sub_((update if den is None else update / den) * lr)
+    (a tensor, read at every call of a compiled step) the same way, in the same order and
+    dtype (``-lr`` rounded to ``p``'s dtype, ``(value * update) / den``): eager's bits."""
+    if isinstance(lr, Tensor):  # eager's arithmetic: -lr in p's dtype, (value * t1) / t2
+        neg = (-lr).to(p.dtype)
+        p.add_(update * neg if den is None else (update * neg) / den)
     elif den is None:
         if not binary_into(ADD_SCALED, p, update, {"alpha": -lr}):  # one pass, into p
             p.add_(update, alpha=-lr)
