@@ -501,9 +501,14 @@ class _Run:
         return deps
 
     def _needed_nodes(self, root_nodes):
-        """ids of nodes/leaves from which some requested input is reachable."""
+        """ids of nodes/leaves from which some requested input is reachable. Under the
+        compiler's backward trace (``raw_inputs``) the inputs are where it stops: a non-leaf
+        input's node is not looked below (the traced call's arguments are its inputs; their
+        own history -- an earlier call of the same compiled module, fed back, whose backward
+        also reaches the captured weights -- is not the call's)."""
         slots = self._slots
         capture_nodes = {k[0] for k in slots if len(k) == 2}
+        stop_at_inputs = self.raw_inputs
         needed = set()
         visited = set()
         for r in root_nodes:
@@ -520,6 +525,9 @@ class _Run:
                         child = e[0]
                         if id(child) not in visited:
                             visited.add(id(child))
+                            if stop_at_inputs and id(child) in capture_nodes:
+                                needed.add(id(child))
+                                continue
                             stack.append((child, iter(child.next_edges)))
                             break
                     elif (id(e),) in slots:
@@ -560,6 +568,10 @@ class _Run:
             buf[nr] = g if buf[nr] is None else buf[nr] + g
         deps = self._dependencies(root_nodes)
         needed = self._needed_nodes(root_nodes) if self._slots is not None else None
+        # the compiler's backward trace stops at its inputs: a non-leaf input's node
+        # captures its gradient and runs no rule (see _needed_nodes)
+        inputs_end = {k[0] for k in self._slots if len(k) == 2} if (
+            self.raw_inputs and self._slots) else ()
         for t, g in leaf_roots:
             self._deliver_leaf(t, g, id(g) in shared_ids)
 
@@ -596,9 +608,9 @@ class _Run:
                 executed.extend(region[0])
                 pairs = region[1]
             else:
-                if needed is None or any(
+                if (needed is None or any(
                         e is not None and id(e[0] if type(e) is tuple else e) in needed
-                        for e in edges):
+                        for e in edges)) and k not in inputs_end:
                     out_grads = node.apply(grads) if self.retain else node.apply_final(grads)
                     if node._post_hooks is not None:
                         out_grads = self._post_node(node, out_grads, grads)

@@ -526,3 +526,32 @@ def test_arguments_with_defaults_passed_explicitly_trace_once():
     f.__defaults__ = (None, 5.0)
     assert compiled(x).tolist() == (x * 5.0).tolist()
     assert compiled.stats["traces"] == 3
+
+
+def test_compiled_module_fed_its_own_output_compiles_and_equals_eager():
+    """An RNN cell stepped in a loop, a block applied twice: the second call's argument is
+    the first call's output, whose history reaches the same captured weights. The backward
+    trace went on below the argument into the first call's compiled backward (not a
+    traceable op): every such call ran eagerly. It stops at the call's arguments now."""
+    def run(compiled: bool):
+        jg.manual_seed(0)
+        cell, block = jg.nn.RNNCell(4, 8), jg.nn.Sequential(jg.nn.Linear(8, 8), jg.nn.Tanh())
+        c_cell = jg.compile(cell) if compiled else cell
+        c_block = jg.compile(block) if compiled else block
+        x = jg.tensor(np.linspace(-1, 1, 8).reshape(2, 4), dtype=jg.float32)
+        h = None
+        for _ in range(5):
+            h = c_cell(x, h)
+        out = c_block(c_block(h))
+        (out * out).sum().backward()
+        grads = [p.grad.numpy().copy() for p in [*cell.parameters(), *block.parameters()]]
+        return out.detach().numpy(), grads, (c_cell, c_block)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no graph break
+        got, got_grads, (c_cell, c_block) = run(True)
+    want, want_grads, _ = run(False)
+    np.testing.assert_array_equal(got, want)
+    for g, w in zip(got_grads, want_grads):
+        np.testing.assert_array_equal(g, w)
+    assert c_cell.forward.stats["cache_hits"] >= 3 and c_block.forward.stats["cache_hits"] >= 1
