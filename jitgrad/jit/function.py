@@ -76,6 +76,7 @@ class CompiledFunction:
         self._entries: dict = {}
         self._lru: OrderedDict = OrderedDict()  # id(entry) -> (key, entry), oldest first
         self._warned_breaks: set = set()
+        self._changed_in_call: set = set()  # what traced calls changed of what they read
         self.stats = {"calls": 0, "traces": 0, "retraces": 0, "cache_hits": 0, "evictions": 0}
         self.last_retrace_reason: str | None = None
         self._warned = False
@@ -314,6 +315,20 @@ class CompiledFunction:
                 out_flat, out_tree = [], None
             graph = tracer.finish(out_flat)
             why = unreproducible_autograd(flat, out_flat, graph, tracer, key[2])
+            if why is None and access:
+                # outside state the call read and then changed itself, through library code
+                # whose writes the observer does not see: its guard fails at the next call,
+                # which traces again. Once (an optimizer's first step makes its state) that
+                # is how it compiles; the second time the same state changes in a call
+                # (scheduler.step() inside a step) it would be a trace per call: eager.
+                changed = access.check(args, kwargs)
+                if changed is not None:
+                    what = changed.replace(" since the trace", "")
+                    if what in self._changed_in_call:
+                        why = (f"the call changes what it reads ({what} during the call, "
+                               "again): it runs eagerly, its effects as in eager mode")
+                        access = access.without_changed(args, kwargs)
+                    self._changed_in_call.add(what)
             if why is not None and tracer.escaped is None:
                 tracer.graph_break(why, where="jitgrad.compile")
         except TraceError:  # (fullgraph=True: a graph break found at the end)

@@ -562,6 +562,13 @@ class AccessGuard:
                 return f"{text} changed since the trace"
         return None
 
+    def without_changed(self, args: tuple = (), kwargs: dict | None = None) -> AccessGuard:
+        """The chains that still read as traced (an eager entry for a call that changes
+        what it reads keeps guarding the rest: those would fail at every call)."""
+        kw = kwargs or {}
+        return AccessGuard([r for r in self.reads
+                            if guarded_state(r[0], r[1], args, kw) == r[3]])
+
     def fast_checks(self, ns: dict) -> list | None:
         """Source lines that ``return MISS`` unless every chain reads as traced, for an
         entry's generated cache-hit path (``call_path.py``): identities and plain values
