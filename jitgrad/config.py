@@ -2,14 +2,14 @@
 (``JITGRAD_NATIVE=0``, read by ``compiler/native.py``, turns native kernel objects off),
 ``JITGRAD_CHECK_IR``, ``JITGRAD_SPECULATE``, ``JITGRAD_CACHE_SIZE_LIMIT``,
 ``JITGRAD_EAGER_FUSION``; and the settings a program may change: :data:`cache_size_limit`,
-:data:`eager_fusion`."""
+:data:`recompile_limit`, :data:`eager_fusion`."""
 
 from __future__ import annotations
 
 import os
 
 __all__ = ["log_topics", "cache_dir", "jit_disabled", "check_ir", "speculate",
-           "cache_size_limit", "DEFAULT_CACHE_SIZE_LIMIT", "eager_fusion"]
+           "cache_size_limit", "DEFAULT_CACHE_SIZE_LIMIT", "eager_fusion", "recompile_limit"]
 
 #: the default of :data:`cache_size_limit`
 DEFAULT_CACHE_SIZE_LIMIT = 128
@@ -33,6 +33,14 @@ it, the least recently used entry is evicted (a later call with its signature tr
 logged under ``JITGRAD_LOGS=recompiles``). Set ``jitgrad.config.cache_size_limit = n``, or
 ``JITGRAD_CACHE_SIZE_LIMIT=n`` in the environment before ``import jitgrad``; default 128
 (an entry holds its graphs, plans and generated code: ~12 kB for a small function)."""
+
+
+recompile_limit: int = 8
+"""How many times calls with one signature (the same argument kinds, shapes and dtypes) may
+trace again because a guard failed (a number the function reads changed, an optimizer's
+momentum cycled by ``OneCycleLR``...); past it, calls with that signature run eagerly, with a
+warning (``torch._dynamo.config.recompile_limit``'s default, 8). Set
+``jitgrad.config.recompile_limit = n``."""
 
 
 eager_fusion: bool = os.environ.get("JITGRAD_EAGER_FUSION", "1") not in ("", "0")

@@ -77,6 +77,8 @@ class CompiledFunction:
         self._lru: OrderedDict = OrderedDict()  # id(entry) -> (key, entry), oldest first
         self._warned_breaks: set = set()
         self._changed_in_call: set = set()  # what traced calls changed of what they read
+        self._retraces_of: dict = {}  # key -> traces again for failed guards
+        self._given_up: dict = {}  # key -> why its calls run eagerly (config.recompile_limit)
         self.stats = {"calls": 0, "traces": 0, "retraces": 0, "cache_hits": 0, "evictions": 0}
         self.last_retrace_reason: str | None = None
         self._warned = False
@@ -132,6 +134,8 @@ class CompiledFunction:
         if key is None:
             flat, treedef = flatten((args, kwargs))
             key = self._key(flat, treedef)
+        if self._given_up and key in self._given_up:  # past config.recompile_limit
+            return self.fn(*args, **kwargs)
         closure_ids = self._closure.current()
         entries = self._entries.get(key)
         if entries:  # fast path: the newest entry of this key, guards holding
@@ -258,6 +262,17 @@ class CompiledFunction:
         same bits as eager mode, whose ops are the plan's kernels -- and its effects happen
         once. Arrays the traced call made that outside state kept get the plan's values too.
         """
+        if reason is not None and key in self._entries:  # a guard failed, not a new key
+            n = self._retraces_of[key] = self._retraces_of.get(key, 0) + 1
+            if n > config.recompile_limit:
+                self._given_up[key] = reason
+                self._fast = None
+                warnings.warn(
+                    f"jitgrad.compile: {self.__name__} traced {n} times for the same argument "
+                    f"kinds (config.recompile_limit = {config.recompile_limit}); calls like it "
+                    f"run eagerly from now on. Last guard that failed: {reason}",
+                    UserWarning, stacklevel=3)
+                return self.fn(*args, **kwargs)
         self.stats["traces"] += 1
         if reason is not None:
             self.stats["retraces"] += 1

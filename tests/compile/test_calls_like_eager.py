@@ -586,3 +586,25 @@ def test_scheduler_stepped_inside_the_compiled_step_runs_it_eagerly_once_traced(
     assert fn.stats["traces"] <= 2 and lr == lr_eager
     np.testing.assert_allclose(got, want, rtol=1e-6)  # traced calls: the NumPy references
     np.testing.assert_allclose(w, w_eager, rtol=1e-6, atol=1e-7)
+
+
+def test_a_guard_failing_at_every_call_gives_up_after_the_recompile_limit(monkeypatch):
+    """A number the function reads that changes at every call (an optimizer's momentum
+    cycled by OneCycleLR) traced again at every call, 0.01-0.05x eager; past
+    ``config.recompile_limit`` traces of one signature, its calls run eagerly (a warning),
+    still eager's results."""
+    monkeypatch.setattr(jg.config, "recompile_limit", 3)
+    cfg = {"scale": 1.0}
+
+    def f(x):
+        return x * cfg["scale"]
+
+    compiled = jg.compile(f)
+    x = jg.ones(4)
+    with pytest.warns(UserWarning, match="recompile_limit = 3"):
+        for k in range(10):
+            cfg["scale"] = 1.0 + k
+            assert compiled(x).tolist() == f(x).tolist()
+    assert compiled.stats["traces"] == 4  # the first, then three again
+    assert compiled(jg.ones(2)).tolist() == [10.0, 10.0]  # another signature: traced
+    assert compiled.stats["traces"] == 5
