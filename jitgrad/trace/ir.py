@@ -84,9 +84,10 @@ class Source:
             return args[self.index]._data
         if self.kind == "tensor":
             return self.obj._data
-        if self.kind == "scalar":
+        if self.kind == "scalar":  # a number, or a 0-d tensor holding one (a tensor lr)
             mapping, key, dtype = self.obj
-            return np.asarray(mapping[key], dtype)
+            v = mapping[key]
+            return np.asarray(v if type(v) in (float, int) else _value_of(v), dtype)
         g = self.leaf(args)._grad
         if g is None:
             raise RuntimeError("compiled plan expected a .grad that is gone (guard missed)")
@@ -294,3 +295,13 @@ class Graph:
         for v in ends:
             if id(v) not in defined and v.kind != "const":
                 raise IRError(f"{self.name}: output or effect {v!r} is never defined")
+
+
+def _value_of(v):
+    """A scalar Source's value: a tensor's array (on the host), else the object itself."""
+    data = getattr(v, "_data", None)
+    if data is None:
+        return v
+    from ..devices import to_host
+
+    return to_host(data)

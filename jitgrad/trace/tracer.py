@@ -227,8 +227,9 @@ class Tracer:
         call (an optimizer's learning rate: a scheduler changing it must not retrace)."""
         from ..tensor import alias
 
-        arr = np.asarray(mapping[key], dtype)
+        # (a 0-d tensor -- PyTorch's way to vary an lr under compile --: its value)
         src = Source("scalar", obj=(mapping, key, np.dtype(dtype)), name=name or str(key))
+        arr = src.read([])
         self._add_external(arr, src)
         self.scalar_reads.append((src, arr.copy()))
         return alias(arr)

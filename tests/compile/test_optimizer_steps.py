@@ -61,3 +61,38 @@ def test_compiled_step_is_eagers_bits(name):
 def test_capturable_updates_within_ulps(name):
     eager, compiled, _ = _both(CAPTURABLE[name])
     np.testing.assert_allclose(compiled, eager, rtol=2e-6, atol=2e-7)
+
+
+@pytest.mark.parametrize("name", ["SGD momentum nesterov", "RMSprop", "Adam"])
+def test_a_tensor_learning_rate_is_read_at_every_call(name):
+    """``lr=jitgrad.tensor(0.01)`` (PyTorch's way to vary the rate under compile without
+    recompiling) made the step run eagerly; it is read at every call like a float rate,
+    changed in place or replaced."""
+    make = {**EXACT, **CAPTURABLE}[name]
+    rng = np.random.default_rng(1)
+    w0 = rng.standard_normal(64).astype(np.float32)
+    g0 = rng.standard_normal(64).astype(np.float32)
+    results = []
+    for compiled in (False, True):
+        p = jg.nn.Parameter(jg.tensor(w0))
+        opt = make([p])
+        opt.param_groups[0]["lr"] = jg.tensor(0.01, dtype=jg.float64)
+
+        def step(g, p=p, opt=opt):
+            p.grad = g.clone()
+            opt.step()
+        fn = jg.compile(step) if compiled else step
+        for i in range(6):
+            fn(jg.tensor(g0 * np.float32(np.cos(i + 1))))
+            if i == 2:
+                opt.param_groups[0]["lr"].fill_(0.003)
+            if i == 4:
+                opt.param_groups[0]["lr"] = jg.tensor(0.02, dtype=jg.float64)
+        results.append(p.detach().numpy().copy())
+        if compiled:
+            assert not any(e.eager_reason for es in fn._entries.values() for e in es)
+            assert fn.stats["traces"] <= 2
+    if name in EXACT:
+        np.testing.assert_array_equal(results[1], results[0])
+    else:
+        np.testing.assert_allclose(results[1], results[0], rtol=2e-6, atol=2e-7)
