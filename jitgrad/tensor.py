@@ -582,12 +582,9 @@ def mark_view(out: Tensor, of: Tensor) -> Tensor:
     out._vc = of._vc
     base = of._base if of._base is not None else of
     out._base = base
-    if GRAD_OFF:
-        from .autograd.grad_mode import STATE
-
-        if not STATE.enabled:
-            out._view_kind = "no_grad"
-            return out
+    if GRAD_OFF and not (_GRAD_STATE[0] or _grad_state()).enabled:
+        out._view_kind = "no_grad"
+        return out
     out._view_kind = "grad"
     views = base._views
     if views is None:
@@ -601,6 +598,14 @@ def mark_view(out: Tensor, of: Tensor) -> Tensor:
 
 
 _weakref = weakref.ref
+_GRAD_STATE: list = [None]  # autograd.grad_mode.STATE, once imported (it imports this module)
+
+
+def _grad_state():
+    from .autograd.grad_mode import STATE
+
+    _GRAD_STATE[0] = STATE
+    return STATE
 
 
 _ENGINE_BACKWARD: list = []
