@@ -225,7 +225,7 @@ class _TracePackage(type(sys)):
 sys.modules[__name__ + ".trace"].__class__ = _TracePackage
 
 #: subpackages imported on first use, not by ``import jitgrad``
-_LAZY_SUBMODULES = frozenset({"distributions", "func", "serialization"})
+_LAZY_SUBMODULES = frozenset({"distributions", "func", "serialization", "testing"})
 
 
 def __getattr__(name: str):

@@ -244,3 +244,13 @@ def test_tensor_legacy_constructor(M):
         assert str(t.dtype).split(".")[1] == dtype and tuple(t.shape) == shape, name
     with pytest.raises(TypeError):
         M.Tensor([1], [2])
+
+
+def test_where_with_the_condition_alone_is_nonzero_as_tuple():
+    """``torch.where(cond)``: the indices of the true elements, one tensor per dim (was a
+    TypeError)."""
+    cond = jg.tensor([[1.0, 0.0], [0.0, 2.0]]) > 0
+    rows, cols = jg.where(cond)
+    assert rows.tolist() == [0, 1] and cols.tolist() == [0, 1]
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'other'"):
+        jg.where(cond, jg.ones(2, 2))

@@ -132,9 +132,20 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch'
 clip = clamp
 
 
+_NO_ARG = object()  # where()'s omitted arguments
+
+
 @api(WHERE, export="where")
-def where(condition, input, other) -> Tensor:
-    """``input`` where ``condition`` else ``other`` (either may be a number)."""
+def where(condition, input=_NO_ARG, other=_NO_ARG) -> Tensor:
+    """``input`` where ``condition`` else ``other`` (either may be a number); ``where(
+    condition)`` alone is ``nonzero(condition, as_tuple=True)``, as PyTorch's."""
+    if input is _NO_ARG and other is _NO_ARG:
+        from .tensor_extras import nonzero
+
+        return nonzero(condition, as_tuple=True)
+    if input is _NO_ARG or other is _NO_ARG:
+        raise TypeError("where() missing 1 required positional argument: "
+                        f"'{'input' if input is _NO_ARG else 'other'}'")
     if not is_tensor(condition):
         condition = as_tensor(condition)
     if condition._data.dtype != np.bool_:
