@@ -40,10 +40,10 @@ def _compare_arrays(actual: np.ndarray, expected: np.ndarray, rtol, atol, equal_
         return
     # (the differences in the compared dtype -- float32 for integers --, as PyTorch's)
     ft = actual.dtype if actual.dtype.kind == "f" else np.dtype(np.float32)
+    af, bf = actual.astype(ft), expected.astype(ft)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        absdiff = np.abs(actual.astype(ft) - expected.astype(ft)).astype(np.float64)
-        reldiff = (np.abs(actual.astype(ft) - expected.astype(ft))
-                   / np.abs(expected.astype(ft))).astype(np.float64)
+        diff = np.abs(af - bf)
+        absdiff, reldiff = diff.astype(np.float64), (diff / np.abs(bf)).astype(np.float64)
     bad = ~close
     n, total = int(bad.sum()), a.size
 

@@ -583,6 +583,7 @@ class _Run:
         heapq.heapify(heap)
         counter = len(heap)
         leaf_bufs: dict = {}
+        arrived = fused_regions.Arrived(buffers, leaf_bufs) if fuse is not None else None
         executed = self._executed
         pop, push = heapq.heappop, heapq.heappush
         while heap:
@@ -603,7 +604,7 @@ class _Run:
                 g0 = grads[0]
                 if (g0 is not None and g0._data.size >= min_size) or node.in_meta is not None:
                     region = fuse(node, grads, deps, shared_ids, declined, needed, self._slots,
-                                  (buffers, leaf_bufs))
+                                  arrived)
             if region is not None:  # node and the element-wise region it heads, fused
                 executed.extend(region[0])
                 pairs = region[1]

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..tensor import wrap
 
-__all__ = ["try_region", "MIN_ELEMENTS", "MIN_REPEATS", "stats", "clear"]
+__all__ = ["try_region", "Arrived", "MIN_ELEMENTS", "MIN_REPEATS", "stats", "clear"]
 
 #: fewest elements of a region's largest array for fusing it
 MIN_ELEMENTS = 1 << 14
@@ -104,9 +104,10 @@ def _captured(node, slots) -> bool:
     return any((nid, nr) in slots for nr in range(node.n_outputs))
 
 
-class _Arrived:
+class Arrived:
     """``k in arrived``: whether a gradient has arrived at node or leaf ``k`` (by id) and
-    waits in the engine's buffers."""
+    waits in the engine's buffers (made once per backward pass, over the engine's two
+    dicts)."""
 
     __slots__ = ("nodes", "leaves")
 
@@ -115,6 +116,9 @@ class _Arrived:
 
     def __contains__(self, k: int) -> bool:
         return k in self.nodes or k in self.leaves
+
+
+_NONE_ARRIVED = Arrived({}, {})
 
 
 def _grow(root, deps, needed, slots, pending) -> list | None:
@@ -403,8 +407,8 @@ def try_region(root, grads, deps, shared_ids: set, declined: set, needed=None, s
     alone). ``declined``: ids of nodes of this pass's regions that run node by node (not
     looked at again: their sub-regions are not structures of their own); ``needed`` and
     ``slots``: the engine's, under ``grad()`` / ``backward(inputs=)``; ``pending``: the
-    engine's gradients that have arrived and wait (``(by node id, by leaf id)``)."""
-    pending = _Arrived(*pending) if pending is not None else _Arrived({}, {})
+    engine's gradients that have arrived and wait (an :class:`Arrived`)."""
+    pending = _NONE_ARRIVED if pending is None else pending
     if (id(root) in declined or not _plain(root) or _elements(root, grads) < MIN_ELEMENTS
             or (slots is not None and id(root) not in needed)):
         return None
