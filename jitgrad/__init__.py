@@ -121,6 +121,7 @@ from .ops import torch_namespace as _torch_namespace
 from .ops import view_copies as _view_copies
 from .ops.api import export_table as _export_table
 from .ops.arrangements import broadcast_shapes  # shapes only, no op: exported by hand
+from .ops.as_strided import as_strided
 
 # PyTorch's top-level names written with existing ops (not ops of their own): each module's
 # __all__ is the one list of them -- cholesky, triangular_solve, nuclear_norm...; conv2d,
@@ -225,7 +226,7 @@ class _TracePackage(type(sys)):
 sys.modules[__name__ + ".trace"].__class__ = _TracePackage
 
 #: subpackages imported on first use, not by ``import jitgrad``
-_LAZY_SUBMODULES = frozenset({"distributions", "func", "serialization", "testing"})
+_LAZY_SUBMODULES = frozenset({"distributions", "func", "serialization", "testing", "_dynamo"})
 
 
 def __getattr__(name: str):
@@ -274,7 +275,7 @@ __all__ = [
     "finfo", "iinfo", "promote_types", "can_cast", "get_rng_state", "set_rng_state",
     "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
     "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
-    "get_deterministic_debug_mode", "nonzero", "detach", "is_nonzero", "is_same_size",
+    "get_deterministic_debug_mode", "nonzero", "detach", "as_strided", "is_nonzero", "is_same_size",
     "is_signed",
     *_legacy_linalg.__all__, *_nn_namespace.__all__, *_torch_namespace.__all__,
     *_view_copies.__all__,

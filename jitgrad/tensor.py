@@ -72,10 +72,34 @@ def _weakrefable(obj) -> bool:
         return False
 
 
+#: bumped whenever a leaf's hooks change (a compiled plan bakes in the hooks of the
+#: leaves it captures: its guard reads their hooks again only after a change)
+HOOK_EPOCH = [0]
+
+
 class _HookDict(dict):
-    """A dict that can be weakly referenced (hook handles must not keep it alive)."""
+    """A dict that can be weakly referenced (hook handles must not keep it alive); adding
+    or removing a hook bumps :data:`HOOK_EPOCH`."""
 
     __slots__ = ("__weakref__",)
+
+    def __setitem__(self, key, value) -> None:
+        HOOK_EPOCH[0] += 1
+        super().__setitem__(key, value)
+
+    def pop(self, *args):
+        HOOK_EPOCH[0] += 1
+        return super().pop(*args)
+
+    def __delitem__(self, key) -> None:
+        HOOK_EPOCH[0] += 1
+        super().__delitem__(key)
+
+
+def hooks_key(t: Tensor) -> tuple:
+    """Which hooks leaf ``t`` has (tensor and post-accumulate-grad hooks, by handle)."""
+    return (tuple(t._hooks) if t._hooks else (),
+            tuple(t._post_acc_hooks) if t._post_acc_hooks else ())
 
 
 _NON_LEAF_GRAD_WARNING = (

@@ -254,3 +254,158 @@ def test_where_with_the_condition_alone_is_nonzero_as_tuple():
     assert rows.tolist() == [0, 1] and cols.tolist() == [0, 1]
     with pytest.raises(TypeError, match="missing 1 required positional argument: 'other'"):
         jg.where(cond, jg.ones(2, 2))
+
+
+def test_an_empty_dim_list_reduces_every_dim():
+    """PyTorch's reductions take ``dim=()`` / ``[]`` as every dim (jitgrad reduced none);
+    the rules that reduce again by a recorded (possibly empty) dims keep their meaning."""
+    x = jg.arange(6.0).reshape(2, 3)
+    assert x.sum(()).item() == 15.0 and jg.sum(x, dim=[]).item() == 15.0
+    assert x.mean(dim=()).item() == 2.5 and x.amax(()).item() == 5.0
+    assert x.sum((), keepdim=True).shape == (1, 1)
+    assert abs(x.var(dim=()).item() - 3.5) < 1e-6
+    assert jg.linalg.vector_norm(x, dim=()).item() == pytest.approx(np.sqrt(55.0))
+    # a 0-d operand's recorded dims are empty: its gradients, batched by vmap, are per element
+    s = jg.tensor([1.0, -2.0, 3.0], dtype=jg.float64)
+    got = jg.func.vmap(jg.func.grad(lambda v: jg.linalg.vector_norm(v, ord=float("inf"))))(s)
+    assert got.tolist() == [1.0, -1.0, 1.0]
+
+
+def test_lerp_takes_a_tensor_weight():
+    a, b = jg.zeros(3), jg.ones(2, 3)
+    w = jg.tensor([[0.1], [0.6]])
+    np.testing.assert_allclose(jg.lerp(a, b, w).numpy(), [[0.1] * 3, [0.6] * 3], rtol=1e-6)
+    assert jg.lerp(a, jg.ones(3), jg.tensor(0.25, dtype=jg.float64)).dtype == jg.float32
+    with pytest.raises(RuntimeError, match="expected dtype float for `weight` but got dtype "
+                                           "double"):
+        jg.lerp(a, jg.ones(3), jg.ones(3, dtype=jg.float64))
+    x, y = (jg.tensor(np.random.default_rng(0).standard_normal(4), requires_grad=True)
+            for _ in range(2))
+    t = jg.tensor([0.1, 0.4, 0.6, 0.9], dtype=jg.float64, requires_grad=True)
+    assert jg.autograd.gradcheck(lambda x, y, t: jg.lerp(x, y, t), (x, y, t))
+
+
+def test_lerp_and_empty_dims_against_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+    a, b, w = (rng.standard_normal(5).astype(np.float32) for _ in range(3))
+    want = torch.lerp(torch.tensor(a), torch.tensor(b), torch.tensor(w)).numpy()
+    # (PyTorch's CPU kernel contracts into FMAs: an ulp apart)
+    np.testing.assert_allclose(jg.lerp(jg.tensor(a), jg.tensor(b), jg.tensor(w)).numpy(),
+                               want, rtol=2e-7, atol=1e-7)
+    x = rng.standard_normal((3, 4))
+    for name in ("sum", "mean", "amax", "amin", "nansum"):
+        for keepdim in (False, True):
+            np.testing.assert_allclose(
+                getattr(jg, name)(jg.tensor(x), dim=(), keepdim=keepdim).numpy(),
+                getattr(torch, name)(torch.tensor(x), dim=(), keepdim=keepdim).numpy())
+
+
+def test_a_number_operand_out_of_a_small_int_range_wraps():
+    """PyTorch casts a binary op's number operand to the tensor's integer dtype, wrapping
+    (``int8 + 200`` is ``int8 + -56``); jitgrad raised NumPy's OverflowError. ``alpha`` and
+    values written into the tensor (``fill_``, ``where``) must still fit."""
+    t = jg.tensor([1, 100], dtype=jg.int8)
+    assert (t + 200).tolist() == [-55, 44] and (200 + t).tolist() == [-55, 44]
+    assert (t * 1000).tolist() == [-24, -96] and (t < 200).tolist() == [False, False]
+    assert (t // 300).tolist() == [0, 2] and (jg.tensor([3], dtype=jg.uint8) + -1).tolist() == [2]
+    assert (jg.tensor([1]) + 2 ** 63).tolist() == [-(2 ** 63) + 1]
+    u = t.clone()
+    u.add_(200)
+    assert u.tolist() == [-55, 44]
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int8_t"):
+        t.add(t, alpha=300)
+    with pytest.raises(OverflowError):
+        jg.where(t > 0, t, 300)
+    assert t.tolist() == [1, 100]
+    f = jg.compile(lambda x: (x + 200) * 3 - (x < 200).to(jg.int8))
+    assert f(t).tolist() == f(t).tolist() == ((t + 200) * 3 - (t < 200).to(jg.int8)).tolist()
+
+
+def test_wrapped_number_operands_against_torch():
+    torch = pytest.importorskip("torch")
+    x = np.array([1, 100, -128, 127], dtype=np.int8)
+    for op in ("add", "sub", "mul", "floor_divide", "remainder", "lt", "eq", "bitwise_and"):
+        for number in (200, -300, 1000):
+            want = getattr(torch, op)(torch.tensor(x), number).numpy()
+            got = getattr(jg, op)(jg.tensor(x), number).numpy()
+            np.testing.assert_array_equal(got, want, err_msg=f"{op} {number}")
+
+
+def test_setitem_with_an_integer_and_an_index_tensor():
+    """``t[idx, 2] = v`` (an integer beside an index tensor: PyTorch selects with the
+    integer first) raised NumPy's IndexError on the path without autograd."""
+    t = jg.zeros(4, 3)
+    t[jg.tensor([1, 2]), 2] = 1
+    assert t.tolist() == [[0, 0, 0], [0, 0, 1], [0, 0, 1], [0, 0, 0]]
+    a = jg.zeros(4, 3, requires_grad=True)
+    v = jg.tensor([5.0, 6.0], requires_grad=True)
+    b = a.clone()
+    b[jg.tensor([1, 2]), 2] = v
+    (b * jg.arange(12.0).reshape(4, 3)).sum().backward()
+    assert b.tolist() == [[0, 0, 0], [0, 0, 5], [0, 0, 6], [0, 0, 0]]
+    assert a.grad.tolist() == [[0, 1, 2], [3, 4, 0], [6, 7, 0], [9, 10, 11]]
+    assert v.grad.tolist() == [5.0, 8.0]
+
+    def f(x, i):
+        y = x * 1
+        y[i, 1] = 7.0
+        return y
+    cf = jg.compile(f)
+    x, i = jg.ones(4, 3), jg.tensor([0, 3])
+    assert cf(x, i).tolist() == cf(x, i).tolist() == f(x, i).tolist()
+
+
+def test_partial_overlap_of_an_in_place_operand_is_pytorchs_error():
+    """``a[1:].add_(a[:-1])`` computed through memory it was writing (large tensors, whose
+    in-place kernels write straight into the tensor: ``mul_``/``addcdiv_`` gave neither
+    PyTorch's nor NumPy's result); PyTorch raises for partly overlapping dense operands."""
+    msg = "some elements of the input tensor and the written-to tensor refer to a single"
+    for n in (6, 100_000):
+        a = jg.arange(float(n))
+        for write in (lambda a: a[1:].add_(a[:-1]), lambda a: a[1:].copy_(a[:-1]),
+                      lambda a: a[:-1].addcdiv_(a[1:], a[1:] + 1),
+                      lambda a: a[1:].mul_(a[:-1]),
+                      lambda a: a.__setitem__(slice(1, None), a[:-1])):
+            with pytest.raises(RuntimeError, match=msg):
+                write(a)
+            assert a.tolist() == list(range(n))
+        a.add_(a)  # the very same elements: allowed
+        a[:n // 2].add_(a[n // 2: 2 * (n // 2)])  # disjoint halves: allowed
+        want = np.arange(float(n), dtype=np.float32) * 2
+        want[:n // 2] += want[n // 2: 2 * (n // 2)]
+        np.testing.assert_array_equal(a.numpy(), want)
+    # strided and overlapping (PyTorch computes it): the result as if read first
+    a = jg.arange(100_000.0)
+    ref = a.numpy().copy()
+    a[0:60000:2].mul_(a[1:30001])
+    ref[0:60000:2] = ref[0:60000:2] * ref[1:30001]
+    np.testing.assert_array_equal(a.numpy(), ref)
+
+
+def test_init_helpers_and_grad_only_inputs():
+    init = jg.nn.init
+    assert init._calculate_fan_in_and_fan_out(jg.empty(16, 8, 3, 5)) == (120, 240)
+    assert init._calculate_correct_fan(jg.empty(16, 8, 3, 5), "fan_out") == 240
+    t = init.sparse_(jg.empty(20, 10), 0.3)
+    assert (t == 0).sum(0).tolist() == [6] * 10 and 0.003 < t.std().item() < 0.03
+    with pytest.raises(ValueError, match="Only tensors with 2 dimensions"):
+        init.sparse_(jg.empty(3), 0.1)
+    x = jg.ones(3, requires_grad=True)
+    assert jg.autograd.grad((x * x).sum(), x, only_inputs=True)[0].tolist() == [2.0] * 3
+    y = jg.ones(2, requires_grad=True)
+    # PyTorch's positions: only_inputs is the sixth, allow_unused the seventh
+    assert jg.autograd.grad((x * x).sum(), [x, y], None, None, False, True, True)[1] is None
+
+
+def test_deprecation_warnings_name_the_callers_line():
+    """A warning of a function autocast wraps (``kl_div(reduction="mean")``) named the
+    wrapper's generated file, so filters by module and once-per-line dedup did not work."""
+    cases = [lambda: jg.nn.functional.kl_div(jg.zeros(2, 3), jg.ones(2, 3) / 3,
+                                             reduction="mean"),
+             lambda: jg.cross(jg.ones(3, 3), jg.ones(3, 3)),
+             lambda: jg.nn.functional.softmax(jg.ones(2, 3))]
+    for case in cases:
+        with pytest.warns(UserWarning) as record:
+            case()
+        assert record[0].filename == __file__

@@ -481,3 +481,86 @@ class LSTMStep:
 
     def time_step(self):
         self.step()
+
+
+class CompiledCallPatterns:
+    """Ways ``torch.compile`` users call a compiled training step that retraced at every
+    call (a compile probe, stop 47): a OneCycleLR schedule (momentum cycled: it traced per
+    step, then ran eagerly, 0.94x eager), a fresh dict batch per step (``batch["x"]``
+    guarded by identity: eager after the recompile limit, 1.0x), a Python step counter
+    argument (a trace per call, 16-24x slower than eager; now eager past the limit).
+    ``track_speedup`` is the eager step's time over the compiled one's, side by side;
+    ``track_traces`` the traces over 40 steps."""
+
+    params = ["one_cycle", "dict_batch", "int_counter"]
+    param_names = ["pattern"]
+    quick_params = None
+
+    def setup(self, pattern):
+        import jitgrad.nn as nn
+
+        rng = np.random.default_rng(0)
+        self.batches = [(jitgrad.tensor(rng.standard_normal((64, 20)).astype(np.float32)),
+                         jitgrad.tensor(rng.integers(0, 5, 64))) for _ in range(8)]
+        self.pattern = pattern
+
+        def make():
+            jitgrad.manual_seed(0)
+            model = nn.Sequential(nn.Linear(20, 64), nn.Tanh(), nn.Linear(64, 5))
+            opt = jitgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True)
+            sched = jitgrad.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=10**6)
+
+            def step(batch, counter=0):
+                x, y = (batch["x"], batch["y"]) if isinstance(batch, dict) else batch
+                loss = nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+                return loss
+            return step, sched
+        self.eager, self.eager_sched = make()
+        step, self.compiled_sched = make()
+        self.compiled = jitgrad.compile(step)
+        self.i = 0
+
+    def _call(self, fn, sched):
+        x, y = self.batches[self.i % len(self.batches)]
+        self.i += 1
+        if self.pattern == "one_cycle":
+            fn((x, y))
+            sched.step()
+        elif self.pattern == "dict_batch":
+            fn({"x": x.clone(), "y": y.clone()})  # a fresh dict of fresh tensors
+        else:
+            fn((x, y), self.i)
+
+    def time_eager_step(self, pattern):
+        self._call(self.eager, self.eager_sched)
+
+    def time_compiled_step(self, pattern):
+        self._call(self.compiled, self.compiled_sched)
+
+    def track_speedup(self, pattern):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(12):  # past the traces (and, for the counter, the limit)
+                self._call(self.compiled, self.compiled_sched)
+            return _interleaved_ratio(lambda: self._call(self.eager, self.eager_sched),
+                                      lambda: self._call(self.compiled, self.compiled_sched),
+                                      number=10)
+
+    track_speedup.unit = "x"
+
+    def track_traces(self, pattern):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            before = self.compiled.stats["traces"]
+            for _ in range(40):
+                self._call(self.compiled, self.compiled_sched)
+        return self.compiled.stats["traces"] - before
+
+    track_traces.unit = "traces"

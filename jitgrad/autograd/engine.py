@@ -333,9 +333,11 @@ def _backward(tensors, grad_tensors, retain_graph, create_graph, inputs) -> None
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=None, is_grads_batched=False, materialize_grads=False,
-         _raw_inputs: bool = False):
+         only_inputs=True, allow_unused=None, is_grads_batched=False,
+         materialize_grads=False, _raw_inputs: bool = False):
     """Gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated).
+    ``only_inputs`` is PyTorch's deprecated, ignored argument (gradient-penalty code passes
+    it).
 
     >>> import jitgrad
     >>> x = jitgrad.tensor(3.0, requires_grad=True)
@@ -347,7 +349,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if AUTOCASTING and _autocast_mode().autocasting():
         with _autocast_mode().suspended():  # backward runs in the dtypes the forward chose
             return grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
-                        allow_unused, is_grads_batched, materialize_grads, _raw_inputs)
+                        only_inputs, allow_unused, is_grads_batched, materialize_grads,
+                        _raw_inputs)
     if allow_unused is None:
         allow_unused = materialize_grads
     outputs = _as_tuple(outputs)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import threading
 import warnings
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -30,7 +31,7 @@ from ..compiler.joint import speculation_blocker
 from ..compiler.kernel_desc import unsupported_float
 from ..tensor import Tensor
 from ..trace.numpy_args import conversions_watched, wrap_numpy_arguments
-from ..trace.pytree import NotRebuildable, flatten
+from ..trace.pytree import NotRebuildable, flatten, numbers_erased
 from ..trace.state import STATE as _TRACE
 from ..trace.tracer import TraceError, Tracer
 from . import aliasing, call_path
@@ -79,6 +80,7 @@ class CompiledFunction:
         self._changed_in_call: set = set()  # what traced calls changed of what they read
         self._retraces_of: dict = {}  # key -> traces again for failed guards
         self._given_up: dict = {}  # key -> why its calls run eagerly (config.recompile_limit)
+        self._number_keys: dict = {}  # a key with its numbers erased -> keys traced for it
         self.stats = {"calls": 0, "traces": 0, "retraces": 0, "cache_hits": 0, "evictions": 0}
         self.last_retrace_reason: str | None = None
         self._warned = False
@@ -87,9 +89,22 @@ class CompiledFunction:
         self._fast = None  # call_path's fast path of the last entry hit
         self._lock = threading.RLock()  # one trace at a time; plans run concurrently
         self._closure = ClosureGuard(fn)
+        _LIVE.add(self)
         functools.update_wrapper(self, fn, updated=())
         if not hasattr(self, "__name__"):  # a Module-like callable
             self.__name__ = type(fn).__name__
+
+    def reset(self) -> None:
+        """Forget every trace (``jitgrad.compiler.reset()``): the next call traces again."""
+        with self._lock:
+            self._entries.clear()
+            self._lru.clear()
+            self._retraces_of.clear()
+            self._given_up.clear()
+            self._number_keys.clear()
+            self._changed_in_call.clear()
+            self._fast = None
+            self._last_key = None
 
     def __get__(self, obj, objtype=None):  # decorating methods
         if obj is None:
@@ -160,6 +175,28 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         self.stats["cache_hits"] += 1
         return entry.run(flat)
+
+    def _numbers_given_up(self, key) -> bool:
+        """Whether a new signature ``key`` is one more of calls that differ only in Python
+        numbers (a step counter passed at every call), past ``config.recompile_limit``
+        traces of them: such calls then run eagerly (a trace each was 16-24x slower than
+        eager), with a warning once, as ``torch.compile``'s cache limit does."""
+        kind = (numbers_erased(key[0]), *key[1:])
+        if kind == key:
+            return False
+        seen = self._number_keys.setdefault(kind, set())
+        if key in seen or len(seen) < config.recompile_limit:
+            seen.add(key)
+            return False
+        if len(seen) == config.recompile_limit:
+            seen.add(None)  # (warned)
+            warnings.warn(
+                f"jitgrad.compile: {self.__name__} traced {config.recompile_limit} times for "
+                f"arguments that differ only in Python numbers (config.recompile_limit = "
+                f"{config.recompile_limit}); calls with other numbers run eagerly from now "
+                f"on. A number that changes at every call compiles once as a 0-d tensor "
+                f"argument.", UserWarning, stacklevel=4)
+        return True
 
     def _autocast_eager(self, args: tuple, kwargs: dict):
         """A call under autocast runs eagerly: generated kernels compute in float32/float64,
@@ -262,6 +299,8 @@ class CompiledFunction:
         same bits as eager mode, whose ops are the plan's kernels -- and its effects happen
         once. Arrays the traced call made that outside state kept get the plan's values too.
         """
+        if key not in self._entries and self._numbers_given_up(key):
+            return self.fn(*args, **kwargs)
         if reason is not None and key in self._entries:  # a guard failed, not a new key
             n = self._retraces_of[key] = self._retraces_of.get(key, 0) + 1
             if n > config.recompile_limit:
@@ -543,6 +582,14 @@ def _uncompiled(fn: Callable) -> Callable:
     def run_eagerly(*args, **kwargs):
         return fn(*args, **kwargs)
     return run_eagerly
+
+
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+
+
+def live_compiled_functions() -> list[CompiledFunction]:
+    """Every :class:`CompiledFunction` still alive."""
+    return list(_LIVE)
 
 
 def compiled_function_of(f) -> CompiledFunction | None:

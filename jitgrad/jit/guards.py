@@ -38,7 +38,7 @@ from ..nn.mutation import (
     TrackedOrderedDict,
     TrackedSet,
 )
-from ..tensor import Tensor
+from ..tensor import HOOK_EPOCH, Tensor, hooks_key
 
 __all__ = ["ClosureGuard", "AccessGuard", "global_settings", "external_guards", "fast_guard_lines",
            "closure_names", "state_of",
@@ -67,6 +67,9 @@ def external_guards(graph, tracer) -> list:
                 return None
             chk.spec = ("tensor", t, shape, np.dtype(dtype), req)  # for generated checks
             checks.append(chk)
+    captured = [v.source.obj for v in graph.externals if v.source.kind == "tensor"]
+    if captured:
+        checks.append(_hooks_check(captured))
     for read, value in tracer.setting_reads.items():
         def chk(flat, read=read, value=value):
             now = read()
@@ -88,6 +91,26 @@ def external_guards(graph, tracer) -> list:
     return checks
 
 
+def _hooks_check(tensors: list):
+    """The check that captured leaves still have the hooks the trace ran (a plan bakes in
+    what they computed): read again only when some leaf's hooks changed since
+    (``tensor.HOOK_EPOCH``), then the epoch it holds for is moved on."""
+    keys = [hooks_key(t) for t in tensors]
+    seen = [HOOK_EPOCH[0]]
+
+    def chk(flat):
+        epoch = HOOK_EPOCH[0]
+        if epoch == seen[0]:
+            return None
+        for t, key in zip(tensors, keys):
+            if hooks_key(t) != key:
+                return "a hook of a captured tensor was registered or removed"
+        seen[0] = epoch
+        return None
+    chk.spec = ("hooks", seen)
+    return chk
+
+
 def fast_guard_lines(checks: list, ns: dict) -> list | None:
     """:func:`external_guards`' checks as generated lines (over the call's ``args``: tensors
     only) that ``return MISS`` when one fails (a compiled entry's hit path: no call per
@@ -97,7 +120,10 @@ def fast_guard_lines(checks: list, ns: dict) -> list | None:
         spec = getattr(chk, "spec", None)
         if spec is None:
             return None
-        if spec[0] == "setting":
+        if spec[0] == "hooks":  # (a change: the slow path's check reads the hooks again)
+            ns["HOOK_EPOCH"], ns[f"GH{j}"] = HOOK_EPOCH, spec[1]
+            lines += [f"if HOOK_EPOCH[0] != GH{j}[0]:", "    return MISS"]
+        elif spec[0] == "setting":
             _, read, value = spec
             ns[f"GR{j}"], ns[f"GV{j}"] = read, value
             lines += [f"if GR{j}() != GV{j}:", "    return MISS"]
@@ -142,7 +168,13 @@ class ClosureGuard:
 
     def __init__(self, fn) -> None:
         self.module = fn if _is_module(fn) else None
-        target = getattr(type(fn), "forward", fn) if self.module is not None else fn
+        # a bound method (``compile(opt.step)``, ``compile(model.forward)``): the object it
+        # is bound to, like the module of a compiled module -- library code's reads of it
+        # (an optimizer's state, a layer's weight and mode) are not observed
+        bound = getattr(fn, "__self__", None) if isinstance(fn, types.MethodType) else None
+        if self.module is None and bound is not None and closure_relevant(bound):
+            self.module = bound
+        target = getattr(type(fn), "forward", fn) if self.module is fn else fn
         code = getattr(target, "__code__", None)
         self.slots: list = []
         if code is None:
@@ -262,7 +294,8 @@ def state_of(o):
 
 
 def _optimizer_state(o) -> tuple:
-    dynamic = ("params", *getattr(o, "traced_hyperparameters", ()))  # read at every call
+    traced = getattr(o, "traced_options", None)
+    dynamic = ("params", *(traced() if traced is not None else ()))  # read at every call
     state = getattr(o, "state", {})
     return ("o", tuple(
         (id(grp),  # traced hyper-parameters are read from this very dict at every call
@@ -271,6 +304,8 @@ def _optimizer_state(o) -> tuple:
          tuple((k, v if type(v) is not tuple or _frozen(v) else value_state(v, 1))
                for k, v in grp.items()
                if k not in dynamic and isinstance(v, (int, float, bool, tuple, type(None)))),
+         tuple((k, grp[k] == 0) for k in getattr(o, "traced_zero_tests", ())
+               if k in dynamic and type(grp.get(k)) in (int, float)),
          # per-parameter state (momentum buffers, Adam moments) is created by the first
          # step: a trace made before it exists must not serve calls after
          tuple(tuple((k, id(v)) for k, v in state[p].items()) if p in state else ()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 import gc
+import importlib.util
 import os
 import random
 import sys
@@ -40,21 +41,43 @@ __all__ = ["Observer", "untraceable_reason"]
 
 
 def _library_dirs() -> tuple:
+    """(the directories of jitgrad, NumPy, Numba and llvmlite; the standard library's;
+    the installed packages', which sit inside the standard library's in a venv or a system
+    Python but are a user's models and configs: observed)."""
     import jitgrad
     import jitgrad.kernels as jk
 
-    dirs = {os.path.dirname(os.path.abspath(jitgrad.__file__))}
-    dirs.update(os.path.abspath(p) for p in jk.__path__)
-    dirs.add(os.path.dirname(os.path.abspath(np.__file__)))
-    for key in ("stdlib", "platstdlib"):
-        p = sysconfig.get_paths().get(key)
-        if p:
-            dirs.add(os.path.abspath(p))
-    for mod in ("numba", "llvmlite"):
-        m = sys.modules.get(mod)
-        if m is not None and getattr(m, "__file__", None):
-            dirs.add(os.path.dirname(os.path.abspath(m.__file__)))
-    return tuple(d + os.sep for d in dirs)
+    packages = {os.path.dirname(os.path.abspath(jitgrad.__file__))}
+    packages.update(os.path.abspath(p) for p in jk.__path__)
+    packages.add(os.path.dirname(os.path.abspath(np.__file__)))
+    for mod in ("numba", "llvmlite", "numba_cuda", "cupy", "cupy_backends", "mpi4py"):
+        try:  # (located, not imported: jitgrad imports them lazily)
+            spec = importlib.util.find_spec(mod)
+        except (ImportError, ValueError):
+            spec = None
+        for p in (spec.submodule_search_locations or ()) if spec is not None else ():
+            packages.add(os.path.abspath(p))
+    paths = sysconfig.get_paths()
+    stdlib = {os.path.abspath(paths[k]) for k in ("stdlib", "platstdlib") if paths.get(k)}
+    installed = {os.path.abspath(paths[k]) for k in ("purelib", "platlib") if paths.get(k)}
+    installed.update(os.path.abspath(p) for p in sys.path
+                     if p and os.path.basename(p) in ("site-packages", "dist-packages"))
+    return tuple(tuple(d + os.sep for d in s) for s in (packages, stdlib, installed))
+
+
+def _library_or_installed(path: str):
+    """False for user code, True for library code, ``INSTALLED`` for an installed
+    package's (observed, except where the import system runs it: a finder on
+    ``sys.meta_path``, such as pytest's or an editable install's)."""
+    packages, stdlib, installed = _LIB_DIRS
+    if path.startswith(packages):
+        return True
+    if path.startswith(installed):
+        return INSTALLED
+    return path.startswith(stdlib)
+
+
+INSTALLED = "installed"
 
 
 _LIB_DIRS: tuple | None = None
@@ -67,7 +90,9 @@ _CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__", "__setattr__"
 _user_code: dict = {}
 
 
-def _is_user_code(code) -> bool:
+def _is_user_code(code):
+    """True for user code, False for library code, ``INSTALLED`` for an installed
+    package's code (user code unless the import system runs it)."""
     global _LIB_DIRS
     got = _user_code.get(code)
     if got is None:
@@ -77,10 +102,21 @@ def _is_user_code(code) -> bool:
         if fn.startswith("<"):  # generated code (dataclass methods, jitgrad's own plans...)
             got = fn.startswith(_USER_PSEUDO_FILES)
         else:
-            path = os.path.abspath(fn) if not fn.startswith("<") else fn
-            got = not path.startswith(_LIB_DIRS)
+            lib = _library_or_installed(os.path.abspath(fn))
+            got = INSTALLED if lib is INSTALLED else not lib
         _user_code[code] = got
     return got
+
+
+def _run_by_the_import_system(frame) -> bool:
+    """Whether ``frame`` runs inside an import (a frame of ``importlib._bootstrap`` below
+    it): a finder's or loader's caches are not the traced function's state."""
+    f = frame.f_back
+    while f is not None:
+        if f.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        f = f.f_back
+    return False
 
 
 #: objects whose methods draw random numbers in Python (frozen by a trace)
@@ -206,6 +242,38 @@ def _walk(value, steps) -> tuple:
     return value, len(steps)
 
 
+def _argument_leaf(root, steps) -> bool:
+    """Whether ``steps`` from argument ``root`` go through the containers ``jitgrad.compile``
+    flattens into its key (dicts, lists, tuples; namedtuple fields) to a tensor or to a
+    container of only tensors, numbers, strings and such containers: all of it at positions
+    the key's structure fixes, so the chain needs no guard of its own (guarding a tensor in
+    it by identity traced every call of ``step(batch)`` with a fresh batch dict)."""
+    if not steps:
+        return isinstance(root, (dict, list, tuple)) and _flattened_whole(root, 0)
+    v = root
+    for kind, s in steps:
+        if kind != "attr" and isinstance(v, (dict, list, tuple)):
+            try:
+                v = v[s]
+            except Exception:  # noqa: BLE001
+                return False
+        elif kind == "attr" and isinstance(v, tuple) and s in getattr(v, "_fields", ()):
+            v = getattr(v, s)
+        else:
+            return False
+    return isinstance(v, Tensor) or (isinstance(v, (dict, list, tuple))
+                                     and _flattened_whole(v, 0))
+
+
+def _flattened_whole(v, depth: int) -> bool:
+    if isinstance(v, (Tensor, int, float, bool, str, bytes)) or v is None:
+        return True
+    if depth > 8 or not isinstance(v, (dict, list, tuple)):
+        return False
+    items = v.values() if isinstance(v, dict) else v
+    return len(items) <= 256 and all(_flattened_whole(i, depth + 1) for i in items)
+
+
 def _outside_mutable(v) -> bool:
     """An object whose mutation is a Python side effect the trace cannot replay (tensors
     are traced; numbers and strings are immutable)."""
@@ -251,14 +319,36 @@ class Observer:
         self._funcs: dict = {}  # code -> functions with that code (inner frames' cells)
         self._top_done = False
         self._old = None
+        self._in_gc = False
 
     def __enter__(self) -> Observer:
+        global _LIB_DIRS
+        if _LIB_DIRS is None:  # (found before tracing: it asks the import system)
+            _LIB_DIRS = _library_dirs()
+        # code the garbage collector runs (gc callbacks, finalizers) is not the traced
+        # function's: flagged from the first "start" callback to the last "stop" one
+        self._in_gc = False
+        gc.callbacks.insert(0, self._gc_started)
+        gc.callbacks.append(self._gc_stopped)
         self._old = sys.gettrace()
         sys.settrace(self._on_call)
         return self
 
     def __exit__(self, *exc) -> None:
         sys.settrace(self._old)
+        for cb in (self._gc_started, self._gc_stopped):
+            try:
+                gc.callbacks.remove(cb)
+            except ValueError:
+                pass
+
+    def _gc_started(self, phase, info) -> None:
+        if phase == "start":
+            self._in_gc = True
+
+    def _gc_stopped(self, phase, info) -> None:
+        if phase == "stop":
+            self._in_gc = False
 
     # ----------------------------------------------------------------------- events
     def _on_call(self, frame, event, arg):
@@ -266,7 +356,8 @@ class Observer:
         if tr is not self.tracer and not _nested_in(tr, self.tracer):
             return None
         code = frame.f_code
-        if not _is_user_code(code):
+        user = _is_user_code(code)
+        if not user or self._in_gc or (user is INSTALLED and _run_by_the_import_system(frame)):
             return None
         top = (not self._top_done and code is self.top_code)
         if top:
@@ -322,6 +413,8 @@ class Observer:
                 # key) is guarded as the function's default (rebinding it retraces)
                 self._guard_default(ch, root)
                 continue
+            if top and ch.kind == "fast" and _argument_leaf(root, ch.steps[:cut]):
+                continue  # batch["x"], batch: a flattened argument's part the key holds
             if cut == 0 and (isinstance(root, Tensor) or (
                     top and ch.kind == "fast" and isinstance(root, np.ndarray))):
                 # tensor and NumPy arguments, captured tensors: key / tracer guards; a

@@ -19,7 +19,7 @@ from ..tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "ones_", "zeros_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
-           "trunc_normal_", "orthogonal_", "eye_", "dirac_"]
+           "trunc_normal_", "orthogonal_", "eye_", "dirac_", "sparse_"]
 
 _LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "sigmoid")
@@ -46,7 +46,10 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
 
 
-def _fans(tensor: Tensor) -> tuple[int, int]:
+def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
+    """``(fan_in, fan_out)`` of a weight: its input (dim 1) and output (dim 0) sizes times
+    the receptive field (PyTorch's private helper, which layers' ``reset_parameters``
+    copied into user code call)."""
     if tensor.ndim < 2:
         raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 "
                          "dimensions")
@@ -54,11 +57,12 @@ def _fans(tensor: Tensor) -> tuple[int, int]:
     return tensor.shape[1] * field, tensor.shape[0] * field
 
 
-def _fan(tensor: Tensor, mode: str) -> int:
+def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
+    """The fan ``mode`` ("fan_in" / "fan_out") names, as PyTorch's helper."""
     mode = mode.lower()
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
-    fan_in, fan_out = _fans(tensor)
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
 
 
@@ -95,7 +99,7 @@ def zeros_(tensor: Tensor) -> Tensor:
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0,
                     generator: Generator | None = None) -> Tensor:
     """Glorot uniform: U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))``."""
-    fan_in, fan_out = _fans(tensor)
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     a = gain * math.sqrt(6.0 / float(fan_in + fan_out))
     return uniform_(tensor, -a, a, generator)
 
@@ -103,7 +107,7 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0,
 def xavier_normal_(tensor: Tensor, gain: float = 1.0,
                    generator: Generator | None = None) -> Tensor:
     """Glorot normal: N(0, std²) with ``std = gain * sqrt(2 / (fan_in + fan_out))``."""
-    fan_in, fan_out = _fans(tensor)
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
 
 
@@ -113,7 +117,8 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
     """He uniform: U(-b, b) with ``b = gain * sqrt(3 / fan)``."""
     if 0 in tensor.shape:
         return tensor
-    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    fan = _calculate_correct_fan(tensor, mode)
+    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
     return uniform_(tensor, -bound, bound, generator)
 
 
@@ -123,7 +128,7 @@ def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
     """He normal: N(0, std²) with ``std = gain / sqrt(fan)``."""
     if 0 in tensor.shape:
         return tensor
-    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
     return normal_(tensor, 0.0, std, generator)
 
 
@@ -206,3 +211,20 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
         from ..creation import tensor as make
 
         return tensor.copy_(make(w))
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
+            generator: Generator | None = None) -> Tensor:
+    """Fill the 2-D ``tensor`` from N(0, std²), then zero ``ceil(sparsity * rows)`` random
+    rows of each column (PyTorch's sparse initialisation, Martens 2010)."""
+    from ..creation import randperm
+
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    with no_grad():
+        tensor.normal_(0, std, generator=generator)
+        for col in range(cols):
+            tensor[randperm(rows)[:num_zeros], col] = 0
+    return tensor

@@ -32,8 +32,9 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
         return loss.sum()
     if reduction == "batchmean":
         return loss.sum() / input.shape[0] if input.dim() else loss.sum()
+    # (stacklevel 3: the autocast wrapper in between, so the warning names the caller line)
     warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
                   "support size.'batchmean' divides only by the batch size, and aligns with "
                   "the KL div math definition.'mean' will be changed to behave the same as "
-                  "'batchmean' in the next major release.", UserWarning, stacklevel=2)
+                  "'batchmean' in the next major release.", UserWarning, stacklevel=3)
     return loss.mean()

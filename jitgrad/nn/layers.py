@@ -203,14 +203,41 @@ class _ConvBase(Module):
         """Check and store the arguments of a (non-transposed) convolution; make its
         ``weight`` ``(out, in / groups, *kernel)`` and ``bias`` and initialise them."""
         self._check_groups(in_channels, out_channels, groups)
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"{type(self).__name__}: padding_mode={padding_mode!r} "
-                                      "is not supported by jitgrad (only 'zeros')")
+        modes = {"zeros", "reflect", "replicate", "circular"}
+        if padding_mode not in modes:
+            raise ValueError(f"padding_mode must be one of {modes}, but got "
+                             f"padding_mode='{padding_mode}'")
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                                 "{'valid', 'same'}")
+            if padding == "same" and any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
         self.dilation, self.groups, self.padding_mode = dilation, groups, padding_mode
+        # F.pad's amounts (last dim first) for a padding_mode other than zeros, as PyTorch's
+        if padding == "valid":
+            pads = [0] * (2 * len(kernel_size))
+        elif padding == "same":
+            pads = []
+            for d, k in zip(reversed(dilation), reversed(kernel_size)):
+                total = d * (k - 1)
+                pads += [total // 2, total - total // 2]
+        else:
+            pads = [p for p in reversed(padding) for _ in range(2)]
+        self._reversed_padding_repeated_twice = pads
         _weight_and_bias(self, (out_channels, in_channels // groups, *kernel_size), bias,
                          dtype)
+
+    def _padded(self, input: Tensor) -> tuple:
+        """``(input, padding)`` for the convolution: ``input`` itself and the layer's
+        padding, or -- for ``padding_mode`` reflect / replicate / circular -- ``input``
+        padded that way and no further padding (PyTorch's ``_conv_forward``)."""
+        if self.padding_mode == "zeros":
+            return input, self.padding
+        return (F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
+                (0,) * len(self.kernel_size))
 
     def _check_groups(self, in_channels: int, out_channels: int, groups: int) -> None:
         if groups <= 0:
@@ -241,6 +268,8 @@ class _ConvBase(Module):
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if getattr(self, "padding_mode", "zeros") != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
 
 
@@ -269,8 +298,9 @@ class Conv2d(_ConvBase):
                 f"Given groups={self.groups}, weight of size {list(self.weight.shape)}, "
                 f"expected input{list(input.shape)} to have {self.in_channels} channels, but "
                 f"got {c} channels instead")
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
+        input, padding = self._padded(input)
+        return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
 
 
 class MaxPool2d(Module):

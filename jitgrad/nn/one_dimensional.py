@@ -96,7 +96,8 @@ class Conv1d(_ConvBase):
         place(self, device)
 
     def forward(self, input: Tensor) -> Tensor:
-        pad = self.padding if isinstance(self.padding, str) else self.padding[0]
+        input, padding = self._padded(input)
+        pad = padding if isinstance(padding, str) else padding[0]
         return conv1d(input, self.weight, self.bias, self.stride[0], pad, self.dilation[0],
                       self.groups)
 

@@ -353,7 +353,8 @@ class Conv3d(_ConvBase):
         place(self, device)
 
     def forward(self, input: Tensor) -> Tensor:
-        return conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+        input, padding = self._padded(input)
+        return conv3d(input, self.weight, self.bias, self.stride, padding, self.dilation,
                       self.groups)
 
 

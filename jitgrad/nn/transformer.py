@@ -15,6 +15,7 @@ import copy
 import math
 
 from .. import creation, dtypes
+from ..ops.concat import cat
 from ..ops.selection import masked_fill
 from ..tensor import Tensor
 from . import functional as F
@@ -40,6 +41,11 @@ def _float_mask(mask: Tensor | None, dtype) -> Tensor | None:
     return masked_fill(zeros, mask, float("-inf"))
 
 
+def _one_more_key(mask: Tensor | None) -> Tensor | None:
+    """A mask over one more (last) key, which it does not mask."""
+    return None if mask is None else F.pad(mask, (0, 1))
+
+
 class NonDynamicallyQuantizableLinear(Linear):
     """``MultiheadAttention.out_proj``: a ``Linear`` (PyTorch's class name, for its repr and
     type checks)."""
@@ -49,7 +55,9 @@ class MultiheadAttention(Module):
     """Multi-head attention: ``num_heads`` heads of ``embed_dim // num_heads`` over
     ``(L, N, E)`` inputs (``batch_first``: ``(N, L, E)``; unbatched ``(L, E)``). Returns
     ``(output, weights)``; the weights ``(N, L, S)`` (per head without
-    ``average_attn_weights``), or None without ``need_weights``."""
+    ``average_attn_weights``), or None without ``need_weights``. Keys and values of other
+    sizes (``kdim`` / ``vdim``: separate ``q/k/v_proj_weight``), a learned key/value bias
+    row (``add_bias_kv``) and a zero key/value row (``add_zero_attn``), as PyTorch's."""
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0,
                  bias: bool = True, add_bias_kv: bool = False, add_zero_attn: bool = False,
@@ -61,34 +69,51 @@ class MultiheadAttention(Module):
                              f"embed_dim={embed_dim} and num_heads={num_heads} instead")
         if embed_dim % num_heads:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("MultiheadAttention: add_bias_kv / add_zero_attn are "
-                                      "not supported by jitgrad")
-        if (kdim not in (None, embed_dim)) or (vdim not in (None, embed_dim)):
-            raise NotImplementedError("MultiheadAttention: kdim / vdim other than embed_dim "
-                                      "are not supported by jitgrad")
         self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
         self.head_dim = embed_dim // num_heads
         self.batch_first = batch_first
-        self.kdim = self.vdim = embed_dim
-        self._qkv_same_embed_dim = True
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
         dt = None if dtype is None else dtypes.to_dtype(dtype)
-        self.in_proj_weight = Parameter(creation.empty(3 * embed_dim, embed_dim, dtype=dt,
-                                                       device="cpu"))
+
+        def param(*shape):
+            return Parameter(creation.empty(*shape, dtype=dt, device="cpu"))
+        if self._qkv_same_embed_dim:  # (PyTorch's registration order: state_dict keys)
+            self.in_proj_weight = param(3 * embed_dim, embed_dim)
+            for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
+                self.register_parameter(name, None)
+        else:
+            self.q_proj_weight = param(embed_dim, embed_dim)
+            self.k_proj_weight = param(embed_dim, self.kdim)
+            self.v_proj_weight = param(embed_dim, self.vdim)
+            self.register_parameter("in_proj_weight", None)
         if bias:
-            self.in_proj_bias = Parameter(creation.empty(3 * embed_dim, dtype=dt, device="cpu"))
+            self.in_proj_bias = param(3 * embed_dim)
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
                                                         dtype=dtype, device="cpu")
+        if add_bias_kv:
+            self.bias_k, self.bias_v = param(1, 1, embed_dim), param(1, 1, embed_dim)
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
         self._reset_parameters()
         place(self, device)
 
     def _reset_parameters(self) -> None:
-        init.xavier_uniform_(self.in_proj_weight)
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            for w in (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):
+                init.xavier_uniform_(w)
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor,
                 key_padding_mask: Tensor | None = None, need_weights: bool = True,
@@ -107,12 +132,27 @@ class MultiheadAttention(Module):
             raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, "
                                  f"but got {e}")
         h, d = self.num_heads, self.head_dim
-        w_q, w_k, w_v = self.in_proj_weight.chunk(3)
+        if self._qkv_same_embed_dim:
+            w_q, w_k, w_v = self.in_proj_weight.chunk(3)
+        else:
+            w_q, w_k, w_v = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
         b_q, b_k, b_v = (self.in_proj_bias.chunk(3) if self.in_proj_bias is not None
                          else (None, None, None))
         q = F.linear(query, w_q, b_q).reshape(tgt, n * h, d).transpose(0, 1)
-        k = F.linear(key, w_k, b_k).reshape(src, n * h, d).transpose(0, 1)
-        v = F.linear(value, w_v, b_v).reshape(src, n * h, d).transpose(0, 1)
+        k, v = F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
+        if self.bias_k is not None:  # one more key and value: the learned bias rows
+            k = cat([k, self.bias_k.repeat(1, n, 1)])
+            v = cat([v, self.bias_v.repeat(1, n, 1)])
+            attn_mask, key_padding_mask = _one_more_key(attn_mask), _one_more_key(
+                key_padding_mask)
+        k = k.reshape(k.shape[0], n * h, d).transpose(0, 1)
+        v = v.reshape(v.shape[0], n * h, d).transpose(0, 1)
+        if self.add_zero_attn:  # and one more of zeros
+            zero = creation.zeros(n * h, 1, d, dtype=k.dtype, device=k.device)
+            k, v = cat([k, zero], 1), cat([v, zero], 1)
+            attn_mask, key_padding_mask = _one_more_key(attn_mask), _one_more_key(
+                key_padding_mask)
+        src = k.shape[1]
         mask = self._merged_mask(attn_mask, key_padding_mask, is_causal, n, tgt, src,
                                  query.dtype, query.device)
         scores = (q * math.sqrt(1.0 / d)) @ k.transpose(-2, -1)

@@ -101,30 +101,37 @@ def inplace_method(fn: Callable, name: str) -> Callable:
     or, for the methods ``inplace_into.INTO`` lists, the op's kernel straight into
     ``self`` where that applies (the same bits, one pass)."""
     from ..autograd.node import next_seq
-    from .inplace import apply_inplace
+    from ..tensor import Tensor
+    from .inplace import apply_inplace, overlapping_operands
     from .inplace_into import INTO
 
     # (next_seq(): the nodes ``fn`` makes come after it; those that saved ``self`` get its
-    # old value, see apply_inplace)
+    # old value, see apply_inplace.) An operand sharing self's memory: PyTorch's error, or
+    # (not dense) the general path, which computes the result before writing it
     into = INTO.get(name)
     if into is not None and name.startswith("__"):
         def method(self, other):
-            if into(self, other):
+            if not (isinstance(other, Tensor) and overlapping_operands(self, (other,))) \
+                    and into(self, other):
                 return self
             since = next_seq()
             return apply_inplace(self, fn(self, other), since)
     elif into is not None:
         def method(self, *args, **kwargs):
-            if into(self, *args, **kwargs):
+            if not overlapping_operands(self, (*args, *kwargs.values())) and \
+                    into(self, *args, **kwargs):
                 return self
             since = next_seq()
             return apply_inplace(self, fn(self, *args, **kwargs), since)
     elif name.startswith("__"):  # x += y: one operand, no argument packing
         def method(self, other):
+            if isinstance(other, Tensor):
+                overlapping_operands(self, (other,))
             since = next_seq()
             return apply_inplace(self, fn(self, other), since)
     else:
         def method(self, *args, **kwargs):
+            overlapping_operands(self, (*args, *kwargs.values()))
             since = next_seq()
             return apply_inplace(self, fn(self, *args, **kwargs), since)
     method.__name__ = method.__qualname__ = name

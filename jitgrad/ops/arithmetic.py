@@ -95,6 +95,21 @@ RPOW_SCALAR = ew("rpow_scalar", "PowBackward2", ("a",), "pow(base, a)", _rpow_re
 
 
 # ---------------------------------------------------------------------- public functions
+def _scaled(x, alpha):
+    """``alpha * x`` for ``add``/``sub``'s ``alpha``, which -- unlike a number operand, wrapped
+    into an integer dtype -- must fit the tensor's dtype (PyTorch's error)."""
+    if not is_tensor(x):
+        return x * alpha
+    kind = x._data.dtype
+    if type(alpha) is int and kind.kind in "iu":
+        try:
+            kind.type(alpha)
+        except OverflowError:
+            raise RuntimeError(f"value cannot be converted to type {kind.name}_t without "
+                               "overflow") from None
+    return mul(x, alpha)
+
+
 @api(ADD, ADD_SCALED, method="add", inplace="add_", export="add")
 def add(input, other, *, alpha=None, out=None) -> Tensor:
     """``input + alpha * other`` with broadcasting (written into ``out`` when given); two
@@ -104,7 +119,7 @@ def add(input, other, *, alpha=None, out=None) -> Tensor:
                 and other._data.dtype == input._data.dtype):
             r = binary(ADD_SCALED, input, other, {"alpha": alpha})
             return r if out is None else write_out(out, r, "add")
-        other = mul(other, alpha) if is_tensor(other) else other * alpha
+        other = _scaled(other, alpha)
     r = binary(ADD, other, input) if not is_tensor(input) else binary(ADD, input, other)
     return r if out is None else write_out(out, r, "add")
 
@@ -113,7 +128,7 @@ def add(input, other, *, alpha=None, out=None) -> Tensor:
 def sub(input, other, *, alpha=None, out=None) -> Tensor:
     """``input - alpha * other`` (written into ``out`` when given)."""
     if alpha is not None and alpha != 1:
-        other = mul(other, alpha) if is_tensor(other) else other * alpha
+        other = _scaled(other, alpha)
     r = binary(RSUB, other, input) if not is_tensor(input) else binary(SUB, input, other)
     return r if out is None else write_out(out, r, "sub")
 
@@ -122,7 +137,7 @@ def sub(input, other, *, alpha=None, out=None) -> Tensor:
 def rsub(input, other, *, alpha=None) -> Tensor:
     """``other - input``."""
     if alpha is not None and alpha != 1:
-        input = mul(input, alpha)
+        input = _scaled(input, alpha)
     return binary(RSUB, input, other, {"tensor_other": True} if is_tensor(other) else None)
 
 

@@ -159,12 +159,36 @@ def _dtype_of(op: OpDef, a, b=None):
     return d, (dtypes.bool_ if rule == BOOL else d)
 
 
-def _operand(x, np_dtype):
-    """Array (cast when needed) or NumPy scalar of ``np_dtype`` for a kernel argument."""
+def _operand(x, np_dtype, wrap_ints: bool = False):
+    """Array (cast when needed) or NumPy scalar of ``np_dtype`` for a kernel argument;
+    ``wrap_ints``: an int out of an integer dtype's range wrapped (a binary op's number
+    operand, as PyTorch's), else OverflowError."""
     if type(x) is Tensor:
         a = x._data
         return a if a.dtype == np_dtype else a.astype(np_dtype)
-    return np_dtype.type(x)
+    return number_operand(x, np_dtype) if wrap_ints else np_dtype.type(x)
+
+
+def number_operand(x, np_dtype):
+    """A recorded number operand as ``np_dtype`` (an int outside an integer dtype's range
+    wrapped, as the eager op that recorded it did)."""
+    try:
+        return np_dtype.type(x)
+    except OverflowError:
+        return wrapped_int(x, np_dtype)
+
+
+def wrapped_int(x: int, np_dtype):
+    """A Python int out of an integer dtype's range as the dtype holds it, wrapped modulo
+    ``2**bits`` (PyTorch's cast of a number operand: ``int8 + 200`` is ``int8 + -56``)."""
+    np_dtype = np.dtype(np_dtype)
+    if np_dtype.kind not in "iu" or type(x) is not int:
+        raise OverflowError(f"Python integer {x} out of bounds for {np_dtype.name}")
+    bits = 8 * np_dtype.itemsize
+    v = x % (1 << bits)
+    if np_dtype.kind == "i" and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return np_dtype.type(v)
 
 
 def _check_bool_arith(op: OpDef, a, b) -> None:
@@ -457,7 +481,8 @@ def _binary_general(op: OpDef, a, b, params) -> Tensor:
         _check_bool_arith(op, a, b)
     cd, od = _dtype_of(op, a, b)
     cdt = cd.np
-    res = eager_kernels.run(op, (_operand(a, cdt), _operand(b, cdt)), params, cdt, od.np)
+    res = eager_kernels.run(op, (_operand(a, cdt, True), _operand(b, cdt, True)), params, cdt,
+                            od.np)
     same = (not ta or (a._data.shape == res.shape and a._data.dtype == res.dtype)) and (
         not tb or (b._data.shape == res.shape and b._data.dtype == res.dtype))
     return _finish(op, res, params, a, b, same, cdt)

@@ -13,7 +13,7 @@ from ..tensor import Tensor, wrap
 from . import samples as S
 from .api import api
 from .dispatch import call, record
-from .reduce_base import ALL, call_reduce, expand_back, kept_shape, reduce_params
+from .reduce_base import ALL, Exactly, call_reduce, expand_back, kept_shape, reduce_params
 from .registry import REDUCE, defop
 from .selection import MAXIMUM, MINIMUM, eq, maximum, minimum, where
 
@@ -45,9 +45,9 @@ def _evenly(g: Tensor, a: Tensor, out: Tensor, p) -> Tensor:
     mask = a == o
     if p.get("full"):
         mask = mask | ((a != a) & (o != o))
-        cnt = mask.sum(dim=dims, keepdim=True).to(g.dtype)
+        cnt = mask.sum(dim=Exactly(dims), keepdim=True).to(g.dtype)
         return where(mask, expand_back(g, p) / cnt, 0.0)
-    cnt = mask.sum(dim=dims, keepdim=True).to(g.dtype)
+    cnt = mask.sum(dim=Exactly(dims), keepdim=True).to(g.dtype)
     return (expand_back(g, p) / cnt) * mask.to(g.dtype)
 
 

@@ -47,6 +47,15 @@ class _TwoStep(tuple):
     __slots__ = ()
 
 
+def put_at(a, index, v) -> None:
+    """``a[index] = v`` for a normalised ``index`` (a :class:`_TwoStep` one writes through
+    the view its integer selects make)."""
+    if type(index) is _TwoStep:
+        a[index[0]][index[1]] = v
+    else:
+        a[index] = v
+
+
 def _take(a, index):
     """``a[index]`` as an array. An element read by integers alone is a 0-d *view* of
     ``a`` (``a[0, ...]``), as PyTorch's ``x[0]`` is: a later write to ``a`` shows through

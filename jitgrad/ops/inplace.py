@@ -58,6 +58,57 @@ def check_inplace_allowed(self: Tensor, result_requires_grad: bool) -> None:
         )
 
 
+_byte_bounds = np.lib.array_utils.byte_bounds
+
+
+def overlapping_operands(self: Tensor, operands) -> bool:
+    """Whether an in-place op on ``self`` reads memory it writes through an operand laid out
+    otherwise (PyTorch's ``assert_no_partial_overlap``): raises PyTorch's error where both
+    are dense (``a[1:].add_(a[:-1])``); True where one is not (strided or broadcast views:
+    PyTorch computes those, and reversed views, which PyTorch has not: the caller must
+    compute the result before writing it);
+    False for unrelated memory or the very same elements (``a.add_(a)``)."""
+    d = self._data
+    if type(d) is not np.ndarray:
+        return False
+    base = d.base
+    root = d if base is None else base
+    hazard = False
+    for o in operands:
+        if isinstance(o, Tensor):
+            od = o._data
+            base = od.base
+            if (od if base is None else base) is root and od is not d and \
+                    _same_memory_overlap(d, od):
+                hazard = True
+    return hazard
+
+
+def arrays_overlap(d, od) -> bool:
+    """:func:`overlapping_operands` for the array ``d`` written and ``od`` read."""
+    if od is d or type(od) is not np.ndarray or type(d) is not np.ndarray or (
+            od if od.base is None else od.base) is not (d if d.base is None else d.base):
+        return False
+    return _same_memory_overlap(d, od)
+
+
+def _same_memory_overlap(d, od) -> bool:
+    if not d.size or not od.size:
+        return False
+    lo, hi = _byte_bounds(d)
+    olo, ohi = _byte_bounds(od)
+    if hi <= olo or ohi <= lo or (lo == olo and d.shape == od.shape
+                                  and d.strides == od.strides):
+        return False
+    if hi - lo == d.nbytes and ohi - olo == od.nbytes and all(
+            s >= 0 for s in d.strides + od.strides):  # both dense (PyTorch: no negative strides)
+        raise RuntimeError(
+            "unsupported operation: some elements of the input tensor and the written-to "
+            "tensor refer to a single memory location. Please clone() the tensor before "
+            "performing the operation.")
+    return True
+
+
 def views_autograd(self: Tensor) -> bool:
     """Whether ``self`` is a view (made by a view op) of a base that requires grad: a write
     into it is autograd's even where ``self`` itself does not require grad (a view made in
@@ -260,9 +311,17 @@ def _snapshot_self(saved: tuple, self: Tensor, result: Tensor) -> tuple:
 
 # ---------------------------------------------------------------------- x[i] = v
 def _index_put_ref(a, v, index):
+    from .indexing import put_at
+
     out = array_namespace(a).array(a, copy=True)
-    out[index] = v.astype(a.dtype, copy=False) if isinstance(v, np.ndarray) else v
+    put_at(out, index, v.astype(a.dtype, copy=False) if isinstance(v, np.ndarray) else v)
     return out
+
+
+def _is_two_step(index) -> bool:
+    from .indexing import _TwoStep
+
+    return type(index) is _TwoStep
 
 
 def _index_put_vjp(g, ins, out, p, n):
@@ -270,13 +329,14 @@ def _index_put_vjp(g, ins, out, p, n):
     ga = gv = None
     if n[0]:
         from ..creation import const_tensor
+        from .indexing import put_at
 
         mask = array_namespace(g._data).ones(g._data.shape, dtype=g._data.dtype)
-        mask[index] = 0
+        put_at(mask, index, 0)
         ga = g * const_tensor(mask)
     if n[1]:
         vshape = p["vshape"]
-        gv = g[index]
+        gv = g[index[0]][index[1]] if _is_two_step(index) else g[index]
         if gv._data.shape != vshape:
             from .registry import _sum_to
 
@@ -293,18 +353,20 @@ INDEX_PUT = defop(name="index_put", kind=MOVEMENT, inputs=("a", "value"),
 @api(INDEX_PUT, method="__setitem__")
 def setitem(self: Tensor, index, value) -> None:
     """``self[index] = value`` (value: tensor or number); differentiable w.r.t. both."""
-    from .indexing import _normalise_index, index_on
+    from .indexing import _normalise_index, index_on, put_at
 
     idx, advanced = _normalise_index(index, self._data.shape)
     if advanced:
         idx = index_on(idx, self._data)
     v_is_t = isinstance(value, Tensor)
     v = value._data if v_is_t else value
+    if v_is_t and not advanced:
+        arrays_overlap(self._data[idx], v)  # (PyTorch's error for a partial overlap)
     recording = _STATE.enabled and (self._requires_grad or (v_is_t and value._requires_grad)
                                     or views_autograd(self))
     if not recording and _TRACE.tracer is None:
         check_writeable(self)
-        self._data[idx] = v
+        put_at(self._data, idx, v)
         self._vc[0] += 1
         return
     vshape = value._data.shape if v_is_t else ()

@@ -26,6 +26,7 @@ from .inplace import (
     check_inplace_allowed,
     check_writeable,
     inplace_view,
+    overlapping_operands,
     views_autograd,
 )
 from .random_inplace import sampler_methods
@@ -162,6 +163,7 @@ def _copy_(self, src, non_blocking=False):
     if not (type(src._data) is np.ndarray and type(self._data) is np.ndarray) and \
             src.device != self.device:  # across devices: moved first (differentiable)
         src = M.to_device(src, self.device)
+    overlapping_operands(self, (src,))  # (PyTorch's error for a partial overlap)
     if _TRACE.tracer is not None or (_STATE.enabled and (
             self._requires_grad or src._requires_grad or views_autograd(self))):
         res = M.expand(M.to_dtype(src, self.dtype), self._data.shape)

@@ -21,7 +21,7 @@ from .api import api
 from .dispatch import as_tensor_arg, call
 from .eager_kernels import use_kernels
 from .inplace import write_out
-from .reduce_base import kept_shape, reduce_params
+from .reduce_base import Exactly, kept_shape, reduce_params
 from .registry import REDUCE, defop
 
 __all__ = ["vector_norm", "norm"]
@@ -81,7 +81,7 @@ def _vector_norm_vjp(g, ins, out, p, n):
     if math.isinf(ord):
         ax = x.abs()
         mask = (ax == o).logical_or(ax != ax)  # the extremes, and NaNs
-        return (x.sign() * ((g / mask.sum(dim=dims, keepdim=True)) * mask),)
+        return (x.sign() * ((g / mask.sum(dim=Exactly(dims), keepdim=True)) * mask),)
     if ord < 1.0:
         scaled = x.sign() * x.abs().pow(ord - 1.0).masked_fill(x == 0.0, 0.0)
         return (scaled * g * o.pow(1.0 - ord),)

@@ -33,6 +33,13 @@ def count(shape, dims) -> int:
     return n
 
 
+class Exactly(tuple):
+    """Dims as a reduction's params hold them, for the rules that reduce by them again: an
+    empty one reduces nothing (a 0-d operand's), where a public ``dim=()`` is every dim."""
+
+    __slots__ = ()
+
+
 def reduce_params(a: Tensor, dim, keepdim, name):
     """The params of a reduction of ``a`` over ``dim`` (``ALL``: the whole-tensor overload):
     ``dims`` (wrapped, a tuple), ``keepdim``, the input ``shape`` and ``full``."""
@@ -40,7 +47,10 @@ def reduce_params(a: Tensor, dim, keepdim, name):
     full = dim is ALL
     if full:
         dim, keepdim = None, False
-    dims = wrap_dims(dim, nd, name) if dim is not None else tuple(range(nd))
+    if dim is None or (type(dim) in (tuple, list) and not dim):  # PyTorch's (): every dim
+        dims = tuple(range(nd))
+    else:
+        dims = wrap_dims(dim, nd, name)
     return {"dims": dims, "keepdim": bool(keepdim), "shape": a._data.shape, "full": full}
 
 

@@ -282,6 +282,14 @@ def lerp(rng, dtype):
             for a, b in (((2, 3), (2, 3)), ((2, 3), (3,)), ((), (2,))) for w in (0.25, 0.75)]
 
 
+def lerp_tensor(rng, dtype):
+    # weights on both sides of PyTorch's |w| < 0.5 switch, away from it (a kink in rounding
+    # only: the two forms agree in exact arithmetic, so the gradient is smooth)
+    cases = [((2, 3), (2, 3), (2, 3)), ((2, 3), (3,), (2, 1)), ((), (2,), ())]
+    return [((_r(rng, a, dtype), _r(rng, b, dtype), _r(rng, w, dtype)), {})
+            for a, b, w in cases]
+
+
 def addmm(rng, dtype):
     cases = [((4,), (2, 3), (3, 4)), ((2, 4), (2, 3), (3, 4)), ((1, 4), (2, 3), (3, 4)),
              ((), (3, 2), (2, 1))]

@@ -17,7 +17,7 @@ from . import samples as S
 from .api import api
 from .dispatch import record
 from .eager_reduce import sum_all_small, sum_float
-from .reduce_base import ALL, call_reduce, count, expand_back, kept_shape, reduce_params
+from .reduce_base import ALL, Exactly, call_reduce, count, expand_back, kept_shape, reduce_params
 from .registry import REDUCE, defop
 
 __all__ = ["sum", "mean", "var", "std", "var_mean", "std_mean"]
@@ -120,7 +120,7 @@ def _moments_ref(fn):
 
 def _centered(x: Tensor, p) -> tuple:
     n = count(p["shape"], p["dims"])
-    return x - mean(x, p["dims"], keepdim=True), float(n - p["correction"])
+    return x - mean(x, Exactly(p["dims"]), keepdim=True), float(n - p["correction"])
 
 
 def _var_vjp(g, ins, out, p, n):

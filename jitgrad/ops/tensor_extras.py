@@ -22,6 +22,7 @@ from .. import devices, dtypes
 from ..tensor import Size, Tensor, alias
 from . import copies
 from . import movement as M
+from .as_strided import as_strided, storage_root
 from .inplace import check_writeable
 
 __all__ = ["nonzero", "detach", "is_nonzero", "is_same_size", "is_signed", "EXTRA_METHODS"]
@@ -77,23 +78,7 @@ def _storage_offset(self) -> int:
 
     if STATE.tracer is not None:
         STATE.tracer.argument_state(self, "reading storage_offset()")
-    a = self._data
-    root = a
-    while getattr(root, "base", None) is not None and _has_address(root.base):
-        root = root.base
-    if root is a:
-        return 0
-    return (_address(a) - _address(root)) // a.dtype.itemsize
-
-
-def _has_address(a) -> bool:
-    return hasattr(a, "__array_interface__") or hasattr(a, "data") and hasattr(a.data, "ptr")
-
-
-def _address(a) -> int:
-    if hasattr(a, "__array_interface__"):
-        return a.__array_interface__["data"][0]
-    return int(a.data.ptr)
+    return storage_root(self._data)[1]
 
 
 def _conversion(dt):
@@ -206,7 +191,7 @@ def _mH(self) -> Tensor:  # noqa: N802 - PyTorch's name
 
 EXTRA_METHODS = {
     "nbytes": property(_nbytes, doc="Bytes the elements take (``numel() * itemsize``)."),
-    "storage_offset": _storage_offset,
+    "storage_offset": _storage_offset, "as_strided": as_strided,
     "short": _conversion(dtypes.int16), "byte": _conversion(dtypes.uint8),
     "char": _conversion(dtypes.int8),
     "share_memory_": _share_memory_, "new": _new, "apply_": _apply_, "map_": _map_,

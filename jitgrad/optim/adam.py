@@ -11,8 +11,9 @@ from __future__ import annotations
 from ..creation import tensor, zeros_like
 from ..dtypes import get_default_dtype
 from ..ops.elementwise import maximum
+from ..tensor import Tensor
 from ..trace.state import STATE as TRACE
-from .optimizer import Optimizer, check_options, params_with_grad
+from .optimizer import Optimizer, check_options, in_dtype, params_with_grad
 
 __all__ = ["Adam", "AdamW"]
 
@@ -65,10 +66,11 @@ class Adam(Optimizer):
         return state
 
     traced_hyperparameters = ("lr",)
+    varying_hyperparameters = ("betas",)
 
     def _step_group(self, group: dict) -> None:
         lr = self._hyper(group, "lr")
-        (beta1, beta2), eps = group["betas"], group["eps"]
+        (beta1, beta2), eps = self._hyper(group, "betas"), group["eps"]
         wd, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
         decoupled = group["decoupled_weight_decay"]
         # under jitgrad.compile tracing, step.item() would bake the step count into the plan
@@ -83,8 +85,11 @@ class Adam(Optimizer):
                     p.mul_(1 - lr * wd)
                 else:
                     grad = grad.add(p, alpha=wd)
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            exp_avg.lerp_(grad, 1 - beta1)  # (traced betas: 0-d tensors, rounded as numbers)
+            if isinstance(beta2, Tensor):  # addcmul's order: (grad * value) * grad
+                exp_avg_sq.mul_(in_dtype(beta2, p)).add_(grad * in_dtype(1 - beta2, p) * grad)
+            else:
+                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             second = exp_avg_sq
             if amsgrad:
                 second = state["max_exp_avg_sq"]

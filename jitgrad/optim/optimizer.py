@@ -166,15 +166,47 @@ class Optimizer:
     #: group options that a step traced by ``jitgrad.compile`` reads afresh at every call
     #: (so an LR scheduler changing them does not retrace); others are baked into the plan
     traced_hyperparameters: tuple[str, ...] = ()
+    #: options baked into the plan until a trace finds one changed since an earlier trace
+    #: (OneCycleLR cycles ``momentum`` / ``betas`` at every step), then read at every call
+    #: like the learning rate (as ``torch.compile`` makes a changing number dynamic): a plan
+    #: for constant ones keeps their arithmetic out of every call
+    varying_hyperparameters: tuple[str, ...] = ()
+    #: varying options whose being zero decides what the step computes (SGD's momentum
+    #: buffer): the compiled step's guard keeps that, not the value
+    traced_zero_tests: tuple[str, ...] = ()
+
+    def traced_options(self) -> tuple:
+        """The group options a compiled step reads at every call (not baked in)."""
+        return (*self.traced_hyperparameters, *self.__dict__.get("_varying", ()))
 
     def _hyper(self, group: dict, key: str):
         """``group[key]``: a Python number eagerly, a 0-d float64 tensor read at every call of
-        the compiled plan when tracing (for keys in ``traced_hyperparameters``)."""
+        the compiled plan when tracing (for keys in ``traced_hyperparameters``, and
+        ``varying_hyperparameters`` once seen changed); a tuple option (``betas``) as a
+        tuple of them."""
         tracer = TRACE.tracer
-        if tracer is None or key not in self.traced_hyperparameters:
+        if tracer is None or key not in self.traced_options() and not self._varies(group,
+                                                                                  key):
             return group[key]
-        return tracer.scalar_input(group, key, np.float64,
-                                   name=f"{type(self).__name__}.{key}")
+        name = f"{type(self).__name__}.{key}"
+        if type(group[key]) is tuple:
+            return tuple(tracer.scalar_input(group, (key, i), np.float64, name=f"{name}[{i}]")
+                         for i in range(len(group[key])))
+        return tracer.scalar_input(group, key, np.float64, name=name)
+
+    def _varies(self, group: dict, key: str) -> bool:
+        """Whether option ``key`` (a varying one) changed since a trace read it: from then
+        on it is read at every call."""
+        if key not in self.varying_hyperparameters:
+            return False
+        d = self.__dict__
+        seen = d.setdefault("_seen_options", {})
+        value = group[key]
+        before = seen.setdefault((id(group), key), value)
+        if before == value:
+            return False
+        d.setdefault("_varying", set()).add(key)
+        return True
 
     # -------------------------------------------------------------------- state
     def state_dict(self) -> dict:
@@ -286,6 +318,13 @@ def check_fused(differentiable: bool, fused: bool | None, foreach: bool | None) 
         raise RuntimeError("`fused` does not support `differentiable`")
     if foreach:
         raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def in_dtype(value, like: Tensor):
+    """A hyper-parameter as eager arithmetic with ``like`` uses it: a Python number as it
+    is, a traced one (a 0-d float64 tensor) rounded to ``like``'s dtype as eager mode
+    rounds the number."""
+    return value.to(like.dtype) if isinstance(value, Tensor) else value
 
 
 def descend(p: Tensor, update: Tensor, lr, den: Tensor | None = None) -> None:

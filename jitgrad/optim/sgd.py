@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer, check_options, descend, params_with_grad
+from ..tensor import Tensor
+from .optimizer import Optimizer, check_options, descend, in_dtype, params_with_grad
 
 __all__ = ["SGD"]
 
@@ -40,21 +41,31 @@ class SGD(Optimizer):
                                   "differentiable": differentiable, "fused": fused})
 
     traced_hyperparameters = ("lr",)
+    varying_hyperparameters = traced_zero_tests = ("momentum",)
 
     def _step_group(self, group: dict) -> None:
         lr = self._hyper(group, "lr")
-        momentum, dampening = group["momentum"], group["dampening"]
+        dampening = group["dampening"]
         wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
+        # (whether there is momentum is guarded; its value is read at every compiled call)
+        has_momentum = group["momentum"] != 0
+        momentum = self._hyper(group, "momentum") if has_momentum else 0
         for p in params_with_grad(group):
             grad = -p.grad if maximize else p.grad
             if wd != 0:
                 grad = grad.add(p, alpha=wd)
-            if momentum != 0:
+            if has_momentum:
                 state = self.state[p]
                 buf = state.get("momentum_buffer")
+                m = in_dtype(momentum, p)
                 if buf is None:
                     buf = state["momentum_buffer"] = grad.detach().clone()
                 else:
-                    buf.mul_(momentum).add_(grad, alpha=1 - dampening)
-                grad = grad.add(buf, alpha=momentum) if nesterov else buf
+                    buf.mul_(m).add_(grad, alpha=1 - dampening)
+                if not nesterov:
+                    grad = buf
+                elif isinstance(m, Tensor):  # add's alpha, as eager mode computes it
+                    grad = grad + buf * m
+                else:
+                    grad = grad.add(buf, alpha=m)
             descend(p, grad, lr)

@@ -16,6 +16,12 @@ from ..devices import array_namespace, as_array, is_cpu_array, is_writeable
 from .effects import in_place
 from .ir import Graph, Lit, Var
 
+
+def number_operand(x, np_dtype):
+    from ..ops.dispatch import number_operand as convert
+
+    return convert(x, np_dtype)
+
 __all__ = ["interpret", "last_uses", "graph_ends", "run_eqn", "apply_effects"]
 
 
@@ -47,8 +53,8 @@ def _elementwise(op, args, e, reference: bool) -> np.ndarray:
             operands.append(a)
         elif isinstance(a, np.ndarray) or not is_cpu_array(a):  # (a CUDA array too)
             operands.append(a if a.dtype == cdt else a.astype(cdt))
-        else:
-            operands.append(cdt.type(a))
+        else:  # a number (one out of an integer dtype's range was wrapped when traced)
+            operands.append(number_operand(a, cdt))
     if reference:
         with np.errstate(all="ignore"):
             out = op.ref(*operands, **{k: e.params[k] for k in op.params}) if op.params \

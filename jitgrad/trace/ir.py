@@ -66,7 +66,8 @@ class Source:
     tensor), "grad" (a leaf's gradient read or written in place: ``obj._grad._data`` for a
     captured leaf ``obj``, ``args[index]._grad._data`` for an argument), "scalar" (``obj =
     (mapping, key, dtype)``: a number read afresh at every call, e.g. an optimizer's
-    learning rate, so changing it does not retrace).
+    learning rate, so changing it does not retrace; a ``(key, i)`` key reads item ``i`` of
+    the tuple ``mapping[key]``, e.g. Adam's ``betas[0]`` that OneCycleLR replaces).
     """
 
     kind: str
@@ -86,7 +87,7 @@ class Source:
             return self.obj._data
         if self.kind == "scalar":  # a number, or a 0-d tensor holding one (a tensor lr)
             mapping, key, dtype = self.obj
-            v = mapping[key]
+            v = mapping[key[0]][key[1]] if type(key) is tuple else mapping[key]
             return np.asarray(v if type(v) in (float, int) else _value_of(v), dtype)
         g = self.leaf(args)._grad
         if g is None:

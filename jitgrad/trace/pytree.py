@@ -83,6 +83,16 @@ def _walk(x, leaves: list, result: bool = False):
     return ("const", x, _identity(x))
 
 
+def numbers_erased(treedef):
+    """``treedef`` with its int and float constants replaced by their types: what the
+    signatures of calls that differ only in Python numbers share."""
+    if type(treedef) is not tuple or not treedef:
+        return treedef
+    if treedef[0] == "const" and type(treedef[1]) in (int, float):
+        return ("number", type(treedef[1]))
+    return tuple(numbers_erased(c) if type(c) is tuple else c for c in treedef)
+
+
 def _is_dtype_or_device(x) -> bool:
     from ..devices import device
     from ..dtypes import DType

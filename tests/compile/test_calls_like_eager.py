@@ -608,3 +608,151 @@ def test_a_guard_failing_at_every_call_gives_up_after_the_recompile_limit(monkey
     assert compiled.stats["traces"] == 4  # the first, then three again
     assert compiled(jg.ones(2)).tolist() == [10.0, 10.0]  # another signature: traced
     assert compiled.stats["traces"] == 5
+
+
+# ------------------------------------------------ stop 47: a second compile probe's finds
+def test_a_compiled_bound_method_guards_its_object():
+    """``compile(opt.step)`` / ``compile(layer.forward)``: the object a bound method of
+    jitgrad's own code is bound to was not guarded (its code is not observed): the first
+    step's plan (which makes the momentum buffer) ran at every step, a swapped weight or
+    ``eval()`` was not seen."""
+    def run(compiled):
+        w = jg.nn.Parameter(jg.ones(3))
+        opt = jg.optim.SGD([w], lr=0.1, momentum=0.9)
+        step = jg.compile(opt.step) if compiled else opt.step
+        for _ in range(4):
+            w.grad = jg.ones(3)
+            step()
+        return w.tolist(), opt.state[w]["momentum_buffer"].tolist()
+    assert run(True) == run(False)
+
+    x = jg.randn(4, 3)
+    lin, bn, drop = jg.nn.Linear(3, 2), jg.nn.BatchNorm1d(3), jg.nn.Dropout(0.5)
+    f, g, h = jg.compile(lin.forward), jg.compile(bn.forward), jg.compile(drop.forward)
+    f(x), g(x), h(x)
+    lin.weight = jg.nn.Parameter(jg.zeros(2, 3))
+    bn.eval()
+    drop.p = 0.0
+    assert f(x).tolist() == lin(x).tolist()
+    assert g(x).tolist() == bn(x).tolist()
+    assert h(x).tolist() == x.tolist()
+
+
+def test_code_of_installed_packages_is_observed(tmp_path, monkeypatch):
+    """A model from an installed package (site-packages, which a venv's or a system
+    Python's standard library directory contains) was taken for library code: its global
+    reads were frozen, ``random.random()`` in it drawn once."""
+    from jitgrad.jit import observe
+
+    lib = tmp_path / "lib"
+    site = lib / "site-packages"
+    site.mkdir(parents=True)
+    (site / "fake_installed_models.py").write_text(
+        "import random\nimport jitgrad as jg\nSCALE = 1.0\n"
+        "def scaled(x):\n    return x * SCALE\n"
+        "def noisy(x):\n    return x * random.random()\n")
+    packages, _, _ = observe._library_dirs()
+    monkeypatch.setattr(observe, "_LIB_DIRS", (packages, (str(lib) + "/",),
+                                               (str(site) + "/", *observe._library_dirs()[2])))
+    monkeypatch.setattr(observe, "_user_code", type(observe._user_code)())
+    monkeypatch.syspath_prepend(str(site))
+    import fake_installed_models as m
+
+    x = jg.ones(2)
+    f = jg.compile(lambda x: m.scaled(x) + 1)
+    assert f(x).tolist() == [2.0, 2.0]
+    m.SCALE = 3.0
+    assert f(x).tolist() == [4.0, 4.0]
+    with pytest.warns(UserWarning, match="random"):
+        n = jg.compile(lambda x: m.noisy(x))
+        assert n(x).tolist() != n(x).tolist()
+    installed = observe._library_dirs()[2]
+    import sysconfig
+    assert sysconfig.get_paths()["purelib"] + "/" in installed
+
+
+def test_numbers_that_change_at_every_call_give_up_after_the_recompile_limit(monkeypatch):
+    """A Python number argument that changes at every call (a step counter) is part of the
+    signature: a trace per call, with no limit (16-24x slower than eager). Past
+    ``config.recompile_limit`` signatures that differ only in numbers, calls with new
+    numbers run eagerly (a warning); the numbers seen before keep their plans."""
+    monkeypatch.setattr(jg.config, "recompile_limit", 3)
+    w = jg.randn(4, 4, requires_grad=True)
+
+    def f(x, step, scale=1.0):
+        return (x @ w).tanh().sum() * scale + step
+
+    cf = jg.compile(f)
+    x = jg.randn(2, 4)
+    with pytest.warns(UserWarning, match="differ only in Python numbers"):
+        for i in range(10):
+            assert cf(x, i).item() == f(x, i).item()
+    assert cf.stats["traces"] == 3
+    assert cf(x, 1).item() == f(x, 1).item() and cf.stats["traces"] == 3
+    assert cf(jg.randn(3, 4), 1).shape == () and cf.stats["traces"] == 4  # another shape
+    assert cf(x, 1, 2.0).item() == f(x, 1, 2.0).item()  # another kind: its own count
+    assert cf.stats["traces"] == 5
+
+
+@pytest.mark.parametrize("kind", ["tensor hook", "post-accumulate hook"])
+def test_hooks_of_captured_leaves_registered_or_removed_later_are_seen(kind):
+    """A compiled step bakes in what the hooks of the leaves it captures (a model's
+    weights) computed: one registered after the first call, or removed, was not seen."""
+    def run(compiled):
+        jg.manual_seed(0)
+        m = jg.nn.Linear(4, 2)
+        x = jg.randn(3, 4)
+
+        def step(x):
+            loss = m(x).sum()
+            loss.backward()
+            return loss
+        f = jg.compile(step) if compiled else step
+        norms = []
+        for i in range(5):
+            if i == 1:
+                h = m.weight.register_hook(lambda g: g * 0) if kind == "tensor hook" else \
+                    m.weight.register_post_accumulate_grad_hook(lambda p: p.grad.mul_(0))
+            if i == 3:
+                h.remove()
+            f(x)
+            norms.append(m.weight.grad.abs().sum().item())
+            m.zero_grad()
+        return norms
+    eager = run(False)
+    assert eager[1] == eager[2] == 0.0 and eager[3] > 0
+    assert run(True) == eager
+
+
+def test_a_batch_container_of_fresh_tensors_traces_once():
+    """``step(batch)`` reading ``batch["x"]`` (a DataLoader-style dict, list or namedtuple
+    of fresh tensors per step) guarded the read by the tensor's identity: a trace per call,
+    then eager past the recompile limit. The key already holds the container's structure
+    and its tensors' positions."""
+    import collections
+
+    Pair = collections.namedtuple("Pair", "x y")
+
+    def run(compiled, make):
+        jg.manual_seed(0)
+        model = jg.nn.Linear(4, 1)
+        opt = jg.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(batch):
+            x, y = (batch.x, batch.y) if isinstance(batch, Pair) else (
+                (batch["x"], batch["y"]) if isinstance(batch, dict) else (batch[0], batch[1]))
+            loss = (model(x) - y).pow(2).mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+        f = jg.compile(step) if compiled else step
+        rng = np.random.default_rng(1)
+        losses = [f(make(jg.tensor(rng.standard_normal((8, 4)), dtype=jg.float32),
+                         jg.tensor(rng.standard_normal((8, 1)), dtype=jg.float32))).item()
+                  for _ in range(12)]
+        return losses, (f.stats["traces"] if compiled else None)
+    for make in (lambda x, y: {"x": x, "y": y}, lambda x, y: [x, y], Pair):
+        want, _ = run(False, make)
+        got, traces = run(True, make)
+        assert got == want and traces == 1

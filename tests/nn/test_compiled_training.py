@@ -103,10 +103,17 @@ def test_changed_non_scheduled_hyperparameter_retraces():
     for _ in range(3):
         step(x, y)
     assert step.stats["traces"] == 2
-    opt.param_groups[0]["momentum"] = 0.9   # baked into the plan: must retrace
+    opt.param_groups[0]["momentum"] = 0.9   # baked into the plan: must retrace ...
     step(x, y)
     assert step.stats["traces"] == 3
     assert "optimizer hyper-parameter" in step.last_retrace_reason
+    for m in (0.8, 0.7, 0.6):  # ... and, seen changing, is read at every call from then on
+        opt.param_groups[0]["momentum"] = m
+        step(x, y)
+    assert step.stats["traces"] == 4
+    opt.param_groups[0]["weight_decay"] = 1e-3   # baked into the plan: must retrace
+    step(x, y)
+    assert step.stats["traces"] == 5
 
 
 def test_short_last_batch_reuses_kernels():

@@ -207,3 +207,49 @@ def test_transformer_initialisation_mask_and_errors():
     with pytest.raises(RuntimeError, match="the feature number of src and tgt must be equal "
                                            "to d_model"):
         m(jitgrad.ones(5, 2, 8), jitgrad.ones(3, 2, 6))
+
+
+MHA_OPTIONS = [dict(kdim=6, vdim=5), dict(add_bias_kv=True), dict(add_zero_attn=True),
+               dict(kdim=6, vdim=5, add_bias_kv=True, add_zero_attn=True),
+               dict(bias=False, kdim=8)]
+
+
+@pytest.mark.parametrize("kw", MHA_OPTIONS, ids=lambda kw: "-".join(map(str, kw)))
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_multihead_attention_options_match_pytorch(kw, batch_first):
+    """Cross-attention over keys / values of other sizes (``kdim``/``vdim``), learned and
+    zero extra keys (``add_bias_kv``, ``add_zero_attn``) raised NotImplementedError: now
+    PyTorch's parameters (the same ``state_dict`` keys), outputs, weights and gradients,
+    with and without masks."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    tm = torch.nn.MultiheadAttention(16, 4, batch_first=batch_first, **kw)
+    jm = nn.MultiheadAttention(16, 4, batch_first=batch_first, **kw)
+    assert list(jm.state_dict()) == list(tm.state_dict())
+    jm.load_state_dict({k: jitgrad.tensor(v.detach().numpy())
+                        for k, v in tm.state_dict().items()})
+    n, tgt, src = 3, 5, 7
+
+    def shaped(length, e):
+        return rng.standard_normal((n, length, e) if batch_first else (length, n, e)) \
+            .astype(np.float32)
+    q, k, v = shaped(tgt, 16), shaped(src, kw.get("kdim", 16)), shaped(src, kw.get("vdim", 16))
+    kpm = rng.random((n, src)) < 0.3
+    am = rng.random((tgt, src)) < 0.2
+    kpm[:, 0] = am[:, 0] = False
+    for masks in (False, True):
+        outs = []
+        for M, m in ((torch, tm), (jitgrad, jm)):
+            qq = M.tensor(q, requires_grad=True)
+            extra = dict(key_padding_mask=M.tensor(kpm), attn_mask=M.tensor(am)) if masks \
+                else {}
+            o, w = m(qq, M.tensor(k), M.tensor(v), **extra)
+            (o.square().sum() + w.sum()).backward()
+            outs.append([o.detach().numpy(), w.detach().numpy(), qq.grad.numpy()] +
+                        [p.grad.numpy() for p in m.parameters()])
+            m.zero_grad()
+        for a, b in zip(*outs):
+            np.testing.assert_allclose(b, a, atol=5e-6)
+    x = jitgrad.ones(tgt, 16)  # unbatched
+    assert jm(x, jitgrad.ones(src, kw.get("kdim", 16)),
+              jitgrad.ones(src, kw.get("vdim", 16)))[0].shape == (tgt, 16)

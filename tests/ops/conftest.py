@@ -867,6 +867,7 @@ ADAPTERS.update({
         ts[0], ts[1], p["approx"]),
     "addcdiv": lambda M, ts, p: M.addcdiv(ts[0], ts[1], ts[2], value=p["value"]),
     "lerp": lambda M, ts, p: M.lerp(ts[0], ts[1], p["weight"]),
+    "lerp_tensor": lambda M, ts, p: M.lerp(ts[0], ts[1], ts[2]),
     "addmm": lambda M, ts, p: M.addmm(ts[0], ts[1], ts[2]),
     "embedding": lambda M, ts, p: M.nn.functional.embedding(ts[1], ts[0],
                                                             padding_idx=p["padding_idx"]),

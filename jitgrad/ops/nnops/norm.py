@@ -26,6 +26,7 @@ from ..dispatch import as_tensor_arg
 from ..eager_kernels import use_kernels
 from ..elementwise import rsqrt
 from ..losses import _call_optional
+from ..reduce_base import Exactly
 from ..registry import REDUCE, defop
 
 __all__ = ["layer_norm", "batch_norm", "layer_norm_backward", "batch_norm_backward"]
@@ -65,6 +66,7 @@ def _count(x: Tensor, dims) -> int:
 
 def _xhat(x: Tensor, dims, eps) -> tuple:
     """(normalised x, 1/sqrt(var + eps)), built from differentiable ops."""
+    dims = Exactly(dims)
     mean = x.mean(dims, keepdim=True)
     r = rsqrt(x.var(dims, correction=0, keepdim=True) + eps)
     return (x - mean) * r, r
@@ -82,6 +84,7 @@ def _norm_grad_vjp(v, g, x, w, dims, eps, grad_op):
     dg = rpv if w is None else rpv * w
     dw = g * rpv
     n = float(_count(x, dims))
+    dims = Exactly(dims)
     xh, r = _xhat(x, dims, eps)
     a = g if w is None else g * w
     s2 = (a * xh).sum(dims, keepdim=True) / n

@@ -1,4 +1,4 @@
-"""Element-wise update ops of the optimizers: ``addcdiv`` and ``lerp`` (scalar weight) as
+"""Element-wise update ops of the optimizers: ``addcdiv`` and ``lerp`` (a number weight) as
 fused ops (one generated kernel pass each, differentiable like any other op), ``addcmul`` as
 a composite. Each follows PyTorch's CPU kernel's order of operations, so float32 updates
 round as PyTorch's do."""
@@ -27,7 +27,7 @@ def _addcdiv_vjp(g, ins, out, p, n):
 
 def _lerp_ref(a, end, weight):
     w = np.asarray(weight, dtype=a.dtype)
-    return np.where(w < 0.5, a + w * (end - a), end - (end - a) * (1 - w)).astype(
+    return np.where(np.abs(w) < 0.5, a + w * (end - a), end - (end - a) * (1 - w)).astype(
         np.result_type(a, end))
 
 
@@ -37,11 +37,21 @@ ADDCDIV = defop(name="addcdiv", kind=ELEMENTWISE, node="AddcdivBackward0",
                 vjp=_addcdiv_vjp, save=(1, 2), samples=S.addcdiv)
 LERP = defop(name="lerp", kind=ELEMENTWISE, node="LerpBackward0", inputs=("a", "end"),
              params=("weight",),
-             expr="a + weight * (end - a) if weight < 0.5 else end - (end - a) * (1.0 - weight)",
+             expr="a + weight * (end - a) if abs(weight) < 0.5 "
+                  "else end - (end - a) * (1.0 - weight)",
              ref=_lerp_ref,
              vjp=lambda g, ins, out, p, n: (g * (1.0 - p["weight"]) if n[0] else None,
                                             g * p["weight"] if n[1] else None),
              samples=S.lerp)
+LERP_TENSOR = defop(name="lerp_tensor", kind=ELEMENTWISE, node="LerpBackward1",
+                    inputs=("a", "end", "weight"),
+                    expr="a + weight * (end - a) if abs(weight) < 0.5 "
+                         "else end - (end - a) * (1.0 - weight)",
+                    ref=_lerp_ref,
+                    vjp=lambda g, ins, out, p, n: (g * (1.0 - ins[2]) if n[0] else None,
+                                                   g * ins[2] if n[1] else None,
+                                                   g * (ins[1] - ins[0]) if n[2] else None),
+                    save=(0, 1, 2), samples=S.lerp_tensor)
 
 
 def _check_float(op_name: str, *ts: Tensor) -> None:
@@ -83,19 +93,29 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1
     return elementwise(ADDCDIV, tuple(ts), {"value": float(value)})
 
 
-@api(LERP, method="lerp", inplace="lerp_", export="lerp")
-def lerp(input: Tensor, end: Tensor, weight: float) -> Tensor:
-    """Linear interpolation ``input + weight * (end - input)`` for a scalar ``weight``.
+@api(LERP, LERP_TENSOR, method="lerp", inplace="lerp_", export="lerp")
+def lerp(input: Tensor, end: Tensor, weight: float | Tensor) -> Tensor:
+    """Linear interpolation ``input + weight * (end - input)`` (``end - (end - input) * (1 -
+    weight)`` where ``|weight| >= 0.5``, PyTorch's two forms); ``weight`` a number or a tensor
+    broadcast with the others (differentiable; a 0-d one in any float dtype, as a number).
 
     >>> import jitgrad
     >>> jitgrad.lerp(jitgrad.zeros(2), jitgrad.tensor([1.0, 2.0]), 0.25)
     tensor([0.2500, 0.5000])
     """
-    if isinstance(weight, Tensor):
-        if weight.numel() != 1:
-            raise NotImplementedError("lerp: jitgrad supports a scalar weight only, got a "
-                                      f"tensor of shape {tuple(weight.shape)}")
-        weight = weight.item()
     ts = [as_tensor_arg(t) for t in (input, end)]
     _check_float("lerp", *ts)
-    return elementwise(LERP, tuple(ts), {"weight": float(weight)})
+    if not isinstance(weight, Tensor):
+        return elementwise(LERP, tuple(ts), {"weight": float(weight)})
+    a, b = ts
+    if weight.dim() == 0 and weight.dtype.is_floating_point:
+        # rounded as a number weight is; on the others' device (a host 0-d tensor with CUDA
+        # ones, as PyTorch allows: a traced optimizer beta is one)
+        weight = weight.to(a.device, a.dtype)
+    elif weight.dtype is not a.dtype:
+        names = {"float32": "float", "float64": "double"}  # ATen's
+        raise RuntimeError(f"expected dtype {names.get(a.dtype.name, a.dtype.name)} for "
+                           f"`weight` but got dtype "
+                           f"{names.get(weight.dtype.name, weight.dtype.name)}")
+    # (a traced weight -- an optimizer's beta under jitgrad.compile -- stays a tensor)
+    return elementwise(LERP_TENSOR, (a, b, weight))
