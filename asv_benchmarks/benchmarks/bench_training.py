@@ -494,7 +494,6 @@ class CompiledCallPatterns:
 
     params = ["one_cycle", "dict_batch", "int_counter"]
     param_names = ["pattern"]
-    quick_params = None
 
     def setup(self, pattern):
         import jitgrad.nn as nn

@@ -626,15 +626,22 @@ class AccessGuard:
             else:
                 lines.append(f"o = AH{j}")
             for k, (sk, sv) in enumerate(steps):
-                if sk == "attr":
-                    lines.append(f"o = o.{sv}")
+                if sk == "attr":  # (a ModuleList's child "0": not an identifier)
+                    lines.append(f"o = o.{sv}" if str(sv).isidentifier() else
+                                 f"o = getattr(o, {str(sv)!r})")
                 else:
                     ns[f"AK{j}_{k}"] = sv
                     lines.append(f"o = o[AK{j}_{k}]")
             plain = type(exp[0]) is type and exp[0] in _PLAIN and exp[1] != "nan"
+            if plain and exp[0] is float:  # (its state holds the bits: compare the value,
+                value = float.fromhex(exp[1])  # a zero's sign and NaN by the state)
+                plain = value != 0.0 and value == value
+                exp_plain = (float, value)
+            else:
+                exp_plain = exp
             _miss_unless(lines, ns, f"A{j}", exp, "VALUE_STATE",
                          ident=exp[1] if exp[0] in ("F", "T") else None,
-                         plain=exp if plain else None)
+                         plain=exp_plain if plain else None)
         return lines
 
     def needs_args(self) -> bool:

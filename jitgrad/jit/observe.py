@@ -24,6 +24,7 @@ from __future__ import annotations
 import builtins
 import gc
 import importlib.util
+import inspect
 import os
 import random
 import sys
@@ -242,6 +243,44 @@ def _walk(value, steps) -> tuple:
     return value, len(steps)
 
 
+_NOT_HELD = (int, float, bool, str, bytes, complex, tuple, frozenset, np.ndarray, np.generic,
+             type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+             types.MethodType)
+
+
+def _plain_step(obj, kind: str, name) -> tuple:
+    """``(ok, value, from_class)`` of one chain step without running code: an item of a
+    dict / list / tuple, an attribute from the instance's ``__dict__``, a ``__slots__``
+    member, a module's submodule / parameter / buffer, or a plain class attribute (not a
+    property or other descriptor: those run code a guard should not run at every call)."""
+    if kind != "attr":
+        if isinstance(obj, (dict, list, tuple)):
+            try:
+                return True, obj[name], False
+            except Exception:  # noqa: BLE001
+                return False, None, False
+        return False, None, False
+    d = getattr(obj, "__dict__", None)
+    if isinstance(d, dict) and name in d:
+        return True, d[name], False
+    for table in ("_modules", "_parameters", "_buffers"):
+        t = d.get(table) if isinstance(d, dict) else None
+        if isinstance(t, dict) and name in t:
+            return True, t[name], False
+    try:
+        raw = inspect.getattr_static(obj, name)
+    except AttributeError:
+        return False, None, False
+    if type(raw).__name__ == "member_descriptor":  # a __slots__ member
+        try:
+            return True, getattr(obj, name), False
+        except AttributeError:
+            return False, None, False
+    if hasattr(type(raw), "__get__") or isinstance(raw, (staticmethod, classmethod)):
+        return False, None, False  # a method, property or other descriptor
+    return True, raw, True
+
+
 def _argument_leaf(root, steps) -> bool:
     """Whether ``steps`` from argument ``root`` go through the containers ``jitgrad.compile``
     flattens into its key (dicts, lists, tuples; namedtuple fields) to a tensor or to a
@@ -316,6 +355,12 @@ class Observer:
         self.self_guarded = target is not None
         self.reads: list = []
         self._seen: set = set()
+        # id -> (holder, steps, object): objects a guard reaches by identity (the compiled
+        # module and its submodules, objects read through guarded chains), so an inner
+        # frame's chain from one of them can be guarded to its end (``_deep_read``)
+        self._holders: dict = {}
+        if self.module_self is not None:
+            self._remember(self.module_self, ("const", self.module_self), ())
         self._funcs: dict = {}  # code -> functions with that code (inner frames' cells)
         self._top_done = False
         self._old = None
@@ -384,6 +429,8 @@ class Observer:
             root = _root_value(frame, ch, acc.arg_names)
             if root is _MISSING:
                 continue
+            if ch.write is None and ch.steps:
+                self._deep_read(ch, root)
             value, cut = _walk(root, ch.steps)
             func = value.__func__ if type(value) is types.MethodType else value
             if type(func) is types.FunctionType:  # a function this code may call: the
@@ -444,7 +491,49 @@ class Observer:
         self._add(("const", root), ch, ch.steps[:cut], value)
         return None
 
+    def _remember(self, value, holder, steps: tuple) -> None:
+        """Note that a guard reaches ``value`` as ``holder`` + ``steps``; a module and its
+        submodules as themselves (``("const", m)``: a guarded module tree's state holds
+        their identities, so a chain read from one of them starts at it: no walk down
+        the tree at every call)."""
+        if value is None or isinstance(value, _NOT_HELD) or is_stateful(value) and not (
+                isinstance(getattr(value, "_modules", None), dict)):
+            return
+        if isinstance(getattr(value, "_modules", None), dict) and hasattr(value,
+                                                                       "modules"):
+            try:
+                subs = list(value.modules())
+            except Exception:  # noqa: BLE001 - a module-like object
+                subs = [value]
+            for sub in subs:
+                self._holders.setdefault(id(sub), (("const", sub), (), sub))
+        else:
+            self._holders.setdefault(id(value), (holder, steps, value))
+
+    def _deep_read(self, ch, root) -> None:
+        """A read chain from an object a guard reaches by identity (``self`` of the compiled
+        module or of a submodule, an object an outer chain read), guarded to its end where
+        the state compared of that object would miss it: two or more steps (a config
+        object's attribute, a nested list), or a class attribute read through a module
+        instance (``self.scale`` set on the class). Only plain attribute and item reads
+        (no properties) are followed; tensors end the walk (their identity is guarded)."""
+        known = self._holders.get(id(root))
+        if known is None or known[2] is not root:
+            return
+        holder, base, _ = known
+        value = root
+        class_attr = False
+        for k, (kind, s) in enumerate(ch.steps):
+            ok, value, from_class = _plain_step(value, kind, s)
+            if not ok or isinstance(value, Tensor) or hasattr(value, "param_groups"):
+                return
+            class_attr = class_attr or (from_class and k == 0)
+        if len(ch.steps) >= 2 or class_attr:
+            self._add(holder, ch, base + tuple(ch.steps), value)
+
     def _record(self, frame, ch, top: bool, steps: tuple, value) -> None:
+        if ch.kind == "global" and top and not steps:
+            self._remember(value, ("global", frame.f_globals, ch.name), ())
         if top and not steps and ch.kind in ("global", "deref") and closure_relevant(value):
             return  # the compiled function's own global / cell: ClosureGuard compares it
         if ch.kind == "global":
@@ -494,6 +583,7 @@ class Observer:
                 holder = ("arg", pos, ch.name, self.top_func)
         if holder[0] == "const" and not steps and self.self_guarded:
             return  # the compiled module itself: guarded as a whole (guards.ClosureGuard)
+        self._remember(value, holder, steps)
         self._add(holder, ch, steps, value)
 
     def _inner_cells(self, frame, name: str) -> list:

@@ -756,3 +756,99 @@ def test_a_batch_container_of_fresh_tensors_traces_once():
         want, _ = run(False, make)
         got, traces = run(True, make)
         assert got == want and traces == 1
+
+
+class _Cfg:
+    pass
+
+
+class _DeepStateModel(jg.nn.Module):
+    scale = 1.0  # a class attribute read through the instance
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = jg.nn.Linear(4, 4)
+        self.cfg = _Cfg()
+        self.cfg.act = _Cfg()
+        self.cfg.act.gain = 1.0
+        self.sched = {"stages": [[1.0]]}
+        self.inner = _Inner()
+
+    def forward(self, x):
+        y = self.fc(x) * self.scale * self.cfg.act.gain * self.sched["stages"][0][0]
+        return self.inner(y)
+
+
+class _Inner(jg.nn.Module):
+    shift = 0.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        import dataclasses
+
+        @dataclasses.dataclass(slots=True)
+        class Slots:
+            k: float = 1.0
+        self.opts = Slots()
+
+    def forward(self, x):
+        return x * self.opts.k + self.shift
+
+
+def test_state_deeper_than_two_levels_and_class_attributes_are_guarded():
+    """Module and config state read three levels down (``self.cfg.act.gain``, a nested
+    list in a dict), a ``__slots__`` config object, class attributes read through an
+    instance (``self.scale``), and a global three-level dict read through a helper the
+    compiled function calls: the trace baked them in, later calls returned stale results.
+    Each is now guarded to the end of its chain."""
+    m = _DeepStateModel()
+    cm = jg.compile(m)
+    x = jg.randn(2, 4)
+    cm(x)
+    changes = [lambda: setattr(_DeepStateModel, "scale", 2.0),
+               lambda: setattr(m.cfg.act, "gain", 3.0),
+               lambda: m.sched["stages"][0].__setitem__(0, 0.5),
+               lambda: setattr(m.inner.opts, "k", 5.0),
+               lambda: setattr(_Inner, "shift", 1.5)]
+    try:
+        for change in changes:
+            change()
+            assert np.array_equal(cm(x).detach().numpy(), m(x).detach().numpy())
+    finally:
+        _DeepStateModel.scale, _Inner.shift = 1.0, 0.0
+
+    cfg = {"model": {"act": {"scale": 1.0}}}
+
+    def get_scale(c):
+        return c["model"]["act"]["scale"]
+    w = jg.randn(4, 4)
+    f = jg.compile(lambda x: (x @ w) * get_scale(cfg))
+    f(x)
+    cfg["model"]["act"]["scale"] = 2.0
+    assert np.array_equal(f(x).numpy(), ((x @ w) * 2.0).numpy())
+    assert f.stats["traces"] == 2
+
+
+SCALE_READ_BY_A_COMPILED_FUNCTION = 0.5
+
+
+def test_a_float_read_through_a_chain_keeps_the_fast_path():
+    """The generated cache-hit check compared a float chain's value with its state's hex
+    bits: it never held, so every call of a function reading a float global took the
+    slow path (each of a model's float config reads cost ~5 us a call)."""
+    from jitgrad.jit import call_path
+    from jitgrad.jit.function import compiled_function_of
+
+    w = jg.randn(3, 3)
+    f = jg.compile(lambda x: (x @ w) * SCALE_READ_BY_A_COMPILED_FUNCTION)
+    x = jg.randn(2, 3)
+    f(x), f(x)
+    cf = compiled_function_of(f)
+    assert cf._fast is not None and cf._fast((x,)) is not call_path.MISS
+    global SCALE_READ_BY_A_COMPILED_FUNCTION
+    SCALE_READ_BY_A_COMPILED_FUNCTION = -0.0  # a zero's sign: compared by the slow path
+    try:
+        assert cf._fast((x,)) is call_path.MISS
+        assert np.array_equal(f(x).numpy(), ((x @ w) * -0.0).numpy())
+    finally:
+        SCALE_READ_BY_A_COMPILED_FUNCTION = 0.5
