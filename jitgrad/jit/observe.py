@@ -2,8 +2,10 @@
 
 While :class:`~jitgrad.jit.function.CompiledFunction` traces a call, an :class:`Observer`
 (``sys.settrace``, ``call`` events only) sees every Python frame the call enters. For frames
-of user code (anything but jitgrad itself, the standard library, NumPy and Numba) it
-evaluates the frame's access chains (``access.py``) as the frame starts:
+of user code (anything but jitgrad itself, its dependencies -- NumPy, Numba, llvmlite, CuPy,
+mpi4py -- and the standard library; installed packages are user code, except where the
+import system or the garbage collector runs them) it evaluates the frame's access chains
+(``access.py``) as the frame starts:
 
 * a chain whose value is a call that cannot be traced faithfully (Python's ``random``,
   NumPy's global random functions, ``time``, ``print``/``input``/``open``) or a write to
