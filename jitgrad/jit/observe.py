@@ -537,7 +537,10 @@ class Observer:
         if ch.kind == "global" and top and not steps:
             self._remember(value, ("global", frame.f_globals, ch.name), ())
         if top and not steps and ch.kind in ("global", "deref") and closure_relevant(value):
-            return  # the compiled function's own global / cell: ClosureGuard compares it
+            # the compiled function's own global / cell: ClosureGuard compares it (a
+            # module's tree by identity: its submodules are remembered as themselves)
+            self._remember(value, ("const", value), ())
+            return
         if ch.kind == "global":
             g = frame.f_globals
             holder = ("global", g, ch.name) if ch.name in g else ("builtin", frame.f_builtins,

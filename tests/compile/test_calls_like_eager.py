@@ -817,6 +817,17 @@ def test_state_deeper_than_two_levels_and_class_attributes_are_guarded():
     finally:
         _DeepStateModel.scale, _Inner.shift = 1.0, 0.0
 
+    m2 = _DeepStateModel()  # a model the compiled function closes over
+    f2 = jg.compile(lambda x: m2(x))
+    f2(x)
+    try:
+        for change in (lambda: setattr(_DeepStateModel, "scale", 4.0),
+                       lambda: setattr(m2.cfg.act, "gain", 0.25)):
+            change()
+            assert np.array_equal(f2(x).detach().numpy(), m2(x).detach().numpy())
+    finally:
+        _DeepStateModel.scale = 1.0
+
     cfg = {"model": {"act": {"scale": 1.0}}}
 
     def get_scale(c):
