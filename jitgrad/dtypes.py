@@ -57,6 +57,18 @@ class DType:
         """The NumPy dtype backing this dtype."""
         return self.np
 
+    @property
+    def cpp_name(self) -> str:
+        """ATen's C++ name of the type, as PyTorch's error messages print it ("float",
+        "double", "long int"...)."""
+        return CPP_NAMES.get(self.name, self.name)
+
+
+#: ATen's C++ names of the dtypes, in its error messages
+CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+             "uint8": "unsigned char", "bool": "bool"}
+
 
 class UnsupportedDType:
     """A PyTorch dtype jitgrad has no storage for (``jitgrad.bfloat16``). Scripts may name it

@@ -331,7 +331,7 @@ def test_matmul_shape_errors_name_shapes():
     with pytest.raises(RuntimeError, match="both arguments to matmul need to be at least 1D"):
         jg.tensor(1.0) @ jg.ones(2)
     with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype, but got: "
-                                           "float32 != float64"):
+                                           "float != double"):
         jg.ones(2, 2) @ jg.ones(2, 2, dtype=jg.float64)
 
 

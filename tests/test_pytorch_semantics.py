@@ -409,3 +409,22 @@ def test_deprecation_warnings_name_the_callers_line():
         with pytest.warns(UserWarning) as record:
             case()
         assert record[0].filename == __file__
+
+
+def test_messages_probe_scripts_compared():
+    """Error messages a probe found apart from PyTorch's: dtype names as ATen prints them,
+    a 1-D convolution's shapes (not the lifted 2-D ones), a basic-index write into a leaf
+    (PyTorch writes through a view of it)."""
+    with pytest.raises(RuntimeError, match="same dtype, but got: float != double$"):
+        jg.ones(2, 3) @ jg.ones(3, 4, dtype=jg.float64)
+    with pytest.raises(RuntimeError, match=r"weight of size \[2, 3, 3\], expected "
+                                           r"input\[2, 4, 11\] to have 3 channels, but got 4"):
+        jg.nn.Conv1d(3, 2, 3)(jg.ones(2, 4, 11))
+    with pytest.raises(RuntimeError, match=r"expected input\[1, 4, 11\] to have 6 channels"):
+        jg.nn.functional.conv1d(jg.ones(4, 11), jg.ones(2, 3, 3), groups=2)
+    x = jg.ones(3, 2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="^a view of a leaf Variable that requires grad"):
+        x[0] = 0
+    with pytest.raises(RuntimeError, match="^a leaf Variable that requires grad"):
+        x[x > 0] = 1.0
+    assert x.tolist() == [[1.0, 1.0]] * 3 and x._version == 0

@@ -18,9 +18,7 @@ __all__ = ["scaled_dot_product_attention"]
 
 
 def _dtype_name(t: Tensor) -> str:
-    return {"float32": "float", "float64": "double", "float16": "c10::Half",
-            "int64": "long int", "int32": "int", "bool": "bool"}.get(
-        np.dtype(t._data.dtype).name, np.dtype(t._data.dtype).name)
+    return t.dtype.cpp_name
 
 
 def _check(query: Tensor, key: Tensor, value: Tensor, attn_mask) -> None:

@@ -45,6 +45,11 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     if weight.ndim != 3:
         raise RuntimeError(f"conv1d: expected a 3-D weight (out, in/groups, k), got shape "
                            f"{list(weight.shape)}")
+    if x.shape[1] != weight.shape[1] * groups:  # (PyTorch's message, in 1-D shapes)
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, "
+                           f"expected input{[x.shape[0], x.shape[1], x.shape[3]]} to have "
+                           f"{weight.shape[1] * groups} channels, but got {x.shape[1]} "
+                           f"channels instead")
     pad = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
     out = conv2d(x, weight.unsqueeze(2), bias, (1, _single(stride, "stride")), pad,
                  (1, _single(dilation, "dilation")), groups)

@@ -369,6 +369,11 @@ def setitem(self: Tensor, index, value) -> None:
         put_at(self._data, idx, v)
         self._vc[0] += 1
         return
+    if not advanced and _STATE.enabled and self._requires_grad and self._grad_fn is None:
+        # PyTorch writes a basic index through a view of the leaf (an advanced one through
+        # index_put_, whose message apply_inplace gives)
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
     vshape = value._data.shape if v_is_t else ()
     res = wrap(_index_put_ref(self._data, v, idx))
     res = record(INDEX_PUT, res, (self, value), {"index": idx, "vshape": vshape})

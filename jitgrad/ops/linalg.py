@@ -189,8 +189,8 @@ def matmul(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     da, db = input._data.dtype, other._data.dtype
     if da != db:
         raise RuntimeError(
-            f"expected m1 and m2 to have the same dtype, but got: {input.dtype.name} != "
-            f"{other.dtype.name}"
+            f"expected m1 and m2 to have the same dtype, but got: {input.dtype.cpp_name} != "
+            f"{other.dtype.cpp_name}"
         )
     r = call(MATMUL, (input, other), {"ndims": (len(sa), len(sb))})
     return r if out is None else write_out(out, r, "matmul")

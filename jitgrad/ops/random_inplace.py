@@ -19,10 +19,6 @@ from .. import dtypes
 
 __all__ = ["sampler_methods"]
 
-#: C++ names PyTorch's bound errors give the dtypes
-_C_NAMES = {"uint8": "unsigned char", "int8": "signed char", "int16": "short int",
-            "int32": "int", "int64": "long int", "bool": "bool", "float16": "c10::Half",
-            "float32": "float", "float64": "double"}
 
 
 def _g(v) -> str:
@@ -54,7 +50,7 @@ def _range(self, args: tuple, kwargs: dict) -> tuple[int, int]:
             to = args[1]
     lo = 0 if lo is None else int(lo)
     dt = self.dtype
-    name = _C_NAMES[dt.name]
+    name = dt.cpp_name
     if dt.is_floating_point:
         top = 2 ** _digits(dt)
         info_lo, info_hi = -top, top
@@ -123,7 +119,7 @@ def sampler_methods(make: Callable) -> dict:
         if not self.dtype.is_floating_point:
             raise RuntimeError(f"Cauchy distribution is a continuous probability "
                                f"distribution. dtype must be a floating point but you "
-                               f"specified {_C_NAMES[self.dtype.name]}")
+                               f"specified {self.dtype.cpp_name}")
         return cauchy(self, float(median), float(sigma), generator=generator)
 
     def geometric_(self, p: float, *, generator=None):

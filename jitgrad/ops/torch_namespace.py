@@ -456,10 +456,6 @@ def _histogram_return_type():
 
 return_histogram = _histogram_return_type()
 
-#: ATen's C++ names of the dtypes, in its histogram errors
-_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
-              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-              "uint8": "unsigned char", "bool": "bool"}
 
 
 def histogram(input: Tensor, bins=100, *, range: Sequence[float] | None = None,  # noqa: A002
@@ -479,8 +475,8 @@ def histogram(input: Tensor, bins=100, *, range: Sequence[float] | None = None, 
         if bins.dtype is not input.dtype:
             raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have "
                                f"the same dtype, but got input with dtype "
-                               f"{_CPP_NAMES[input.dtype.name]} and bins for dimension 0 with "
-                               f"dtype {_CPP_NAMES[bins.dtype.name]}")
+                               f"{input.dtype.cpp_name} and bins for dimension 0 with "
+                               f"dtype {bins.dtype.cpp_name}")
         if bins.dim() != 1:
             raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but "
                                f"got {bins.dim()} dimensions in the bins tensor for dimension 0")

@@ -76,7 +76,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
             f"product's shape {fmt_shape((sa[0], sb[1]))}") from None
     if mat1.dtype != mat2.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{mat1.dtype.name} != {mat2.dtype.name}")
+                           f"{mat1.dtype.cpp_name} != {mat2.dtype.cpp_name}")
     if input.dtype != mat1.dtype:
         raise RuntimeError(f"addmm: bias has dtype {input.dtype.name}, the matrices "
                            f"{mat1.dtype.name}")

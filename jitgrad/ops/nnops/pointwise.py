@@ -113,9 +113,7 @@ def lerp(input: Tensor, end: Tensor, weight: float | Tensor) -> Tensor:
         # ones, as PyTorch allows: a traced optimizer beta is one)
         weight = weight.to(a.device, a.dtype)
     elif weight.dtype is not a.dtype:
-        names = {"float32": "float", "float64": "double"}  # ATen's
-        raise RuntimeError(f"expected dtype {names.get(a.dtype.name, a.dtype.name)} for "
-                           f"`weight` but got dtype "
-                           f"{names.get(weight.dtype.name, weight.dtype.name)}")
+        raise RuntimeError(f"expected dtype {a.dtype.cpp_name} for `weight` but got dtype "
+                           f"{weight.dtype.cpp_name}")
     # (a traced weight -- an optimizer's beta under jitgrad.compile -- stays a tensor)
     return elementwise(LERP_TENSOR, (a, b, weight))
