@@ -44,9 +44,10 @@ __all__ = ["Observer", "untraceable_reason"]
 
 
 def _library_dirs() -> tuple:
-    """(the directories of jitgrad, NumPy, Numba and llvmlite; the standard library's;
-    the installed packages', which sit inside the standard library's in a venv or a system
-    Python but are a user's models and configs: observed)."""
+    """(the directories of jitgrad and its dependencies -- NumPy, Numba, llvmlite,
+    numba-cuda, CuPy, mpi4py --; the standard library's; the installed packages', which sit
+    inside the standard library's in a venv or a system Python but are a user's models and
+    configs: observed)."""
     import jitgrad
     import jitgrad.kernels as jk
 
