@@ -16,13 +16,15 @@ from ..devices import array_namespace, as_array, is_cpu_array, is_writeable
 from .effects import in_place
 from .ir import Graph, Lit, Var
 
-
-def number_operand(x, np_dtype):
-    from ..ops.dispatch import number_operand as convert
-
-    return convert(x, np_dtype)
-
 __all__ = ["interpret", "last_uses", "graph_ends", "run_eqn", "apply_effects"]
+
+
+def _number_operand(x, np_dtype):
+    """A recorded number as an operand of ``np_dtype`` (``dispatch.number_operand``,
+    imported on use: ops import this package)."""
+    from ..ops.dispatch import number_operand
+
+    return number_operand(x, np_dtype)
 
 
 def run_eqn(e, env: dict, reference: bool = True) -> np.ndarray:
@@ -54,7 +56,7 @@ def _elementwise(op, args, e, reference: bool) -> np.ndarray:
         elif isinstance(a, np.ndarray) or not is_cpu_array(a):  # (a CUDA array too)
             operands.append(a if a.dtype == cdt else a.astype(cdt))
         else:  # a number (one out of an integer dtype's range was wrapped when traced)
-            operands.append(number_operand(a, cdt))
+            operands.append(_number_operand(a, cdt))
     if reference:
         with np.errstate(all="ignore"):
             out = op.ref(*operands, **{k: e.params[k] for k in op.params}) if op.params \
