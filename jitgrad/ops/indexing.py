@@ -56,6 +56,12 @@ def put_at(a, index, v) -> None:
         a[index] = v
 
 
+def take_at(x, index):
+    """``x[index]`` for a normalised ``index`` (a :class:`_TwoStep` one selects first), on a
+    tensor (differentiable) or an array."""
+    return x[index[0]][index[1]] if type(index) is _TwoStep else x[index]
+
+
 def _take(a, index):
     """``a[index]`` as an array. An element read by integers alone is a 0-d *view* of
     ``a`` (``a[0, ...]``), as PyTorch's ``x[0]`` is: a later write to ``a`` shows through

@@ -84,10 +84,15 @@ def overlapping_operands(self: Tensor, operands) -> bool:
     return hazard
 
 
+def _same_storage(a, b) -> bool:
+    """Whether NumPy arrays ``a`` and ``b`` view one owner's memory (cheap: no view made)."""
+    return type(b) is np.ndarray and type(a) is np.ndarray and (
+        a if a.base is None else a.base) is (b if b.base is None else b.base)
+
+
 def arrays_overlap(d, od) -> bool:
     """:func:`overlapping_operands` for the array ``d`` written and ``od`` read."""
-    if od is d or type(od) is not np.ndarray or type(d) is not np.ndarray or (
-            od if od.base is None else od.base) is not (d if d.base is None else d.base):
+    if od is d or not _same_storage(d, od):
         return False
     return _same_memory_overlap(d, od)
 
@@ -318,12 +323,6 @@ def _index_put_ref(a, v, index):
     return out
 
 
-def _is_two_step(index) -> bool:
-    from .indexing import _TwoStep
-
-    return type(index) is _TwoStep
-
-
 def _index_put_vjp(g, ins, out, p, n):
     index = p["index"]
     ga = gv = None
@@ -336,7 +335,9 @@ def _index_put_vjp(g, ins, out, p, n):
         ga = g * const_tensor(mask)
     if n[1]:
         vshape = p["vshape"]
-        gv = g[index[0]][index[1]] if _is_two_step(index) else g[index]
+        from .indexing import take_at
+
+        gv = take_at(g, index)
         if gv._data.shape != vshape:
             from .registry import _sum_to
 
@@ -360,7 +361,7 @@ def setitem(self: Tensor, index, value) -> None:
         idx = index_on(idx, self._data)
     v_is_t = isinstance(value, Tensor)
     v = value._data if v_is_t else value
-    if v_is_t and not advanced:
+    if v_is_t and not advanced and _same_storage(self._data, v):
         arrays_overlap(self._data[idx], v)  # (PyTorch's error for a partial overlap)
     recording = _STATE.enabled and (self._requires_grad or (v_is_t and value._requires_grad)
                                     or views_autograd(self))
