@@ -1166,6 +1166,33 @@ def lstm_cell(rng, dtype):
             ((_r(rng, (2, 3, 4), dtype, -6.0, 6.0), _r(rng, (2, 3, 1), dtype)), {})]
 
 
+def lstm_layer(rng, dtype):
+    """A sequence (``T, B, I``), initial states and an LSTM layer's weights and biases:
+    forward and reverse, a one-step sequence of one sample, large weights (saturated
+    gates)."""
+    def case(steps, batch, width, hidden, reverse, scale=1.0):
+        return ((_r(rng, (steps, batch, width), dtype), _r(rng, (batch, hidden), dtype),
+                 _r(rng, (batch, hidden), dtype),
+                 _r(rng, (4 * hidden, width), dtype, -scale, scale),
+                 _r(rng, (4 * hidden, hidden), dtype, -scale, scale),
+                 _r(rng, (4 * hidden,), dtype), _r(rng, (4 * hidden,), dtype)),
+                {"reverse": reverse})
+    return [case(4, 3, 2, 3, False), case(3, 2, 3, 2, True), case(1, 1, 2, 2, False),
+            case(3, 2, 2, 2, False, 4.0)]
+
+
+def lstm_layer_backward(rng, dtype):
+    """An output gradient and :func:`lstm_layer`'s samples with their outputs (computed by
+    the op's NumPy forward)."""
+    from .nnops.rnn_layer import _layer_ref
+
+    out = []
+    for args, p in lstm_layer(rng, dtype):
+        y = _layer_ref(*args, **p)
+        out.append(((_r(rng, y.shape, dtype), *args, y), p))
+    return out
+
+
 def lstm_cell_backward(rng, dtype):
     """The output gradient, the gates and the state of :func:`lstm_cell`'s samples."""
     return [((_r(rng, c.shape, dtype), gates, c), {}) for (gates, c), _ in lstm_cell(rng, dtype)]

@@ -158,3 +158,76 @@ def test_compiled_sequence_classifier_equals_eager():
     assert_compiled_step_matches_eager(step, params, x, y)
 
 
+
+
+def _node_names(t) -> list:
+    seen, stack, names = set(), [t.grad_fn], []
+    while stack:
+        n = stack.pop()
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        names.append(type(n).__name__)
+        stack.extend(f for f, _ in n.next_functions)
+    return names
+
+
+def test_lstm_layers_are_one_node_each_with_the_cells_bits():
+    """A padded LSTM records one ``MkldnnRnnLayerBackward0`` per layer and direction (as
+    PyTorch's CPU LSTM), and its states are bit for bit those of ``LSTMCell`` run step by
+    step with the same weights; the gradients agree with the step-by-step graph's."""
+    jitgrad.manual_seed(0)
+    lstm = nn.LSTM(3, 5, num_layers=2, bidirectional=True)
+    names = _node_names(lstm(jitgrad.randn(6, 2, 3))[0])
+    assert names.count("MkldnnRnnLayerBackward0") == 4 and "AddmmBackward0" not in names
+    jitgrad.manual_seed(1)
+    lstm, cell = nn.LSTM(3, 5), nn.LSTMCell(3, 5)
+    with jitgrad.no_grad():
+        for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(cell, k).copy_(getattr(lstm, k + "_l0"))
+    x = jitgrad.randn(7, 2, 3)
+    h0, c0 = jitgrad.randn(1, 2, 5), jitgrad.randn(1, 2, 5)
+    out, (h, c) = lstm(x, (h0, c0))
+    hc, cc, steps = h0[0], c0[0], []
+    for t in range(7):
+        hc, cc = cell(x[t], (hc, cc))
+        steps.append(hc)
+    assert np.array_equal(out.detach().numpy(), jitgrad.stack(steps).detach().numpy())
+    assert np.array_equal(c[0].detach().numpy(), cc.detach().numpy())
+    w = jitgrad.randn(7, 2, 5)
+    grads = jitgrad.autograd.grad((out * w).sum() + c.sum(), list(lstm.parameters()))
+    ref = jitgrad.autograd.grad((jitgrad.stack(steps) * w).sum() + cc.sum(),
+                                list(cell.parameters()))
+    for g, r in zip(grads, ref):
+        np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_lstm_layer_gradients_under_create_graph_have_the_same_bits(dtype):
+    """Under ``create_graph`` the layer's backward runs as differentiable ops: the same
+    values, bit for bit, and a second derivative that matches PyTorch's."""
+    dt = getattr(jitgrad, dtype)
+    jitgrad.manual_seed(2)
+    m = nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True, dtype=dt)
+    x = jitgrad.randn(2, 5, 3, dtype=dt, requires_grad=True)
+    out, (h, c) = m(x)
+    loss = (out ** 2).sum() + (c * 3.0).sum()
+    inputs = [x, *m.parameters()]
+    plain = jitgrad.autograd.grad(loss, inputs, retain_graph=True)
+    graph = jitgrad.autograd.grad(loss, inputs, create_graph=True)
+    for a, b in zip(plain, graph):
+        assert np.array_equal(a.detach().numpy(), b.detach().numpy())
+    assert graph[0].grad_fn is not None
+    torch = pytest.importorskip("torch")
+    mt = torch.nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True,
+                       dtype=torch.float64)
+    with torch.no_grad():
+        for (_, p), (_, q) in zip(m.named_parameters(), mt.named_parameters()):
+            q.copy_(torch.tensor(p.detach().numpy().astype(np.float64)))
+    xt = torch.tensor(x.detach().numpy().astype(np.float64), requires_grad=True)
+    outt, (_, ct) = mt(xt)
+    gt, = torch.autograd.grad((outt ** 2).sum() + (ct * 3.0).sum(), xt, create_graph=True)
+    ggt, = torch.autograd.grad(gt.pow(2).sum(), xt)
+    gg, = jitgrad.autograd.grad(graph[0].pow(2).sum(), x)
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    np.testing.assert_allclose(gg.numpy(), ggt.numpy(), rtol=tol, atol=tol)

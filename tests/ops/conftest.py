@@ -1345,3 +1345,43 @@ def _lstm_cell_backward(which: str):
 
 ADAPTERS.update({"lstm_cell_c_backward": _lstm_cell_backward("c"),
                  "lstm_cell_h_backward": _lstm_cell_backward("h")})
+
+
+# a whole LSTM layer as one op (ops/nnops/rnn_layer.py); PyTorch: its steps as a composite,
+# the flat [hs | cs | gates] stacked from them
+def _torch_lstm_layer(M, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse):
+    steps = x.shape[0]
+    xw = M.nn.functional.linear(x, w_ih, b_ih)
+    h, c = h0, c0
+    hs, cs = [None] * steps, [None] * steps
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        i, f, g, o = (xw[t] + M.nn.functional.linear(h, w_hh, b_hh)).chunk(4, -1)
+        c = M.sigmoid(f) * c + M.sigmoid(i) * M.tanh(g)
+        h = M.sigmoid(o) * M.tanh(c)
+        hs[t], cs[t] = h, c
+    return M.cat([M.stack(hs).reshape(-1), M.stack(cs).reshape(-1)])
+
+
+def _lstm_layer(M, ts, p):
+    from jitgrad.ops.nnops.rnn_layer import lstm_layer
+
+    if not is_torch(M):
+        return lstm_layer(*ts, reverse=p["reverse"])
+    return _torch_lstm_layer(M, *ts, p["reverse"])
+
+
+def _lstm_layer_backward(M, ts, p):
+    """The layer's gradients for ``ts[0]``, flat (PyTorch: the composite's; the given
+    output, computed from the same inputs, is not read)."""
+    from jitgrad.ops.nnops.rnn_layer import lstm_layer_backward
+
+    if not is_torch(M):
+        return lstm_layer_backward(*ts, reverse=p["reverse"])
+    g, *ins, _ = ts
+    with M.enable_grad():
+        at = [t.detach().requires_grad_() for t in ins]
+        grads = M.autograd.grad(_torch_lstm_layer(M, *at, p["reverse"]), at, g)
+    return M.cat([v.reshape(-1) for v in grads[:-1]])
+
+
+ADAPTERS.update({"lstm_layer": _lstm_layer, "lstm_layer_backward": _lstm_layer_backward})

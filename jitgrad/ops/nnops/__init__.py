@@ -13,5 +13,6 @@ from . import (  # noqa: F401 - registers ops and attaches methods
     norm,
     pointwise,
     rnn_cells,
+    rnn_layer,
     tensor_methods,
 )
