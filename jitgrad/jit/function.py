@@ -77,7 +77,8 @@ class CompiledFunction:
         self._entries: dict = {}
         self._lru: OrderedDict = OrderedDict()  # id(entry) -> (key, entry), oldest first
         self._warned_breaks: set = set()
-        self._changed_in_call: set = set()  # what traced calls changed of what they read
+        # (what, id of the object read) -> the call at which a traced call changed it
+        self._changed_in_call: dict = {}
         self._retraces_of: dict = {}  # key -> traces again for failed guards
         self._given_up: dict = {}  # key -> why its calls run eagerly (config.recompile_limit)
         self._number_keys: dict = {}  # a key with its numbers erased -> keys traced for it
@@ -312,6 +313,10 @@ class CompiledFunction:
                     f"run eagerly from now on. Last guard that failed: {reason}",
                     UserWarning, stacklevel=3)
                 return self.fn(*args, **kwargs)
+        if self._closure.refresh():  # globals / cells defined since: compared from now on
+            closure_ids = self._closure.current()
+            self._fast = None
+        changed_state = False
         self.stats["traces"] += 1
         if reason is not None:
             self.stats["retraces"] += 1
@@ -375,14 +380,22 @@ class CompiledFunction:
                 # which traces again. Once (an optimizer's first step makes its state) that
                 # is how it compiles; the second time the same state changes in a call
                 # (scheduler.step() inside a step) it would be a trace per call: eager.
-                changed = access.check(args, kwargs)
+                changed = access.changed_root(args, kwargs)
                 if changed is not None:
-                    what = changed.replace(" since the trace", "")
-                    if what in self._changed_in_call:
+                    what = changed[0].replace(" since the trace", "")
+                    # (the same object: a fresh optimizer passed in -- k-fold training --
+                    # changes its state in its first call too, and compiles)
+                    seen = (what, id(changed[1]))
+                    # again at the call right after the last change: it changes at every
+                    # call (a later change -- opt.state.clear() -- makes state once more)
+                    last = self._changed_in_call.get(seen)
+                    if last is not None and self.stats["calls"] - last <= 1:
                         why = (f"the call changes what it reads ({what} during the call, "
                                "again): it runs eagerly, its effects as in eager mode")
                         access = access.without_changed(args, kwargs)
-                    self._changed_in_call.add(what)
+                    else:
+                        changed_state = True
+                    self._changed_in_call[seen] = self.stats["calls"]
             if why is not None and tracer.escaped is None:
                 tracer.graph_break(why, where="jitgrad.compile")
         except TraceError:  # (fullgraph=True: a graph break found at the end)
@@ -447,13 +460,13 @@ class CompiledFunction:
             entry.joint_outputs = joint_outputs
         entry.access = access
         entry.finish(key[2], flat)
-        if self._closure.current() == closure_ids:
+        if self._closure.current() == closure_ids and not changed_state:
             self._add_entry(key, entry)
         else:
             # the call changed what the guards read (a first optimizer step creates its
             # state): the plan does not repeat that change, so it must not serve a later
             # call that finds the state as it was before (after ``opt.state.clear()``):
-            # it runs this call only
+            # it runs this call only (the same for what it read through its arguments)
             _log("recompiles", f"{self.__name__}: the traced call changed the state its "
                  "guards read; its plan runs this call only")
         tracer.release()  # the trace's arrays: not alive while the plan runs the call

@@ -16,6 +16,8 @@ result.
 
 from __future__ import annotations
 
+import dis
+import functools
 import hashlib
 import threading
 import types
@@ -167,6 +169,7 @@ class ClosureGuard:
     in the closure and referenced globals. The slots to read are found once."""
 
     def __init__(self, fn) -> None:
+        self.fn = fn
         self.module = fn if _is_module(fn) else None
         # a bound method (``compile(opt.step)``, ``compile(model.forward)``): the object it
         # is bound to, like the module of a compiled module -- library code's reads of it
@@ -174,18 +177,57 @@ class ClosureGuard:
         bound = getattr(fn, "__self__", None) if isinstance(fn, types.MethodType) else None
         if self.module is None and bound is not None and closure_relevant(bound):
             self.module = bound
+        # a partial's keyword names: one given later (``p.keywords["scale"] = 9``) retraces
+        self.keywords = fn.keywords if isinstance(fn, functools.partial) else None
+        self.slots: list = self._find_slots()
+
+    def _find_slots(self) -> list:
+        """What to read at every call: the closure's cells and the globals the code loads
+        that hold a tensor, number, module or optimizer -- or nothing yet (an empty cell, a
+        global not yet defined or None: a script's ``model`` made after the decorator runs),
+        so a value given later is compared too; a ``functools.partial``'s bound arguments
+        and keywords of those kinds. Found again before every trace (:meth:`refresh`)."""
+        fn = self.fn
+        slots: list = []
+        if isinstance(fn, functools.partial):
+            for v in fn.args:
+                if closure_relevant(v):
+                    slots.append((v, _CONST))
+            for k, v in fn.keywords.items():
+                if closure_relevant(v) or v is None:
+                    slots.append((fn.keywords, k))
+            fn = fn.func
+        if isinstance(fn, types.FunctionType):  # (a library decorator's wrapper: the user's
+            from .observe import unwrap_library_wrappers  # function is the traced frame)
+
+            fn = unwrap_library_wrappers(fn)
         target = getattr(type(fn), "forward", fn) if self.module is fn else fn
         code = getattr(target, "__code__", None)
-        self.slots: list = []
         if code is None:
-            return
+            return slots
         for cell in getattr(target, "__closure__", None) or ():
-            if _cell_ok(cell) and closure_relevant(cell.cell_contents):
-                self.slots.append((cell, None))
+            if not _cell_ok(cell) or cell.cell_contents is None or \
+                    closure_relevant(cell.cell_contents):
+                slots.append((cell, None))
         g = getattr(target, "__globals__", {})
-        for n in code.co_names:
-            if n in g and closure_relevant(g[n]):
-                self.slots.append((g, n))
+        builtins = g.get("__builtins__", {})
+        builtins = builtins if isinstance(builtins, dict) else vars(builtins)
+        for n in _global_loads(code):
+            if n in g:
+                if g[n] is None or closure_relevant(g[n]):
+                    slots.append((g, n))
+            elif n not in builtins:  # not defined yet
+                slots.append((g, n))
+        return slots
+
+    def refresh(self) -> bool:
+        """Find the slots again (before a trace: globals and cells defined since); whether
+        they changed (then entries traced before no longer match :meth:`current`)."""
+        slots = self._find_slots()
+        if [(id(h), n) for h, n in slots] == [(id(h), n) for h, n in self.slots]:
+            return False
+        self.slots = slots
+        return True
 
     def current(self) -> tuple:
         out = [global_settings()]
@@ -193,10 +235,14 @@ class ClosureGuard:
             out.append(state_of(self.module))
         for holder, name in self.slots:
             if name is None:
-                obj = holder.cell_contents if _cell_ok(holder) else None
+                obj = holder.cell_contents if _cell_ok(holder) else _EMPTY
+            elif name is _CONST:
+                obj = holder
             else:
-                obj = holder.get(name)
+                obj = holder.get(name, _EMPTY)
             out.append(state_of(obj))
+        if self.keywords is not None:
+            out.append(tuple(self.keywords))
         return tuple(out)
 
     def fast_checks(self, expected: tuple, ns: dict) -> list:
@@ -215,9 +261,14 @@ class ClosureGuard:
         if self.module is not None:
             ns["CMOD"] = self.module
             reads.append("CMOD")
+        ns["EMPTY"] = _EMPTY
         for j, (holder, name) in enumerate(self.slots):
             ns[f"CH{j}"] = holder
-            reads.append(f"CH{j}.cell_contents" if name is None else f"CH{j}.get({name!r})")
+            reads.append(f"CH{j}.cell_contents" if name is None else f"CH{j}" if name is _CONST
+                         else f"CH{j}.get({name!r}, EMPTY)")
+        if self.keywords is not None:
+            ns["PKW"], ns["E_PKW"] = self.keywords, expected[-1]
+            lines += ["if tuple(PKW) != E_PKW:", "    return MISS"]
         for j, (read, exp) in enumerate(zip(reads, expected)):
             lines.append(f"o = {read}")
             plain = (type(exp) is tuple and exp[0] == "n" and type(exp[1]) in (int, float, bool)
@@ -243,6 +294,22 @@ def _miss_unless(lines: list, ns: dict, key: str, expected, state_fn: str, *, id
         ns[f"E{key}"] = expected
         cond = f"{state_fn}(o) != E{key}"
     lines += [f"if {cond}:", "    return MISS"]
+
+
+#: a ClosureGuard slot holding its object itself (a partial's bound argument)
+_CONST = object()
+#: what an empty cell or an undefined global reads as (its own state: one that is given a
+#: value later no longer matches)
+_EMPTY = object()
+
+
+def _global_loads(code) -> list:
+    """The global names ``code`` loads (``LOAD_GLOBAL``; attribute names are not globals)."""
+    names = []
+    for ins in dis.get_instructions(code):
+        if ins.opname == "LOAD_GLOBAL" and ins.argval not in names:
+            names.append(ins.argval)
+    return names
 
 
 def _is_module(o) -> bool:
@@ -595,6 +662,19 @@ class AccessGuard:
         for holder, steps, text, expected in self.reads:
             if guarded_state(holder, steps, args, kw) != expected:
                 return f"{text} changed since the trace"
+        return None
+
+    def changed_root(self, args: tuple = (), kwargs: dict | None = None):
+        """``(text, root)`` of the first chain that no longer reads as traced -- ``root``
+        the object it starts at now -- or None."""
+        kw = kwargs or {}
+        for holder, steps, text, expected in self.reads:
+            if guarded_state(holder, steps, args, kw) != expected:
+                try:
+                    root = _read_root(holder, args, kw)
+                except Exception:  # noqa: BLE001 - (the chain's start is gone)
+                    root = None
+                return text, root
         return None
 
     def without_changed(self, args: tuple = (), kwargs: dict | None = None) -> AccessGuard:

@@ -94,6 +94,19 @@ _CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__", "__setattr__"
 _user_code: dict = {}
 
 
+def unwrap_library_wrappers(fn):
+    """The function whose frame a call of ``fn`` runs the user's code in: ``fn`` itself, or,
+    for a library's transparent decorator (``functools.wraps``: ``@jitgrad.no_grad()``,
+    ``@torch.inference_mode()``), the function it wraps -- its arguments are the call's."""
+    for _ in range(16):
+        inner = getattr(fn, "__wrapped__", None)
+        code = getattr(fn, "__code__", None)
+        if inner is None or code is None or _is_user_code(code) or not callable(inner):
+            return fn
+        fn = inner
+    return fn
+
+
 def _is_user_code(code):
     """True for user code, False for library code, ``INSTALLED`` for an installed
     package's code (user code unless the import system runs it)."""
@@ -346,6 +359,8 @@ class Observer:
     def __init__(self, tracer, fn) -> None:
         self.tracer = tracer
         self.fn = fn
+        if isinstance(fn, types.FunctionType):
+            fn = unwrap_library_wrappers(fn)
         target = getattr(type(fn), "forward", None) if not isinstance(
             fn, (types.FunctionType, types.MethodType)) else None
         self.top_code = getattr(target or fn, "__code__", None)
@@ -356,6 +371,12 @@ class Observer:
         # (guarded as a whole by ClosureGuard) or a bound method's object (guarded here)
         self.module_self = fn if target is not None else getattr(fn, "__self__", None)
         self.self_guarded = target is not None
+        call = None if isinstance(fn, type) else next(
+            (vars(c)["__call__"] for c in type(fn).__mro__ if "__call__" in vars(c)), None)
+        if self.top_code is None and isinstance(call, types.FunctionType):
+            # an object with a ``__call__`` of its own: as its bound method (its attributes
+            # read by the call are guarded to their end)
+            self.top_code, self.top_func, self.module_self = call.__code__, call, fn
         self.reads: list = []
         self._seen: set = set()
         # id -> (holder, steps, object): objects a guard reaches by identity (the compiled
@@ -578,7 +599,7 @@ class Observer:
             elif ch.name in kwonly:
                 pos = -1  # keyword-only: read by name
             else:
-                return
+                return self._record_packed(code, ch, steps, value)
             # read at each call from the call's arguments, else the function's default
             if self.module_self is not None:
                 if pos == 0:
@@ -589,6 +610,46 @@ class Observer:
                 holder = ("arg", pos, ch.name, self.top_func)
         if holder[0] == "const" and not steps and self.self_guarded:
             return  # the compiled module itself: guarded as a whole (guards.ClosureGuard)
+        self._remember(value, holder, steps)
+        self._add(holder, ch, steps, value)
+
+    def _record_packed(self, code, ch, steps: tuple, value) -> None:
+        """A chain from the compiled function's ``*args`` or ``**kwargs`` (a decorator's
+        wrapper passing them on: ``fn(*args, **kwargs)``): ``args[i]...`` / ``kwargs[k]...``
+        is guarded as the call's positional argument ``i`` or keyword ``k``; the whole
+        tuple or dict, passed on, as each of its entries that the key does not hold (what
+        the called function reads of them is covered through them, as for any argument)."""
+        flags = code.co_flags
+        at = code.co_argcount + code.co_kwonlyargcount
+        star = code.co_varnames[at] if flags & inspect.CO_VARARGS else None
+        double = code.co_varnames[at + (star is not None)] \
+            if flags & inspect.CO_VARKEYWORDS else None
+        start = code.co_argcount - (self.module_self is not None)
+        if ch.name == star:
+            if steps and steps[0][0] == "item" and type(steps[0][1]) is int \
+                    and steps[0][1] >= 0:
+                parts = [(steps[0][1], steps[1:], value)]
+            elif not steps and isinstance(value, tuple):
+                parts = [(i, (), v) for i, v in enumerate(value)]
+            else:
+                return
+            for i, rest, v in parts:
+                if rest or not _argument_leaf(v, ()) and not isinstance(v, Tensor):
+                    self._guard_packed(("arg", start + i, None, self.top_func), ch, rest, v)
+        elif ch.name == double:
+            if steps and steps[0][0] == "item" and type(steps[0][1]) is str:
+                parts = [(steps[0][1], steps[1:], value)]
+            elif not steps and isinstance(value, dict):
+                parts = [(k, (), v) for k, v in value.items()]
+            else:
+                return
+            for k, rest, v in parts:
+                if rest or not _argument_leaf(v, ()) and not isinstance(v, Tensor):
+                    self._guard_packed(("arg", -1, k, self.top_func), ch, rest, v)
+
+    def _guard_packed(self, holder, ch, steps: tuple, value) -> None:
+        if not steps and (value is None or isinstance(value, (int, float, bool, str, bytes))):
+            return  # a plain number or string: the key holds it
         self._remember(value, holder, steps)
         self._add(holder, ch, steps, value)
 
