@@ -112,6 +112,7 @@ from .memory_format import (
     channels_last,
     channels_last_3d,
     contiguous_format,
+    legacy_contiguous_format,
     memory_format,
     preserve_format,
 )
@@ -250,7 +251,7 @@ def __getattr__(name: str):
 __all__ = [
     "Tensor", "Size", "dtype", "device", "get_default_device", "set_default_device",
     "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
-    "preserve_format",
+    "preserve_format", "legacy_contiguous_format",
     "accelerator", "amp", "backends", "cpu", "cuda", "autograd", "autocast",
     "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype", "set_autocast_dtype",
     "is_autocast_cache_enabled", "set_autocast_cache_enabled", "clear_autocast_cache",

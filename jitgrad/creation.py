@@ -303,8 +303,9 @@ def _dt(dtype, default=None) -> np.dtype:
 
 
 def zeros(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
-          out=None, pin_memory: bool = False) -> Tensor:
+          out=None, pin_memory: bool = False, layout=None) -> Tensor:
     """A tensor of zeros (``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``)."""
+    _check_layout(layout)
     dev = _device(device)
     shape, d = _size(sizes, size, "zeros"), _dt(dtype)
     return _out(_fill_factory("zeros", shape, d, dev, requires_grad, pin_memory=pin_memory),
@@ -312,8 +313,9 @@ def zeros(*sizes, size=None, dtype=None, device=None, requires_grad: bool = Fals
 
 
 def ones(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
-         out=None, pin_memory: bool = False) -> Tensor:
+         out=None, pin_memory: bool = False, layout=None) -> Tensor:
     """A tensor of ones (sizes as :func:`zeros`)."""
+    _check_layout(layout)
     dev = _device(device)
     shape, d = _size(sizes, size, "ones"), _dt(dtype)
     return _out(_fill_factory("ones", shape, d, dev, requires_grad, pin_memory=pin_memory),
@@ -321,17 +323,25 @@ def ones(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False
 
 
 def empty(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
-          pin_memory: bool = False) -> Tensor:
+          pin_memory: bool = False, layout=None, memory_format=None) -> Tensor:
     """An uninitialised tensor (sizes as :func:`zeros`; ``pin_memory``: in pinned host
     memory, see ``Tensor.pin_memory``)."""
+    _check_layout(layout)
     dev = _device(device)
     shape, d = _size(sizes, size, "empty"), _dt(dtype)
-    return _fill_factory("empty", shape, d, dev, requires_grad, pin_memory=pin_memory)
+    out = _fill_factory("empty", shape, d, dev, False, pin_memory=pin_memory)
+    if memory_format is not None:
+        from .memory_format import preserve_format
+
+        if memory_format is not preserve_format:
+            out = _like_format(out, out, memory_format)
+    return out.requires_grad_() if requires_grad else out
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False,
-         pin_memory: bool = False) -> Tensor:
+         pin_memory: bool = False, layout=None) -> Tensor:
     """A tensor filled with ``fill_value`` (dtype inferred from it, as PyTorch)."""
+    _check_layout(layout)
     dev = _device(device)
     if dtype is None:
         dtype = dtypes.scalar_dtype(fill_value)
@@ -464,57 +474,106 @@ def _like(t: Tensor, dtype):
     return t._data.shape, (t._data.dtype if dtype is None else dtypes.to_dtype(dtype).np)
 
 
-def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Zeros with ``input``'s shape and dtype."""
+def _like_format(out: Tensor, input: Tensor, memory_format) -> Tensor:
+    """``out`` with its memory in ``memory_format``'s order; ``preserve_format`` (the
+    default): ``input``'s, where it is dense channels-last, else row-major."""
+    from .memory_format import channels_last, channels_last_3d, has_layout, preserve_format
+
+    fmt = memory_format
+    if fmt is preserve_format:
+        fmt = next((f for f in (channels_last, channels_last_3d) if input._data.ndim ==
+                    (4 if f is channels_last else 5) and not input._data.flags.c_contiguous
+                    and has_layout(input._data, f)), None)
+        if fmt is None:
+            return out
+    return out.contiguous(memory_format=fmt)
+
+
+def _check_layout(layout) -> None:
+    from .ops.torch_namespace import strided
+
+    if layout is not None and layout is not strided:
+        raise RuntimeError(f"jitgrad tensors have the strided layout only, got {layout}")
+
+
+def _like_factory(kind: str, input: Tensor, dtype, device, requires_grad: bool, layout,
+                  memory_format, fill=None) -> Tensor:
+    from .memory_format import preserve_format
+
+    _check_layout(layout)
     shape, d = _like(input, dtype)
     dev = _device(device, input)
-    return _fill_factory("zeros", shape, d, dev, requires_grad)
+    out = _fill_factory(kind, shape, d, dev, False, *(() if fill is None else (fill,)))
+    out = _like_format(out, input, memory_format or preserve_format)
+    return out.requires_grad_() if requires_grad else out
 
 
-def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def zeros_like(input: Tensor, *, dtype=None, layout=None, device=None,
+               requires_grad: bool = False, pin_memory: bool = False,
+               memory_format=None) -> Tensor:
+    """Zeros with ``input``'s shape and dtype (``memory_format``: the memory order,
+    ``input``'s by default)."""
+    return _like_factory("zeros", input, dtype, device, requires_grad, layout, memory_format)
+
+
+def ones_like(input: Tensor, *, dtype=None, layout=None, device=None,
+              requires_grad: bool = False, pin_memory: bool = False,
+              memory_format=None) -> Tensor:
     """Ones with ``input``'s shape and dtype."""
-    shape, d = _like(input, dtype)
-    dev = _device(device, input)
-    return _fill_factory("ones", shape, d, dev, requires_grad)
+    return _like_factory("ones", input, dtype, device, requires_grad, layout, memory_format)
 
 
-def empty_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def empty_like(input: Tensor, *, dtype=None, layout=None, device=None,
+               requires_grad: bool = False, pin_memory: bool = False,
+               memory_format=None) -> Tensor:
     """Uninitialised, with ``input``'s shape and dtype."""
-    shape, d = _like(input, dtype)
-    dev = _device(device, input)
-    return _fill_factory("empty", shape, d, dev, requires_grad)
+    return _like_factory("empty", input, dtype, device, requires_grad, layout, memory_format)
 
 
-def full_like(input: Tensor, fill_value, *, dtype=None, device=None,
-              requires_grad: bool = False) -> Tensor:
+def full_like(input: Tensor, fill_value, *, dtype=None, layout=None, device=None,
+              requires_grad: bool = False, pin_memory: bool = False,
+              memory_format=None) -> Tensor:
     """``fill_value`` with ``input``'s shape and dtype."""
-    shape, d = _like(input, dtype)
-    dev = _device(device, input)
-    return _fill_factory("full", shape, d, dev, requires_grad, fill_value)
+    return _like_factory("full", input, dtype, device, requires_grad, layout, memory_format,
+                         fill_value)
 
 
-def rand_like(input: Tensor, *, dtype=None, device=None, generator=None,
-              requires_grad: bool = False) -> Tensor:
+def rand_like(input: Tensor, *, dtype=None, layout=None, device=None, generator=None,
+              requires_grad: bool = False, memory_format=None) -> Tensor:
     """Uniform samples with ``input``'s shape, dtype and device."""
+    _check_layout(layout)
     shape, d = _like(input, dtype)
-    return rand(shape, dtype=dtypes.from_numpy_dtype(d), device=_device(device, input),
-                generator=generator, requires_grad=requires_grad)
+    out = rand(shape, dtype=dtypes.from_numpy_dtype(d), device=_device(device, input),
+               generator=generator)
+    out = _like_format(out, input, memory_format or _preserve())
+    return out.requires_grad_() if requires_grad else out
 
 
-def randn_like(input: Tensor, *, dtype=None, device=None, generator=None,
-               requires_grad: bool = False) -> Tensor:
+def randn_like(input: Tensor, *, dtype=None, layout=None, device=None, generator=None,
+               requires_grad: bool = False, memory_format=None) -> Tensor:
     """Normal samples with ``input``'s shape, dtype and device."""
+    _check_layout(layout)
     shape, d = _like(input, dtype)
-    return randn(shape, dtype=dtypes.from_numpy_dtype(d), device=_device(device, input),
-                 generator=generator, requires_grad=requires_grad)
+    out = randn(shape, dtype=dtypes.from_numpy_dtype(d), device=_device(device, input),
+                generator=generator)
+    out = _like_format(out, input, memory_format or _preserve())
+    return out.requires_grad_() if requires_grad else out
 
 
-def randint_like(input: Tensor, low, high=None, *, dtype=None, device=None,
-                 generator=None) -> Tensor:
+def randint_like(input: Tensor, low, high=None, *, dtype=None, layout=None, device=None,
+                 generator=None, memory_format=None) -> Tensor:
     """Random integers with ``input``'s shape and device."""
+    _check_layout(layout)
     shape, d = _like(input, dtype)
-    return randint(low, high, shape, dtype=dtypes.from_numpy_dtype(d),
-                   device=_device(device, input), generator=generator)
+    out = randint(low, high, shape, dtype=dtypes.from_numpy_dtype(d),
+                  device=_device(device, input), generator=generator)
+    return _like_format(out, input, memory_format or _preserve())
+
+
+def _preserve():
+    from .memory_format import preserve_format
+
+    return preserve_format
 
 
 def const_tensor(arr: np.ndarray) -> Tensor:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ._named import Named
 
 __all__ = ["memory_format", "contiguous_format", "channels_last", "channels_last_3d",
-           "preserve_format", "in_layout", "has_layout"]
+           "preserve_format", "legacy_contiguous_format", "in_layout", "has_layout"]
 
 
 class memory_format(Named):  # noqa: N801 - PyTorch's name
@@ -24,6 +24,8 @@ contiguous_format = memory_format("contiguous_format")
 channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
+#: PyTorch's alias of row-major order kept for old code (``F.gumbel_softmax``'s)
+legacy_contiguous_format = contiguous_format
 
 _ORDER = {channels_last: (4, (0, 2, 3, 1)), channels_last_3d: (5, (0, 2, 3, 4, 1))}
 

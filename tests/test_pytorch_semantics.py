@@ -428,3 +428,86 @@ def test_messages_probe_scripts_compared():
     with pytest.raises(RuntimeError, match="^a leaf Variable that requires grad"):
         x[x > 0] = 1.0
     assert x.tolist() == [[1.0, 1.0]] * 3 and x._version == 0
+
+
+def _recurrent_cells(M):
+    M.manual_seed(0)
+    return M.nn.LSTMCell(4, 3), M.nn.GRUCell(4, 3), M.nn.RNNCell(4, 3)
+
+
+def _index_add_of_doubles(M):
+    return M.zeros(3).index_add_(0, M.tensor([0]), M.ones(1, dtype=M.float64))
+
+
+_MISUSE = {  # name -> (call on the module M, exception type)
+    "lstm_cell_batch": (lambda M: _recurrent_cells(M)[0](
+        M.ones(5, 4), (M.zeros(1, 3), M.zeros(1, 3))), RuntimeError),
+    "lstm_cell_c_batch": (lambda M: _recurrent_cells(M)[0](
+        M.ones(5, 4), (M.zeros(5, 3), M.zeros(1, 3))), RuntimeError),
+    "gru_cell_batch": (lambda M: _recurrent_cells(M)[1](M.ones(5, 4), M.zeros(1, 3)),
+                       RuntimeError),
+    "rnn_cell_1d_hidden": (lambda M: _recurrent_cells(M)[2](M.ones(5, 4), M.zeros(3)),
+                           RuntimeError),
+    "gru_cell_hidden_size": (lambda M: _recurrent_cells(M)[1](M.ones(5, 4), M.zeros(5, 4)),
+                             RuntimeError),
+    "cell_input_size": (lambda M: _recurrent_cells(M)[0](M.ones(5, 6)), RuntimeError),
+    "unbatched_cell_2d_hidden": (lambda M: _recurrent_cells(M)[1](M.ones(4), M.zeros(1, 3)),
+                                 RuntimeError),
+    "index_add_dtype": (_index_add_of_doubles, RuntimeError),
+    "scatter_add_dtype": (lambda M: M.zeros(3, dtype=M.long).scatter_add(
+        0, M.tensor([0]), M.full((1,), 0.7)), RuntimeError),
+    "scatter_dtype": (lambda M: M.zeros(3).scatter(0, M.tensor([0]),
+                                                   M.ones(1, dtype=M.float64)), RuntimeError),
+    "scatter_reduce_dtype": (lambda M: M.zeros(3).scatter_reduce(
+        0, M.tensor([0]), M.ones(1, dtype=M.float64), "sum"), RuntimeError),
+    "bmm_inner": (lambda M: M.bmm(M.ones(2, 3, 4), M.ones(2, 5, 6)), RuntimeError),
+    "bmm_batch": (lambda M: M.bmm(M.ones(2, 3, 4), M.ones(3, 4, 6)), RuntimeError),
+    "argmin_empty_dim": (lambda M: M.ones(0, 3).argmin(0), IndexError),
+    "argmax_empty": (lambda M: M.ones(0).argmax(), IndexError),
+    "bool_mask_length": (lambda M: M.zeros(5)[M.tensor([True, False])], IndexError),
+    "logdet_not_square": (lambda M: M.logdet(M.ones(2, 3)), RuntimeError),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MISUSE))
+def test_misuse_probe_48_raises_pytorchs_error(name):
+    """Misuse a stop-48 probe found accepted (a cell's state of another batch size broadcast,
+    a source of another dtype cast) or reported with NumPy's words; PyTorch's message
+    (compared live with torch when it is installed)."""
+    call, exc = _MISUSE[name]
+    with pytest.raises(exc) as got:
+        call(jg)
+    try:
+        import torch
+    except ImportError:
+        return
+    with pytest.raises(exc) as want:
+        call(torch)
+    assert str(got.value) == str(want.value)
+
+
+def test_scatter_multiply_like_factories_and_layouts():
+    """``scatter(reduce="multiply")``, ``*_like(memory_format=, layout=)``,
+    ``legacy_contiguous_format``; against torch when it is installed."""
+    idx = jg.tensor([[0, 1, 0]])
+    src = jg.tensor([[2.0, 3.0, 4.0]])
+    out = jg.full((2, 3), 2.0).scatter(0, idx, src, reduce="multiply")
+    assert out.tolist() == [[4.0, 2.0, 8.0], [2.0, 6.0, 2.0]]
+    assert jg.ones(3).scatter(0, jg.tensor([0, 0]), 3.0, reduce="multiply").tolist() == [
+        9.0, 1.0, 1.0]
+    with pytest.raises(RuntimeError, match="reduce argument must be either add or multiply"):
+        jg.ones(3).scatter(0, jg.tensor([0]), 3.0, reduce="max")
+    x = jg.randn(2, 3, 4, 5).contiguous(memory_format=jg.channels_last)
+    for fn in (jg.zeros_like, jg.ones_like, jg.empty_like, jg.rand_like, jg.randn_like):
+        assert fn(x).is_contiguous(memory_format=jg.channels_last)
+        assert fn(x, memory_format=jg.contiguous_format).is_contiguous()
+        assert fn(x, memory_format=jg.preserve_format, layout=jg.strided).shape == x.shape
+    assert jg.full_like(x, 3.0, pin_memory=False).sum().item() == 360.0
+    assert jg.zeros(2, layout=jg.strided).tolist() == [0.0, 0.0]
+    assert jg.empty(2, 3, 4, 5, memory_format=jg.channels_last).is_contiguous(
+        memory_format=jg.channels_last)
+    assert jg.legacy_contiguous_format is jg.contiguous_format
+    torch = pytest.importorskip("torch")
+    t = torch.full((2, 3), 2.0).scatter(0, torch.tensor([[0, 1, 0]]),
+                                        torch.tensor([[2.0, 3.0, 4.0]]), reduce="multiply")
+    assert t.tolist() == out.tolist()

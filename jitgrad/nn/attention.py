@@ -62,10 +62,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
 
     ``attn_mask`` broadcasts to ``(..., L, S)``: boolean (True: attend) or of the query's
     float dtype (added to the scores). ``is_causal``: query ``i`` attends to keys ``j <= i``
-    (top-left aligned); not with ``attn_mask`` (an error). ``scale`` defaults to
-    ``1 / sqrt(E)``. ``dropout_p`` drops attention weights with jitgrad's generator (as
-    ``F.dropout``). ``enable_gqa``: key/value may have fewer heads (dim -3) than the query, a
-    divisor of its head count. A query row that may attend to nothing gives zeros.
+    (top-left aligned); with ``attn_mask`` too, both apply (as PyTorch's CPU kernel).
+    ``scale`` defaults to ``1 / sqrt(E)``. ``dropout_p`` drops attention weights with
+    jitgrad's generator (as ``F.dropout``). ``enable_gqa``: key/value may have fewer heads
+    (dim -3) than the query, a divisor of its head count. A query row that may attend to
+    nothing gives zeros.
 
     >>> import jitgrad
     >>> import jitgrad.nn.functional as F
@@ -80,9 +81,6 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     from .functional import dropout
 
     _check(query, key, value, attn_mask)
-    if is_causal and attn_mask is not None:
-        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
-                           "when is_causal=True")
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     hq, hk, hv = query.shape[-3:-2], key.shape[-3:-2], value.shape[-3:-2]

@@ -421,15 +421,36 @@ class _CellBase(RNNCellBase):
             h, c = z, (z if lstm else None)
         else:
             h, c = hx if lstm else (hx, None)
+            for t in (h, c) if lstm else (h,):
+                if t.ndim not in (1, 2):
+                    raise ValueError(f"{type(self).__name__}: Expected hidden to be 1D or 2D, "
+                                     f"got {t.ndim}D instead")
             if unbatched:
                 h = h.unsqueeze(0)
                 c = c.unsqueeze(0) if lstm else None
+        self._check_sizes(x, (h, c) if lstm else (h,))
         xw = F.linear(x, self.weight_ih, self.bias_ih)
         h, c = _step(self.mode, xw, h, c, self.weight_hh, self.bias_hh)
         if unbatched:
             h = h.squeeze(0)
             c = c.squeeze(0) if lstm else None
         return (h, c) if lstm else h
+
+
+    def _check_sizes(self, x: Tensor, states: tuple) -> None:
+        """PyTorch's errors for an input or state of the wrong size (``x`` and the states
+        batched)."""
+        if x.shape[1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {x.shape[1]} expected "
+                               f"{self.input_size}")
+        for k, t in enumerate(states):
+            if t.shape[0] != x.shape[0]:
+                raise RuntimeError(f"Input batch size {x.shape[0]} doesn't match hidden{k} "
+                                   f"batch size {t.shape[0]}")
+            if t.ndim != 2 or t.shape[1] != self.hidden_size:
+                got = t.shape[1] if t.ndim > 1 else t.shape[-1]
+                raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {got}, "
+                                   f"expected {self.hidden_size}")
 
 
 class RNNCell(_CellBase):

@@ -93,10 +93,21 @@ ARGMIN = defop(name="argmin", kind=REDUCE, inputs=("a",), params=("dim", "keepdi
                node=None, ref=_arg_ref(np.argmin), samples=S.arg_reduce)
 
 
+def _check_not_empty(input: Tensor, d, fn: str) -> None:
+    """PyTorch's errors for an index reduction over no elements."""
+    shape = input._data.shape
+    if d is None and input._data.size == 0:
+        raise IndexError(f"{fn}(): Expected reduction dim to be specified for "
+                         f"input.numel() == 0.")
+    if d is not None and shape and shape[d] == 0:
+        raise IndexError(f"{fn}(): Expected reduction dim {d} to have non-zero size.")
+
+
 @api(ARGMAX, method="argmax", export="argmax")
 def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the largest element (flattened when ``dim`` is None); first on ties."""
     d = None if dim is None else wrap_dim(dim, input._data.ndim)
+    _check_not_empty(input, d, "argmax")
     return call(ARGMAX, (input,), {"dim": d, "keepdim": bool(keepdim)})
 
 
@@ -104,6 +115,7 @@ def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the smallest element (flattened when ``dim`` is None); first on ties."""
     d = None if dim is None else wrap_dim(dim, input._data.ndim)
+    _check_not_empty(input, d, "argmin")
     return call(ARGMIN, (input,), {"dim": d, "keepdim": bool(keepdim)})
 
 

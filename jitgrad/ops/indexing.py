@@ -275,6 +275,12 @@ def _normalise_index(index, shape):
             if v is not None:
                 raise IndexError(f"index {v} is out of bounds for dimension {arrays} with "
                                  f"size {size}")
+        if isinstance(it, np.ndarray) and it.dtype == np.bool_:
+            for k, n in enumerate(it.shape):  # PyTorch's message (NumPy's otherwise)
+                if n != shape[dim + k]:
+                    raise IndexError(f"The shape of the mask {list(it.shape)} at index {k} "
+                                     f"does not match the shape of the indexed tensor "
+                                     f"{list(shape[dim:dim + it.ndim])} at index {k}")
         if isinstance(it, np.ndarray):
             arrays += it.ndim if it.dtype == np.bool_ else 1
         if isinstance(it, np.ndarray) and it.dtype == np.bool_:

@@ -242,10 +242,10 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if input.ndim != 3
                            else "batch2 must be a 3D tensor")
-    if input.shape[0] != mat2.shape[0]:
-        raise RuntimeError(
-            f"bmm: batch sizes differ: {input.shape[0]} and {mat2.shape[0]}"
-        )
+    sa, sb = input._data.shape, mat2._data.shape
+    if sb[0] != sa[0] or sb[1] != sa[2]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{sa[0]}, {sa[2]}] but got: [{sb[0]}, {sb[1]}].")
     return call(MATMUL, (input, mat2), {"ndims": (3, 3), "bmm": True})
 
 

@@ -210,6 +210,7 @@ def logdet(A: Tensor) -> Tensor:
     """``log(det(A))``: NaN for a negative determinant, ``-inf`` for zero."""
     from .selection import where
 
+    _square("logdet", as_tensor_arg(A, "A"))
     sign, logabs = slogdet(A)
     return where(sign < 0, float("nan"), logabs)
 

@@ -120,7 +120,7 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     input = as_tensor_arg(input)
     src = _src_for(as_tensor_arg(src, "src"), index)
     if src.dtype != input.dtype:
-        raise RuntimeError("scatter_reduce(): Expected self.dtype to be equal to src.dtype")
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     return call(SCATTER_REDUCE, (input, index, src), {"dim": d, "reduce": reduce,
                                                       "include_self": bool(include_self)})
 

@@ -50,7 +50,9 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """``input`` with ``src[i][j]`` added at ``[index[i][j]][j]`` (for ``dim=0``; likewise for
     any dim); repeated positions accumulate, in a fixed order."""
     index, d = _checked(input, dim, index, "scatter_add")
-    src = _src_for(as_tensor_arg(src, "src"), index)
+    src = as_tensor_arg(src, "src")
+    _same_dtype(input, src)
+    src = _src_for(src, index)
     return input + gather_backward(src, index, d, tuple(input.shape))
 
 
@@ -70,6 +72,9 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
     d = wrap_dim(dim, max(input.dim(), 1))
     if index.dim() > 1:
         raise IndexError("index_add_(): Index is supposed to be a vector")
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"index_add_(): self ({_kind(input)}) and source ({_kind(source)}) "
+                           f"must have the same scalar type")
     if index._data.dtype not in (np.int32, np.int64):
         raise RuntimeError("index_add_(): Expected dtype int32/int64 for index")
     if source.dim() and index.numel() != source.shape[d]:
@@ -95,6 +100,15 @@ def index_add_(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
     return apply_inplace(input, index_add(input, dim, index, source, alpha=alpha))
 
 
+def _kind(t: Tensor) -> str:
+    return t.dtype.tensor_type[:-len("Tensor")]
+
+
+def _same_dtype(input: Tensor, src: Tensor) -> None:
+    if src.dtype != input.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+
+
 def _positions(index: Tensor, dim: int) -> tuple:
     """The advanced index ``(i0, ..., index, ..., ik)`` of ``scatter``'s destinations."""
     from ..creation import const_tensor
@@ -116,19 +130,23 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
             reduce: str | None = None) -> Tensor:
     """``input`` with ``src[i][j]`` (or the number ``value``) written at
     ``[index[i][j]][j]`` (for ``dim=0``; likewise for any dim); ``reduce="add"`` adds
-    instead (:func:`scatter_add`). Which of two writes to one position wins is unspecified,
+    instead (:func:`scatter_add`), ``reduce="multiply"`` multiplies (``scatter_reduce``'s
+    ``"prod"`` with the input's values). Which of two writes to one position wins is unspecified,
     as in PyTorch."""
     if src is None and value is None:
         raise TypeError("scatter() missing 1 required positional argument: 'src' or 'value'")
     input = as_tensor_arg(input, "input")
-    if reduce == "add":
+    if isinstance(src, Tensor):
+        _same_dtype(input, src)
+    if reduce in ("add", "multiply"):
         v = value if src is None else src
         if not isinstance(v, Tensor):
-            v = input.new_full(tuple(as_tensor_arg(index).shape), float(v))
-        return scatter_add(input, dim, index, v)
+            v = input.new_full(tuple(as_tensor_arg(index).shape), v)
+        if reduce == "add":
+            return scatter_add(input, dim, index, v)
+        return input.scatter_reduce(dim, index, v, "prod", include_self=True)
     if reduce is not None:
-        raise NotImplementedError(f"scatter(): reduce={reduce!r} is not supported by jitgrad "
-                                  "(reduce='add' is)")
+        raise RuntimeError(f"reduce argument must be either add or multiply. Got {reduce}")
     index, d = _checked(input, dim, index, "scatter")
     out = input.clone()
     if not index.numel():

@@ -87,9 +87,6 @@ def test_sdpa_grouped_query_heads_and_unbatched():
 
 
 @pytest.mark.parametrize("call,msg", [
-    (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=jg.ones(4, 5, dtype=jg.bool),
-                                                    is_causal=True),
-     "Explicit attn_mask should not be set when is_causal=True"),
     (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=jg.ones(4, 5,
                                                                                dtype=jg.int64)),
      "Expected attn_mask dtype to be bool or float"),
@@ -102,6 +99,22 @@ def test_sdpa_errors(call, msg):
     q, k, v = _qkv(np.random.default_rng(3))
     with pytest.raises(RuntimeError, match=msg):
         call(q, k, v)
+
+
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_sdpa_mask_and_is_causal_both_apply(kind):
+    """PyTorch's CPU kernel takes ``attn_mask`` with ``is_causal=True``: both apply."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((1, 2, 4, 8)) for _ in range(3))
+    m = rng.random((4, 4)) > 0.3 if kind == "bool" else rng.standard_normal((4, 4))
+    if kind == "bool":
+        m[:, 0] = True
+    got = F.scaled_dot_product_attention(*(jg.tensor(a) for a in (q, k, v)),
+                                         attn_mask=jg.tensor(m), is_causal=True)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.tensor(a) for a in (q, k, v)), attn_mask=torch.tensor(m), is_causal=True)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
 
 
 def test_sdpa_dropout_uses_the_generator():
