@@ -37,7 +37,13 @@ from ..trace.tracer import TraceError, Tracer
 from . import aliasing, call_path
 from .autograd_state import unreproducible_autograd
 from .entry import EagerEntry, Entry, Lowered
-from .guards import AccessGuard, ClosureGuard, closure_names, external_guards
+from .guards import (
+    AccessGuard,
+    ClosureGuard,
+    closure_names,
+    external_guards,
+    is_stateful,
+)
 from .observe import Observer
 from .options import resolve
 
@@ -393,7 +399,10 @@ class CompiledFunction:
                         why = (f"the call changes what it reads ({what} during the call, "
                                "again): it runs eagerly, its effects as in eager mode")
                         access = access.without_changed(args, kwargs)
-                    else:
+                    elif is_stateful(changed[1]) and not isinstance(changed[1], Tensor):
+                        # an optimizer's or module's state the call made (a first step's
+                        # buffers): the plan does not make it again, so it must not serve
+                        # a call that finds the state as it was (after opt.state.clear())
                         changed_state = True
                     self._changed_in_call[seen] = self.stats["calls"]
             if why is not None and tracer.escaped is None:
