@@ -5,6 +5,8 @@ operands saved only for the gradients that need them."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -511,3 +513,34 @@ def test_scatter_multiply_like_factories_and_layouts():
     t = torch.full((2, 3), 2.0).scatter(0, torch.tensor([[0, 1, 0]]),
                                         torch.tensor([[2.0, 3.0, 4.0]]), reduce="multiply")
     assert t.tolist() == out.tolist()
+
+
+def test_index_reduce_values_and_gradients():
+    """``index_reduce`` (``scatter_reduce`` with the index spread over the source):
+    values by hand, values and gradients against torch for every reduction."""
+    x = jg.ones(3, 2)
+    x.index_reduce_(1, jg.tensor([1, 1]), jg.full((3, 2), 2.0), "prod")
+    assert x.tolist() == [[1.0, 4.0]] * 3
+    got = jg.tensor([1.0, 5.0]).index_reduce(0, jg.tensor([0, 0]), jg.tensor([3.0, 2.0]),
+                                             "mean", include_self=False)
+    assert got.tolist() == [2.5, 5.0]
+    with pytest.raises(RuntimeError, match="Expected reduce to be one of prod, mean, amax"):
+        jg.ones(3).index_reduce(0, jg.tensor([0]), jg.ones(1), "sum")
+    with pytest.raises(RuntimeError, match=r"self \(Float\) and source \(Double\)"):
+        jg.ones(3).index_reduce(0, jg.tensor([0]), jg.ones(1, dtype=jg.float64), "amax")
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    a, s = rng.standard_normal((5, 3)), rng.standard_normal((4, 3))
+    w = np.arange(15.0).reshape(5, 3)
+    for red in ("prod", "mean", "amax", "amin"):
+        for inc in (True, False):
+            res = []
+            for M in (jg, torch):
+                x, src = M.tensor(a, requires_grad=True), M.tensor(s, requires_grad=True)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # torch: "index_reduce() is in beta"
+                    out = x.index_reduce(0, M.tensor([0, 4, 0, 2]), src, red, include_self=inc)
+                (out * M.tensor(w)).sum().backward()
+                res.append([out.detach().numpy(), x.grad.numpy(), src.grad.numpy()])
+            for u, v in zip(*res):
+                np.testing.assert_allclose(u, v, rtol=1e-12, atol=1e-12, err_msg=red)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..devices import array_namespace, to_host
+from ..shapes import wrap_dim
 from ..tensor import Tensor
 from . import samples as S
 from .api import api
@@ -22,7 +23,7 @@ from .dispatch import as_tensor_arg, call
 from .registry import OPAQUE, defop
 from .scattering import _checked, _src_for
 
-__all__ = ["scatter_reduce"]
+__all__ = ["scatter_reduce", "index_reduce"]
 
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
 _UFUNC = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum,
@@ -133,3 +134,58 @@ def scatter_reduce_(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce:
 
     return apply_inplace(input, scatter_reduce(input, dim, index, src, reduce,
                                                include_self=include_self))
+
+
+_INDEX_REDUCES = ("prod", "mean", "amax", "amin")
+
+
+@api(SCATTER_REDUCE, method="index_reduce", export="index_reduce")
+def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                 include_self: bool = True) -> Tensor:
+    """``input`` with ``source``'s slices ``i`` along ``dim`` reduced into its slices
+    ``index[i]`` by ``prod``, ``mean``, ``amax`` or ``amin`` (:func:`scatter_reduce` with
+    ``index`` spread over ``source``'s shape; differentiable the same way)."""
+    if reduce not in _INDEX_REDUCES:
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    input, index = as_tensor_arg(input), as_tensor_arg(index, "index")
+    source = as_tensor_arg(source, "source")
+    if index.dim() > 1:
+        raise IndexError("index_reduce_(): Index is supposed to be a vector")
+    if index.dtype.name not in ("int64", "int32"):
+        raise RuntimeError("index_reduce_(): Expected dtype int32/int64 for index")
+    if source.dtype != input.dtype:
+        kind = (lambda t: t.dtype.tensor_type[:-len("Tensor")])
+        raise RuntimeError(f"index_reduce_(): self ({kind(input)}) and source ({kind(source)}) "
+                           f"must have the same scalar type")
+    d = wrap_dim(dim, max(input.dim(), 1))
+    src = source if source.dim() else source.reshape(1)
+    if src.dim() != max(input.dim(), 1) or src.shape[d] != index.numel() or any(
+            a != b for k, (a, b) in enumerate(zip(src.shape, input.reshape(-1).shape
+                                                  if not input.dim() else input.shape))
+            if k != d):
+        raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be "
+                           f"equal to source.size(dim) ({src.shape[d] if src.dim() else 1}) "
+                           f"and source must have self's sizes outside dim")
+    lead = [1] * src.dim()
+    lead[d] = index.numel()
+    spread = index.reshape(lead).expand(*src.shape).to(dtype=_int64())
+    base = input if input.dim() else input.reshape(1)
+    out = scatter_reduce(base, d, spread, src, reduce, include_self=include_self)
+    return out if input.dim() else out.reshape(())
+
+
+@api(SCATTER_REDUCE, method="index_reduce_")
+def index_reduce_(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                  include_self: bool = True) -> Tensor:
+    """In-place :func:`index_reduce`."""
+    from .inplace import apply_inplace
+
+    return apply_inplace(input, index_reduce(input, dim, index, source, reduce,
+                                             include_self=include_self))
+
+
+def _int64():
+    from .. import dtypes
+
+    return dtypes.int64
