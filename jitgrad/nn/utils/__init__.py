@@ -2,7 +2,7 @@
 ``clip_grad_value_``...), loaded with ``jitgrad.nn``; and, loaded on first use (the module
 ``__getattr__`` below): ``rnn`` (packed sequences), ``parameters_to_vector`` /
 ``vector_to_parameters``, ``weight_norm`` / ``spectral_norm`` (the hook API) and their
-``remove_*``, ``parametrize`` / ``parametrizations``, ``fuse_conv_bn_eval`` and the other
+``remove_*``, ``parametrize`` / ``parametrizations``, ``prune``, ``fuse_conv_bn_eval`` and the other
 fusions, ``skip_init``, ``stateless.functional_call``."""
 
 from .clip_grad import (
@@ -16,14 +16,15 @@ from .clip_grad import (
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
            "clip_grads_with_norm_", "fuse_conv_bn_eval", "fuse_conv_bn_weights",
            "fuse_linear_bn_eval", "fuse_linear_bn_weights", "parameters_to_vector",
-           "parametrizations", "parametrize", "remove_spectral_norm", "remove_weight_norm",
+           "parametrizations", "parametrize", "prune", "remove_spectral_norm",
+           "remove_weight_norm",
            "rnn", "skip_init", "spectral_norm", "stateless", "vector_to_parameters",
            "weight_norm"]
 
 # name -> the submodule defining it (None: the name is the submodule itself)
 _LAZY = {
     **dict.fromkeys(("rnn", "parametrize", "parametrizations", "stateless", "fusion",
-                     "convert_parameters", "init"), None),
+                     "convert_parameters", "init", "prune"), None),
     **dict.fromkeys(("parameters_to_vector", "vector_to_parameters"), "convert_parameters"),
     **dict.fromkeys(("weight_norm", "remove_weight_norm"), "weight_norm_hook"),
     **dict.fromkeys(("spectral_norm", "remove_spectral_norm"), "spectral_norm_hook"),
