@@ -139,6 +139,13 @@ def _analyze(code) -> CodeAccess:
         src = _producer(ins, k, depth)
         if src is not None and src in ends:
             c = chains[ends[src]]
+            if op.opname == "STORE_ATTR" and k >= 2 and ins[k - 1].opname == "SWAP" and \
+                    ins[k - 2].opname == "BINARY_OP" and ins[k - 2].argrepr.endswith("="):
+                # obj.a += v: the attribute's own in-place operator, then a store of its
+                # result (the same object for a tensor): a chain to the attribute itself
+                chains.append(Chain(c.kind, c.name, (*c.steps, ("attr", op.argval)), c.line,
+                                    f"augments attribute {op.argval!r}"))
+                continue
             what = (f"sets attribute {op.argval!r}" if "ATTR" in op.opname else "sets an item")
             chains.append(Chain(c.kind, c.name, c.steps, c.line, what))
     nargs = code.co_argcount + code.co_kwonlyargcount

@@ -259,6 +259,16 @@ def _walk(value, steps) -> tuple:
     return value, len(steps)
 
 
+def _follow(value, steps):
+    """``value`` after every step of a chain (``_MISSING`` where a step raises)."""
+    for kind, s in steps:
+        try:
+            value = getattr(value, s) if kind == "attr" else value[s]
+        except Exception:  # noqa: BLE001
+            return _MISSING
+    return value
+
+
 _NOT_HELD = (int, float, bool, str, bytes, complex, tuple, frozenset, np.ndarray, np.generic,
              type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
              types.MethodType)
@@ -467,6 +477,18 @@ class Observer:
                     continue  # self.x = ... in a constructor
                 if isinstance(value, types.ModuleType) and ch.write.startswith("calls ."):
                     continue  # jitgrad.add(...), torch.update(...): a function, no mutation
+                if ch.write.startswith("augments"):
+                    owner = _follow(root, ch.steps[:-1])
+                    if owner is _MISSING or isinstance(
+                            getattr(owner, ch.steps[-1][1], None), Tensor):
+                        continue  # self.count += 1 on a tensor: in place, the same object
+                    # anything else: a store into the owner, as obj.a = v
+                    if _outside_mutable(owner):
+                        held = Chain(ch.kind, ch.name, ch.steps[:-1], ch.line).text()
+                        return self._break(f"{where}{ch.line}",
+                                           f"sets attribute {ch.steps[-1][1]!r} on {held} "
+                                           f"(a {type(owner).__name__} that outlives the call)")
+                    continue
                 if value is not _MISSING and cut == len(ch.steps) and _outside_mutable(value):
                     return self._break(f"{where}{ch.line}",
                                        f"{ch.write} on {ch.text()} (a {type(value).__name__} "

@@ -863,3 +863,39 @@ def test_a_float_read_through_a_chain_keeps_the_fast_path():
         assert np.array_equal(f(x).numpy(), ((x @ w) * -0.0).numpy())
     finally:
         SCALE_READ_BY_A_COMPILED_FUNCTION = 0.5
+
+
+class _Counting(jg.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = jg.nn.Linear(3, 3)
+        self.register_buffer("count", jg.zeros((), dtype=jg.int64))
+        self.calls = 0
+
+    def forward(self, x):
+        self.count += 1  # a tensor's in-place add: compiled
+        return self.lin(x)
+
+
+class _CountingCalls(_Counting):
+    def forward(self, x):
+        self.count += 1
+        self.calls += 1  # rebinding a Python number: runs eagerly
+        return self.lin(x)
+
+
+def test_augmented_assignment_to_a_tensor_attribute_compiles():
+    m = _Counting()
+    f = jg.compile(m.forward)
+    x = jg.randn(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            assert jg.equal(f(x), m.lin(x))
+    assert int(m.count) == 3 and f.stats["traces"] == 1 and f.stats["cache_hits"] == 2
+    m = _CountingCalls()
+    f = jg.compile(m.forward)
+    with pytest.warns(UserWarning, match="sets attribute 'calls' on self"):
+        f(x)
+    f(x)
+    assert m.calls == 2 and int(m.count) == 2
