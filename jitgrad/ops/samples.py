@@ -1181,6 +1181,30 @@ def lstm_layer(rng, dtype):
             case(3, 2, 2, 2, False, 4.0)]
 
 
+def gru_layer(rng, dtype):
+    """A sequence, an initial state and a GRU layer's weights and biases: forward and
+    reverse, a one-step sequence of one sample, large weights (saturated gates)."""
+    def case(steps, batch, width, hidden, reverse, scale=1.0):
+        return ((_r(rng, (steps, batch, width), dtype), _r(rng, (batch, hidden), dtype),
+                 _r(rng, (3 * hidden, width), dtype, -scale, scale),
+                 _r(rng, (3 * hidden, hidden), dtype, -scale, scale),
+                 _r(rng, (3 * hidden,), dtype), _r(rng, (3 * hidden,), dtype)),
+                {"reverse": reverse})
+    return [case(4, 3, 2, 3, False), case(3, 2, 3, 2, True), case(1, 1, 2, 2, False),
+            case(3, 2, 2, 2, False, 4.0)]
+
+
+def gru_layer_backward(rng, dtype):
+    """An output gradient and :func:`gru_layer`'s samples with their outputs."""
+    from .nnops.gru_layer import _layer_ref
+
+    out = []
+    for args, p in gru_layer(rng, dtype):
+        y = _layer_ref(*args, **p)
+        out.append(((_r(rng, y.shape, dtype), *args, y), p))
+    return out
+
+
 def lstm_layer_backward(rng, dtype):
     """An output gradient and :func:`lstm_layer`'s samples with their outputs (computed by
     the op's NumPy forward)."""

@@ -231,3 +231,43 @@ def test_lstm_layer_gradients_under_create_graph_have_the_same_bits(dtype):
     gg, = jitgrad.autograd.grad(graph[0].pow(2).sum(), x)
     tol = 1e-4 if dtype == "float32" else 1e-10
     np.testing.assert_allclose(gg.numpy(), ggt.numpy(), rtol=tol, atol=tol)
+
+
+def test_gru_layers_are_one_node_each_and_agree_with_the_cell():
+    """A padded GRU records one ``GruLayerBackward0`` per layer and direction; its states
+    and gradients agree with ``GRUCell`` run step by step (to rounding: the layer's sigmoid
+    and tanh are NumPy's), and its double backward with PyTorch's."""
+    jitgrad.manual_seed(0)
+    gru = nn.GRU(3, 5, num_layers=2, bidirectional=True)
+    names = _node_names(gru(jitgrad.randn(6, 2, 3))[0])
+    assert names.count("GruLayerBackward0") == 4 and "AddmmBackward0" not in names
+    jitgrad.manual_seed(1)
+    gru, cell = nn.GRU(3, 5, dtype=jitgrad.float64), nn.GRUCell(3, 5, dtype=jitgrad.float64)
+    with jitgrad.no_grad():
+        for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(cell, k).copy_(getattr(gru, k + "_l0"))
+    x = jitgrad.randn(7, 2, 3, dtype=jitgrad.float64, requires_grad=True)
+    h0 = jitgrad.randn(1, 2, 5, dtype=jitgrad.float64)
+    out, h = gru(x, h0)
+    hc, steps = h0[0], []
+    for t in range(7):
+        hc = cell(x[t], hc)
+        steps.append(hc)
+    np.testing.assert_allclose(out.detach().numpy(), jitgrad.stack(steps).detach().numpy(),
+                               rtol=1e-13, atol=1e-14)
+    w = jitgrad.randn(7, 2, 5, dtype=jitgrad.float64)
+    grads = jitgrad.autograd.grad((out * w).sum(), [x, *gru.parameters()])
+    ref = jitgrad.autograd.grad((jitgrad.stack(steps) * w).sum(), [x, *cell.parameters()])
+    for g, r in zip(grads, ref):
+        np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-12, atol=1e-13)
+    torch = pytest.importorskip("torch")
+    mt = torch.nn.GRU(3, 5, dtype=torch.float64)
+    with torch.no_grad():
+        for (_, p), (_, q) in zip(gru.named_parameters(), mt.named_parameters()):
+            q.copy_(torch.tensor(p.detach().numpy()))
+    xt = torch.tensor(x.detach().numpy(), requires_grad=True)
+    gt, = torch.autograd.grad((mt(xt)[0] ** 2).sum(), xt, create_graph=True)
+    ggt, = torch.autograd.grad(gt.pow(3).sum(), xt)
+    g1, = jitgrad.autograd.grad((gru(x)[0] ** 2).sum(), x, create_graph=True)
+    gg, = jitgrad.autograd.grad(g1.pow(3).sum(), x)
+    np.testing.assert_allclose(gg.numpy(), ggt.numpy(), rtol=1e-10, atol=1e-12)

@@ -1385,3 +1385,41 @@ def _lstm_layer_backward(M, ts, p):
 
 
 ADAPTERS.update({"lstm_layer": _lstm_layer, "lstm_layer_backward": _lstm_layer_backward})
+
+
+# a whole GRU layer as one op (ops/nnops/gru_layer.py); PyTorch: its steps as a composite
+def _torch_gru_layer(M, x, h0, w_ih, w_hh, b_ih, b_hh, reverse):
+    steps, hidden = x.shape[0], w_hh.shape[1]
+    xw = M.nn.functional.linear(x, w_ih, b_ih)
+    h, hs = h0, [None] * steps
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        hw = M.nn.functional.linear(h, w_hh, b_hh)
+        r = M.sigmoid(xw[t][:, :hidden] + hw[:, :hidden])
+        z = M.sigmoid(xw[t][:, hidden:2 * hidden] + hw[:, hidden:2 * hidden])
+        n = M.tanh(xw[t][:, 2 * hidden:] + r * hw[:, 2 * hidden:])
+        h = hs[t] = (1.0 - z) * n + z * h
+    return M.stack(hs)
+
+
+def _gru_layer(M, ts, p):
+    from jitgrad.ops.nnops.gru_layer import gru_layer
+
+    if not is_torch(M):
+        return gru_layer(*ts, reverse=p["reverse"])
+    return _torch_gru_layer(M, *ts, p["reverse"])
+
+
+def _gru_layer_backward(M, ts, p):
+    """The layer's gradients for ``ts[0]``, flat (PyTorch: the composite's)."""
+    from jitgrad.ops.nnops.gru_layer import gru_layer_backward
+
+    if not is_torch(M):
+        return gru_layer_backward(*ts, reverse=p["reverse"])
+    g, *ins, _ = ts
+    with M.enable_grad():
+        at = [t.detach().requires_grad_() for t in ins]
+        grads = M.autograd.grad(_torch_gru_layer(M, *at, p["reverse"]), at, g)
+    return M.cat([v.reshape(-1) for v in grads])
+
+
+ADAPTERS.update({"gru_layer": _gru_layer, "gru_layer_backward": _gru_layer_backward})

@@ -159,7 +159,9 @@ NODES_WITHOUT_ORACLE = {"pin_memory": "PinMemoryBackward0",  # _pin_memory: self
                         "lstm_cell_h_backward": "LstmCellHBackwardBackward0",
                         # PyTorch's CPU LSTM layer's node, whose op returns (output, hy,
                         # cy, workspace): the oracle is a composite of the same steps
-                        "lstm_layer": "MkldnnRnnLayerBackward0"}
+                        "lstm_layer": "MkldnnRnnLayerBackward0",
+                        # PyTorch's CPU GRU is a composite: one node of jitgrad's own
+                        "gru_layer": "GruLayerBackward0"}
 NAME_CASES = [c for dt in (F32, F64) for c in _params(
     [n for n in ALL if n not in NODES_WITHOUT_ORACLE], dt, xfail=NAME_BUGS)]
 

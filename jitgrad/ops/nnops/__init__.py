@@ -7,6 +7,7 @@ from . import (  # noqa: F401 - registers ops and attaches methods
     ctc,
     elu,
     embedding,
+    gru_layer,
     linear,
     losses,
     nll,
