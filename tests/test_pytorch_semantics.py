@@ -544,3 +544,21 @@ def test_index_reduce_values_and_gradients():
                 res.append([out.detach().numpy(), x.grad.numpy(), src.grad.numpy()])
             for u, v in zip(*res):
                 np.testing.assert_allclose(u, v, rtol=1e-12, atol=1e-12, err_msg=red)
+
+
+def test_index_copy_gradient_reaches_every_writer():
+    """PyTorch's ``IndexCopyBackward0``: with a repeated index the last write wins, and
+    every source slice gets the gradient at its position (an overwritten one too)."""
+    src = jg.arange(6.0).reshape(3, 2).requires_grad_()
+    base = jg.zeros(4, 2, requires_grad=True)
+    out = base.index_copy(0, jg.tensor([1, 1, 2]), src)
+    assert type(out.grad_fn).__name__ == "IndexCopyBackward0"
+    assert out.tolist() == [[0.0, 0.0], [2.0, 3.0], [4.0, 5.0], [0.0, 0.0]]
+    out.backward(jg.arange(8.0).reshape(4, 2))
+    assert src.grad.tolist() == [[2.0, 3.0], [2.0, 3.0], [4.0, 5.0]]
+    assert base.grad.tolist() == [[0.0, 1.0], [0.0, 0.0], [0.0, 0.0], [6.0, 7.0]]
+    torch = pytest.importorskip("torch")
+    ts = torch.arange(6.0).reshape(3, 2).requires_grad_()
+    tb = torch.zeros(4, 2, requires_grad=True)
+    tb.index_copy(0, torch.tensor([1, 1, 2]), ts).backward(torch.arange(8.0).reshape(4, 2))
+    assert ts.grad.tolist() == src.grad.tolist() and tb.grad.tolist() == base.grad.tolist()

@@ -18,14 +18,16 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..devices import array_namespace, first_outside
+from ..devices import array_namespace, first_outside, to_host
 from ..shapes import wrap_dim
 from ..tensor import Tensor
 from ..trace.tracer import needs_value
+from . import samples as S
 from .api import api
 from .diagonals import DIAGONAL_BACKWARD, _diagonal_backward_ref, diagonal_backward
-from .dispatch import as_tensor_arg
+from .dispatch import as_tensor_arg, call
 from .inplace import INDEX_PUT, apply_inplace
+from .registry import OPAQUE, defop
 from .scatter_reduce import SCATTER_REDUCE
 from .selection import WHERE, where
 from .sorting import GATHER, GATHER_BACKWARD, gather
@@ -129,7 +131,40 @@ def put_(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False)
 
 
 # ------------------------------------------------------------- index_copy / index_fill
-@api(SCATTER_REDUCE, GATHER, method="index_copy", export="index_copy")
+def _index_copy_ref(input, index, source, dim=0):
+    """``input`` with its slices ``index[i]`` along ``dim`` replaced by ``source``'s slices
+    ``i``; at a repeated position the last write wins (``source`` has ``input``'s rank)."""
+    xp = array_namespace(input)
+    out = input.copy()
+    idx = to_host(index).reshape(-1)
+    if idx.size:
+        # the last occurrence of each position: a deterministic write on every device
+        last = idx.size - 1 - np.unique(idx[::-1], return_index=True)[1]
+        where_ = (slice(None),) * dim
+        out[where_ + (xp.asarray(idx[last]),)] = source[where_ + (xp.asarray(last),)]
+    return out
+
+
+def _index_copy_vjp(g, ins, out, p, n):
+    """PyTorch's ``IndexCopyBackward0``: the input's gradient is zero where written, the
+    source's the gradient at each of its positions (repeated positions too)."""
+    index, d = ins[1], p["dim"]
+    gs = None
+    if n[2]:  # gathered at the positions, the index an op input (a plan follows it)
+        shape = list(g._data.shape)
+        shape[d] = index._data.shape[0]
+        lead = [1] * len(shape)
+        lead[d] = shape[d]
+        gs = gather(g, d, index.reshape(lead).expand(*shape))
+    return (g.index_fill(d, index, 0.0) if n[0] else None, None, gs)
+
+
+INDEX_COPY = defop(name="index_copy", kind=OPAQUE, node="IndexCopyBackward0",
+                   inputs=("input", "index", "source"), params=("dim",), ref=_index_copy_ref,
+                   vjp=_index_copy_vjp, save=(1,), samples=S.index_copy)
+
+
+@api(INDEX_COPY, method="index_copy", export="index_copy")
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """A copy of ``input`` whose slices ``index[i]`` along ``dim`` are ``source``'s slices
     ``i``."""
@@ -152,15 +187,14 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     if v is not None:
         raise IndexError(f"index_copy_(): index {v} is out of bounds for dimension {d} with "
                          f"size {size}")
-    if input.dim() == 0:
-        return source.reshape(()).clone()
-    if source.dim() < input.dim():
-        source = source.unsqueeze(d)
-    out = _last_writes(input.movedim(d, 0), index.reshape(-1), source.movedim(d, 0))
-    return out.movedim(0, d)
+    base = input if input.dim() else input.reshape(1)
+    src = source.reshape(1) if not source.dim() else (
+        source.unsqueeze(d) if source.dim() < base.dim() else source)
+    out = call(INDEX_COPY, (base, index.reshape(-1), src), {"dim": d})
+    return out if input.dim() else out.reshape(())
 
 
-@api(SCATTER_REDUCE, GATHER, method="index_copy_")
+@api(INDEX_COPY, method="index_copy_")
 def index_copy_(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """In-place :func:`index_copy`."""
     return apply_inplace(input, index_copy(input, dim, index, source))

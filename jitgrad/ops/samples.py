@@ -663,6 +663,21 @@ def sort_indices(rng, dtype):
             for s, d, desc, k, kth in _ORDER_CASES]
 
 
+def index_copy(rng, dtype):
+    """index_copy along each dim, with a repeated index (its last write wins; every
+    writer gets its gradient), a 1-D input, a source of one slice."""
+    # (a repeated index: PyTorch's gradient is not the derivative -- an overwritten
+    # writer's is not zero -- so those samples are not gradchecked, "_nograd")
+    return [((_r(rng, (4, 3), dtype), np.array([2, 0, 2]), _r(rng, (3, 3), dtype)),
+             {"dim": 0, "_nograd": True}),
+            ((_r(rng, (2, 5), dtype), np.array([4, 1]), _r(rng, (2, 2), dtype)), {"dim": 1}),
+            ((_r(rng, (5,), dtype), np.array([3]), _r(rng, (1,), dtype)), {"dim": 0}),
+            ((_r(rng, (3, 2, 4), dtype), np.array([1, 1, 0, 1]), _r(rng, (3, 2, 4), dtype)),
+             {"dim": 2, "_nograd": True}),
+            ((_r(rng, (3, 2, 4), dtype), np.array([3, 1, 0]), _r(rng, (3, 2, 3), dtype)),
+             {"dim": 2})]
+
+
 def gather(rng, dtype):
     """gather with repeated and smaller-than-input indices, and the values of sort, topk,
     kthvalue and msort (``fn``: the public function, which finds the positions itself: the

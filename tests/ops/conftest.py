@@ -1079,6 +1079,7 @@ def _gather_backward(M, ts, p):
 ADAPTERS.update({
     "sort_indices": _sort_indices,
     "gather": _gather,
+    "index_copy": lambda M, ts, p: M.index_copy(ts[0], p["dim"], ts[1], ts[2]),
     "gather_backward": _gather_backward,
 })
 
