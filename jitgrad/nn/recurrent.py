@@ -5,10 +5,10 @@
 state is its sequence's last step) -- their base ``RNNBase``, and the cells ``RNNCell``,
 ``LSTMCell``, ``GRUCell`` (base ``RNNCellBase``). A padded float32/float64 LSTM without
 ``proj_size`` runs each layer and direction as one op (``ops/nnops/rnn_layer.py``, PyTorch's
-``MkldnnRnnLayerBackward0``), a GRU likewise (``ops/nnops/gru_layer.py``); otherwise each
-step is jitgrad ops (the input projections of a whole sequence are one matrix product).
-Either way they differentiate (to any order), run on every device, and a compiled function
-traces them."""
+``MkldnnRnnLayerBackward0``), a GRU and an RNN likewise (``ops/nnops/gru_layer.py``,
+``elman_layer.py``); otherwise each step is jitgrad ops (the input projections of a whole
+sequence are one matrix product). Either way they differentiate (to any order), run on every
+device, and a compiled function traces them."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import math
 from .. import creation, dtypes
 from ..ops.concat import cat, stack
 from ..ops.elementwise import relu, sigmoid, tanh
+from ..ops.nnops.elman_layer import elman_layer
 from ..ops.nnops.gru_layer import gru_layer
 from ..ops.nnops.rnn_cells import lstm_cell_c, lstm_cell_h
 from ..ops.nnops.rnn_layer import lstm_layer, lstm_layer_views
@@ -30,7 +31,7 @@ from .parameter import Parameter
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
-#: dtypes whose padded LSTM and GRU layers run as one op each (float16 runs step by step)
+#: dtypes whose padded layers run as one op each (float16 runs step by step)
 _WHOLE_LAYER_DTYPES = (dtypes.float32, dtypes.float64)
 
 
@@ -158,8 +159,7 @@ class RNNBase(Module):
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         dirs = 2 if self.bidirectional else 1
         h0, c0 = self._initial(hx, n, dirs, unbatched, x)
-        whole_layers = self.mode in ("LSTM", "GRU") and not self.proj_size and \
-            x.dtype in _WHOLE_LAYER_DTYPES
+        whole_layers = not self.proj_size and x.dtype in _WHOLE_LAYER_DTYPES
         h_n, c_n = [], []
         layer_in = x
         for layer in range(self.num_layers):
@@ -176,8 +176,11 @@ class RNNBase(Module):
                     h_n.append(h)
                     c_n.append(c)
                     continue
-                if whole_layers:  # a GRU: ops/nnops/gru_layer.py
-                    seq = gru_layer(layer_in, h, w_ih, w_hh, b_ih, b_hh, bool(d))
+                if whole_layers:  # a GRU or an Elman RNN: gru_layer.py, elman_layer.py
+                    seq = gru_layer(layer_in, h, w_ih, w_hh, b_ih, b_hh, bool(d)) \
+                        if self.mode == "GRU" else elman_layer(
+                            layer_in, h, w_ih, w_hh, b_ih, b_hh,
+                            "relu" if self.mode == "RNN_RELU" else "tanh", bool(d))
                     outs.append(seq)
                     h_n.append(seq[0 if d else steps - 1])
                     continue

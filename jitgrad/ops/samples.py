@@ -1220,6 +1220,30 @@ def gru_layer_backward(rng, dtype):
     return out
 
 
+def elman_layer(rng, dtype):
+    """A sequence, an initial state and an RNN layer's weights and biases: tanh forward
+    and reverse, relu, a one-step sequence of one sample."""
+    def case(steps, batch, width, hidden, act, reverse):
+        return ((_r(rng, (steps, batch, width), dtype), _r(rng, (batch, hidden), dtype),
+                 _r(rng, (hidden, width), dtype, -1.0, 1.0),
+                 _r(rng, (hidden, hidden), dtype, -1.0, 1.0),
+                 _r(rng, (hidden,), dtype), _r(rng, (hidden,), dtype)),
+                {"nonlinearity": act, "reverse": reverse})
+    return [case(4, 3, 2, 3, "tanh", False), case(3, 2, 3, 2, "tanh", True),
+            case(4, 2, 2, 3, "relu", False), case(1, 1, 2, 2, "relu", True)]
+
+
+def elman_layer_backward(rng, dtype):
+    """An output gradient and :func:`elman_layer`'s samples with their outputs."""
+    from .nnops.elman_layer import _layer_ref
+
+    out = []
+    for args, p in elman_layer(rng, dtype):
+        y = _layer_ref(*args, **p)
+        out.append(((_r(rng, y.shape, dtype), *args, y), p))
+    return out
+
+
 def lstm_layer_backward(rng, dtype):
     """An output gradient and :func:`lstm_layer`'s samples with their outputs (computed by
     the op's NumPy forward)."""

@@ -271,3 +271,44 @@ def test_gru_layers_are_one_node_each_and_agree_with_the_cell():
     g1, = jitgrad.autograd.grad((gru(x)[0] ** 2).sum(), x, create_graph=True)
     gg, = jitgrad.autograd.grad(g1.pow(3).sum(), x)
     np.testing.assert_allclose(gg.numpy(), ggt.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("act", ["tanh", "relu"])
+def test_rnn_layers_are_one_node_each_and_agree_with_the_cell(act):
+    """A padded ``nn.RNN`` records one ``RnnLayerBackward0`` per layer and direction; its
+    states and gradients are the cell's stepped by hand (to rounding); its double backward
+    PyTorch's."""
+    jitgrad.manual_seed(0)
+    rnn = nn.RNN(3, 5, num_layers=2, bidirectional=True, nonlinearity=act)
+    names = _node_names(rnn(jitgrad.randn(6, 2, 3))[0])
+    assert names.count("RnnLayerBackward0") == 4 and "AddmmBackward0" not in names
+    f64 = jitgrad.float64
+    rnn, cell = nn.RNN(3, 5, nonlinearity=act, dtype=f64), nn.RNNCell(3, 5, nonlinearity=act,
+                                                                      dtype=f64)
+    with jitgrad.no_grad():
+        for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(cell, k).copy_(getattr(rnn, k + "_l0"))
+    x = jitgrad.randn(7, 2, 3, dtype=f64, requires_grad=True)
+    out, _ = rnn(x)
+    hc, steps = jitgrad.zeros(2, 5, dtype=f64), []
+    for t in range(7):
+        hc = cell(x[t], hc)
+        steps.append(hc)
+    # (relu: the same bits; tanh: NumPy's in the layer, jitgrad's kernel in the cell)
+    np.testing.assert_allclose(out.detach().numpy(), jitgrad.stack(steps).detach().numpy(),
+                               rtol=1e-14 if act == "tanh" else 0, atol=0)
+    grads = jitgrad.autograd.grad(out.pow(2).sum(), [x, *rnn.parameters()])
+    ref = jitgrad.autograd.grad(jitgrad.stack(steps).pow(2).sum(), [x, *cell.parameters()])
+    for g, r in zip(grads, ref):
+        np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-12, atol=1e-13)
+    torch = pytest.importorskip("torch")
+    mt = torch.nn.RNN(3, 5, nonlinearity=act, dtype=torch.float64)
+    with torch.no_grad():
+        for (_, p), (_, q) in zip(rnn.named_parameters(), mt.named_parameters()):
+            q.copy_(torch.tensor(p.detach().numpy()))
+    xt = torch.tensor(x.detach().numpy(), requires_grad=True)
+    gt, = torch.autograd.grad((mt(xt)[0] ** 3).sum(), xt, create_graph=True)
+    ggt, = torch.autograd.grad(gt.pow(2).sum(), xt)
+    g1, = jitgrad.autograd.grad((rnn(x)[0] ** 3).sum(), x, create_graph=True)
+    gg, = jitgrad.autograd.grad(g1.pow(2).sum(), x)
+    np.testing.assert_allclose(gg.numpy(), ggt.numpy(), rtol=1e-10, atol=1e-12)

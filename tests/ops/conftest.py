@@ -1424,3 +1424,38 @@ def _gru_layer_backward(M, ts, p):
 
 
 ADAPTERS.update({"gru_layer": _gru_layer, "gru_layer_backward": _gru_layer_backward})
+
+
+# a whole Elman RNN layer as one op (ops/nnops/elman_layer.py); PyTorch: its steps
+def _torch_elman_layer(M, x, h0, w_ih, w_hh, b_ih, b_hh, act, reverse):
+    steps = x.shape[0]
+    xw = M.nn.functional.linear(x, w_ih, b_ih)
+    h, hs = h0, [None] * steps
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        h = hs[t] = getattr(M, act)(xw[t] + M.nn.functional.linear(h, w_hh, b_hh))
+    return M.stack(hs)
+
+
+def _elman_layer(M, ts, p):
+    from jitgrad.ops.nnops.elman_layer import elman_layer
+
+    if not is_torch(M):
+        return elman_layer(*ts, p["nonlinearity"], p["reverse"])
+    return _torch_elman_layer(M, *ts, p["nonlinearity"], p["reverse"])
+
+
+def _elman_layer_backward(M, ts, p):
+    """The layer's gradients for ``ts[0]``, flat (PyTorch: the composite's)."""
+    from jitgrad.ops.nnops.elman_layer import elman_layer_backward
+
+    if not is_torch(M):
+        return elman_layer_backward(*ts, p["nonlinearity"], p["reverse"])
+    g, *ins, _ = ts
+    with M.enable_grad():
+        at = [t.detach().requires_grad_() for t in ins]
+        grads = M.autograd.grad(_torch_elman_layer(M, *at, p["nonlinearity"], p["reverse"]),
+                                at, g)
+    return M.cat([v.reshape(-1) for v in grads[:-1]])
+
+
+ADAPTERS.update({"elman_layer": _elman_layer, "elman_layer_backward": _elman_layer_backward})

@@ -161,7 +161,7 @@ NODES_WITHOUT_ORACLE = {"pin_memory": "PinMemoryBackward0",  # _pin_memory: self
                         # cy, workspace): the oracle is a composite of the same steps
                         "lstm_layer": "MkldnnRnnLayerBackward0",
                         # PyTorch's CPU GRU is a composite: one node of jitgrad's own
-                        "gru_layer": "GruLayerBackward0"}
+                        "gru_layer": "GruLayerBackward0", "elman_layer": "RnnLayerBackward0"}
 NAME_CASES = [c for dt in (F32, F64) for c in _params(
     [n for n in ALL if n not in NODES_WITHOUT_ORACLE], dt, xfail=NAME_BUGS)]
 

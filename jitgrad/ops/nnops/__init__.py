@@ -5,6 +5,7 @@ in-place tensor methods the optimizers use. ``jitgrad.nn.functional`` is their p
 from . import (  # noqa: F401 - registers ops and attaches methods
     activation,
     ctc,
+    elman_layer,
     elu,
     embedding,
     gru_layer,
