@@ -202,8 +202,9 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes ``amount`` entries drawn at random."""
+class _Unstructured(BasePruningMethod):
+    """Prunes the ``amount`` entries of smallest :meth:`_scores` (``topk``'s choice among
+    ties, as PyTorch's)."""
 
     PRUNING_TYPE = "unstructured"
 
@@ -211,51 +212,45 @@ class RandomUnstructured(BasePruningMethod):
         _validate_pruning_amount_init(amount)
         self.amount = amount
 
+    def _scores(self, t: Tensor) -> Tensor:
+        raise NotImplementedError
+
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        from ...ops.sorting import topk
+
         size = t.numel()
         k = _compute_nparams_toprune(self.amount, size)
         _validate_pruning_amount(k, size)
         mask = default_mask.clone(memory_format=contiguous_format)
         if k:
-            from ...ops.sorting import topk
-
-            drop = topk(creation.rand_like(t).reshape(-1), k).indices
-            mask.view(-1)[drop] = 0
+            mask.view(-1)[topk(self._scores(t).reshape(-1), k, largest=False).indices] = 0
         return mask
+
+
+class RandomUnstructured(_Unstructured):
+    """Prunes ``amount`` entries drawn at random."""
+
+    def _scores(self, t: Tensor) -> Tensor:
+        return -creation.rand_like(t)  # (PyTorch drops the k largest draws)
 
     @classmethod
     def apply(cls, module, name: str, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_Unstructured):
     """Prunes the ``amount`` entries of smallest absolute value."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount) -> None:
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        size = t.numel()
-        k = _compute_nparams_toprune(self.amount, size)
-        _validate_pruning_amount(k, size)
-        mask = default_mask.clone(memory_format=contiguous_format)
-        if k:
-            from ...ops.sorting import topk
-
-            drop = topk(t.abs().reshape(-1), k, largest=False).indices
-            mask.view(-1)[drop] = 0
-        return mask
+    def _scores(self, t: Tensor) -> Tensor:
+        return t.abs()
 
     @classmethod
     def apply(cls, module, name: str, amount, importance_scores=None):
         return super().apply(module, name, amount=amount, importance_scores=importance_scores)
 
 
-class RandomStructured(BasePruningMethod):
-    """Prunes ``amount`` slices along ``dim`` drawn at random."""
+class _Structured(BasePruningMethod):
+    """Prunes ``amount`` whole slices along ``dim``: those :meth:`_kept` does not keep."""
 
     PRUNING_TYPE = "structured"
 
@@ -263,6 +258,10 @@ class RandomStructured(BasePruningMethod):
         _validate_pruning_amount_init(amount)
         self.amount, self.dim = amount, dim
 
+    def _kept(self, t: Tensor, size: int, k: int):
+        """The slices to keep (a bool mask or positions along ``dim``) when pruning ``k``."""
+        raise NotImplementedError
+
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         _validate_structured_pruning(t)
         _validate_pruning_dim(t, self.dim)
@@ -271,48 +270,40 @@ class RandomStructured(BasePruningMethod):
         _validate_pruning_amount(k, size)
         if not k:
             return default_mask
+        mask = creation.zeros_like(t)
+        slc = [slice(None)] * t.dim()
+        slc[self.dim] = self._kept(t, size, k)
+        mask[tuple(slc)] = 1
+        return mask * default_mask.to(dtype=mask.dtype)
+
+
+class RandomStructured(_Structured):
+    """Prunes ``amount`` slices along ``dim`` drawn at random."""
+
+    def _kept(self, t: Tensor, size: int, k: int):
         from ...ops.sorting import kthvalue
 
         prob = creation.rand(size)
-        keep = prob > kthvalue(prob, k).values
-        mask = creation.zeros_like(t)
-        slc = [slice(None)] * t.dim()
-        slc[self.dim] = keep
-        mask[tuple(slc)] = 1
-        return mask * default_mask.to(dtype=mask.dtype)
+        return prob > kthvalue(prob, k).values
 
     @classmethod
     def apply(cls, module, name: str, amount, dim: int = -1):
         return super().apply(module, name, amount=amount, dim=dim)
 
 
-class LnStructured(BasePruningMethod):
+class LnStructured(_Structured):
     """Prunes the ``amount`` slices along ``dim`` of smallest ``n``-norm."""
 
-    PRUNING_TYPE = "structured"
-
     def __init__(self, amount, n, dim: int = -1) -> None:
-        _validate_pruning_amount_init(amount)
-        self.amount, self.n, self.dim = amount, n, dim
+        super().__init__(amount, dim)
+        self.n = n
 
-    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        _validate_structured_pruning(t)
-        _validate_pruning_dim(t, self.dim)
-        size = t.shape[self.dim]
-        k = _compute_nparams_toprune(self.amount, size)
-        _validate_pruning_amount(k, size)
-        if not k:
-            return default_mask
+    def _kept(self, t: Tensor, size: int, k: int):
         from ...ops.sorting import topk
 
         dims = list(range(t.dim()))
         dims.remove(dims[self.dim])
-        keep = topk(t.norm(p=self.n, dim=dims), size - k, largest=True).indices
-        mask = creation.zeros_like(t)
-        slc = [slice(None)] * t.dim()
-        slc[self.dim] = keep
-        mask[tuple(slc)] = 1
-        return mask * default_mask.to(dtype=mask.dtype)
+        return topk(t.norm(p=self.n, dim=dims), size - k, largest=True).indices
 
     @classmethod
     def apply(cls, module, name: str, amount, n, dim, importance_scores=None):

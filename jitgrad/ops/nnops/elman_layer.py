@@ -16,8 +16,6 @@ PyTorch's CPU RNN is a composite (~3 nodes per step); this records one node,
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...devices import array_namespace
 from ...tensor import Tensor
 from .. import samples as S
@@ -25,7 +23,7 @@ from ..api import api
 from ..eager_reduce import sum_float
 from ..linalg import _blas_matmul
 from ..registry import OPAQUE, defop
-from .rnn_layer import _order, _project, _shifted
+from .rnn_layer import _check_layer, _differentiated, _order, _project, _shifted, _split
 
 __all__ = ["elman_layer", "elman_layer_backward"]
 
@@ -81,13 +79,8 @@ def _layer_bwd_ref(g, x, h0, w_ih, w_hh, b_ih, b_hh, out, nonlinearity="tanh", r
 def _split_grads(flat: Tensor, x: Tensor, w_hh: Tensor) -> list:
     steps, batch, width = x._data.shape
     hidden = w_hh._data.shape[1]
-    out, at = [], 0
-    for s in ((steps, batch, width), (batch, hidden), (hidden, width), (hidden, hidden),
-              (hidden,)):
-        n = int(np.prod(s))
-        out.append(flat[at:at + n].reshape(s))
-        at += n
-    return out
+    return _split(flat, [(steps, batch, width), (batch, hidden), (hidden, width),
+                         (hidden, hidden), (hidden,)])
 
 
 def _vjp(g, ins, out, p, n):
@@ -108,7 +101,6 @@ def _vjp_as_ops(g: Tensor, ins: tuple, nonlinearity: str, reverse: bool, needs: 
                 ) -> list:
     """The layer's steps recomputed as jitgrad ops from the inputs, differentiated with
     ``create_graph`` (the gradients differentiate again)."""
-    from ...autograd import grad
     from ...nn.functional import linear
     from ..concat import stack
     from ..elementwise import relu, tanh
@@ -119,12 +111,7 @@ def _vjp_as_ops(g: Tensor, ins: tuple, nonlinearity: str, reverse: bool, needs: 
     h, hs = h0, [None] * x._data.shape[0]
     for t in _order(len(hs), reverse):
         h = hs[t] = act(xw[t] + linear(h, w_hh, b_hh))
-    wrt = [(k, t) for k, t in enumerate(ins) if t is not None and needs[k]]
-    got = grad(stack(hs, 0), [t for _, t in wrt], g, create_graph=True, allow_unused=True)
-    grads: list = [None] * len(ins)
-    for (k, _), v in zip(wrt, got):
-        grads[k] = v
-    return grads
+    return _differentiated(stack(hs, 0), ins, g, needs)
 
 
 ELMAN_LAYER = defop(name="elman_layer", kind=OPAQUE, node="RnnLayerBackward0",
@@ -159,14 +146,8 @@ def elman_layer(input: Tensor, h0: Tensor, weight_ih: Tensor, weight_hh: Tensor,
     if nonlinearity not in ("tanh", "relu"):
         raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
                          f"'relu'.")
-    steps, batch, width = input.shape
-    hidden = weight_hh.shape[1]
-    for name, t, shape in (("h0", h0, (batch, hidden)), ("weight_ih", weight_ih,
-                           (hidden, width)), ("weight_hh", weight_hh, (hidden, hidden)),
-                           ("bias_ih", bias_ih, (hidden,)), ("bias_hh", bias_hh, (hidden,))):
-        if t is not None and (tuple(t.shape) != shape or t.dtype != input.dtype):
-            raise RuntimeError(f"elman_layer: expected {name} of shape {list(shape)} and "
-                               f"dtype {input.dtype}, got {list(t.shape)} {t.dtype}")
+    _check_layer("elman_layer", input, (weight_ih, weight_hh, bias_ih, bias_hh), {"h0": h0},
+                 1)
     return _run(ELMAN_LAYER, _layer_ref, (input, h0, weight_ih, weight_hh, bias_ih, bias_hh),
                 nonlinearity, reverse)
 

@@ -27,7 +27,7 @@ from ..api import api
 from ..eager_reduce import sum_float
 from ..linalg import _blas_matmul
 from ..registry import OPAQUE, defop
-from .rnn_layer import _order, _project, _run, _shifted
+from .rnn_layer import _check_layer, _differentiated, _order, _project, _run, _shifted, _split
 
 __all__ = ["gru_layer", "gru_layer_backward"]
 
@@ -105,13 +105,8 @@ def _layer_bwd_ref(g, x, h0, w_ih, w_hh, b_ih, b_hh, out, reverse=False):
 def _split_grads(flat: Tensor, x: Tensor, w_hh: Tensor) -> list:
     steps, batch, width = x._data.shape
     gates, hidden = w_hh._data.shape
-    out, at = [], 0
-    for s in ((steps, batch, width), (batch, hidden), (gates, width), (gates, hidden),
-              (gates,), (gates,)):
-        n = int(np.prod(s))
-        out.append(flat[at:at + n].reshape(s))
-        at += n
-    return out
+    return _split(flat, [(steps, batch, width), (batch, hidden), (gates, width),
+                         (gates, hidden), (gates,), (gates,)])
 
 
 def _vjp(g, ins, out, p, n):
@@ -129,7 +124,6 @@ def _vjp(g, ins, out, p, n):
 def _vjp_as_ops(g: Tensor, ins: tuple, reverse: bool, needs: tuple) -> list:
     """The layer's steps recomputed as jitgrad ops from the inputs, differentiated with
     ``create_graph`` (the gradients differentiate again)."""
-    from ...autograd import grad
     from ...nn.functional import linear
     from ..concat import stack
     from ..elementwise import sigmoid, tanh
@@ -144,12 +138,7 @@ def _vjp_as_ops(g: Tensor, ins: tuple, reverse: bool, needs: tuple) -> list:
         z = sigmoid(xw[t][:, hidden:2 * hidden] + hw[:, hidden:2 * hidden])
         nn = tanh(xw[t][:, 2 * hidden:] + r * hw[:, 2 * hidden:])
         h = hs[t] = (1.0 - z) * nn + z * h
-    wrt = [(k, t) for k, t in enumerate(ins) if t is not None and needs[k]]
-    got = grad(stack(hs, 0), [t for _, t in wrt], g, create_graph=True, allow_unused=True)
-    grads: list = [None] * len(ins)
-    for (k, _), v in zip(wrt, got):
-        grads[k] = v
-    return grads
+    return _differentiated(stack(hs, 0), ins, g, needs)
 
 
 GRU_LAYER = defop(name="gru_layer", kind=OPAQUE, node="GruLayerBackward0",
@@ -164,26 +153,6 @@ GRU_LAYER_BACKWARD = defop(name="gru_layer_backward", kind=OPAQUE,
                            samples=S.gru_layer_backward)
 
 
-def _check(x: Tensor, h0: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih, b_hh) -> None:
-    if x.ndim != 3:
-        raise RuntimeError(f"gru_layer: expected an input of shape (T, B, I), got "
-                           f"{list(x.shape)}")
-    steps, batch, width = x.shape
-    gates, hidden = w_hh.shape
-    want = {"weight_ih": (w_ih, (gates, width)), "weight_hh": (w_hh, (3 * hidden, hidden)),
-            "h0": (h0, (batch, hidden))}
-    for name, b in (("bias_ih", b_ih), ("bias_hh", b_hh)):
-        if b is not None:
-            want[name] = (b, (gates,))
-    for name, (t, shape) in want.items():
-        if tuple(t.shape) != shape:
-            raise RuntimeError(f"gru_layer: expected {name} of shape {list(shape)}, got "
-                               f"{list(t.shape)}")
-        if t.dtype != x.dtype:
-            raise RuntimeError(f"gru_layer: expected {name} of dtype {x.dtype}, got "
-                               f"{t.dtype}")
-
-
 @api(GRU_LAYER)
 def gru_layer(input: Tensor, h0: Tensor, weight_ih: Tensor, weight_hh: Tensor,
               bias_ih: Tensor | None, bias_hh: Tensor | None, reverse: bool = False
@@ -191,7 +160,7 @@ def gru_layer(input: Tensor, h0: Tensor, weight_ih: Tensor, weight_hh: Tensor,
     """One GRU layer and direction over a padded sequence ``input`` (``T, B, I``) from the
     state ``h0`` (``B, H``): every step's hidden state (``T, B, H``; the final state is the
     last step run's, the first in time for ``reverse``)."""
-    _check(input, h0, weight_ih, weight_hh, bias_ih, bias_hh)
+    _check_layer("gru_layer", input, (weight_ih, weight_hh, bias_ih, bias_hh), {"h0": h0}, 3)
     return _run(GRU_LAYER, _layer_ref, (input, h0, weight_ih, weight_hh, bias_ih, bias_hh),
                 reverse)
 

@@ -155,17 +155,58 @@ def _shifted(xp, hs, h0, reverse: bool):
     return xp.concatenate([h0[None], hs[:-1]], 0)
 
 
-def _split_grads(flat: Tensor, x: Tensor, w_ih: Tensor, w_hh: Tensor) -> list:
-    steps, batch, width = x._data.shape
-    gates, hidden = w_hh._data.shape
-    shapes = [(steps, batch, width), (batch, hidden), (batch, hidden), (gates, width),
-              (gates, hidden), (gates,)]
+def _split(flat: Tensor, shapes) -> list:
+    """Views of the flat gradients ``flat``, one per shape of ``shapes`` in order."""
     out, at = [], 0
     for s in shapes:
         n = int(np.prod(s))
         out.append(flat[at:at + n].reshape(s))
         at += n
     return out
+
+
+def _split_grads(flat: Tensor, x: Tensor, w_ih: Tensor, w_hh: Tensor) -> list:
+    steps, batch, width = x._data.shape
+    gates, hidden = w_hh._data.shape
+    return _split(flat, [(steps, batch, width), (batch, hidden), (batch, hidden),
+                         (gates, width), (gates, hidden), (gates,)])
+
+
+def _differentiated(outputs: Tensor, ins: tuple, g: Tensor, needs: tuple) -> list:
+    """The gradients of ``outputs`` (steps recomputed as jitgrad ops) for the cotangent
+    ``g`` w.r.t. the inputs ``needs`` asks for, with ``create_graph`` (None elsewhere)."""
+    from ...autograd import grad
+
+    wrt = [(k, t) for k, t in enumerate(ins) if t is not None and needs[k]]
+    got = grad(outputs, [t for _, t in wrt], g, create_graph=True, allow_unused=True)
+    grads: list = [None] * len(ins)
+    for (k, _), v in zip(wrt, got):
+        grads[k] = v
+    return grads
+
+
+def _check_layer(fn: str, x: Tensor, weights: tuple, states: dict, gates_per_unit: int
+                 ) -> None:
+    """PyTorch-worded shape and dtype checks of a layer op's operands: ``weights`` the
+    ``(weight_ih, weight_hh, bias_ih, bias_hh)`` (biases may be None), ``states`` the
+    initial states by name (``B, H``)."""
+    if x.ndim != 3:
+        raise RuntimeError(f"{fn}: expected an input of shape (T, B, I), got {list(x.shape)}")
+    w_ih, w_hh, b_ih, b_hh = weights
+    steps, batch, width = x.shape
+    gates, hidden = w_hh.shape
+    want = {"weight_ih": (w_ih, (gates, width)),
+            "weight_hh": (w_hh, (gates_per_unit * hidden, hidden)),
+            "bias_ih": (b_ih, (gates,)), "bias_hh": (b_hh, (gates,)),
+            **{name: (t, (batch, hidden)) for name, t in states.items()}}
+    for name, (t, shape) in want.items():
+        if t is None:
+            continue
+        if tuple(t.shape) != shape:
+            raise RuntimeError(f"{fn}: expected {name} of shape {list(shape)}, got "
+                               f"{list(t.shape)}")
+        if t.dtype != x.dtype:
+            raise RuntimeError(f"{fn}: expected {name} of dtype {x.dtype}, got {t.dtype}")
 
 
 def _vjp(g, ins, out, p, n):
@@ -231,27 +272,6 @@ LSTM_LAYER_BACKWARD = defop(name="lstm_layer_backward", kind=OPAQUE,
                             samples=S.lstm_layer_backward)
 
 
-def _check(x: Tensor, h0: Tensor, c0: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih, b_hh) -> None:
-    if x.ndim != 3:
-        raise RuntimeError(f"lstm_layer: expected an input of shape (T, B, I), got "
-                           f"{list(x.shape)}")
-    steps, batch, width = x.shape
-    gates, hidden = w_hh.shape
-    want = {"weight_ih": (w_ih, (gates, width)), "weight_hh": (w_hh, (4 * hidden, hidden)),
-            "h0": (h0, (batch, hidden)), "c0": (c0, (batch, hidden))}
-    if b_ih is not None:
-        want["bias_ih"] = (b_ih, (gates,))
-    if b_hh is not None:
-        want["bias_hh"] = (b_hh, (gates,))
-    for name, (t, shape) in want.items():
-        if tuple(t.shape) != shape:
-            raise RuntimeError(f"lstm_layer: expected {name} of shape {list(shape)}, got "
-                               f"{list(t.shape)}")
-        if t.dtype != x.dtype:
-            raise RuntimeError(f"lstm_layer: expected {name} of dtype {x.dtype}, got "
-                               f"{t.dtype}")
-
-
 @api(LSTM_LAYER)
 def lstm_layer(input: Tensor, h0: Tensor, c0: Tensor, weight_ih: Tensor, weight_hh: Tensor,
                bias_ih: Tensor | None, bias_hh: Tensor | None, reverse: bool = False
@@ -260,7 +280,8 @@ def lstm_layer(input: Tensor, h0: Tensor, c0: Tensor, weight_ih: Tensor, weight_
     states ``h0``, ``c0`` (``B, H``): the flat ``[hs | cs]`` (see the module doc;
     :func:`lstm_layer_views` gives the output and the final states). ``reverse`` runs the
     steps from the last to the first (a bidirectional layer's second direction)."""
-    _check(input, h0, c0, weight_ih, weight_hh, bias_ih, bias_hh)
+    _check_layer("lstm_layer", input, (weight_ih, weight_hh, bias_ih, bias_hh),
+                 {"h0": h0, "c0": c0}, 4)
     return _run(LSTM_LAYER, _layer_ref,
                 (input, h0, c0, weight_ih, weight_hh, bias_ih, bias_hh), reverse)
 
