@@ -468,24 +468,64 @@ _MISUSE = {  # name -> (call on the module M, exception type)
     "argmax_empty": (lambda M: M.ones(0).argmax(), IndexError),
     "bool_mask_length": (lambda M: M.zeros(5)[M.tensor([True, False])], IndexError),
     "logdet_not_square": (lambda M: M.logdet(M.ones(2, 3)), RuntimeError),
+    "mha_2d_mask": (lambda M: _mha(M)(M.ones(6, 5, 8), M.ones(6, 5, 8), M.ones(6, 5, 8),
+                                      attn_mask=M.zeros(4, 4)), RuntimeError),
+    "mha_3d_mask": (lambda M: _mha(M)(M.ones(6, 5, 8), M.ones(6, 5, 8), M.ones(6, 5, 8),
+                                      attn_mask=M.zeros(3, 5, 5)), RuntimeError),
+    "mha_key_padding_mask": (lambda M: _mha(M)(M.ones(6, 5, 8), M.ones(6, 5, 8),
+                                               M.ones(6, 5, 8),
+                                               key_padding_mask=M.zeros(6, 4, dtype=M.bool)),
+                             AssertionError),
+    "grad_of_a_constant": (lambda M: M.autograd.grad((M.ones(3) * 2).sum(), M.ones(3)),
+                           RuntimeError),
+    "index_add_float_index": (lambda M: M.zeros(3).index_add_(0, M.tensor([0.0]), M.ones(1)),
+                              RuntimeError),
+    "masked_fill_int_mask": (lambda M: M.zeros(3).masked_fill(M.tensor([1, 0, 1]), 1.0),
+                             RuntimeError),
+    "where_int_condition": (lambda M: M.where(M.tensor([1, 0, 1]), M.zeros(3), M.ones(3)),
+                            RuntimeError),
+    "legacy_function_call": (lambda M: _Cube(M)()(M.ones(2, requires_grad=True)),
+                             RuntimeError),
+    "conv_transpose_output_size": (lambda M: M.nn.ConvTranspose2d(2, 2, 3, stride=2)(
+        M.ones(1, 2, 4, 4), output_size=[12, 12]), ValueError),
 }
+
+
+def _mha(M):
+    M.manual_seed(0)
+    return M.nn.MultiheadAttention(8, 2, batch_first=True)
+
+
+def _Cube(M):  # noqa: N802 - makes a class
+    class Cube(M.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+    return Cube
 
 
 @pytest.mark.parametrize("name", sorted(_MISUSE))
 def test_misuse_probe_48_raises_pytorchs_error(name):
     """Misuse a stop-48 probe found accepted (a cell's state of another batch size broadcast,
-    a source of another dtype cast) or reported with NumPy's words; PyTorch's message
-    (compared live with torch when it is installed)."""
+    a source of another dtype cast) or reported with NumPy's or other words; PyTorch's
+    message (compared live with torch when it is installed, ``jitgrad.`` read as
+    ``torch.``)."""
     call, exc = _MISUSE[name]
-    with pytest.raises(exc) as got:
-        call(jg)
-    try:
-        import torch
-    except ImportError:
-        return
-    with pytest.raises(exc) as want:
-        call(torch)
-    assert str(got.value) == str(want.value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # (an instantiated Function)
+        with pytest.raises(exc) as got:
+            call(jg)
+        try:
+            import torch
+        except ImportError:
+            return
+        with pytest.raises(exc) as want:
+            call(torch)
+    assert str(got.value).replace("jitgrad.", "torch.") == str(want.value)
 
 
 def test_scatter_multiply_like_factories_and_layouts():

@@ -368,11 +368,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for t in inputs:
         if not isinstance(t, Tensor):
             raise TypeError("inputs to grad() must be Tensors")
+    _check_roots(outputs)  # (PyTorch checks the outputs first)
+    for t in inputs:
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     if retain_graph is None:
         retain_graph = create_graph
-    _check_roots(outputs)
     grads = _make_grads(outputs, grad_outputs)
     run = _Run(outputs, grads, retain_graph, create_graph, inputs, capture=True)
     run.raw_inputs = _raw_inputs  # the compiler's backward trace: the inputs' own hooks

@@ -19,6 +19,7 @@ tensor(6.)
 from __future__ import annotations
 
 import functools
+import warnings
 
 from ..shapes import fmt_shape, sum_axes_to
 from ..tensor import Tensor, alias, mark_view
@@ -187,6 +188,18 @@ class Function(metaclass=_FunctionMeta):
         )
 
     vjp = backward
+
+    def __init__(self, *args, **kwargs) -> None:
+        warnings.warn(f"{type(self)} should not be instantiated. Methods on autograd "
+                      f"functions are all static, so you should invoke them on the class "
+                      f"itself. Instantiating an autograd function will raise an error in a "
+                      f"future version of PyTorch.", DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please "
+            "use new-style autograd function with static forward method. (Example: "
+            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
 
     @classmethod
     def apply(cls, *args, **kwargs):

@@ -13,7 +13,7 @@ from ..autograd.grad_mode import no_grad
 from ..ops.conv import conv2d_backward_input
 from ..ops.conv_common import half_through_float
 from ..shapes import fmt_shape
-from ..tensor import Tensor
+from ..tensor import Size, Tensor
 from .layers import _ConvBase, _pair, place
 from .parameter import Parameter
 
@@ -91,16 +91,15 @@ class _ConvTransposeBase(_ConvBase):
         """The output padding that makes the output's spatial size ``output_size``."""
         k = len(self.kernel_size)
         size = list(output_size)[-k:]
-        pads = []
+        smallest = [(input.shape[-k + d] - 1) * self.stride[d] - 2 * self.padding[d]
+                    + self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(k)]
+        pads = [size[d] - smallest[d] for d in range(k)]
         for d in range(k):
-            smallest = ((input.shape[-k + d] - 1) * self.stride[d] - 2 * self.padding[d]
-                        + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
-            extra = size[d] - smallest
-            if not 0 <= extra < max(self.stride[d], self.dilation[d]):
+            if not 0 <= pads[d] < max(self.stride[d], self.dilation[d]):
+                largest = [s + self.stride[j] - 1 for j, s in enumerate(smallest)]
                 raise ValueError(f"requested an output size of {size}, but valid sizes range "
-                                 f"from {smallest} to {smallest + self.stride[d] - 1} "
-                                 f"(for an input of {list(input.shape[-k:])})")
-            pads.append(extra)
+                                 f"from {smallest} to {largest} (for an input of "
+                                 f"{Size(input.shape[-k:])})")
         return tuple(pads)
 
 
@@ -175,7 +174,7 @@ class ConvTranspose1d(ConvTranspose2d):
             output_padding = size - smallest
             if not 0 <= output_padding < max(self.stride[0], self.dilation[0]):
                 raise ValueError(f"requested an output size of {[size]}, but valid sizes range "
-                                 f"from {smallest} to {smallest + self.stride[0] - 1} (for an "
-                                 f"input of {list(input.shape[-1:])})")
+                                 f"from {[smallest]} to {[smallest + self.stride[0] - 1]} (for "
+                                 f"an input of {Size(input.shape[-1:])})")
         return conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
                                 output_padding, self.groups, self.dilation)

@@ -182,14 +182,19 @@ class MultiheadAttention(Module):
             causal = creation.ones(tgt, src, dtype=dtypes.bool_, device=device).triu(1)
             attn_mask = causal
         mask = _float_mask(attn_mask, dtype)
+        if mask is not None and mask.ndim == 2 and tuple(mask.shape) != (tgt, src):
+            raise RuntimeError(f"The shape of the 2D attn_mask is {mask.shape}, but should be "
+                               f"{(tgt, src)}.")
         if mask is not None and mask.ndim == 3 and tuple(mask.shape) != (n * self.num_heads,
                                                                          tgt, src):
-            raise RuntimeError(f"The shape of the 3D attn_mask is {list(mask.shape)}, but "
-                               f"should be {[n * self.num_heads, tgt, src]}.")
+            raise RuntimeError(f"The shape of the 3D attn_mask is {mask.shape}, but should be "
+                               f"{(n * self.num_heads, tgt, src)}.")
         if key_padding_mask is not None:
-            if tuple(key_padding_mask.shape) != (n, src):
-                raise AssertionError(f"expecting key_padding_mask shape of {(n, src)}, but "
-                                     f"got {tuple(key_padding_mask.shape)}")
+            for k, want in enumerate((n, src)):  # PyTorch's _check_key_padding_mask
+                if key_padding_mask.ndim <= k or key_padding_mask.shape[k] != want:
+                    got = key_padding_mask.shape[k] if key_padding_mask.ndim > k else None
+                    raise AssertionError(f"Expected key_padded_mask.shape[{k}] to be {want}, "
+                                         f"but got {got}")
             kpm = _float_mask(key_padding_mask, dtype).reshape(n, 1, 1, src) \
                 .expand(n, self.num_heads, 1, src).reshape(n * self.num_heads, 1, src)
             mask = kpm if mask is None else mask + kpm

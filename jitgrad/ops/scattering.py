@@ -76,7 +76,8 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
         raise RuntimeError(f"index_add_(): self ({_kind(input)}) and source ({_kind(source)}) "
                            f"must have the same scalar type")
     if index._data.dtype not in (np.int32, np.int64):
-        raise RuntimeError("index_add_(): Expected dtype int32/int64 for index")
+        raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: "
+                           f"{_kind(index)}")
     if source.dim() and index.numel() != source.shape[d]:
         raise RuntimeError(f"index_add_(): Number of indices ({index.numel()}) should be equal "
                            f"to source.size(dim): ({source.shape[d]}), for dim: {d}")

@@ -151,7 +151,7 @@ def where(condition, input=_NO_ARG, other=_NO_ARG) -> Tensor:
     if condition._data.dtype != np.bool_:
         raise RuntimeError(
             f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-            f"{condition.dtype.name.capitalize()}"
+            f"{condition.dtype.tensor_type[:-len('Tensor')]}"
         )
     return elementwise(WHERE, (condition, input, other))
 
@@ -165,7 +165,7 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     if mask._data.dtype != np.bool_:
         raise RuntimeError(
             f"masked_fill_ only supports boolean masks, but got mask with dtype "
-            f"{mask.dtype.name}"
+            f"{mask.dtype.cpp_name}"
         )
     if is_tensor(value):
         if value._data.ndim:

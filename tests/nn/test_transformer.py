@@ -120,7 +120,8 @@ def test_initialisation_and_errors():
         nn.MultiheadAttention(10, 3)
     with pytest.raises(RuntimeError, match="activation should be relu/gelu, not tanh"):
         nn.TransformerEncoderLayer(8, 2, activation="tanh")
-    with pytest.raises(AssertionError, match="expecting key_padding_mask shape"):
+    with pytest.raises(AssertionError,
+                       match=r"Expected key_padded_mask.shape\[0\] to be 2, but got 3"):
         m(jitgrad.ones(3, 2, 16), jitgrad.ones(3, 2, 16), jitgrad.ones(3, 2, 16),
           key_padding_mask=jitgrad.zeros(3, 3, dtype=jitgrad.bool))
 
