@@ -333,8 +333,9 @@ def empty(*sizes, size=None, dtype=None, device=None, requires_grad: bool = Fals
     if memory_format is not None:
         from .memory_format import preserve_format
 
-        if memory_format is not preserve_format:
-            out = _like_format(out, out, memory_format)
+        if memory_format is preserve_format:
+            raise RuntimeError("unsupported memory format Preserve")
+        out = _like_format(out, out, memory_format)
     return out.requires_grad_() if requires_grad else out
 
 
@@ -476,7 +477,8 @@ def _like(t: Tensor, dtype):
 
 def _like_format(out: Tensor, input: Tensor, memory_format) -> Tensor:
     """``out`` with its memory in ``memory_format``'s order; ``preserve_format`` (the
-    default): ``input``'s, where it is dense channels-last, else row-major."""
+    default): ``input``'s, where it is dense channels-last, else row-major (PyTorch keeps
+    any dense input's strides, a transposed matrix's too: a known difference)."""
     from .memory_format import channels_last, channels_last_3d, has_layout, preserve_format
 
     fmt = memory_format

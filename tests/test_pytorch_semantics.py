@@ -488,6 +488,30 @@ _MISUSE = {  # name -> (call on the module M, exception type)
                              RuntimeError),
     "conv_transpose_output_size": (lambda M: M.nn.ConvTranspose2d(2, 2, 3, stride=2)(
         M.ones(1, 2, 4, 4), output_size=[12, 12]), ValueError),
+    "index_copy_slice_shape": (lambda M: M.zeros(3, 2).index_copy(0, M.tensor([1]),
+                                                                M.ones(1, 3)), RuntimeError),
+    "index_copy_rank": (lambda M: M.zeros(3, 2).index_copy(1, M.tensor([1]), M.ones(3)),
+                        IndexError),
+    "index_reduce_0d_self": (lambda M: M.tensor(2.0).index_reduce(0, M.tensor([0]), M.ones(1),
+                                                                   "prod"), RuntimeError),
+    "index_reduce_out_of_range": (lambda M: M.ones(3).index_reduce(0, M.tensor([5]), M.ones(1),
+                                                                    "prod"), IndexError),
+    "index_reduce_2d_index": (lambda M: M.ones(3).index_reduce(0, M.tensor([[0]]), M.ones(1),
+                                                                "prod"), IndexError),
+    "index_reduce_count": (lambda M: M.ones(3, 2).index_reduce(0, M.tensor([0, 1]),
+                                                               M.ones(1, 2), "prod"),
+                           RuntimeError),
+    "rnn_input_dtype": (lambda M: M.nn.LSTM(3, 4)(M.ones(5, 2, 3, dtype=M.float64)),
+                        ValueError),
+    "rnn_hx_rank": (lambda M: M.nn.GRU(3, 4)(M.ones(5, 2, 3), M.zeros(2, 4)), RuntimeError),
+    "lstm_hx_rank": (lambda M: M.nn.LSTM(3, 4)(M.ones(5, 3), (M.zeros(1, 1, 4),
+                                                             M.zeros(1, 1, 4))), RuntimeError),
+    "rnn_hidden_size_zero": (lambda M: M.nn.GRU(3, 0), ValueError),
+    "lstm_cell_3d_state": (lambda M: M.nn.LSTMCell(3, 4)(M.ones(2, 3), (M.zeros(1, 2, 4),
+                                                                       M.zeros(1, 2, 4))),
+                           ValueError),
+    "empty_preserve_format": (lambda M: M.empty(2, 3, memory_format=M.preserve_format),
+                              RuntimeError),
 }
 
 
@@ -529,8 +553,11 @@ def test_misuse_probe_48_raises_pytorchs_error(name):
 
 
 def test_scatter_multiply_like_factories_and_layouts():
-    """``scatter(reduce="multiply")``, ``*_like(memory_format=, layout=)``,
-    ``legacy_contiguous_format``; against torch when it is installed."""
+    """``scatter(reduce="multiply")`` (a 0-d tensor too), ``*_like(memory_format=,
+    layout=)``, ``legacy_contiguous_format``; against torch when it is installed."""
+    assert jg.tensor(2.0).scatter(0, jg.tensor(0), jg.tensor(3.0), reduce="multiply").item() \
+        == 6.0
+    assert jg.tensor(2.0).scatter_reduce(0, jg.tensor(0), jg.tensor(3.0), "amax").item() == 3.0
     idx = jg.tensor([[0, 1, 0]])
     src = jg.tensor([[2.0, 3.0, 4.0]])
     out = jg.full((2, 3), 2.0).scatter(0, idx, src, reduce="multiply")

@@ -13,6 +13,7 @@ device, and a compiled function traces them."""
 from __future__ import annotations
 
 import math
+import warnings
 
 from .. import creation, dtypes
 from ..ops.concat import cat, stack
@@ -67,6 +68,17 @@ class RNNBase(Module):
         super().__init__()
         if mode not in _GATES:
             raise ValueError("Unrecognized RNN mode: " + mode)
+        if not 0 <= dropout <= 1 or isinstance(dropout, bool):
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             "probability of an element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn(f"dropout option adds dropout after all but last recurrent layer, so "
+                          f"non-zero dropout expects num_layers greater than 1, but got "
+                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=3)
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
         if proj_size < 0:
             raise ValueError("proj_size should be a positive integer or zero to disable "
                              "projections")
@@ -74,13 +86,6 @@ class RNNBase(Module):
             raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         if proj_size >= hidden_size:
             raise ValueError("proj_size has to be smaller than hidden_size")
-        if not 0 <= dropout <= 1 or isinstance(dropout, bool):
-            raise ValueError("dropout should be a number in range [0, 1] representing the "
-                             "probability of an element being zeroed")
-        if hidden_size <= 0:
-            raise ValueError("hidden_size must be greater than zero")
-        if num_layers <= 0:
-            raise ValueError("num_layers must be greater than zero")
         self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
         self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
         self.dropout, self.bidirectional = float(dropout), bidirectional
@@ -105,6 +110,8 @@ class RNNBase(Module):
                 if proj_size:
                     self.register_parameter("weight_hr" + sfx, Parameter(
                         creation.empty(proj_size, hidden_size, dtype=dt, device="cpu")))
+        # PyTorch's order, fixed here (pruning re-registers a weight as name_orig)
+        self._weight_names = tuple(self._parameters)
         self.reset_parameters()
         place(self, device)
 
@@ -118,7 +125,7 @@ class RNNBase(Module):
     def _flat_weights_names(self) -> list[str]:
         """The parameter names, layer by layer and direction by direction (PyTorch's
         order)."""
-        return list(self._parameters)
+        return list(self._weight_names)
 
     @property
     def _flat_weights(self) -> list:
@@ -157,6 +164,11 @@ class RNNBase(Module):
         steps, n = x.shape[0], x.shape[1]
         if steps == 0:
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+        w_dt = self.weight_ih_l0.dtype
+        if x.dtype != w_dt:
+            raise ValueError(f"RNN input dtype ({x.dtype}) does not match weight dtype "
+                             f"({w_dt}). Convert input: input.to({w_dt}), or convert model: "
+                             f"model.to({x.dtype})")
         dirs = 2 if self.bidirectional else 1
         h0, c0 = self._initial(hx, n, dirs, unbatched, x)
         whole_layers = not self.proj_size and x.dtype in _WHOLE_LAYER_DTYPES
@@ -219,6 +231,14 @@ class RNNBase(Module):
                 layers, n, out_size, dtype=x.dtype, device=x.device)
             return hz, (z if lstm else None)
         h, c = hx if lstm else (hx, None)
+        rank = 2 if unbatched else 3
+        kind = "unbatched 2-D" if unbatched else "batched 3-D"
+        if lstm and (h.ndim != rank or c.ndim != rank):
+            raise RuntimeError(f"For {kind} input, hx and cx should also be {rank}-D but got "
+                               f"({h.ndim}-D, {c.ndim}-D) tensors")
+        if not lstm and h.ndim != rank:
+            raise RuntimeError(f"For {kind} input, hx should also be {rank}-D but got "
+                               f"{h.ndim}-D tensor")
         if unbatched:
             h = h.unsqueeze(1)
             c = c.unsqueeze(1) if lstm else None
@@ -432,9 +452,9 @@ class _CellBase(RNNCellBase):
             h, c = z, (z if lstm else None)
         else:
             h, c = hx if lstm else (hx, None)
-            for t in (h, c) if lstm else (h,):
+            for what, t in (("hx[0]", h), ("hx[1]", c)) if lstm else (("hidden", h),):
                 if t.ndim not in (1, 2):
-                    raise ValueError(f"{type(self).__name__}: Expected hidden to be 1D or 2D, "
+                    raise ValueError(f"{type(self).__name__}: Expected {what} to be 1D or 2D, "
                                      f"got {t.ndim}D instead")
             if unbatched:
                 h = h.unsqueeze(0)

@@ -178,6 +178,18 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
                            f"but got (self) {_kind(input)} and (source) {_kind(source)}")
     d = wrap_dim(dim, max(input.dim(), 1))
+    if source.dim() and input.dim() and source.dim() != input.dim():
+        raise IndexError(f"index_copy_(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality ({source.dim()}), "
+                         f"destination dimensionality ({input.dim()})")
+    if input.dim() > 1:
+        mine = [n for k, n in enumerate(input.shape) if k != d]
+        theirs = [n for k, n in enumerate(source.shape) if k != d]
+        if mine != theirs:
+            raise RuntimeError(
+                f"index_copy_(): Source/destination tensor must have same slice shapes. "
+                f"Destination slice shape: {', '.join(map(str, mine))} at dimension {d} and "
+                f"source slice shape: {', '.join(map(str, theirs))} at dimension 0.")
     count = source.shape[d] if source.dim() else 1
     if index.numel() != count:
         raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal "
@@ -188,8 +200,7 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
         raise IndexError(f"index_copy_(): index {v} is out of bounds for dimension {d} with "
                          f"size {size}")
     base = input if input.dim() else input.reshape(1)
-    src = source.reshape(1) if not source.dim() else (
-        source.unsqueeze(d) if source.dim() < base.dim() else source)
+    src = source if source.dim() else source.reshape(1)
     out = call(INDEX_COPY, (base, index.reshape(-1), src), {"dim": d})
     return out if input.dim() else out.reshape(())
 

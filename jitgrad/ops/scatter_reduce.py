@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..devices import array_namespace, to_host
+from ..devices import array_namespace, first_outside, to_host
 from ..shapes import wrap_dim
 from ..tensor import Tensor
 from . import samples as S
@@ -117,8 +117,12 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
-    index, d = _checked(input, dim, index, "scatter_reduce")
     input = as_tensor_arg(input)
+    if input.dim() == 0:  # as a 1-element vector (the kernels index a dim)
+        index, src = as_tensor_arg(index, "index"), as_tensor_arg(src, "src")
+        return scatter_reduce(input.reshape(1), 0, index.reshape(-1), src.reshape(-1), reduce,
+                              include_self=include_self).reshape(())
+    index, d = _checked(input, dim, index, "scatter_reduce")
     src = _src_for(as_tensor_arg(src, "src"), index)
     if src.dtype != input.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
@@ -150,23 +154,33 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
                            f"amin but got {reduce}.")
     input, index = as_tensor_arg(input), as_tensor_arg(index, "index")
     source = as_tensor_arg(source, "source")
+
+    def kind(t):
+        return t.dtype.tensor_type[:-len("Tensor")]
     if index.dim() > 1:
-        raise IndexError("index_reduce_(): Index is supposed to be a vector")
+        raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: "
+                         f"{index.dim()} with type: {kind(index)} and size: "
+                         f"{list(index.shape)}")
     if index.dtype.name not in ("int64", "int32"):
-        raise RuntimeError("index_reduce_(): Expected dtype int32/int64 for index")
+        raise RuntimeError(f"index_reduce_(): Expected dtype int32/int64 for index but got: "
+                           f"{kind(index)}")
     if source.dtype != input.dtype:
-        kind = (lambda t: t.dtype.tensor_type[:-len("Tensor")])
         raise RuntimeError(f"index_reduce_(): self ({kind(input)}) and source ({kind(source)}) "
                            f"must have the same scalar type")
     d = wrap_dim(dim, max(input.dim(), 1))
-    src = source if source.dim() else source.reshape(1)
-    if src.dim() != max(input.dim(), 1) or src.shape[d] != index.numel() or any(
-            a != b for k, (a, b) in enumerate(zip(src.shape, input.reshape(-1).shape
-                                                  if not input.dim() else input.shape))
-            if k != d):
+    if source.dim() != input.dim() or any(a != b for k, (a, b) in enumerate(
+            zip(source.shape, input.shape)) if k != d):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(input.shape)} "
+                           f"source.shape = {list(source.shape)}")
+    count = source.shape[d] if source.dim() else 1
+    if index.numel() != count:
         raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be "
-                           f"equal to source.size(dim) ({src.shape[d] if src.dim() else 1}) "
-                           f"and source must have self's sizes outside dim")
+                           f"equal to source.size(dim): ({count}), for dim: {d}")
+    size = input.shape[d] if input.dim() else 1
+    if first_outside(index._data, 0, size) is not None:
+        raise IndexError("index out of range in self")
+    src = source if source.dim() else source.reshape(1)
     lead = [1] * src.dim()
     lead[d] = index.numel()
     spread = index.reshape(lead).expand(*src.shape).to(dtype=_int64())

@@ -147,7 +147,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
             return scatter_add(input, dim, index, v)
         return input.scatter_reduce(dim, index, v, "prod", include_self=True)
     if reduce is not None:
-        raise RuntimeError(f"reduce argument must be either add or multiply. Got {reduce}")
+        raise RuntimeError("reduce argument must be either add or multiply.")
     index, d = _checked(input, dim, index, "scatter")
     out = input.clone()
     if not index.numel():

@@ -115,3 +115,15 @@ def test_a_pruned_model_trains_compiled_as_eagerly():
     assert runs[0][0] == runs[1][0]
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
     np.testing.assert_array_equal(runs[0][2], runs[1][2])
+
+
+def test_pruned_rnn_keeps_its_weight_order():
+    """``all_weights`` / ``_flat_weights_names`` keep PyTorch's order after a weight is
+    pruned and the pruning removed (it is registered again under its name)."""
+    m = jg.nn.LSTM(3, 4)
+    names = m._flat_weights_names
+    prune.l1_unstructured(m, "weight_hh_l0", amount=0.5)
+    prune.remove(m, "weight_hh_l0")
+    assert m._flat_weights_names == names == ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0",
+                                              "bias_hh_l0"]
+    assert [tuple(w.shape) for w in m.all_weights[0]] == [(16, 3), (16, 4), (16,), (16,)]

@@ -11,7 +11,8 @@ Methods: :class:`Identity`, :class:`RandomUnstructured`, :class:`L1Unstructured`
 :func:`ln_structured`, :func:`custom_from_mask`, and :func:`global_unstructured` (one
 threshold over several parameters), :func:`remove`, :func:`is_pruned`. ``amount`` is a
 fraction in ``[0, 1]`` or a number of parameters (channels, for the structured methods);
-ties are broken by ``topk`` as in PyTorch, and random methods draw from jitgrad's generator.
+among equal scores the entries pruned are ``topk``'s choice, which may differ from
+PyTorch's, and random methods draw from jitgrad's generator.
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ class Identity(BasePruningMethod):
 
 class _Unstructured(BasePruningMethod):
     """Prunes the ``amount`` entries of smallest :meth:`_scores` (``topk``'s choice among
-    ties, as PyTorch's)."""
+    ties)."""
 
     PRUNING_TYPE = "unstructured"
 
