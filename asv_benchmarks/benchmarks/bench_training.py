@@ -458,9 +458,9 @@ class LSTMStep:
     """A char-RNN training step as tutorials write it, eager: ``Embedding(30, 16)``, a
     2-layer ``LSTM(16, 32, batch_first=True)`` (or ``GRU``), ``Linear(32, 30)``,
     cross-entropy over B=8 x T=20 tokens, Adam (the probe's script). Side by side on the
-    development machine: LSTM 17.0 ms when each step was ops, 4.5 ms with one op per layer
-    (PyTorch 2.3 ms); GRU 16.4 -> 3.2 ms (PyTorch ~4.0 ms); RNN 7.3-8.6 -> 1.9 ms
-    (PyTorch 3.9-4.5 ms)."""
+    development machine: LSTM 17.0 ms when each step was ops, 4.5 ms with one op per layer,
+    2.6-2.7 ms with its cell one compiled pass (PyTorch 1.8-2.3 ms); GRU 16.4 -> 3.2 ms
+    (PyTorch ~4.0 ms); RNN 7.3-8.6 -> 1.9 ms (PyTorch 3.9-4.5 ms)."""
 
     params = ["LSTM", "GRU", "RNN"]
     param_names = ["layer"]

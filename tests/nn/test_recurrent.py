@@ -172,10 +172,11 @@ def _node_names(t) -> list:
     return names
 
 
-def test_lstm_layers_are_one_node_each_with_the_cells_bits():
+def test_lstm_layers_are_one_node_each_and_agree_with_the_cell():
     """A padded LSTM records one ``MkldnnRnnLayerBackward0`` per layer and direction (as
-    PyTorch's CPU LSTM), and its states are bit for bit those of ``LSTMCell`` run step by
-    step with the same weights; the gradients agree with the step-by-step graph's."""
+    PyTorch's CPU LSTM), and its states and gradients are those of ``LSTMCell`` run step by
+    step with the same weights (to rounding: the layer's cell is one compiled pass with
+    jitgrad's kernel math, the cell's NumPy's)."""
     jitgrad.manual_seed(0)
     lstm = nn.LSTM(3, 5, num_layers=2, bidirectional=True)
     names = _node_names(lstm(jitgrad.randn(6, 2, 3))[0])
@@ -192,8 +193,10 @@ def test_lstm_layers_are_one_node_each_with_the_cells_bits():
     for t in range(7):
         hc, cc = cell(x[t], (hc, cc))
         steps.append(hc)
-    assert np.array_equal(out.detach().numpy(), jitgrad.stack(steps).detach().numpy())
-    assert np.array_equal(c[0].detach().numpy(), cc.detach().numpy())
+    np.testing.assert_allclose(out.detach().numpy(), jitgrad.stack(steps).detach().numpy(),
+                               rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(c[0].detach().numpy(), cc.detach().numpy(), rtol=2e-6,
+                               atol=1e-7)
     w = jitgrad.randn(7, 2, 5)
     grads = jitgrad.autograd.grad((out * w).sum() + c.sum(), list(lstm.parameters()))
     ref = jitgrad.autograd.grad((jitgrad.stack(steps) * w).sum() + cc.sum(),
@@ -203,9 +206,10 @@ def test_lstm_layers_are_one_node_each_with_the_cells_bits():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_lstm_layer_gradients_under_create_graph_have_the_same_bits(dtype):
+def test_lstm_layer_gradients_under_create_graph(dtype):
     """Under ``create_graph`` the layer's backward runs as differentiable ops: the same
-    values, bit for bit, and a second derivative that matches PyTorch's."""
+    values (to rounding: the plain backward's cell is one compiled pass), and a second
+    derivative that matches PyTorch's."""
     dt = getattr(jitgrad, dtype)
     jitgrad.manual_seed(2)
     m = nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True, dtype=dt)
@@ -215,8 +219,10 @@ def test_lstm_layer_gradients_under_create_graph_have_the_same_bits(dtype):
     inputs = [x, *m.parameters()]
     plain = jitgrad.autograd.grad(loss, inputs, retain_graph=True)
     graph = jitgrad.autograd.grad(loss, inputs, create_graph=True)
+    tight = 2e-5 if dtype == "float32" else 1e-12
     for a, b in zip(plain, graph):
-        assert np.array_equal(a.detach().numpy(), b.detach().numpy())
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=tight,
+                                   atol=tight)
     assert graph[0].grad_fn is not None
     torch = pytest.importorskip("torch")
     mt = torch.nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True,

@@ -3,18 +3,19 @@
 
 * ``lstm_layer(input, h0, c0, weight_ih, weight_hh, bias_ih, bias_hh, reverse)`` runs every
   time step on the arrays -- the input projection of the whole sequence as one matrix
-  product, then per step the hidden projection and the cell (:mod:`.rnn_cells`' NumPy
-  functions, the ones the step-by-step ops run: the same bits as :class:`jitgrad.nn.LSTMCell`
-  step after step). Its output is one flat array holding, in time order, every hidden state
-  and every cell state (``[hs | cs]``, ``T*B*2H`` values); the layer's output and final
-  states are views of it (:func:`lstm_layer_views`).
+  product, then per step the hidden projection and the cell: on the CPU one compiled pass
+  (``kernels/rnn.py``, jitgrad's kernel math), elsewhere NumPy's form of :mod:`.rnn_cells`'
+  formulas (:class:`jitgrad.nn.LSTMCell` stepped by hand agrees to rounding). Its output is
+  one flat array holding, in time order, every hidden state and every cell state (``[hs |
+  cs]``, ``T*B*2H`` values); the layer's output and final states are views of it
+  (:func:`lstm_layer_views`).
 * Its backward is the op ``lstm_layer_backward``: the recurrence run backwards on the
   arrays, each step's gates recomputed as the forward computed them (one small product per
   step, instead of keeping ``4H`` values per step), then the weights' gradients as one
-  matrix product over all steps. Under ``create_graph`` the rule instead runs the same steps
-  with jitgrad ops (:func:`_vjp_as_ops`: the cell's backward ops, which differentiate
-  again), so second derivatives hold; both forms read the same saved values and compute the
-  same values the same way (the same bits).
+  matrix product over all steps (on the CPU each step's cell gradient is one compiled pass
+  too). Under ``create_graph`` the rule instead runs the same steps with jitgrad ops
+  (:func:`_vjp_as_ops`: the cell's backward ops, which differentiate again), so second
+  derivatives hold; both forms read the same saved values (equal to rounding).
 
 Eagerly a step costs a handful of NumPy calls instead of a dozen recorded ops and their
 backward nodes (an LSTM language-model step, T=20, B=16, H=64: see docs/architecture.md).
@@ -63,9 +64,9 @@ def _project(x, w, b):
 
 # ------------------------------------------------------------------------ forward
 def _cell(xp, gates, c, c_out, h_out) -> None:
-    """One step's new cell and hidden states into ``c_out``, ``h_out``: the values of
-    :func:`.rnn_cells._c_ref` and :func:`.rnn_cells._h_ref` (the same element-wise
-    formulas in the same order: the same bits), with one sigmoid pass over all four gate
+    """One step's new cell and hidden states into ``c_out``, ``h_out`` on a device's
+    arrays: the values of :func:`.rnn_cells._c_ref` and :func:`.rnn_cells._h_ref` (the same
+    element-wise formulas in the same order), with one sigmoid pass over all four gate
     blocks instead of three."""
     hidden = c.shape[-1]
     s = 1.0 / (1.0 + xp.exp(-gates))
@@ -82,11 +83,19 @@ def _layer_ref(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False):
     hs, cs = _parts(flat, steps, batch, hidden)
     xw = _project(x, w_ih, b_ih)
     h, c = h0, c0
+    cell = _cell if xp is not np else _cell_kernel
     with np.errstate(over="ignore"):
         for t in _order(steps, reverse):
-            _cell(xp, _gates(xw[t], h, w_hh, b_hh), c, cs[t], hs[t])
+            cell(xp, _gates(xw[t], h, w_hh, b_hh), c, cs[t], hs[t])
             h, c = hs[t], cs[t]
     return flat
+
+
+def _cell_kernel(xp, gates, c, c_out, h_out) -> None:
+    """:func:`_cell` on the CPU: one compiled pass (``kernels/rnn.py``)."""
+    from ...kernels.rnn import lstm_cell
+
+    lstm_cell(gates, c, c_out, h_out)
 
 
 def _gates(xw, h, w_hh, b_hh):
@@ -131,15 +140,29 @@ def _layer_bwd_ref(g, x, h0, c0, w_ih, w_hh, b_ih, b_hh, out, reverse=False):
     dgates = xp.empty((steps, batch, 4 * hidden), x.dtype)
     dh_next = dc_next = None
     first = steps - 1 if reverse else 0
-    with np.errstate(over="ignore"):
+    if xp is np:  # one compiled pass a step (kernels/rnn.py)
+        from ...kernels.rnn import lstm_cell_backward
+
+        dh_next, dc_next = np.zeros_like(h0), np.zeros_like(c0)
         for t in _order(steps, not reverse):
             before = t + 1 if reverse else t - 1
-            dh = gh[t] if dh_next is None else gh[t] + dh_next
-            dc_in = gc[t] if dc_next is None else gc[t] + dc_next
             h_prev, c_prev = (h0, c0) if t == first else (hs[before], cs[before])
-            dc_next = _cell_backward(xp, dh, dc_in, _gates(xw[t], h_prev, w_hh, b_hh),
-                                     cs[t], c_prev, dgates[t])
+            dc_prev = np.empty_like(c0)
+            lstm_cell_backward(gh[t], dh_next, gc[t], dc_next,
+                               _gates(xw[t], h_prev, w_hh, b_hh), cs[t], c_prev, dgates[t],
+                               dc_prev)
+            dc_next = dc_prev
             dh_next = _blas_matmul(dgates[t], w_hh)
+    else:
+        with np.errstate(over="ignore"):
+            for t in _order(steps, not reverse):
+                before = t + 1 if reverse else t - 1
+                dh = gh[t] if dh_next is None else gh[t] + dh_next
+                dc_in = gc[t] if dc_next is None else gc[t] + dc_next
+                h_prev, c_prev = (h0, c0) if t == first else (hs[before], cs[before])
+                dc_next = _cell_backward(xp, dh, dc_in, _gates(xw[t], h_prev, w_hh, b_hh),
+                                         cs[t], c_prev, dgates[t])
+                dh_next = _blas_matmul(dgates[t], w_hh)
     d2 = dgates.reshape(steps * batch, 4 * hidden)
     h_prev = _shifted(xp, hs, h0, reverse).reshape(steps * batch, hidden)
     parts = (_blas_matmul(d2, w_ih), dh_next, dc_next,
