@@ -166,7 +166,8 @@ class ClosureGuard:
     """Reads, at every call, the state of what the function refers to that a trace bakes in:
     identities of tensors, of modules' parameters (and their ``training`` flag), of
     optimizers' parameters and their scalar hyper-parameters (``lr``...), and plain numbers
-    in the closure and referenced globals. The slots to read are found once."""
+    in the closure and referenced globals. The slots to read are found at ``compile()`` and
+    again before every trace (:meth:`refresh`)."""
 
     def __init__(self, fn) -> None:
         self.fn = fn
@@ -203,6 +204,10 @@ class ClosureGuard:
             fn = unwrap_library_wrappers(fn)
         target = getattr(type(fn), "forward", fn) if self.module is fn else fn
         code = getattr(target, "__code__", None)
+        if code is None and not isinstance(fn, type):  # an object with a __call__ of its
+            target = next((vars(c)["__call__"] for c in type(fn).__mro__  # own (the
+                           if "__call__" in vars(c)), None)  # observer's top frame too)
+            code = getattr(target, "__code__", None)
         if code is None:
             return slots
         for cell in getattr(target, "__closure__", None) or ():

@@ -219,3 +219,20 @@ def test_a_fresh_optimizer_per_fold_compiles():
                 step(mc, oc, x, y)
             _assert_same(me, mc)
     assert step.stats["cache_hits"] >= 6
+
+
+class _GlobalScaler:
+    def __call__(self, x):
+        return x * _LATE_FACTOR  # noqa: F821 - defined by the test, after compile
+
+
+def test_a_callable_objects_globals_are_guarded():
+    cs = jg.compile(_GlobalScaler())
+    g = globals()
+    try:
+        g["_LATE_FACTOR"] = 2.0
+        assert cs(jg.ones(2)).tolist() == [2.0, 2.0]
+        g["_LATE_FACTOR"] = 5.0
+        assert cs(jg.ones(2)).tolist() == [5.0, 5.0]
+    finally:
+        g.pop("_LATE_FACTOR", None)
