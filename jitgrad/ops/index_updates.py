@@ -29,16 +29,13 @@ from .dispatch import as_tensor_arg, call
 from .inplace import INDEX_PUT, apply_inplace
 from .registry import OPAQUE, defop
 from .scatter_reduce import SCATTER_REDUCE
+from .scattering import _kind
 from .selection import WHERE, where
 from .sorting import GATHER, GATHER_BACKWARD, gather
 
 __all__ = ["take", "put", "put_", "index_copy", "index_copy_", "index_fill", "index_fill_",
            "index_put", "index_put_", "masked_scatter", "masked_scatter_", "select_scatter",
            "slice_scatter", "diagonal_scatter"]
-
-
-def _kind(t: Tensor) -> str:
-    return t.dtype.tensor_type[:-len("Tensor")]
 
 
 def _shape(s) -> str:

@@ -21,7 +21,7 @@ from . import samples as S
 from .api import api
 from .dispatch import as_tensor_arg, call
 from .registry import OPAQUE, defop
-from .scattering import _checked, _src_for
+from .scattering import _checked, _kind, _src_for
 
 __all__ = ["scatter_reduce", "index_reduce"]
 
@@ -154,18 +154,15 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
                            f"amin but got {reduce}.")
     input, index = as_tensor_arg(input), as_tensor_arg(index, "index")
     source = as_tensor_arg(source, "source")
-
-    def kind(t):
-        return t.dtype.tensor_type[:-len("Tensor")]
     if index.dim() > 1:
         raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: "
-                         f"{index.dim()} with type: {kind(index)} and size: "
+                         f"{index.dim()} with type: {_kind(index)} and size: "
                          f"{list(index.shape)}")
     if index.dtype.name not in ("int64", "int32"):
         raise RuntimeError(f"index_reduce_(): Expected dtype int32/int64 for index but got: "
-                           f"{kind(index)}")
+                           f"{_kind(index)}")
     if source.dtype != input.dtype:
-        raise RuntimeError(f"index_reduce_(): self ({kind(input)}) and source ({kind(source)}) "
+        raise RuntimeError(f"index_reduce_(): self ({_kind(input)}) and source ({_kind(source)}) "
                            f"must have the same scalar type")
     d = wrap_dim(dim, max(input.dim(), 1))
     if source.dim() != input.dim() or any(a != b for k, (a, b) in enumerate(

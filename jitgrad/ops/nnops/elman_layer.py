@@ -23,7 +23,15 @@ from ..api import api
 from ..eager_reduce import sum_float
 from ..linalg import _blas_matmul
 from ..registry import OPAQUE, defop
-from .rnn_layer import _check_layer, _differentiated, _order, _project, _shifted, _split
+from .rnn_layer import (
+    _check_layer,
+    _differentiated,
+    _order,
+    _project,
+    _run,
+    _shifted,
+    _split,
+)
 
 __all__ = ["elman_layer", "elman_layer_backward"]
 
@@ -126,17 +134,6 @@ ELMAN_LAYER_BACKWARD = defop(name="elman_layer_backward", kind=OPAQUE,
                              samples=S.elman_layer_backward)
 
 
-def _run(op, ref, inputs: tuple, nonlinearity: str, reverse: bool) -> Tensor:
-    from ...devices import check_same_device
-    from ...tensor import wrap
-    from ..dispatch import record
-
-    arrays = [None if t is None else t._data for t in inputs]
-    check_same_device([a for a in arrays if a is not None])
-    p = {"nonlinearity": nonlinearity, "reverse": bool(reverse)}
-    return record(op, wrap(ref(*arrays, **p)), inputs, p)
-
-
 @api(ELMAN_LAYER)
 def elman_layer(input: Tensor, h0: Tensor, weight_ih: Tensor, weight_hh: Tensor,
                 bias_ih: Tensor | None, bias_hh: Tensor | None, nonlinearity: str = "tanh",
@@ -149,7 +146,7 @@ def elman_layer(input: Tensor, h0: Tensor, weight_ih: Tensor, weight_hh: Tensor,
     _check_layer("elman_layer", input, (weight_ih, weight_hh, bias_ih, bias_hh), {"h0": h0},
                  1)
     return _run(ELMAN_LAYER, _layer_ref, (input, h0, weight_ih, weight_hh, bias_ih, bias_hh),
-                nonlinearity, reverse)
+                {"nonlinearity": nonlinearity, "reverse": bool(reverse)})
 
 
 @api(ELMAN_LAYER_BACKWARD)
@@ -161,4 +158,4 @@ def elman_layer_backward(grad: Tensor, input: Tensor, h0: Tensor, weight_ih: Ten
     ``[dinput | dh0 | dweight_ih | dweight_hh | dbias]``."""
     return _run(ELMAN_LAYER_BACKWARD, _layer_bwd_ref,
                 (grad, input, h0, weight_ih, weight_hh, bias_ih, bias_hh, output),
-                nonlinearity, reverse)
+                {"nonlinearity": nonlinearity, "reverse": bool(reverse)})

@@ -162,7 +162,7 @@ def gru_layer(input: Tensor, h0: Tensor, weight_ih: Tensor, weight_hh: Tensor,
     last step run's, the first in time for ``reverse``)."""
     _check_layer("gru_layer", input, (weight_ih, weight_hh, bias_ih, bias_hh), {"h0": h0}, 3)
     return _run(GRU_LAYER, _layer_ref, (input, h0, weight_ih, weight_hh, bias_ih, bias_hh),
-                reverse)
+                {"reverse": bool(reverse)})
 
 
 @api(GRU_LAYER_BACKWARD)
@@ -172,4 +172,5 @@ def gru_layer_backward(grad: Tensor, input: Tensor, h0: Tensor, weight_ih: Tenso
     """:func:`gru_layer`'s gradients for the output gradient ``grad``, flat:
     ``[dinput | dh0 | dweight_ih | dweight_hh | dbias_ih | dbias_hh]``."""
     return _run(GRU_LAYER_BACKWARD, _layer_bwd_ref,
-                (grad, input, h0, weight_ih, weight_hh, bias_ih, bias_hh, output), reverse)
+                (grad, input, h0, weight_ih, weight_hh, bias_ih, bias_hh, output),
+                {"reverse": bool(reverse)})

@@ -306,15 +306,15 @@ def lstm_layer(input: Tensor, h0: Tensor, c0: Tensor, weight_ih: Tensor, weight_
     _check_layer("lstm_layer", input, (weight_ih, weight_hh, bias_ih, bias_hh),
                  {"h0": h0, "c0": c0}, 4)
     return _run(LSTM_LAYER, _layer_ref,
-                (input, h0, c0, weight_ih, weight_hh, bias_ih, bias_hh), reverse)
+                (input, h0, c0, weight_ih, weight_hh, bias_ih, bias_hh), {"reverse": bool(reverse)})
 
 
-def _run(op, ref, inputs: tuple, reverse: bool) -> Tensor:
-    """``op`` run eagerly on ``inputs`` (the biases may be None) and recorded."""
+def _run(op, ref, inputs: tuple, params: dict) -> Tensor:
+    """``op`` run eagerly on ``inputs`` (the biases may be None) with ``params``, and
+    recorded."""
     arrays = [None if t is None else t._data for t in inputs]
     check_same_device([a for a in arrays if a is not None])
-    p = {"reverse": bool(reverse)}
-    return record(op, wrap(ref(*arrays, **p)), inputs, p)
+    return record(op, wrap(ref(*arrays, **params)), inputs, params)
 
 
 @api(LSTM_LAYER_BACKWARD)
@@ -326,7 +326,8 @@ def lstm_layer_backward(grad: Tensor, input: Tensor, h0: Tensor, c0: Tensor,
     ``[dinput | dh0 | dc0 | dweight_ih | dweight_hh | dbias]`` (both biases have the
     gradient ``dbias``)."""
     return _run(LSTM_LAYER_BACKWARD, _layer_bwd_ref,
-                (grad, input, h0, c0, weight_ih, weight_hh, bias_ih, bias_hh, output), reverse)
+                (grad, input, h0, c0, weight_ih, weight_hh, bias_ih, bias_hh, output),
+                {"reverse": bool(reverse)})
 
 
 @api(GETITEM, RESHAPE)
