@@ -25,7 +25,7 @@ from ..trace.interpreter import (
     last_uses,
     run_eqn,
 )
-from ..trace.ir import Graph, Lit, Var
+from ..trace.ir import Graph, Lit, Var, is_effect
 from .chains import fused_chains, is_2d_transpose, nothing
 from .classifier_head import fused_heads
 from .describe import describe_group
@@ -71,6 +71,12 @@ class Plan:
             self.copied |= {k for k, v in enumerate(graph.outputs) if k >= fresh_from and (
                 v.kind != "op" or any(u is v for u in graph.outputs[:k]))}
         self.effects = bool(graph.writes or graph.grad_sets)
+        #: ``committed[0]``: whether the running (or last) call of ``run`` has started to
+        #: change state outside the plan -- a kernel writing a caller's array in place, a
+        #: value placed in an effect's array, an effect (a collective), the write-backs. A
+        #: call that raises before that changed nothing (``CompiledFunction`` then runs it
+        #: eagerly, for eager mode's error and effects)
+        self.committed = [0]
         ins = list(graph.inputs) + list(graph.externals)
         self.arg_slots = [(id(v), v.source.index) for v in ins
                           if v.source is not None and v.source.kind == "arg"]
@@ -228,7 +234,13 @@ class Plan:
         else:
             body += [f"    env[{id(v)}] = flat[{i}]" for i, v in enumerate(self.graph.inputs)]
         steps = []
+        commit_at = self._first_commit() if which == "run" else None
+        if commit_at is not None:
+            ns["COMMITTED"] = self.committed
+            body.append("    COMMITTED[0] = 0")
         for j, (r, drop) in enumerate(zip(self.runners, self.drops)):
+            if j == commit_at:
+                steps.append("COMMITTED[0] = 1")
             if isinstance(r, InlineStep):  # a view or a product: one line, no call
                 if r.line:  # (empty: a transpose folded into its product's line)
                     ns[f"P{j}"] = r.param
@@ -246,6 +258,8 @@ class Plan:
             body.append("    outs = [" + ", ".join(
                 f"env[{k}].copy()" if j in self.copied else f"env[{k}]"
                 for j, k in enumerate(self.out_ids)) + "]")
+            if self.effects and commit_at == len(self.runners):
+                body.append("    COMMITTED[0] = 1")
             if self.effects and self.cuda:
                 ns["BUMP"] = self._bump_function()
                 body.append("    apply_effects(G, env, flat, BUMP)")
@@ -260,6 +274,17 @@ class Plan:
                 for j, v in enumerate(self.graph.outputs)) + "]")
         body.append("    return outs")
         return build_function(f"plan_{which}", ["flat"], [ln[4:] for ln in body], ns)
+
+    def _first_commit(self) -> int | None:
+        """The index of the first step that changes state outside the plan (see
+        ``committed``), ``len(steps)`` when only the write-backs at the end do, None when
+        nothing does."""
+        for j, s in enumerate(self.steps):
+            if j in self.inplace or j in self.placed or (
+                    s.kind != "group" and s.eqn is not None and is_effect(s.eqn)
+                    and s.eqn.op != "check"):
+                return j
+        return len(self.steps) if self.effects else None
 
     def _bump_function(self):
         """The graph's version bumps as a function of ``flat`` (``effect_lines.bump_lines``)."""
@@ -279,10 +304,13 @@ class Plan:
             env[k] = flat[i]._data
         for v in self.other_inputs:
             env[id(v)] = v.source.read(flat)
+        # (the interpreter writes nothing in place: only its effect equations act outside)
+        self.committed[0] = int(any(is_effect(e) and e.op != "check" for e in self.graph.eqns))
         interpret(self.graph, env, self.keep)
         outs = [env[k].copy() if j in self.copied else env[k]
                 for j, k in enumerate(self.out_ids)]
         if self.effects:
+            self.committed[0] = 1
             apply_effects(self.graph, env, flat)
         return outs
 

@@ -204,4 +204,6 @@ def entry_fast(entry, key: tuple, closure, stats: dict) -> Callable[[tuple], Any
         body += inline if inline is not None and not access_failed else [
             "if HOLD(args) is not None:", "    return MISS"]
     body += ['STATS["calls"] += 1', 'STATS["cache_hits"] += 1', "return RUN(args)"]
-    return _exec("fast", body, ns)
+    fast = _exec("fast", body, ns)
+    fast.entry = entry  # (a call that raises asks it whether the plan changed anything)
+    return fast

@@ -109,6 +109,15 @@ class Entry:
         the traced call's tensors."""
         self.run = call_path.entry_run(self, grad_enabled, flat)
 
+    def committed(self) -> bool:
+        """Whether the call that just raised had started to change state outside its plan
+        (``Plan.committed``: then it cannot run again eagerly). A speculated call runs the
+        joint plan, which has no effects."""
+        if self.speculating:
+            return False
+        plans = self._plans
+        return plans is not None and bool(plans[0].committed[0])
+
     def fill_escaped(self, outs: list) -> None:
         """The first run: copy the compiled values into the arrays outside state kept."""
         for ref, k in self.escaped:

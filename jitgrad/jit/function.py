@@ -131,9 +131,18 @@ class CompiledFunction:
             return self._autocast_eager(args, kwargs)
         fast = self._fast
         if fast is not None and not kwargs:  # the newest hit's generated path, if it fits
-            out = fast(args)
-            if out is not call_path.MISS:
-                return out
+            try:
+                out = fast(args)
+            except Exception as exc:
+                if fast.entry.committed():
+                    raise
+                failed = exc  # (eager mode runs outside this handler: no chained error)
+            else:
+                if out is not call_path.MISS:
+                    return out
+                failed = None
+            if failed is not None:
+                return self._plan_raised(failed, args, kwargs)
         self.stats["calls"] += 1
         if _TRACE.tracer is not None:  # nested compiled call: inline into the outer trace
             return self.fn(*args, **kwargs)
@@ -170,7 +179,7 @@ class CompiledFunction:
                 self.stats["cache_hits"] += 1
                 if tensor_args:
                     self._fast = self._fast_path(entry, key)
-                return entry.run(flat)
+                return self._run(entry, flat, args, kwargs)
         entry, reason = self._lookup(key, closure_ids, args, kwargs, flat)
         if entry is None:
             with self._lock:  # one trace at a time; a thread that waited may find it done
@@ -181,7 +190,33 @@ class CompiledFunction:
         if entry.eager_reason is not None:
             return self.fn(*args, **kwargs)
         self.stats["cache_hits"] += 1
-        return entry.run(flat)
+        return self._run(entry, flat, args, kwargs)
+
+    def _run(self, entry, flat: list, args: tuple, kwargs: dict):
+        """``entry.run(flat)``; a call whose plan raised before it changed anything outside
+        it runs eagerly instead (:meth:`_plan_raised`)."""
+        try:
+            return entry.run(flat)
+        except Exception as exc:
+            if entry.committed():
+                raise
+            failed = exc
+        return self._plan_raised(failed, args, kwargs)
+
+    def _plan_raised(self, exc: Exception, args: tuple, kwargs: dict):
+        """A compiled call whose plan raised (an index out of range, a failed value check)
+        before changing anything outside it runs again eagerly: eager mode's error, with
+        eager mode's effects up to it (``zero_grad()``'s ``.grad = None``, which a plan sets
+        only at its end). Should eager mode not raise, its result is returned, with a
+        warning: the plan and eager mode disagree (a jitgrad bug)."""
+        self.stats["eager_after_error"] = self.stats.get("eager_after_error", 0) + 1
+        _log("recompiles", f"{self.__name__}: the plan raised {type(exc).__name__}: {exc}; "
+             "the call runs eagerly")
+        result = self.fn(*args, **kwargs)
+        warnings.warn(f"jitgrad.compile: the compiled plan of {self.__name__} raised "
+                      f"{type(exc).__name__}: {exc}, where eager mode does not; this call ran "
+                      "eagerly (please report it)", RuntimeWarning, stacklevel=3)
+        return result
 
     def _numbers_given_up(self, key) -> bool:
         """Whether a new signature ``key`` is one more of calls that differ only in Python
