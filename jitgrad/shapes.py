@@ -72,6 +72,8 @@ def wrap_dims(dim, ndim: int, op: str = "") -> tuple[int, ...]:
     """Normalise ``dim`` (None, int or sequence) into a sorted tuple of axes."""
     if dim is None:
         return tuple(range(ndim))
+    if type(dim) is int and 0 <= dim < ndim:  # the common case
+        return (dim,)
     if isinstance(dim, int):
         dims = (dim,)
     else:
@@ -102,6 +104,17 @@ def infer_size(shape: Sequence[int], numel: int) -> Shape:
     if known != numel:
         raise RuntimeError(f"shape '{fmt_shape(shape)}' is invalid for input of size {numel}")
     return shape
+
+
+def keyword_sizes(args: tuple, given, fn: str, name: str) -> tuple:
+    """The sizes or dims of a method that takes them as numbers (``x.flip(0, 1)``), one
+    sequence (``x.flip((0, 1))``) or PyTorch's keyword (``x.flip(dims=(0, 1))``: ``given``),
+    as the positional form."""
+    if given is None:
+        return args
+    if args:
+        raise TypeError(f"{fn}() got multiple values for argument '{name}'")
+    return (given,)
 
 
 def as_shape(args) -> Shape:

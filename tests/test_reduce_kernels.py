@@ -101,3 +101,33 @@ def test_parallel_use_waits_for_blas_spinners(monkeypatch):
     assert not parallel.parallel_ok(1 << 18)
     assert parallel.parallel_ok(parallel.BLAS_PARALLEL_MIN)  # huge work: still parallel
     parallel._blas_at[0] = float("-inf")
+
+
+@pytest.mark.parametrize("shape,dims,keepdim", [
+    ((64, 128), (1,), False), ((64, 128), (0,), True), ((64, 128), (0, 1), False),
+    ((2, 3, 4), (1, 2), True), ((5, 1, 3), (1,), False), ((4, 6, 5), (0, 2), False),
+    ((3, 7), (0,), False),
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_repeated_sum_takes_its_remembered_layout_with_the_same_bits(shape, dims, keepdim,
+                                                                       dtype, rng):
+    """``sum_float`` remembers what it derived for a C-contiguous array of a shape, dims and
+    dtype (the second call of a training loop's sum takes it); the bits are those of the
+    first call, and arrays that are not C-contiguous take the general path."""
+    from jitgrad.ops import eager_reduce as er
+    from jitgrad.ops.eager_kernels import sum_kind
+
+    a = rng.standard_normal(shape).astype(dtype)
+    first = er.sum_float(a, dims, keepdim, 0.25)
+    key = (a.dtype, a.shape, dims, keepdim)
+    # (a "general" sum copies first; summing only size-1 dims is a copy: neither is kept)
+    assert (key in er._layouts) == (sum_kind(shape, dims) not in (None, "general"))
+    again = er.sum_float(a, dims, keepdim, 0.25)
+    np.testing.assert_array_equal(again, first)
+    assert again.dtype == first.dtype and again.shape == first.shape
+    b = rng.standard_normal(shape).astype(dtype)
+    np.testing.assert_array_equal(er.sum_float(b, dims, keepdim),
+                                  er._sum_float(b, dims, keepdim, 1.0))
+    if a.ndim == 2:  # a transposed view of the same shape: not C-contiguous, general path
+        t = np.ascontiguousarray(a.T).T
+        np.testing.assert_array_equal(er.sum_float(t, dims, keepdim, 0.25), first)

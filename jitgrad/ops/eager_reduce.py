@@ -95,10 +95,36 @@ def sum_all_small(a: np.ndarray) -> np.ndarray | None:
     return np.asarray(ordered_total(r), dt)
 
 
+#: ``(dtype, shape, dims, keepdim)`` of a C-contiguous host array -> what :func:`sum_float`
+#: derived for it: ``(kernel, kind, R, C, parts, partials, out_shape)``. A repeated sum (a
+#: training loop's) then skips the kind, layout and shape bookkeeping: 14 -> 8 us of a
+#: 64x128 float32 row sum, whose kernel takes 6 us.
+_layouts: dict = {}
+_LAYOUTS_MAX = 512
+
+
 def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> np.ndarray:
     """``scale * a.sum(dims)`` for float ``a``: blocked in ``a``'s dtype, float64 across
     blocks, in the order a fused sum of the same kind uses (float16 in float32, rounded to
     float16 at the end)."""
+    if type(a) is np.ndarray and a.flags.c_contiguous:
+        lay = _layouts.get((a.dtype, a.shape, dims, keepdim))
+        if lay is not None and use_kernels():
+            fn, kind, R, C, parts, n_partials, out_shape = lay
+            r = np.empty(n_partials)
+            run_sized(fn, parts, a.size, (R, C, a.reshape(-1), r) if kind != "all" else
+                      (a.size, a.reshape(-1), r))
+            return _finish_sum(r, kind, scale, a.dtype, out_shape)
+    return _sum_float(a, dims, keepdim, scale)
+
+
+def _finish_sum(partials, kind, scale, dtype, shape):
+    from ..compiler.kernels import finish_sum
+
+    return finish_sum(partials, kind, scale, dtype, shape)
+
+
+def _sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float) -> np.ndarray:
     from ..compiler.kernel_desc import CHUNK, COLBLOCK
     from ..compiler.kernels import finish_sum
 
@@ -116,6 +142,8 @@ def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> 
         with np.errstate(invalid="ignore"):
             r = np.sum(a, axis=dims, keepdims=keepdim, dtype=np.float64) * scale
         return np.asarray(r, dtype=dt).reshape(out_shape)
+    key = (dt, a.shape, dims, keepdim) if kind != "general" and type(a) is np.ndarray \
+        and a.flags.c_contiguous else None
     a, kind, R, C = sum_layout(a, dims, kind)
     n = a.size
     fn = _sum_fn(dt, kind)
@@ -129,5 +157,9 @@ def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> 
         r = np.empty(R if kind == "rows" else C)
         args = (R, C, flat, r)
     run_sized(fn, parts, n, args)  # same bits either way
+    if key is not None:
+        if len(_layouts) >= _LAYOUTS_MAX:
+            _layouts.clear()
+        _layouts[key] = (fn, kind, R, C, parts, r.size, out_shape)
     return finish_sum(r, kind, scale, dt, out_shape)
 
