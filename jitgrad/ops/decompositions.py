@@ -1098,23 +1098,11 @@ def _cholesky_error(a, name: str) -> LinAlgError | None:
 
 def _lu_info(xp, m) -> int:
     """LAPACK ``getrf``'s ``info`` of a matrix LAPACK found singular: the (1-based) column of
-    the first zero pivot of its LU factorisation with partial pivoting. (Rounded in another
-    order than LAPACK's, the pivots may all be nonzero here: then the smallest one's.)"""
-    m = xp.array(m, copy=True)
-    n = m.shape[-1]
-    smallest, where = np.inf, n
-    for j in range(n):
-        p = j + int(xp.argmax(xp.abs(m[j:, j])))
-        pivot = abs(float(m[p, j]))
-        if pivot == 0:
-            return j + 1
-        if pivot < smallest:
-            smallest, where = pivot, j + 1
-        if p != j:
-            m[[j, p]] = m[[p, j]]
-        m[j + 1:, j] /= m[j, j]
-        m[j + 1:, j + 1:] -= m[j + 1:, j, None] * m[j, None, j + 1:]
-    return where
+    the first zero pivot of its LU factorisation with partial pivoting
+    (:func:`jitgrad.ops.lu.singular_info`)."""
+    from .lu import singular_info
+
+    return singular_info(m)[0]
 
 
 def _try_inv(xp, a):

@@ -1,6 +1,9 @@
 """PyTorch's linear algebra from before ``torch.linalg``, written with it: ``cholesky``,
 ``cholesky_solve``, ``cholesky_inverse``, ``triangular_solve``, ``nuclear_norm``,
-``frobenius_norm`` (functions and, where PyTorch has them, ``Tensor`` methods).
+``frobenius_norm``, ``lu``, ``lu_solve`` (functions and, where PyTorch has them, ``Tensor``
+methods); and the top-level names of the LU and Householder functions, exported from here:
+``lu_unpack`` (:mod:`jitgrad.ops.lu`), ``geqrf``, ``orgqr``, ``ormqr``
+(:mod:`jitgrad.ops.householder`).
 
 Each is ``torch.X``'s signature and checks over the ``torch.linalg`` function that computes
 it (``linalg.cholesky``, ``linalg.solve_triangular``, ``linalg.matrix_norm``,
@@ -17,11 +20,15 @@ import warnings
 
 from ..tensor import Tensor
 from .decompositions import _return_type, _type_name
+from .householder import geqrf, orgqr, ormqr
+from .lu import lu_unpack
 
 __all__ = ["cholesky", "cholesky_solve", "cholesky_inverse", "triangular_solve",
-           "nuclear_norm", "frobenius_norm"]
+           "nuclear_norm", "frobenius_norm", "lu", "lu_solve", "lu_unpack", "geqrf", "orgqr",
+           "ormqr"]
 
 return_triangular_solve = _return_type("triangular_solve", ("solution", "cloned_coefficient"))
+return_lu_with_info = _return_type("_lu_with_info", ("LU", "pivots", "info"))
 
 
 def cholesky(input: Tensor, upper: bool = False) -> Tensor:
@@ -164,3 +171,38 @@ def frobenius_norm(input: Tensor, dim, keepdim: bool = False) -> Tensor:
         raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dims)} dimensions "
                            f"instead.")
     return vector_norm(input, 2, dims, keepdim)
+
+
+def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out=None) -> tuple:
+    """``(LU, pivots)`` of :func:`jitgrad.linalg.lu_factor` (``get_infos``: ``(LU, pivots,
+    info)`` of ``lu_factor_ex``); a singular matrix raises nothing (deprecated:
+    ``linalg.lu_factor`` / ``linalg.lu_factor_ex``)."""
+    from .decompositions import _write_outs
+    from .lu import lu_factor_ex
+
+    warnings.warn(
+        "torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex "
+        "and will be removed in a future PyTorch release.\nLU, pivots = torch.lu(A, "
+        "compute_pivots)\nshould be replaced with\nLU, pivots = torch.linalg.lu_factor(A, "
+        "compute_pivots)\nand\nLU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)"
+        "\nshould be replaced with\nLU, pivots, info = torch.linalg.lu_factor_ex(A, "
+        "compute_pivots)", UserWarning, stacklevel=2)
+    r = lu_factor_ex(A, pivot=pivot)
+    r = return_lu_with_info(*r) if get_infos else (r.LU, r.pivots)
+    if out is not None:
+        return type(r)(*_write_outs(out, r, "lu")) if get_infos else tuple(
+            _write_outs(out, r, "lu"))
+    return r
+
+
+def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out=None) -> Tensor:  # noqa: N803
+    """``X`` with ``A X = b`` given ``A``'s LU factorisation (deprecated:
+    ``linalg.lu_solve(LU_data, LU_pivots, b)``, its arguments reversed)."""
+    from .lu import lu_solve as linalg_lu_solve
+
+    warnings.warn(
+        "torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be removed in a "
+        "future PyTorch release.\nNote that torch.linalg.lu_solve has its arguments reversed.\n"
+        "X = torch.lu_solve(B, LU, pivots)\nshould be replaced with\nX = "
+        "torch.linalg.lu_solve(LU, pivots, B)", UserWarning, stacklevel=2)
+    return linalg_lu_solve(LU_data, LU_pivots, b, out=out)

@@ -7,8 +7,10 @@ matrices; their VJP rules are written with jitgrad ops (``inv`` itself, products
 triangles), so they are differentiable twice and run on tracers when a compiled function
 uses them: ``inv``: ``-A^-T g A^-T``; ``det``: ``g det A^-T``; ``slogdet``'s log: ``g A^-T``;
 ``solve``: ``gB = A^-T g``, ``gA = -gB X^T``; ``cholesky``: ``L^-H Phi(L^H gL) L^-1``
-symmetrised (Murray 2016, PyTorch's). A singular (or, for ``cholesky``, not positive-definite)
-input raises PyTorch's error; the gradient of ``det`` at a singular matrix raises too
+symmetrised (Murray 2016, PyTorch's). A singular input raises PyTorch's ``LinAlgError``
+(``inv``: the first zero pivot of LAPACK's LU factorisation, :mod:`jitgrad.ops.lu`; a batch:
+the first singular matrix), a ``cholesky`` input that is not positive-definite its error;
+the gradient of ``det`` at a singular matrix raises too
 (PyTorch's is the adjugate's, finite: a known difference). ``matrix_norm``'s ``'nuc'`` and
 2-norms go through ``svdvals`` (:mod:`jitgrad.ops.decompositions`).
 """
@@ -56,11 +58,24 @@ def _square(name: str, a: Tensor) -> None:
                            f"Got {a.dtype.tensor_type.replace('Tensor', '')}")
 
 
-def _singular(name: str) -> RuntimeError:
-    """PyTorch's error for a singular matrix (the first zero pivot of its LU)."""
-    return RuntimeError(f"{name}: The diagonal element of the LU factorization is zero, the "
-                        f"{'inversion' if 'inv' in name else 'solve'} could not be completed "
-                        f"because the input matrix is singular.")
+def _singular_error(name: str, a) -> RuntimeError:
+    """PyTorch's ``LinAlgError`` for the matrices ``a`` (a batch) LAPACK found singular, from
+    the first one's ``info`` (the first zero pivot of its LU factorisation,
+    :func:`jitgrad.ops.lu.singular_info`): ``"linalg.inv: (Batch element i): The diagonal
+    element k is zero, ..."``; for a solve (``name`` without ``inv``) ``"...: The solver
+    failed because the input matrix is singular."``."""
+    from .decompositions import LinAlgError
+    from .lu import singular_info
+
+    info = singular_info(a)
+    i = next((j for j, k in enumerate(info) if k), 0)
+    where = f"(Batch element {i}): " if a.ndim > 2 else ""
+    if "inv" in name:
+        return LinAlgError(f"{name}: {where}The diagonal element {info[i] or 1} is zero, the "
+                           f"inversion could not be completed because the input matrix is "
+                           f"singular.")
+    return LinAlgError(f"{name}: {where}The solver failed because the input matrix is "
+                       f"singular.")
 
 
 def _inv_ref(a):
@@ -68,9 +83,9 @@ def _inv_ref(a):
     try:
         out = xp.linalg.inv(a)
     except np.linalg.LinAlgError:
-        raise _singular("linalg.inv") from None
+        raise _singular_error("linalg.inv", a) from None
     if not bool(xp.isfinite(out).all()) and bool(xp.isfinite(a).all()):
-        raise _singular("linalg.inv")  # CuPy returns infs/NaNs rather than raising
+        raise _singular_error("linalg.inv", a)  # CuPy returns infs/NaNs rather than raising
     return out
 
 
@@ -123,7 +138,7 @@ def _solve_ref(a, b):
     try:
         return xp.linalg.solve(a, b)
     except np.linalg.LinAlgError:
-        raise _singular("linalg.solve") from None
+        raise _singular_error("torch.linalg.solve", a) from None
 
 
 def _solve_vjp(g, ins, out, p, n):
@@ -180,6 +195,9 @@ def inv(A: Tensor, *, out=None) -> Tensor:
     """The inverse of each square matrix of ``A`` (``torch.linalg.inv``)."""
     A = as_tensor_arg(A, "A")
     _square("linalg.inv", A)
+    if A.dtype.np.itemsize < 4:
+        raise RuntimeError(f"linalg.inv: Low precision dtypes not supported. Got "
+                           f"{A.dtype.tensor_type.replace('Tensor', '')}")
     r = call(INV, (A,))
     if out is not None:
         from .inplace import write_out
@@ -221,28 +239,43 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
     (batch) where it has one dim less than ``A``, as PyTorch's rule."""
     A, B = as_tensor_arg(A, "A"), as_tensor_arg(B, "B")
     _square("linalg.solve", A)
-    if not left:
-        return solve(A.mT, B.mT).mT
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     b = B.unsqueeze(-1) if vector else B
-    if b.shape[-2] != A.shape[-1]:
+    if (b.shape[-2] if left else b.shape[-1]) != A.shape[-1]:
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
-                           f"AX = B ({A.shape[-2]}x{A.shape[-1]} and {b.shape[-2]}x"
-                           f"{b.shape[-1]})")
-    lead = np.broadcast_shapes(tuple(A.shape[:-2]), tuple(b.shape[:-2]))
-    a = A.expand(*lead, *A.shape[-2:]) if tuple(A.shape[:-2]) != lead else A
-    b = b.expand(*lead, *b.shape[-2:]) if tuple(b.shape[:-2]) != lead else b
-    if a.dtype != b.dtype:
+                           f"{'AX = B' if left else 'XA = B'} ({A.shape[-2]}x{A.shape[-1]} "
+                           f"and {b.shape[-2]}x{b.shape[-1]})")
+    if vector and not left:
+        raise RuntimeError("linalg.solve: Vector broadcasting of the left hand side is not "
+                           "supported for left=False. In this case linalg.solve is equivalent "
+                           "to B / A.squeeze(-1)")
+    if A.dtype != B.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
-                           f"A of type {a.dtype.tensor_type.replace('Tensor', '')} and B of "
-                           f"type {b.dtype.tensor_type.replace('Tensor', '')} instead")
-    x = call(SOLVE, (a, b))
+                           f"A of type {A.dtype.tensor_type.replace('Tensor', '')} and B of "
+                           f"type {B.dtype.tensor_type.replace('Tensor', '')} instead")
+    if A.dtype.np.itemsize < 4:
+        raise NotImplementedError(f"\"lu_cpu\" not implemented for "
+                                  f"'{A.dtype.tensor_type.replace('Tensor', '')}'")
+    x = _solve_left(A, b) if left else _solve_left(A.mT, b.mT).mT  # X A = B: A^T X^T = B^T
     x = x.squeeze(-1) if vector else x
     if out is not None:
         from .inplace import write_out
 
         return write_out(out, x, "linalg.solve")
     return x
+
+
+def _solve_left(A: Tensor, b: Tensor) -> Tensor:
+    """``A^-1 b`` for matrices ``b``, batch dims broadcast."""
+    lead = np.broadcast_shapes(tuple(A.shape[:-2]), tuple(b.shape[:-2]))
+    a = A.expand(*lead, *A.shape[-2:]) if tuple(A.shape[:-2]) != lead else A
+    b = b.expand(*lead, *b.shape[-2:]) if tuple(b.shape[:-2]) != lead else b
+    try:
+        return call(SOLVE, (a, b))
+    except RuntimeError as e:  # PyTorch counts the batch elements of A itself, not broadcast
+        if a is A or not str(e).startswith("torch.linalg.solve: (Batch"):
+            raise
+        raise _singular_error("torch.linalg.solve", A._data) from None
 
 
 @api(CHOLESKY)
