@@ -232,8 +232,9 @@ _LAZY_SUBMODULES = frozenset({"distributions", "func", "serialization", "testing
 
 def __getattr__(name: str):
     """``jitgrad.distributions``, ``jitgrad.func`` (the lazily loaded subpackages),
-    ``jitgrad.vmap`` (``torch.vmap``, from ``jitgrad.func``) and ``jitgrad.save`` / ``load``
-    (from ``jitgrad.serialization``), imported on first use."""
+    ``jitgrad.vmap`` (``torch.vmap``, from ``jitgrad.func``), ``jitgrad.save`` / ``load``
+    (from ``jitgrad.serialization``) and the ``jitgrad._foreach_*`` functions (from
+    ``jitgrad.ops.foreach``), imported on first use."""
     if name in _LAZY_SUBMODULES:
         import importlib
 
@@ -246,6 +247,12 @@ def __getattr__(name: str):
         from . import serialization
 
         return getattr(serialization, name)
+    if name.startswith("_foreach_"):  # torch._foreach_*: jitgrad.ops.foreach, on first use
+        from .ops import foreach
+
+        if name in foreach.__all__:
+            globals().update({n: getattr(foreach, n) for n in foreach.__all__})
+            return getattr(foreach, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 
@@ -115,10 +116,45 @@ def _array_from_data(data, dtype) -> np.ndarray:
     try:
         arr = np.array(nested, dtype=np_dt)
     except ValueError as e:
+        _check_rectangular(nested)
         raise ValueError(f"could not build a tensor from the given data: {e}") from None
     if arr.dtype == object:
+        _check_rectangular(nested)
         raise ValueError("expected a rectangular (non-ragged) sequence")
     return arr
+
+
+def _is_sequence(x) -> bool:
+    return isinstance(x, (list, tuple)) or (isinstance(x, np.ndarray) and x.ndim > 0)
+
+
+def _check_rectangular(data) -> None:
+    """PyTorch's error for nested sequences that are not rectangular: the sizes are those
+    of the first element at each depth, and the first sequence of another length (or a
+    number where a sequence belongs) is named."""
+    sizes = []
+    x = data
+    while _is_sequence(x):
+        sizes.append(len(x))
+        if not len(x):
+            break
+        x = x[0]
+
+    def walk(x, dim: int) -> None:
+        if dim == len(sizes):
+            if _is_sequence(x):
+                raise TypeError(f"'{type(x).__name__}' object cannot be interpreted as a "
+                                "number: the nested sequences are not rectangular")
+            return
+        if not _is_sequence(x):
+            raise TypeError("not a sequence")
+        if len(x) != sizes[dim]:
+            raise ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} "
+                             f"(got {len(x)})")
+        for item in x:
+            walk(item, dim + 1)
+
+    walk(data, 0)
 
 
 def _filled(name: str, shape: tuple, d, dev, *value):
@@ -370,6 +406,10 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
         start, end = 0, start
     if step == 0:
         raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start:g} -> {end:g}")
+    if (end - start > 0 and step < 0) or (end - start < 0 and step > 0):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
                    for v in (start, end, step))
@@ -431,16 +471,146 @@ def randn(*sizes, size=None, generator=None, dtype=None, device=None,
     return _finish(make(), requires_grad, make, "random", device=dev)
 
 
-def normal(mean: float, std: float, size, *, generator=None, dtype=None, device=None,
+_NORMAL_OVERLOADS = (
+    " * (Tensor mean, Tensor std, *, torch.Generator generator = None, Tensor out = None)\n"
+    " * (Tensor mean, float std = 1, *, torch.Generator generator = None, Tensor out = None)\n"
+    " * (float mean, Tensor std, *, torch.Generator generator = None, Tensor out = None)\n"
+    " * (float mean, float std, tuple of ints size, *, torch.Generator generator = None, "
+    "Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, torch.device "
+    "device = None, bool pin_memory = False, bool requires_grad = False)\n")
+
+
+def _normal_overload_error(args: tuple, kwargs: dict) -> TypeError:
+    """PyTorch's message for arguments that match none of ``normal``'s overloads."""
+    got = ", ".join([type(a).__name__ if not isinstance(a, Tensor) else "Tensor" for a in args]
+                    + [f"{k}={type(v).__name__}" for k, v in kwargs.items()])
+    return TypeError(f"normal() received an invalid combination of arguments - got ({got}), "
+                     f"but expected one of:\n{_NORMAL_OVERLOADS}")
+
+
+def _not_floating(d: dtypes.DType) -> NotImplementedError:
+    return NotImplementedError(f'"normal_kernel_cpu" not implemented for '
+                               f"'{d.tensor_type[:-len('Tensor')]}'")
+
+
+def _check_std(std: float) -> None:
+    if not std >= 0.0:  # NaN too
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+
+
+def _broadcast_pair(a: tuple, b: tuple) -> tuple:
+    """The broadcast of shapes ``a`` (mean's) and ``b`` (std's), with PyTorch's message."""
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
+                               f"({y}) at non-singleton dimension {i}")
+    return tuple(x if y == 1 else y for x, y in zip(a, b))
+
+
+def normal(mean=None, std=None, size=None, *, generator=None, out=None, dtype=None,
+           layout=None, device=None, pin_memory: bool = False,
            requires_grad: bool = False) -> Tensor:
-    """Normal samples with the given ``mean`` and ``std`` (on ``device``; like PyTorch's,
-    not on the default device when None)."""
+    """Normal samples, PyTorch's four overloads:
+
+    * ``normal(mean: Tensor, std: float = 1.0)``, ``normal(mean: float, std: Tensor)`` and
+      ``normal(mean: Tensor, std: Tensor)``: one sample per element of the broadcast of
+      ``mean`` and ``std`` (``std * N(0, 1) + mean``), in the dtype of ``mean`` (of ``std``
+      when ``mean`` is a number), on its device. As PyTorch's ``NormalBackward1/2/3``, the
+      result has a gradient path to ``mean`` / ``std`` that gives zeros.
+    * ``normal(mean: float, std: float, size)``: a new tensor of ``size`` (``dtype``,
+      ``device`` -- not the default device when None, as PyTorch -- and ``requires_grad``
+      only here).
+
+    ``std`` must be >= 0 (a tensor's every element: checked at every call of a compiled
+    function too). ``generator``: the generator to draw from (the default one when None);
+    ``out``: the tensor to write to. Under ``jitgrad.compile`` the samples are drawn anew at
+    every call, as in eager mode.
+
+    >>> import jitgrad
+    >>> jitgrad.normal(jitgrad.zeros(2, 3), 0.0)
+    tensor([[0., 0., 0.],
+            [0., 0., 0.]])
+    >>> jitgrad.normal(jitgrad.ones(3), jitgrad.zeros(2, 1)).shape
+    jitgrad.Size([2, 3])
+    """
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        extra = {k: v for k, v in (("dtype", dtype), ("layout", layout), ("device", device))
+                 if v is not None}
+        extra.update({k: v for k, v in (("pin_memory", pin_memory),
+                                         ("requires_grad", requires_grad)) if v})
+        if size is not None or extra or mean is None or not isinstance(
+                mean, Tensor | numbers.Real) or not isinstance(std, Tensor | numbers.Real | None):
+            args = (mean, std) + (() if size is None else (size,))
+            raise _normal_overload_error(args, extra)
+        result = _normal_tensors(mean, 1.0 if std is None else std, generator)
+        if out is not None:
+            if not out.is_floating_point():
+                raise _not_floating(out.dtype)
+            from .ops.inplace import write_out
+
+            return write_out(out, result, "normal")
+        return result
+    if mean is None or std is None or size is None:
+        args = tuple(a for a in (mean, std, size) if a is not None)
+        raise _normal_overload_error(args, {})
+    if isinstance(size, numbers.Integral):
+        raise _normal_overload_error((mean, std, size), {})
+    _check_layout(layout)
     shape, d = as_shape((size,)), _dt(dtype)
+    if d.kind != "f":
+        raise _not_floating(dtypes.from_numpy_dtype(d))
+    _check_std(float(std))
     dev = None if device is None else devices.parse(device)
 
     def make():
         return rng(generator).normal(mean, std, shape).astype(d)
-    return _finish(make(), requires_grad, make, "random", device=dev)
+    return _out(_finish(make(), requires_grad, make, "random", device=dev), out, "normal")
+
+
+def _normal_tensors(mean, std, generator) -> Tensor:
+    """``normal`` with a tensor ``mean`` and / or ``std``: ``std * randn + mean`` over their
+    broadcast shape (the draw is ``randn``'s, so a compiled function draws anew per call)."""
+    from .autograd.grad_mode import is_grad_enabled
+    from .trace.effects import run_check
+
+    m_t = mean if isinstance(mean, Tensor) else None
+    s_t = std if isinstance(std, Tensor) else None
+    like = m_t if m_t is not None else s_t
+    if s_t is None:
+        _check_std(float(std))
+    if m_t is not None and s_t is not None:
+        shape = _broadcast_pair(tuple(m_t.shape), tuple(s_t.shape))
+    else:
+        shape = tuple(like.shape)
+    for t in (m_t, s_t):
+        if t is not None and not t.is_floating_point():
+            raise _not_floating(t.dtype)
+    if s_t is not None:
+        def negative(a) -> bool:
+            xp = devices.array_namespace(a)
+            return bool(xp.any(~(a >= 0)))
+        run_check(s_t, negative, lambda: RuntimeError("normal expects all elements of std >= "
+                                                      "0.0"), "normal's std check")
+    d = like.dtype
+    eps = randn(*shape, generator=generator, dtype=d, device=like.device)
+    sample = eps * (std if s_t is None else s_t.detach()) + (
+        mean if m_t is None else m_t.detach())
+    if sample.dtype != d:
+        sample = sample.to(d)
+    graph = [t for t in (m_t, s_t) if t is not None and t.requires_grad]
+    if graph and is_grad_enabled():
+        # PyTorch's NormalBackward1/2/3 give mean and std zero gradients: the sample kept in
+        # their graphs through a never-true where (NaN-safe, unlike `mean * 0 + sample`)
+        from .ops.selection import where
+
+        never = tensor(False, device=like.device)
+        for t in graph:
+            sample = where(never, t, sample)
+        if sample.dtype != d:
+            sample = sample.to(d)
+    return sample
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
@@ -454,6 +624,9 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     elif high is None:
         low, high = 0, low
     shape, d = as_shape((size,)), _dt(dtype, dtypes.int64)
+    if not low < high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                           f"from={low} >= to={high}")
 
     def make():
         return rng(generator).integers(low, high, size=shape).astype(d)

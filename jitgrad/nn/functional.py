@@ -13,6 +13,7 @@ tensor(500., grad_fn=<NllLossBackward0>)
 
 from __future__ import annotations
 
+import math
 import warnings
 
 from ..amp.autocast_mode import autocast_op
@@ -266,16 +267,77 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
     return _channel_dropout("dropout2d", input, p, training, inplace, 2)
 
 
-def instance_norm(input: Tensor, running_mean=None, running_var=None,
-                  weight: Tensor | None = None, bias: Tensor | None = None,
-                  use_input_stats: bool = True, momentum: float = 0.1,
-                  eps: float = 1e-5) -> Tensor:
-    """Normalise each channel of each sample over its positions (``group_norm`` with one
-    group per channel); running statistics are not supported."""
-    if running_mean is not None or running_var is not None or not use_input_stats:
-        raise NotImplementedError("instance_norm: running statistics are not supported by "
-                                  "jitgrad (track_running_stats=False)")
-    return group_norm(input, input.shape[1], weight, bias, eps)
+def _verify_spatial_size(shape) -> None:
+    """PyTorch's check that instance statistics have more than one element to average."""
+    if math.prod(shape[2:]) == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"jitgrad.Size({list(shape)})")
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None,
+                  running_var: Tensor | None = None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel of each sample of ``(N, C, *)`` over its positions.
+
+    With ``use_input_stats`` (training) the statistics are each instance's own (biased
+    variance; ``group_norm`` with one group per channel) and, when given, ``running_mean`` /
+    ``running_var`` (``C`` each) are updated in place, outside autograd, as PyTorch does:
+    every instance updates its copy with ``momentum`` (mean, unbiased variance) and the
+    copies are averaged over the batch. Without it the running statistics normalise, as
+    ``batch_norm`` in eval mode. Then ``* weight + bias`` per channel.
+
+    >>> import jitgrad
+    >>> import jitgrad.nn.functional as F
+    >>> rm, rv = jitgrad.zeros(1), jitgrad.ones(1)
+    >>> F.instance_norm(jitgrad.tensor([[[1.0, 3.0]]]), rm, rv)
+    tensor([[[-1.0000,  1.0000]]])
+    >>> rm, rv
+    (tensor([0.2000]), tensor([1.1000]))
+    """
+    if use_input_stats:
+        _verify_spatial_size(tuple(input.shape))
+    return _instance_norm(input, weight, bias, running_mean, running_var, use_input_stats,
+                          momentum, eps)
+
+
+def _instance_norm(input: Tensor, weight, bias, running_mean, running_var,
+                   use_input_stats: bool, momentum: float, eps: float) -> Tensor:
+    """``torch.instance_norm`` (ATen's: no spatial-size check; see :func:`instance_norm`)."""
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when "
+                           "use_input_stats is false")
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither "
+                         "be None")
+    n, c = input.shape[0], input.shape[1]
+    # PyTorch normalises the input viewed as (1, N*C, *) with every per-channel tensor
+    # repeated N times: its messages count N*C elements
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{name} should contain {n * c} elements not {n * t.numel()}")
+    if not use_input_stats:
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    if running_mean is not None:
+        _update_instance_stats(running_mean, running_var, input, momentum)
+    return group_norm(input, c, weight, bias, eps)
+
+
+def _update_instance_stats(running_mean: Tensor, running_var: Tensor, input: Tensor,
+                           momentum: float) -> None:
+    """PyTorch's running-statistics update of instance norm, in place and outside autograd
+    (a compiled step writes the buffers in place, as batch norm's): each instance's
+    statistics (mean, unbiased variance over the positions) update a copy of the running
+    ones with ``momentum``; the copies' batch mean is written back."""
+    from ..autograd.grad_mode import no_grad
+
+    dims = tuple(range(2, input.ndim))
+    with no_grad():
+        x = input.detach()
+        for run, stat in ((running_mean, x.mean(dims)), (running_var, x.var(dims, correction=1))):
+            per_instance = stat.to(run.dtype) * momentum + run * (1.0 - momentum)
+            run.copy_(per_instance.mean(0))
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:

@@ -1,7 +1,10 @@
-"""Normalisation modules: ``LayerNorm``, ``GroupNorm`` and ``BatchNorm1d`` / ``2d`` / ``3d``
-(running statistics updated in training mode, used in eval mode)."""
+"""Normalisation modules: ``LayerNorm``, ``GroupNorm``, ``BatchNorm1d`` / ``2d`` / ``3d`` and
+``InstanceNorm1d`` / ``2d`` / ``3d`` (running statistics, where tracked, updated in training
+mode and used in eval mode)."""
 
 from __future__ import annotations
+
+import warnings
 
 from .. import creation, dtypes
 from ..shapes import as_shape
@@ -65,7 +68,45 @@ class LayerNorm(_Affine):
                 f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
 
-class BatchNorm1d(Module):
+class _NormBase(_Affine):
+    """What batch and instance norm share (PyTorch's ``_NormBase``): the running statistics
+    buffers ``running_mean`` (zeros), ``running_var`` (ones) and ``num_batches_tracked`` (an
+    int64 0) when ``track_running_stats`` (None buffers otherwise), and their reset."""
+
+    def _register_running_stats(self, num_features: int, track: bool, dtype) -> None:
+        if track:
+            dt = _dt(dtype)
+            self.register_buffer("running_mean",
+                                 creation.zeros(num_features, dtype=dt, device="cpu"))
+            self.register_buffer("running_var",
+                                 creation.ones(num_features, dtype=dt, device="cpu"))
+            self.register_buffer("num_batches_tracked", creation.tensor(0, device="cpu"))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self) -> None:
+        """Running mean 0, running variance 1, no batches tracked."""
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        """Reset the running statistics and the affine parameters (ones and zeros)."""
+        self.reset_running_stats()
+        super().reset_parameters()
+
+    def _upgrade_state_dict(self, state_dict: dict, prefix: str) -> None:
+        """A state dict without ``num_batches_tracked`` loads with the current count (as
+        PyTorch loads pre-1.0 checkpoints)."""
+        key = prefix + "num_batches_tracked"
+        if self.track_running_stats and key not in state_dict:
+            state_dict[key] = self.num_batches_tracked
+
+
+class BatchNorm1d(_NormBase):
     """Batch normalisation of ``(N, C)`` or ``(N, C, L)`` inputs per channel ``C``.
 
     In training mode it normalises with the batch statistics and updates ``running_mean`` /
@@ -88,47 +129,9 @@ class BatchNorm1d(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        dt = _dt(dtype)
-        if affine:
-            self.weight = Parameter(creation.ones(num_features, dtype=dt, device="cpu"))
-            if bias:
-                self.bias = Parameter(creation.zeros(num_features, dtype=dt, device="cpu"))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer("running_mean",
-                                 creation.zeros(num_features, dtype=dt, device="cpu"))
-            self.register_buffer("running_var",
-                                 creation.ones(num_features, dtype=dt, device="cpu"))
-            self.register_buffer("num_batches_tracked", creation.tensor(0, device="cpu"))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        _affine(self, (num_features,), affine, affine and bias, dtype)
+        self._register_running_stats(num_features, track_running_stats, dtype)
         place(self, device)
-
-    def reset_running_stats(self) -> None:
-        if self.track_running_stats:
-            self.running_mean.zero_()
-            self.running_var.fill_(1)
-            self.num_batches_tracked.zero_()
-
-    def reset_parameters(self) -> None:
-        self.reset_running_stats()
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
-
-    def _upgrade_state_dict(self, state_dict: dict, prefix: str) -> None:
-        """A state dict without ``num_batches_tracked`` loads with the current count (as
-        PyTorch loads pre-1.0 checkpoints)."""
-        key = prefix + "num_batches_tracked"
-        if self.track_running_stats and key not in state_dict:
-            state_dict[key] = self.num_batches_tracked
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.ndim not in (2, 3):
@@ -193,31 +196,49 @@ class GroupNorm(_Affine):
                 f"affine={self.affine}, bias={self.bias is not None}")
 
 
-class _InstanceNorm(_Affine):
-    """Normalise each channel of each sample over its positions (no running statistics);
-    ``affine``: a weight (ones) and bias (zeros) per channel."""
+class _InstanceNorm(_NormBase):
+    """Normalise each channel of each sample over its positions; ``affine``: a weight (ones)
+    and bias (zeros) per channel.
+
+    With ``track_running_stats`` it keeps ``running_mean`` / ``running_var`` as PyTorch does:
+    training mode normalises with each instance's statistics and updates the buffers with
+    their batch average (``momentum``; ``None`` counts as 0, so nothing moves and
+    ``num_batches_tracked`` stays 0, as in PyTorch); eval mode normalises with the buffers.
+    """
 
     spatial = 1
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = False, track_running_stats: bool = False, bias: bool = True,
                  device=None, dtype=None) -> None:
         super().__init__()
-        if track_running_stats:
-            raise NotImplementedError(f"{type(self).__name__}: track_running_stats=True is not "
-                                      "supported by jitgrad")
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         _affine(self, (num_features,), affine, affine and bias, dtype)
+        self._register_running_stats(num_features, track_running_stats, dtype)
         place(self, device)
 
-    def forward(self, input: Tensor) -> Tensor:
+    def _check_input_dim(self, input: Tensor) -> None:
         nd = self.spatial + 2
         if input.ndim not in (nd - 1, nd):
             raise ValueError(f"expected {nd - 1}D or {nd}D input (got {input.ndim}D input)")
-        unbatched = input.ndim == nd - 1
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        feature_dim = input.ndim - (self.spatial + 1)
+        if input.shape[feature_dim] != self.num_features:
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={feature_dim} to match "
+                                 f"num_features ({self.num_features}), but got: "
+                                 f"{input.shape[feature_dim]}.")
+            warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You "
+                          f"can silence this warning by not passing in num_features, which is "
+                          f"not used because affine=False", stacklevel=2)
+        unbatched = feature_dim == 0
         x = input.unsqueeze(0) if unbatched else input
-        out = F.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              0.0 if self.momentum is None else self.momentum, self.eps)
         return out.squeeze(0) if unbatched else out
 
     def extra_repr(self) -> str:
