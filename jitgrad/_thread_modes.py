@@ -17,7 +17,8 @@ import threading
 
 __all__ = ["TRACING", "GRAD_OFF", "AUTOCASTING", "CountedLocal"]
 
-#: one item per thread whose ``trace.state.STATE.tracer`` is set
+#: one item per thread whose ``trace.state.STATE.tracer`` is set (and one while anomaly
+#: detection is on: ``autograd.anomaly``; every reader checks the tracer after it)
 TRACING: list = []
 #: one item per thread whose grad mode (``autograd.grad_mode.STATE.enabled``) is off
 GRAD_OFF: list = []

@@ -24,6 +24,8 @@ from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
 from . import fused_regions, grad_mode
 from .accumulate import accumulate_into_leaf
+from .anomaly import MODE as _ANOMALY
+from .anomaly import apply_checked
 
 __all__ = ["is_ones_seed", "backward", "grad", "queue_callback", "ExecutionEngine",
            "execution_engine"]
@@ -304,7 +306,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 def _backward(tensors, grad_tensors, retain_graph, create_graph, inputs) -> None:
     if (type(tensors) is Tensor and grad_tensors is None and inputs is None and not create_graph
-            and tensors._requires_grad and _TRACE.tracer is None
+            and tensors._requires_grad and _TRACE.tracer is None and not _ANOMALY[0]
             and _backward_chain(tensors, bool(retain_graph))):
         return
     tensors = _as_tuple(tensors)
@@ -579,8 +581,10 @@ class _Run:
         for t, g in leaf_roots:
             self._deliver_leaf(t, g, id(g) in shared_ids)
 
+        anomaly = _ANOMALY[0]  # (node by node, each node's results checked)
         fuse = fused_regions.try_region if (
-            not self.create and config.eager_fusion and _TRACE.tracer is None) else None
+            not self.create and config.eager_fusion and _TRACE.tracer is None
+            and not anomaly) else None
         declined: set = set()  # nodes of regions that run node by node
         min_size = fused_regions.MIN_ELEMENTS
         heap = [(-n.seq, i, n) for i, n in enumerate(root_nodes) if id(n) not in deps]
@@ -616,7 +620,11 @@ class _Run:
                 if (needed is None or any(
                         e is not None and id(e[0] if type(e) is tuple else e) in needed
                         for e in edges)) and k not in inputs_end:
-                    out_grads = node.apply(grads) if self.retain else node.apply_final(grads)
+                    if anomaly:
+                        out_grads = apply_checked(node, grads, self.retain)
+                    else:
+                        out_grads = node.apply(grads) if self.retain else \
+                            node.apply_final(grads)
                     if node._post_hooks is not None:
                         out_grads = self._post_node(node, out_grads, grads)
                     if len(out_grads) > 1:

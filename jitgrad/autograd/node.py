@@ -14,6 +14,8 @@ import weakref
 
 from ..tensor import RemovableHandle, Tensor, _HookDict, alias
 from .accumulate import accumulate_into_leaf
+from .anomaly import MODE as _ANOMALY
+from .anomaly import forward_stack
 
 __all__ = ["Node", "AccumulateGrad", "node_class", "make_node", "init_node", "edge", "next_seq",
            "nodes_between",
@@ -323,6 +325,8 @@ def make_node(cls: type, edges: tuple, saved, in_meta) -> Node:
     n.saved = saved
     n.in_meta = in_meta
     n.seq = next(_seq)
+    if _ANOMALY[0]:
+        n._forward_stack = forward_stack()
     return n
 
 
@@ -333,6 +337,8 @@ def init_node(n: Node, edges: tuple, saved, in_meta) -> Node:
     n.saved = saved
     n.in_meta = in_meta
     n.seq = next(_seq)
+    if _ANOMALY[0]:
+        n._forward_stack = forward_stack()
     return n
 
 

@@ -26,8 +26,8 @@ from itertools import islice
 
 import numpy as np
 
-from .. import autograd as _autograd
 from .. import dtypes as _dtypes
+from ..autograd.anomaly import MODE as _ANOMALY
 from ..determinism import _FLAGS as _DETERMINISM
 from ..devices import _DEFAULTS as _DEVICE_DEFAULTS
 from ..nn.mutation import (
@@ -159,7 +159,7 @@ def global_settings() -> tuple:
     change retraces."""
     d = _DEVICE_DEFAULTS
     return (_dtypes._default_float, d.blocks[-1] if d.blocks else d.default,
-            _DETERMINISM["mode"], _autograd._anomaly)
+            _DETERMINISM["mode"], _ANOMALY[0])
 
 
 class ClosureGuard:
@@ -257,9 +257,9 @@ class ClosureGuard:
         ns["STATE_OF"] = state_of
         # global_settings(), inline: about 40 ns of a cache hit instead of 130
         ns.update({"S_DT": _dtypes, "S_DEV": _DEVICE_DEFAULTS, "S_DET": _DETERMINISM,
-                   "S_AG": _autograd, "S_E": expected[0]})
+                   "S_AG": _ANOMALY, "S_E": expected[0]})
         lines = ["if (S_DT._default_float is not S_E[0] or S_DET['mode'] is not S_E[2]"
-                 " or S_AG._anomaly is not S_E[3] or (S_DEV.blocks[-1] if S_DEV.blocks"
+                 " or S_AG[0] is not S_E[3] or (S_DEV.blocks[-1] if S_DEV.blocks"
                  " else S_DEV.default) != S_E[1]):", "    return MISS"]
         expected = expected[1:]
         reads = []

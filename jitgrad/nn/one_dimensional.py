@@ -51,6 +51,13 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                            f"{weight.shape[1] * groups} channels, but got {x.shape[1]} "
                            f"channels instead")
     pad = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
+    if padding != "same":  # (PyTorch's message, in 1-D sizes)
+        padded = x.shape[3] + (0 if isinstance(pad, str) else 2 * max(pad[1], 0))
+        kernel = max(_single(dilation, "dilation"), 1) * (weight.shape[2] - 1) + 1
+        if padded < kernel:
+            raise RuntimeError(f"Calculated padded input size per channel: ({padded}). Kernel "
+                               f"size: ({kernel}). Kernel size can't be greater than actual "
+                               "input size")
     out = conv2d(x, weight.unsqueeze(2), bias, (1, _single(stride, "stride")), pad,
                  (1, _single(dilation, "dilation")), groups)
     return _dropped(out, unbatched)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..shapes import as_shape
+from ..shapes import as_shape, keyword_sizes
 from ..tensor import Size, Tensor
 from .api import api
 from .concat import CAT, cat
@@ -25,7 +25,7 @@ __all__ = ["repeat", "tile", "broadcast_to", "broadcast_tensors", "broadcast_sha
 
 
 @api(RESHAPE, EXPAND, method="repeat")
-def repeat(input: Tensor, *sizes) -> Tensor:
+def repeat(input: Tensor, *sizes, repeats=None) -> Tensor:
     """``input`` repeated ``sizes[i]`` times along dim ``i`` (more sizes than dims add
     leading dims), as a new tensor.
 
@@ -34,7 +34,7 @@ def repeat(input: Tensor, *sizes) -> Tensor:
     tensor([[1, 2, 1, 2],
             [1, 2, 1, 2]])
     """
-    reps = as_shape(sizes)
+    reps = as_shape(keyword_sizes(sizes, repeats, "repeat", "repeats"))
     shape = tuple(input.shape)
     if len(reps) < len(shape):
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than "
@@ -53,11 +53,11 @@ def repeat(input: Tensor, *sizes) -> Tensor:
 
 
 @api(RESHAPE, EXPAND, method="tile", export="tile")
-def tile(input: Tensor, *dims) -> Tensor:
+def tile(input: Tensor, *args, dims=None) -> Tensor:
     """``input`` repeated ``dims[i]`` times along dim ``i`` (a tuple, or numbers as the
     method takes them); fewer ``dims`` than dims of ``input`` are padded with leading ones
     (NumPy's ``tile``)."""
-    dims = as_shape(dims)
+    dims = as_shape(keyword_sizes(args, dims, "tile", "dims"))
     nd = input.dim()
     if len(dims) < nd:
         dims = (1,) * (nd - len(dims)) + tuple(dims)

@@ -155,6 +155,32 @@ def _broadcast(t: Tensor, subs: list, sizes: dict) -> Tensor:
     return t if tuple(t._data.shape) == shape else t.expand(*shape)
 
 
+def _sublist_letters(sublist) -> str:
+    out = ""
+    for s in sublist:
+        if s is Ellipsis:
+            out += "..."
+            continue
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool) or not 0 <= s < 52:
+            raise ValueError("einsum(): subscript in subscript list is not within the valid "
+                             "range [0, 52)")
+        out += chr(ord("A") + s) if s < 26 else chr(ord("a") + s - 26)
+    return out
+
+
+def _sublist_equation(args: tuple) -> tuple:
+    """PyTorch's sublist form ``einsum(op1, sublist1, op2, sublist2, ..., [out])`` as an
+    equation and its operands (subscripts 0-25 are A-Z, 26-51 a-z, ``...`` an ellipsis)."""
+    operands, subs = args[0::2], args[1::2]
+    out = None
+    if len(args) % 2:  # an output sublist at the end
+        operands, out = operands[:-1], operands[-1]
+    eq = ",".join(_sublist_letters(s) for s in subs)
+    if out is not None:
+        eq += "->" + _sublist_letters(out)
+    return eq, tuple(operands)
+
+
 @api(PERMUTE, RESHAPE, EXPAND, SUM, MATMUL, export="einsum")
 def einsum(equation: str, *operands) -> Tensor:
     """Sum of products of ``operands``' elements as ``equation`` labels their dims
@@ -164,6 +190,8 @@ def einsum(equation: str, *operands) -> Tensor:
     >>> jitgrad.einsum("ii", jitgrad.eye(3))
     tensor(3.)
     """
+    if not isinstance(equation, str):  # einsum(a, [0, 1], b, [1, 2], [0, 2])
+        equation, operands = _sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     ts = [as_tensor_arg(t, "operands") for t in operands]

@@ -68,9 +68,7 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
     dims ``dim1`` x ``dim2``, as the last dim of a view of ``input``."""
     input = as_tensor_arg(input)
     nd = input.ndim
-    if nd < 2:
-        raise RuntimeError(f"diagonal(): input must have at least 2 dimensions (got {nd})")
-    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)  # (fewer than 2 dims: its IndexError)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     return call(DIAGONAL, (input,), {"offset": int(offset), "dim1": d1, "dim2": d2,

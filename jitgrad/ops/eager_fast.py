@@ -31,6 +31,8 @@ import numpy as np
 
 from .._thread_modes import GRAD_OFF, TRACING
 from ..autograd import grad_mode
+from ..autograd.anomaly import MODE as _ANOMALY
+from ..autograd.anomaly import forward_stack
 from ..autograd.node import _HOOKS_OPEN, next_seq, save_input
 from ..tensor import Tensor
 from ..trace.state import STATE as _TRACE
@@ -153,6 +155,8 @@ def binary_operator(op: OpDef, name: str, doc: str) -> Callable[[Tensor, object]
                               else None)
             node.in_meta = None
             node.seq = next_seq()
+            if _ANOMALY[0]:
+                node._forward_stack = forward_stack()
             node.op = op
             node.params = None
             out._requires_grad = True

@@ -27,7 +27,8 @@ def _index_kind(index) -> str:
     items = index if isinstance(index, tuple) else (index,)
     last = Ellipsis  # "no step yet"
     for it in items:
-        if it is Ellipsis or (isinstance(it, slice) and it == slice(None)):
+        if it is Ellipsis or (isinstance(it, slice) and it.start is None and it.stop is None
+                              and it.step is None):  # (== would compare tensor bounds)
             continue
         if not (it is None or isinstance(it, (int, np.integer, slice))) or isinstance(it, bool):
             return "IndexBackward0"
@@ -345,8 +346,22 @@ def select(input: Tensor, dim: int, index: int, _node: str = "SelectBackward0") 
 @api(GETITEM, method="narrow", export="narrow")
 def narrow(input: Tensor, dim: int, start: int, length: int,
            _node: str = "SliceBackward0") -> Tensor:
-    """``length`` entries of dim ``dim`` from ``start``."""
+    """``length`` entries of dim ``dim`` from ``start`` (a negative one counts from the end;
+    a 0-d tensor counts as its number), with PyTorch's checks."""
     d = wrap_dim(dim, input._data.ndim)
+    n = input._data.shape[d]
+    if isinstance(start, Tensor):
+        start = int(start.item())
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but "
+                         f"got {start})")
+    if start < 0:
+        start += n
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                           f"({n}).")
     return getitem(input, (slice(None),) * d + (slice(start, start + length),), _node)
 
 

@@ -9,6 +9,7 @@ here keeps ``tensor.py`` free of maths.
 
 from __future__ import annotations
 
+import numbers
 import sys
 
 import numpy as np
@@ -160,6 +161,7 @@ def _copy_(self, src, non_blocking=False):
         from ..creation import tensor
 
         src = tensor(src)
+    _check_copy_shapes(self._data.shape, src._data.shape)
     if not (type(src._data) is np.ndarray and type(self._data) is np.ndarray) and \
             src.device != self.device:  # across devices: moved first (differentiable)
         src = M.to_device(src, self.device)
@@ -175,10 +177,30 @@ def _copy_(self, src, non_blocking=False):
     return self
 
 
-def _random_inplace(sampler):
+def _check_copy_shapes(dst: tuple, src: tuple) -> None:
+    """PyTorch's errors for a ``copy_`` source that does not broadcast to the destination."""
+    if dst == src:
+        return
+    n = max(len(dst), len(src))
+    a, b = (1,) * (n - len(dst)) + dst, (1,) * (n - len(src)) + src
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
+                               f"({y}) at non-singleton dimension {i}")
+    full = tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(a, b))
+    if full != dst:
+        raise RuntimeError(f"output with shape {list(dst)} doesn't match the broadcast shape "
+                           f"{list(full)}")
+
+
+def _random_inplace(sampler, check=None):
+    """An in-place sampler method: ``self`` filled with ``sampler(rng, shape, *args)``;
+    ``check(self, *args, **kwargs)`` raises PyTorch's errors for bad arguments first."""
     def method(self, *args, generator=None, **kwargs):
         from ..random import rng
 
+        if check is not None:
+            check(self, *args, **kwargs)
         check_inplace_allowed(self, False) if _STATE.enabled else None
         if _TRACE.tracer is not None:
             from ..creation import _finish
@@ -199,6 +221,30 @@ def _random_inplace(sampler):
         self._vc[0] += 1
         return self
     return method
+
+
+def _floating_only(self, kernel: str) -> None:
+    if self._data.dtype.kind != "f":
+        name = self.dtype.tensor_type[:-len("Tensor")]
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
+
+
+def _check_normal(self, mean=0.0, std=1.0) -> None:
+    _floating_only(self, "normal_kernel_cpu")
+    if not std >= 0.0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+
+
+def _check_uniform(self, a=0.0, b=1.0) -> None:
+    _floating_only(self, "check_uniform_bounds")
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={a:g} > to={b:g}")
+
+
+def _check_bernoulli(self, p=0.5) -> None:
+    if isinstance(p, numbers.Real) and not 0.0 <= p <= 1.0:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
 
 
 def _new_factory(fn):
@@ -295,9 +341,10 @@ METHODS = {
     "cpu": _cpu, "cuda": _cuda, "is_pinned": _is_pinned,
     # in-place writes
     "fill_": _fill_, "zero_": _zero_, "copy_": _copy_,
-    "uniform_": _random_inplace(lambda r, s, a=0.0, b=1.0: r.uniform(a, b, s)),
-    "normal_": _random_inplace(lambda r, s, mean=0.0, std=1.0: r.normal(mean, std, s)),
-    "bernoulli_": _random_inplace(lambda r, s, p=0.5: r.random(s) < p),
+    "uniform_": _random_inplace(lambda r, s, a=0.0, b=1.0: r.uniform(a, b, s), _check_uniform),
+    "normal_": _random_inplace(lambda r, s, mean=0.0, std=1.0: r.normal(mean, std, s),
+                               _check_normal),
+    "bernoulli_": _random_inplace(lambda r, s, p=0.5: r.random(s) < p, _check_bernoulli),
     # misc
     "allclose": _allclose, "equal": _equal, "nonzero": _nonzero,
     "isnan": _elementwise_np(np.isnan), "isinf": _elementwise_np(np.isinf),
@@ -336,4 +383,20 @@ def install() -> None:
     Tensor.new_full = _new_full
     Tensor.multinomial = C.multinomial
     Tensor.__hash__ = object.__hash__  # __eq__ is element-wise; identity hashing as PyTorch
+    Tensor.__eq__ = _comparison_operator(Tensor.eq, "__eq__")
+    Tensor.__ne__ = _comparison_operator(Tensor.ne, "__ne__")
+
+
+def _comparison_operator(method, name: str):
+    """``==`` / ``!=`` as PyTorch's: element-wise against a tensor, a number or an array;
+    anything else (None, a string, a list) is not compared (``NotImplemented``: Python then
+    gives ``t == None`` False and ``t != None`` True, as for ``torch.Tensor``)."""
+    def operator(self, other):
+        if isinstance(other, (Tensor, numbers.Number, np.ndarray, np.generic)):
+            return method(self, other)
+        return NotImplemented
+
+    operator.__name__ = operator.__qualname__ = name
+    operator.__doc__ = method.__doc__
+    return operator
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..devices import array_namespace
-from ..shapes import wrap_dim
+from ..shapes import keyword_sizes, wrap_dim
 from ..tensor import Tensor
 from . import samples as S
 from .api import api
@@ -41,7 +41,7 @@ def _int_list(value, name: str, fn: str) -> tuple[int, ...]:
 
 
 @api(FLIP, method="flip", export="flip")
-def flip(input: Tensor, *dims) -> Tensor:
+def flip(input: Tensor, *args, dims=None) -> Tensor:
     """``input`` with the order of its elements reversed along ``dims`` (a copy).
 
     >>> import jitgrad
@@ -50,6 +50,7 @@ def flip(input: Tensor, *dims) -> Tensor:
             [0, 1]])
     """
     input = as_tensor_arg(input, "input")
+    dims = keyword_sizes(args, dims, "flip", "dims")
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = dims[0]
     nd = input._data.ndim

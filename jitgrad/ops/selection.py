@@ -185,13 +185,13 @@ def _compare(op, input, other):
     return binary(op, input, other)
 
 
-@api(EQ, method=("eq", "__eq__"), export="eq")
+@api(EQ, method="eq", export="eq")  # (== : methods._comparison_operator)
 def eq(input, other) -> Tensor:
     """``input == other`` element-wise (bool)."""
     return _compare(EQ, input, other)
 
 
-@api(NE, method=("ne", "__ne__"), export="ne")
+@api(NE, method="ne", export="ne")  # (!= : methods._comparison_operator)
 def ne(input, other) -> Tensor:
     """``input != other`` element-wise (bool)."""
     return _compare(NE, input, other)

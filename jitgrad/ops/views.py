@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..shapes import as_shape, fmt_shape, infer_size, wrap_dim
+from ..shapes import as_shape, fmt_shape, infer_size, keyword_sizes, wrap_dim
 from ..tensor import Tensor, mark_view, wrap
 from .api import api
 from .dispatch import call, record
@@ -61,14 +61,16 @@ def _reshape(input: Tensor, shape, node: str, must_view: bool = False) -> Tensor
 
 
 @api(RESHAPE, method="reshape", export="reshape")
-def reshape(input: Tensor, *shape) -> Tensor:
+def reshape(input: Tensor, *args, shape=None) -> Tensor:
     """Same data in a new shape (a view when possible, one ``-1`` inferred)."""
+    shape = keyword_sizes(args, shape, "reshape", "shape")
     return _reshape(input, infer_size(as_shape(shape), input._data.size), "ViewBackward0")
 
 
 @api(RESHAPE, method="view")
-def view(input: Tensor, *shape) -> Tensor:
+def view(input: Tensor, *args, size=None) -> Tensor:
     """A view with a new shape; raises if the strides do not allow a view."""
+    shape = keyword_sizes(args, size, "view", "size")
     if len(shape) == 1 and isinstance(shape[0], dtypes.DType):
         raise NotImplementedError("view(dtype) is not supported; use .to(dtype)")
     return _reshape(input, infer_size(as_shape(shape), input._data.size), "ViewBackward0",
@@ -153,9 +155,9 @@ def _permute(input: Tensor, dims, node) -> Tensor:
 
 
 @api(PERMUTE, method="permute", export="permute")
-def permute(input: Tensor, *dims) -> Tensor:
+def permute(input: Tensor, *args, dims=None) -> Tensor:
     """Reorder dims."""
-    dims = as_shape(dims)
+    dims = as_shape(keyword_sizes(args, dims, "permute", "dims"))
     nd = input._data.ndim
     if len(dims) != nd:
         raise RuntimeError(
@@ -201,12 +203,26 @@ def T(input: Tensor) -> Tensor:
 
 
 @api(PERMUTE, method=("movedim", "moveaxis"), export=("movedim", "moveaxis"))
-def movedim(input: Tensor, source: int, destination: int) -> Tensor:
-    """Move dim ``source`` to position ``destination``."""
+def movedim(input: Tensor, source, destination) -> Tensor:
+    """Move dim ``source`` to position ``destination`` (ints, or sequences of as many dims:
+    each source dim goes to its destination, the others keep their order)."""
     nd = input._data.ndim
-    s, d = wrap_dim(source, nd), wrap_dim(destination, nd)
-    perm = [i for i in range(nd) if i != s]
-    perm.insert(d, s)
+    src = [source] if isinstance(source, (int, np.integer)) else list(source)
+    dst = [destination] if isinstance(destination, (int, np.integer)) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) "
+                           f"should contain the same number of dims as destination ({dst} "
+                           "dims)")
+    s = [wrap_dim(i, nd) for i in src]
+    d = [wrap_dim(i, nd) for i in dst]
+    for name, dims, given in (("source", s, src), ("destination", d, dst)):
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({given})")
+    perm = [-1] * nd
+    for i, j in zip(s, d):
+        perm[j] = i
+    rest = iter(i for i in range(nd) if i not in s)
+    perm = [next(rest) if p < 0 else p for p in perm]
     return _permute(input, perm, "PermuteBackward0")
 
 

@@ -95,14 +95,13 @@ JITGRAD_ALIASES = {'absolute': 'abs',
  'swapaxes': 'transpose',
  'true_divide': 'div'}
 
+# (== and != are not jitgrad.eq / ne: they compare only tensors, numbers and arrays)
 TENSOR_SAME_AS_JITGRAD = {'__abs__': 'abs',
- '__eq__': 'eq',
  '__ge__': 'ge',
  '__gt__': 'gt',
  '__le__': 'le',
  '__lt__': 'lt',
  '__matmul__': 'matmul',
- '__ne__': 'ne',
  '__neg__': 'neg',
  'abs': 'abs',
  'add': 'add',
