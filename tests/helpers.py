@@ -234,3 +234,25 @@ def assert_same_error(jitgrad_call: Callable, torch_call: Callable) -> None:
         torch_call()
     assert type(j_err.value) is type(t_err.value)
     assert str(j_err.value).replace("jitgrad.Size", "torch.Size") == str(t_err.value)
+
+
+def assert_raises_like_torch(call: Callable, exc: type) -> None:
+    """``call(jitgrad)`` raises ``exc``; with torch installed, ``call(torch)`` raises it with
+    the same message (``jitgrad.`` read as ``torch.``)."""
+    import warnings
+
+    import pytest
+
+    import jitgrad
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # (an instantiated Function)
+        with pytest.raises(exc) as got:
+            call(jitgrad)
+        try:
+            import torch
+        except ImportError:
+            return
+        with pytest.raises(exc) as want:
+            call(torch)
+    assert str(got.value).replace("jitgrad.", "torch.") == str(want.value)

@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import assert_raises_like_torch
 
 import jitgrad as jg
 
@@ -538,18 +539,7 @@ def test_misuse_probe_48_raises_pytorchs_error(name):
     a source of another dtype cast) or reported with NumPy's or other words; PyTorch's
     message (compared live with torch when it is installed, ``jitgrad.`` read as
     ``torch.``)."""
-    call, exc = _MISUSE[name]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # (an instantiated Function)
-        with pytest.raises(exc) as got:
-            call(jg)
-        try:
-            import torch
-        except ImportError:
-            return
-        with pytest.raises(exc) as want:
-            call(torch)
-    assert str(got.value).replace("jitgrad.", "torch.") == str(want.value)
+    assert_raises_like_torch(*_MISUSE[name])
 
 
 def test_scatter_multiply_like_factories_and_layouts():
