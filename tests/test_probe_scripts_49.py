@@ -212,3 +212,28 @@ def test_narrow_from_the_end_and_movedim_of_several_dims():
     np.testing.assert_array_equal(got.numpy(), np.moveaxis(a, (0, 1), (2, 0)))
     assert jg.tensor(a).moveaxis([0], [2]).shape == (3, 4, 2)
     assert jg.tensor(a).movedim(-1, 0).shape == (4, 2, 3)
+
+
+def test_legacy_linalg_tensor_methods_and_atens_instance_norm():
+    """``Tensor.lu`` / ``lu_solve`` / ``geqrf`` / ``orgqr`` / ``ormqr`` are the functions;
+    ``torch.instance_norm`` (ATen's) takes a single position, which ``F.instance_norm``
+    refuses."""
+    rng = np.random.default_rng(0)
+    a = jg.tensor(rng.standard_normal((3, 3)))
+    b = jg.tensor(rng.standard_normal((3, 2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (deprecated: torch.lu, torch.lu_solve)
+        lu, piv = a.lu()
+        lu_f, piv_f = jg.lu(a)
+        x = b.lu_solve(lu, piv)
+    np.testing.assert_array_equal(lu.numpy(), lu_f.numpy())
+    np.testing.assert_array_equal(piv.numpy(), piv_f.numpy())
+    np.testing.assert_allclose(a.numpy() @ x.numpy(), b.numpy(), atol=1e-12)
+    h, tau = a.geqrf()
+    q = h.orgqr(tau)
+    np.testing.assert_allclose(q.numpy().T @ q.numpy(), np.eye(3), atol=1e-12)
+    np.testing.assert_allclose(h.ormqr(tau, b).numpy(), q.numpy() @ b.numpy(), atol=1e-12)
+    out = jg.instance_norm(jg.ones(1, 2, 1), None, None, None, None, True, 0.1, 1e-5, False)
+    assert out.tolist() == [[[0.0], [0.0]]]
+    with pytest.raises(ValueError, match="Expected more than 1 spatial element"):
+        jg.nn.functional.instance_norm(jg.ones(1, 2, 1))

@@ -253,8 +253,8 @@ def instance_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
                   cudnn_enabled: bool) -> Tensor:
     """Normalise each channel of each sample (``nn.functional.instance_norm``, ATen's
     argument order)."""
-    return _F().instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
-                              momentum, eps)
+    return _F()._instance_norm(input, weight, bias, running_mean, running_var,
+                               use_input_stats, momentum, eps)
 
 
 def batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,

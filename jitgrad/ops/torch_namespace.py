@@ -764,6 +764,7 @@ TENSOR_METHODS = {
     "cholesky": _legacy("cholesky"), "cholesky_solve": _legacy("cholesky_solve"),
     "cholesky_inverse": _legacy("cholesky_inverse"),
     "triangular_solve": _legacy("triangular_solve"),
+    **{name: _legacy(name) for name in ("lu", "lu_solve", "geqrf", "orgqr", "ormqr")},
     "hardshrink": _nn("hardshrink"), "prelu": _nn("prelu"),
     "output_nr": property(lambda self: self._output_nr,
                           doc="Which output of its ``grad_fn`` the tensor is (0 for most)."),
