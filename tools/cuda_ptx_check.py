@@ -23,6 +23,7 @@ import argparse
 import importlib
 import importlib.util
 import json
+import multiprocessing
 import os
 import re
 import shutil
@@ -130,6 +131,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ptxas", action="store_true", help="assemble with ptxas, report usage")
     ap.add_argument("--require", action="store_true", help="fail (exit 2) without NVVM")
     ap.add_argument("-v", "--verbose", action="store_true", help="a line per kernel")
+    ap.add_argument("-j", "--jobs", type=int, default=min(len(os.sched_getaffinity(0)), 4),
+                    help="processes compiling in parallel (default: usable CPUs, at most 4)")
     a = ap.parse_args(argv)
     ccs = [tuple(int(x) for x in c.split(".")) for c in a.cc.split(",")]
     recs, sources = _records(a.logs)
@@ -147,9 +150,40 @@ def main(argv=None) -> int:
     if a.ptxas and shutil.which("ptxas") is None:
         print("cuda_ptx_check: --ptxas given but no ptxas on PATH")
         return 2
+    t0 = time.perf_counter()
+    jobs = max(1, min(a.jobs, len(recs)))
+    chunks = [recs[i::jobs] for i in range(jobs)]
+    args = [(chunk, sources, ccs, a.ptxas, a.verbose) for chunk in chunks]
+    if jobs == 1:
+        results = [_check(*args[0])]
+    else:  # (spawned, not forked: each process starts its own Numba and NVVM)
+        ctx = multiprocessing.get_context("spawn")
+        with ctx.Pool(jobs) as pool:
+            results = pool.starmap(_check, args)
+    n = failed = 0
+    for count, bad, lines, mismatch in results:
+        if mismatch:
+            print(f"cuda_ptx_check: ptxas cannot read NVVM's PTX ({mismatch}): use a ptxas "
+                  "of NVVM's CUDA version (nvidia-cuda-nvcc), or no --ptxas")
+            return 2
+        n, failed = n + count, failed + bad
+        for line in lines:
+            print(line)
+    print(f"cuda_ptx_check: {n - failed} of {n} kernel compilations passed "
+          f"({len(recs)} kernels x {len(ccs)} architectures, {jobs} processes, "
+          f"{time.perf_counter() - t0:.0f} s)")
+    return 1 if failed else 0
+
+
+def _check(recs: list, sources: dict, ccs: list, ptxas: bool, verbose: bool) -> tuple:
+    """Compile ``recs`` for each of ``ccs``: ``(compilations, failures, lines to print,
+    a ptxas/NVVM version mismatch or "")``. Runs in a worker process (or the main one)."""
+    from jitgrad.cuda import runtime
+
+    runtime._numba_cuda_compat()
     from numba import cuda
 
-    failed, t0, n = 0, time.perf_counter(), 0
+    failed, n, lines = 0, 0, []
     with tempfile.TemporaryDirectory() as tmp:
         for mod, name, args in recs:
             for cc in ccs:
@@ -160,21 +194,17 @@ def main(argv=None) -> int:
                     fn = getattr(_module(mod, sources, tmp), name)
                     sig = tuple(_numba_type(t) for t in args)
                     ptx, _ = cuda.compile_ptx(getattr(fn, "py_func", fn), sig, cc=cc)
-                    ok, info = _ptxas(ptx, cc, tmp) if a.ptxas else (True, "")
+                    ok, info = _ptxas(ptx, cc, tmp) if ptxas else (True, "")
                 except ToolchainMismatch as e:
-                    print(f"cuda_ptx_check: ptxas cannot read NVVM's PTX ({e}): use a ptxas "
-                          "of NVVM's CUDA version (nvidia-cuda-nvcc), or no --ptxas")
-                    return 2
+                    return n, failed, lines, str(e)
                 except Exception as e:
                     ok, info = False, f"{type(e).__name__}: {e}"
                 if not ok:
                     failed += 1
-                    print(f"FAILED {what}\n    " + info.replace("\n", "\n    "))
-                elif a.verbose:
-                    print(f"ok {what} {info}")
-    print(f"cuda_ptx_check: {n - failed} of {n} kernel compilations passed "
-          f"({len(recs)} kernels x {len(ccs)} architectures, {time.perf_counter() - t0:.0f} s)")
-    return 1 if failed else 0
+                    lines.append(f"FAILED {what}\n    " + info.replace("\n", "\n    "))
+                elif verbose:
+                    lines.append(f"ok {what} {info}")
+    return n, failed, lines, ""
 
 
 if __name__ == "__main__":
