@@ -180,7 +180,10 @@ class Tensor:
     @property
     def data(self) -> Tensor:
         """A tensor sharing storage with this one, detached, with its own version counter."""
-        return alias(self._data)
+        t = alias(self._data)
+        if TRACING and _TRACE.tracer is not None:
+            _TRACE.tracer.on_detach(t, self)
+        return t
 
     @data.setter
     def data(self, value: Tensor) -> None:
@@ -433,7 +436,7 @@ class Tensor:
         if self._base is not None or self._data.base is not None:
             t._base = self._base if self._base is not None else self
         if TRACING and _TRACE.tracer is not None:
-            _TRACE.tracer.on_detach(t)
+            _TRACE.tracer.on_detach(t, self)
         return t
 
     def detach_(self) -> Tensor:

@@ -36,6 +36,8 @@ _MISUSE = {  # name -> (call on the module M, exception type)
     "uniform_reversed": (lambda M: M.zeros(3).uniform_(2, 1), RuntimeError),
     "uniform_integer": (lambda M: M.zeros(3, dtype=M.long).uniform_(), NotImplementedError),
     "bernoulli_p": (lambda M: M.zeros(3).bernoulli_(1.5), RuntimeError),
+    "bernoulli_p_tensor": (lambda M: M.empty(3).bernoulli_(M.tensor([0.2, 1.5, 0.9])),
+                           RuntimeError),
     "narrow_start_range": (lambda M: M.arange(5.0).narrow(0, -6, 1), IndexError),
     "narrow_past_end": (lambda M: M.arange(5.0).narrow(0, 4, 2), RuntimeError),
     "narrow_negative_length": (lambda M: M.arange(5.0).narrow(0, 2, -1), RuntimeError),
@@ -188,16 +190,28 @@ def test_anomaly_mode_names_the_node_whose_backward_raised():
                 out.backward()
 
 
-def test_anomaly_mode_changes_what_a_compiled_function_reads():
-    """Anomaly detection is part of every compiled entry's state: turning it on retraces."""
-    f = jg.compile(lambda x: (x * 2).sum())
-    x = jg.ones(3)
-    f(x)
-    f(x)
-    traces = f.stats["traces"]
-    with jg.autograd.set_detect_anomaly(True):
-        f(x)
-    assert f.stats["traces"] == traces + 1
+def test_a_compiled_function_runs_eagerly_under_anomaly_detection():
+    """Anomaly detection checks each backward node: a compiled step runs eagerly while it
+    is on (a NaN gradient raises as in eager mode), and compiled again after."""
+    w = jg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    def step(x):
+        w.grad = None
+        jg.sqrt(x * w).sum().backward()
+
+    f = jg.compile(step)
+    f(jg.ones(3))
+    f(jg.ones(3))
+    hits = f.stats["cache_hits"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with jg.autograd.detect_anomaly():
+            with pytest.raises(RuntimeError, match="returned nan values"):
+                f(jg.tensor([1.0, 0.0, 3.0]))
+            f(jg.ones(3))
+    assert f.stats["anomaly_eager"] == 2 and f.stats["cache_hits"] == hits
+    f(jg.ones(3))
+    assert f.stats["cache_hits"] == hits + 1 and f.stats["traces"] == 1
 
 
 def test_narrow_from_the_end_and_movedim_of_several_dims():

@@ -15,6 +15,12 @@ Safe means the old contents are not needed after that kernel ran:
   share its memory (a view of it, or the result of a non-fused call on it);
 * no other operand of the kernel is derived from it (e.g. its transpose).
 
+* no later step may raise (:mod:`.value_checks`: an index or target out of range, a
+  singular matrix, a check): a plan that raised before its first write to outside state
+  runs the call again eagerly (``jit/function.py``), for eager mode's error and effects; a
+  write done before the error would make that impossible (a batch norm's running
+  statistics, Adam's step counters, ahead of a loss whose target is out of range).
+
 At run time the destination must be writeable (else the plan raises before running any
 step, as the copy-back would) and C-contiguous; one that is not (a strided parameter) gets
 a fresh array and the copy-back, as before. Destinations that share memory with the
@@ -26,9 +32,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.ir import Graph, Var
+from .value_checks import may_raise as eqn_may_raise
 
 __all__ = ["plan_inplace_writes", "sharing_memory", "source_key", "step_inputs",
-           "step_reads"]
+           "step_reads", "may_raise"]
+
+def may_raise(step) -> bool:
+    """Whether a plan step may raise on the values it gets at run time
+    (:func:`value_checks.may_raise` of its equation; a fused group never does)."""
+    if step.kind == "group" or step.eqn is None:
+        return False
+    return eqn_may_raise(step.eqn)
 
 
 def source_key(src) -> tuple:
@@ -53,11 +67,12 @@ def plan_inplace_writes(graph: Graph, steps: list, keep: list) -> dict:
     ends = {id(v) for v in graph.outputs} | {id(v) for v in keep} | {
         id(v) for _, v in graph.grad_sets if v is not None}
     written = [v for _, v in graph.writes]
+    last_risky = max((k for k, s in enumerate(steps) if may_raise(s)), default=-1)
     out: dict = {}
     for src, v in graph.writes:
         d = by_source.get(source_key(src))
         k = producer_step.get(id(v))
-        if d is None or k is None or id(v) in ends or written.count(v) != 1:
+        if d is None or k is None or id(v) in ends or written.count(v) != 1 or k < last_risky:
             continue
         group = steps[k].group
         if (group.reductions or tuple(v.shape) != tuple(d.shape) or

@@ -16,6 +16,7 @@ from ..devices import array_namespace, as_array
 from ..trace.interpreter import run_eqn
 from ..trace.ir import Eqn, Graph, Lit, Var, is_effect
 from .pool_relu import pool_before_relu
+from .value_checks import may_raise
 
 __all__ = ["optimize", "dce", "cse", "fold_views", "fold_constants", "transpose_matmuls",
            "transposed_product_exact", "cancel_transposes",
@@ -174,14 +175,15 @@ def dce(graph: Graph, keep=()) -> None:
     """Drop equations whose values nothing needs. Effect equations are always needed, and
     so are random draws: each advances its generator, as the eager call's did, whether or
     not its value is read (a dropout in a discarded branch, a draw overwritten by
-    ``uniform_``), so later draws -- in the call and after it -- stay eager's."""
+    ``uniform_``), so later draws -- in the call and after it -- stay eager's. So are
+    equations that may raise on their values (``value_checks``): eager mode raises there."""
     live = {id(v) for v in graph.outputs if isinstance(v, Var)}
     live |= {id(v) for v in keep}
     live |= {id(v) for _, v in graph.writes}
     live |= {id(v) for _, v in graph.grad_sets if v is not None}
     out = []
     for e in reversed(graph.eqns):
-        if id(e.out) in live or is_effect(e) or e.op == "random":
+        if id(e.out) in live or is_effect(e) or e.op == "random" or may_raise(e):
             out.append(e)
             live |= {id(i) for i in e.ins if isinstance(i, Var)}
     graph.eqns = list(reversed(out))

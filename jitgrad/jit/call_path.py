@@ -59,6 +59,8 @@ def entry_run(entry, grad_enabled: bool, flat: list) -> Callable[[Any], Any]:
     else:
         ret = f"return UNFLATTEN(TREE, [{', '.join(ts)}])"
     body = ["outs = PLAN_RUN(flat)"]
+    if any(e.op == "random" for e in entry.graph.eqns):  # (a plan that raises runs again)
+        body.insert(0, "ENTRY.keep_rng()")
     if entry.spec_plan is not None and grad_enabled:  # a speculated loss (speculation.py)
         ns["SPEC_RUN"] = entry.spec_plan.run
         body = ["if ENTRY.speculating:", "    outs = SPEC_RUN(flat)"]

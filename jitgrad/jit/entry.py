@@ -109,6 +109,22 @@ class Entry:
         the traced call's tensors."""
         self.run = call_path.entry_run(self, grad_enabled, flat)
 
+    #: the generators' states before the running call (``keep_rng``), for a plan that draws
+    rng_states: list = []
+
+    def keep_rng(self) -> None:
+        """Note every generator's state before a plan that draws random numbers runs: if it
+        raises, the call runs again eagerly from these states (eager mode draws once)."""
+        from ..random import LIVE
+
+        self.rng_states = [(g, g._state()) for g in LIVE]
+
+    def restore_rng(self) -> None:
+        """Put back the states :meth:`keep_rng` noted (nothing when the plan draws none)."""
+        for g, state in self.rng_states:
+            g._restore(state)
+        self.rng_states = []
+
     def committed(self) -> bool:
         """Whether the call that just raised had started to change state outside its plan
         (``Plan.committed``: then it cannot run again eagerly). A speculated call runs the

@@ -26,6 +26,7 @@ from .. import config
 from .._thread_modes import AUTOCASTING
 from ..amp.autocast_mode import autocasting
 from ..autograd import grad_mode
+from ..autograd.anomaly import MODE as _ANOMALY
 from ..compiler.autodiff import differentiable, trace_backward
 from ..compiler.joint import speculation_blocker
 from ..compiler.kernel_desc import unsupported_float
@@ -92,6 +93,7 @@ class CompiledFunction:
         self.last_retrace_reason: str | None = None
         self._warned = False
         self._warned_autocast = False
+        self._warned_anomaly = False
         self._last_key = None
         self._fast = None  # call_path's fast path of the last entry hit
         self._lock = threading.RLock()  # one trace at a time; plans run concurrently
@@ -142,10 +144,12 @@ class CompiledFunction:
                     return out
                 failed = None
             if failed is not None:
-                return self._plan_raised(failed, args, kwargs)
+                return self._plan_raised(failed, fast.entry, args, kwargs)
         self.stats["calls"] += 1
         if _TRACE.tracer is not None:  # nested compiled call: inline into the outer trace
             return self.fn(*args, **kwargs)
+        if _ANOMALY[0]:  # (entries are traced with it off: their fast paths miss here)
+            return self._anomaly_eager(args, kwargs)
         key = None
         tensor_args = False  # positional tensors only: the generated fast path applies
         if not kwargs:  # the common case, tensor arguments only: the key in one pass
@@ -201,14 +205,16 @@ class CompiledFunction:
             if entry.committed():
                 raise
             failed = exc
-        return self._plan_raised(failed, args, kwargs)
+        return self._plan_raised(failed, entry, args, kwargs)
 
-    def _plan_raised(self, exc: Exception, args: tuple, kwargs: dict):
+    def _plan_raised(self, exc: Exception, entry, args: tuple, kwargs: dict):
         """A compiled call whose plan raised (an index out of range, a failed value check)
         before changing anything outside it runs again eagerly: eager mode's error, with
         eager mode's effects up to it (``zero_grad()``'s ``.grad = None``, which a plan sets
-        only at its end). Should eager mode not raise, its result is returned, with a
-        warning: the plan and eager mode disagree (a jitgrad bug)."""
+        only at its end), from the random states the plan started with. Should eager mode
+        not raise, its result is returned, with a warning: the plan and eager mode disagree
+        (a jitgrad bug)."""
+        entry.restore_rng()
         self.stats["eager_after_error"] = self.stats.get("eager_after_error", 0) + 1
         _log("recompiles", f"{self.__name__}: the plan raised {type(exc).__name__}: {exc}; "
              "the call runs eagerly")
@@ -217,6 +223,17 @@ class CompiledFunction:
                       f"{type(exc).__name__}: {exc}, where eager mode does not; this call ran "
                       "eagerly (please report it)", RuntimeWarning, stacklevel=3)
         return result
+
+    def _anomaly_eager(self, args: tuple, kwargs: dict):
+        """A call under anomaly detection runs eagerly: its checks (a NaN gradient, the
+        forward stack of a failing node) are eager mode's, node by node (warned once)."""
+        self.stats["anomaly_eager"] = self.stats.get("anomaly_eager", 0) + 1
+        if not self._warned_anomaly:
+            self._warned_anomaly = True
+            warnings.warn(f"jitgrad.compile: {self.__name__} runs eagerly while anomaly "
+                          "detection is on (autograd.detect_anomaly / set_detect_anomaly), "
+                          "which checks each backward node", UserWarning, stacklevel=3)
+        return self.fn(*args, **kwargs)
 
     def _numbers_given_up(self, key) -> bool:
         """Whether a new signature ``key`` is one more of calls that differ only in Python

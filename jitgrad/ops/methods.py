@@ -245,6 +245,11 @@ def _check_uniform(self, a=0.0, b=1.0) -> None:
 def _check_bernoulli(self, p=0.5) -> None:
     if isinstance(p, numbers.Real) and not 0.0 <= p <= 1.0:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+    if isinstance(p, Tensor):  # (checked at every call of a compiled function too)
+        from ..trace.effects import run_check
+        from .sampling_and_sets import _bernoulli_error, _outside_unit
+
+        run_check(p, _outside_unit, _bernoulli_error, "bernoulli_'s probability check")
 
 
 def _new_factory(fn):

@@ -122,6 +122,8 @@ class Tracer:
         self.inner_leaves: set[int] = set()  # ids of leaves the call made whose .grad it set
         self.strided_inputs = False  # an argument neither C- nor F-contiguous
         self.detached: dict = {}  # id -> weak reference of the tensors the call's detach() made
+        # id(detached) -> (weak reference to it, weak reference to the tensor it detaches)
+        self.detach_origins: dict = {}
         self.backward_runs = 0
         self.n = 0
         self.escape_policy = "error"
@@ -211,9 +213,22 @@ class Tracer:
                 "with jitgrad ops, or pass it in as an argument (a graph break: the call "
                 "runs eagerly; fullgraph=True raises)"))
             return self._new_var(arr, "op")
-        src = Source("tensor", obj=t, name=self.names.get(id(t)) or
+        obj = self._origin(t, arr)
+        src = Source("tensor", obj=obj, name=self.names.get(id(obj)) or
                      f"captured{len(self.graph.externals)}")
         return self._add_external(arr, src)
+
+    def _origin(self, t, arr):
+        """The tensor a plan reads ``arr`` from: ``t``, or -- ``t`` being a ``detach()`` /
+        ``.data`` the call made of a tensor from outside -- that tensor (a temporary alias
+        would be read at every call, and the outside tensor, its array seen as the call's
+        own, would be taken for a leaf of the call: its ``.grad`` never set)."""
+        refs = self.detach_origins.get(id(t))
+        if refs is not None and refs[0]() is t:
+            o = refs[1]()
+            if o is not None and o._data is arr:
+                return o
+        return t
 
     def _add_external(self, arr: np.ndarray, src: Source) -> Var:
         """Register ``arr`` as an external value the plan reads from ``src`` at every call."""
@@ -411,11 +426,13 @@ class Tracer:
         if not self.made_in_call(t):
             self.graph_break("requires_grad of a tensor that exists outside the call changes")
 
-    def on_detach(self, t) -> None:
-        """``t`` is a ``detach()`` made by the call (over another tensor's array). Held by a
-        weak reference: a strong one would count as an outside holder of its array
-        (``escaped_values``)."""
+    def on_detach(self, t, of=None) -> None:
+        """``t`` is a ``detach()`` (or ``.data``) made by the call over the array of tensor
+        ``of``. Held by weak references: a strong one would count as an outside holder of its
+        array (``escaped_values``)."""
         self.detached[id(t)] = weakref.ref(t)
+        if of is not None:
+            self.detach_origins[id(t)] = (weakref.ref(t), weakref.ref(of))
 
     def made_in_call(self, t) -> bool:
         """Whether tensor ``t`` was made by the traced call (by an op, a factory, a
