@@ -46,18 +46,21 @@ def _assert_same(a: list, b: list) -> None:
             assert x == y
 
 
-def _run_steps(compiled: bool, call) -> tuple:
-    """Two good steps, one with a bad target, one more good step: the error and the state
-    after the bad call and at the end."""
-    model, opt = _model_and_opt()
-
+def _step(model, opt):
     def step(x, y):
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         return loss
+    return step
 
+
+def _run_steps(compiled: bool, call) -> tuple:
+    """Two good steps, one with a bad target, one more good step: the error and the state
+    after the bad call and at the end."""
+    model, opt = _model_and_opt()
+    step = _step(model, opt)
     f = jg.compile(step) if compiled else step
     x = jg.randn(5, 4, generator=jg.Generator().manual_seed(1))
     call(f, x, GOOD)
@@ -216,15 +219,6 @@ def _error_after_the_step():
         return loss
     return model, opt, step
 
-
-def _step(model, opt):
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
 
 
 @pytest.mark.parametrize("make", [_dropout_model, _batch_norm_model, _adam_model,
