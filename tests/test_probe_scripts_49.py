@@ -88,6 +88,8 @@ _KEYWORDS = {
     "reshape": lambda M, x: x.reshape(shape=(3, 2)),
     "reshape_function": lambda M, x: M.reshape(x, shape=(3, 2)),
     "view": lambda M, x: x.view(size=(3, 2)),
+    "expand": lambda M, x: x[:1].expand(size=(2, 3)),
+    "type_as": lambda M, x: x.type_as(other=M.ones(1, dtype=M.float64)).reshape(3, 2),
 }
 
 
@@ -100,6 +102,8 @@ def test_pytorchs_keyword_names_of_sizes_and_dims(name):
                   "repeat": [[0, 1, 2], [3, 4, 5]] * 2, "reshape": [[0, 1], [2, 3], [4, 5]]}
     positional["permute_function"] = positional["permute"]
     positional["reshape_function"] = positional["view"] = positional["reshape"]
+    positional["type_as"] = positional["reshape"]
+    positional["expand"] = [[0, 1, 2]] * 2
     assert got.tolist() == positional[name]
     try:
         import torch

@@ -342,7 +342,8 @@ METHODS = {
     "to": _to, "float": _conv(dtypes.float32), "double": _conv(dtypes.float64),
     "half": _conv(dtypes.float16), "bfloat16": _conv(dtypes.bfloat16),
     "int": _conv(dtypes.int32), "long": _conv(dtypes.int64),
-    "bool": _conv(dtypes.bool_), "type": _type, "type_as": lambda self, o: _type(self, o.type()),
+    "bool": _conv(dtypes.bool_), "type": _type,
+    "type_as": lambda self, other: _type(self, other.type()),
     "cpu": _cpu, "cuda": _cuda, "is_pinned": _is_pinned,
     # in-place writes
     "fill_": _fill_, "zero_": _zero_, "copy_": _copy_,

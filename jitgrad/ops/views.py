@@ -242,9 +242,9 @@ EXPAND = defop(name="expand", kind=MOVEMENT, inputs=("a",), params=("shape", "in
 
 
 @api(EXPAND, method="expand", export="expand")
-def expand(input: Tensor, *sizes) -> Tensor:
-    """Broadcast to ``sizes`` without copying (-1 keeps a dim)."""
-    sizes = as_shape(sizes)
+def expand(input: Tensor, *sizes, size=None) -> Tensor:
+    """Broadcast to ``sizes`` (or ``size=``) without copying (-1 keeps a dim)."""
+    sizes = as_shape(keyword_sizes(sizes, size, "expand", "size"))
     s = input._data.shape
     if len(sizes) < len(s):
         raise RuntimeError(
