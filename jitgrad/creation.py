@@ -11,7 +11,7 @@ import numpy as np
 
 from . import devices, dtypes
 from .random import rng
-from .shapes import as_shape
+from .shapes import as_shape, broadcast_sizes
 from .tensor import Tensor, wrap
 from .trace.numpy_args import base_array
 from .trace.state import STATE as _TRACE
@@ -498,17 +498,6 @@ def _check_std(std: float) -> None:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
 
 
-def _broadcast_pair(a: tuple, b: tuple) -> tuple:
-    """The broadcast of shapes ``a`` (mean's) and ``b`` (std's), with PyTorch's message."""
-    n = max(len(a), len(b))
-    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y and x != 1 and y != 1:
-            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
-                               f"({y}) at non-singleton dimension {i}")
-    return tuple(x if y == 1 else y for x, y in zip(a, b))
-
-
 def normal(mean=None, std=None, size=None, *, generator=None, out=None, dtype=None,
            layout=None, device=None, pin_memory: bool = False,
            requires_grad: bool = False) -> Tensor:
@@ -581,7 +570,7 @@ def _normal_tensors(mean, std, generator) -> Tensor:
     if s_t is None:
         _check_std(float(std))
     if m_t is not None and s_t is not None:
-        shape = _broadcast_pair(tuple(m_t.shape), tuple(s_t.shape))
+        shape = broadcast_sizes(tuple(m_t.shape), tuple(s_t.shape))
     else:
         shape = tuple(like.shape)
     for t in (m_t, s_t):

@@ -36,6 +36,19 @@ def broadcast_shapes(a: Shape, b: Shape, op: str = "") -> Shape:
     return tuple(out)
 
 
+def broadcast_sizes(a: Shape, b: Shape) -> Shape:
+    """The broadcast of shapes ``a`` and ``b`` with PyTorch's own message when they do not
+    broadcast ("The size of tensor a (2) must match the size of tensor b (3) at
+    non-singleton dimension 0")."""
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
+                               f"({y}) at non-singleton dimension {i}")
+    return tuple(x if y == 1 else y for x, y in zip(a, b))
+
+
 def broadcast_many(shapes: Sequence[Shape], op: str = "") -> Shape:
     """Broadcast any number of shapes."""
     out: Shape = ()

@@ -77,6 +77,8 @@ class Plan:
         #: call that raises before that changed nothing (``CompiledFunction`` then runs it
         #: eagerly, for eager mode's error and effects)
         self.committed = [0]
+        #: whether an equation other than a check acts outside (the reference ``run``)
+        self._effect_eqns = int(any(is_effect(e) and e.op != "check" for e in graph.eqns))
         ins = list(graph.inputs) + list(graph.externals)
         self.arg_slots = [(id(v), v.source.index) for v in ins
                           if v.source is not None and v.source.kind == "arg"]
@@ -305,7 +307,7 @@ class Plan:
         for v in self.other_inputs:
             env[id(v)] = v.source.read(flat)
         # (the interpreter writes nothing in place: only its effect equations act outside)
-        self.committed[0] = int(any(is_effect(e) and e.op != "check" for e in self.graph.eqns))
+        self.committed[0] = self._effect_eqns
         interpret(self.graph, env, self.keep)
         outs = [env[k].copy() if j in self.copied else env[k]
                 for j, k in enumerate(self.out_ids)]

@@ -97,8 +97,8 @@ def sum_all_small(a: np.ndarray) -> np.ndarray | None:
 
 #: ``(dtype, shape, dims, keepdim)`` of a C-contiguous host array -> what :func:`sum_float`
 #: derived for it: ``(kernel, kind, R, C, parts, partials, out_shape)``. A repeated sum (a
-#: training loop's) then skips the kind, layout and shape bookkeeping: 14 -> 8 us of a
-#: 64x128 float32 row sum, whose kernel takes 6 us.
+#: training loop's) then skips the kind, layout and shape bookkeeping (and the imports): 14
+#: -> 9 us of a 64x128 float32 row sum, whose kernel takes 6 us.
 _layouts: dict = {}
 _LAYOUTS_MAX = 512
 
@@ -110,18 +110,12 @@ def sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float = 1.0) -> 
     if type(a) is np.ndarray and a.flags.c_contiguous:
         lay = _layouts.get((a.dtype, a.shape, dims, keepdim))
         if lay is not None and use_kernels():
-            fn, kind, R, C, parts, n_partials, out_shape = lay
+            fn, kind, R, C, parts, n_partials, out_shape, finish = lay
             r = np.empty(n_partials)
             run_sized(fn, parts, a.size, (R, C, a.reshape(-1), r) if kind != "all" else
                       (a.size, a.reshape(-1), r))
-            return _finish_sum(r, kind, scale, a.dtype, out_shape)
+            return finish(r, kind, scale, a.dtype, out_shape)
     return _sum_float(a, dims, keepdim, scale)
-
-
-def _finish_sum(partials, kind, scale, dtype, shape):
-    from ..compiler.kernels import finish_sum
-
-    return finish_sum(partials, kind, scale, dtype, shape)
 
 
 def _sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float) -> np.ndarray:
@@ -160,6 +154,6 @@ def _sum_float(a: np.ndarray, dims: tuple, keepdim: bool, scale: float) -> np.nd
     if key is not None:
         if len(_layouts) >= _LAYOUTS_MAX:
             _layouts.clear()
-        _layouts[key] = (fn, kind, R, C, parts, r.size, out_shape)
+        _layouts[key] = (fn, kind, R, C, parts, r.size, out_shape, finish_sum)
     return finish_sum(r, kind, scale, dt, out_shape)
 

@@ -43,6 +43,14 @@ __all__ = [
 ]
 
 
+def _named(fn, name: str, inplace: bool, what: str):
+    """``fn`` named ``name``, documented as ``what`` and what it returns."""
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = what + (" In place: returns ``self``." if inplace else
+                         " Returns a tuple of new tensors.")
+    return fn
+
+
 # ------------------------------------------------------------------- argument checks
 def _tensor_list(name: str, self, position: int = 0) -> Sequence[Tensor]:
     """``self`` checked as PyTorch's ``Tensor[]`` argument: a list or tuple of tensors, not
@@ -172,14 +180,10 @@ def _arith(op: str, inplace: bool, with_alpha: bool):
     else:
         def fn(self: _TensorList, other: _ScalarArg):
             return run(self, other, None)
-    fn.__name__ = fn.__qualname__ = name
     what = (f"``self[i] {_SYMBOLS[op]} other``"
             + (" (``other`` times ``alpha`` for tensor forms)" if with_alpha else ""))
-    fn.__doc__ = (f"{what} for each tensor of ``self``; ``other``: a number, a list of numbers, "
-                  f"a list of tensors or a 0-d tensor. "
-                  + ("In place: returns ``self``." if inplace else
-                     "Returns a tuple of new tensors."))
-    return fn
+    return _named(fn, name, inplace, f"{what} for each tensor of ``self``; ``other``: a "
+                  "number, a list of numbers, a list of tensors or a 0-d tensor.")
 
 
 _foreach_add = _arith("add", False, True)
@@ -215,12 +219,8 @@ def _bounded(op: str, inplace: bool):
                 out.append(getattr(t, clamp + ("_" if inplace else ""))(o))
         return self if inplace else tuple(out)
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"``{op}(self[i], other)`` for each tensor of ``self``; ``other``: a number, "
-                  f"a list of numbers or a list of tensors. "
-                  + ("In place: returns ``self``." if inplace else
-                     "Returns a tuple of new tensors."))
-    return fn
+    return _named(fn, name, inplace, f"``{op}(self[i], other)`` for each tensor of ``self``; "
+                  "``other``: a number, a list of numbers or a list of tensors.")
 
 
 _foreach_maximum = _bounded("maximum", False)
@@ -267,12 +267,8 @@ def _lerp(inplace: bool):
         out = tuple(getattr(t, method)(e, w) for t, e, w in zip(self, ends, weights))
         return self if inplace else out
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = ("``self[i] + weight * (tensors1[i] - self[i])`` for each tensor (``weight``: "
-                  "a number, a list of numbers or a list of tensors). "
-                  + ("In place: returns ``self``." if inplace else
-                     "Returns a tuple of new tensors."))
-    return fn
+    return _named(fn, name, inplace, "``self[i] + weight * (tensors1[i] - self[i])`` for "
+                  "each tensor (``weight``: a number, a list of numbers or a list of tensors).")
 
 
 _foreach_lerp = _lerp(False)
@@ -312,12 +308,9 @@ def _pointwise(op: str, inplace: bool):
                     for t, a, b, v in zip(self, t1, t2, values))
         return self if inplace else out
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"``self[i] + value * tensor1[i] {sign} tensor2[i]`` for each tensor "
-                  f"(``value``: a number, a list of numbers or a 1-D tensor of them). "
-                  + ("In place: returns ``self``." if inplace else
-                     "Returns a tuple of new tensors."))
-    return fn
+    return _named(fn, name, inplace, f"``self[i] + value * tensor1[i] {sign} tensor2[i]`` "
+                  "for each tensor (``value``: a number, a list of numbers or a 1-D tensor of "
+                  "them).")
 
 
 _foreach_addcmul = _pointwise("addcmul", False)

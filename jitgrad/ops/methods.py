@@ -17,6 +17,7 @@ import numpy as np
 from .. import devices, dtypes
 from ..autograd import grad_mode
 from ..memory_format import has_layout, preserve_format
+from ..shapes import broadcast_sizes
 from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
 from . import movement as M
@@ -181,13 +182,7 @@ def _check_copy_shapes(dst: tuple, src: tuple) -> None:
     """PyTorch's errors for a ``copy_`` source that does not broadcast to the destination."""
     if dst == src:
         return
-    n = max(len(dst), len(src))
-    a, b = (1,) * (n - len(dst)) + dst, (1,) * (n - len(src)) + src
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y and x != 1 and y != 1:
-            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
-                               f"({y}) at non-singleton dimension {i}")
-    full = tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(a, b))
+    full = broadcast_sizes(dst, src)
     if full != dst:
         raise RuntimeError(f"output with shape {list(dst)} doesn't match the broadcast shape "
                            f"{list(full)}")

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 
 from ...devices import array_namespace
+from ...shapes import broadcast_sizes
 from ...tensor import Tensor
 
 __all__ = ["reduction_arg", "broadcast_pair", "reduce_loss", "grad_scale"]
@@ -35,17 +36,7 @@ def broadcast_pair(input: Tensor, target: Tensor) -> tuple:
         f"Using a target size (jitgrad.Size({list(st)})) that is different to the input size "
         f"(jitgrad.Size({list(si)})). This will likely lead to incorrect results due to "
         "broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=3)
-    try:
-        shape = np.broadcast_shapes(si, st)
-    except ValueError:
-        for k in range(1, max(len(si), len(st)) + 1):
-            a = si[-k] if k <= len(si) else 1
-            b = st[-k] if k <= len(st) else 1
-            if a != b and a != 1 and b != 1:
-                raise RuntimeError(
-                    f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
-                    f"non-singleton dimension {max(len(si), len(st)) - k}") from None
-        raise
+    shape = broadcast_sizes(si, st)
     return input.expand(*shape), target.expand(*shape)
 
 
