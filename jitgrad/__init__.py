@@ -129,6 +129,7 @@ from .ops.as_strided import as_strided
 # dropout, layer_norm, embedding...; asarray, mode, exp_, strided, gradient...; t_copy...
 from .ops.legacy_linalg import *  # noqa: F403
 from .ops.nn_namespace import *  # noqa: F403
+from .ops.numpy_names import accept_numpy_names as _accept_numpy_names
 from .ops.tensor_extras import detach, is_nonzero, is_same_size, is_signed, nonzero
 from .ops.torch_namespace import *  # noqa: F403
 from .ops.view_copies import *  # noqa: F403
@@ -211,6 +212,8 @@ _clash = sorted(set(_OP_EXPORTS) & set(globals()))
 if _clash:
     raise ImportError(f"jitgrad names declared as op exports and by hand: {_clash}")
 globals().update(_OP_EXPORTS)
+# jitgrad.sum(x, axis=1, keepdims=True): NumPy's names, as PyTorch's parser takes them
+_accept_numpy_names(globals())
 
 
 class _TracePackage(type(sys)):

@@ -1,4 +1,5 @@
-/* jitgrad._fastops: the eager arithmetic operators' common case in C.
+/* jitgrad._fastops: the eager arithmetic operators' common case in C (and ``renamer``, the
+ * forwarding that lets functions take NumPy's argument names, near the end).
  *
  * ``x + y``, ``x - y``, ``x * y``, ``x / y`` (and ``other - x``) on a CPU tensor of float32 or
  * float64, C-contiguous and aligned, fewer than HOT_MIN_SIZE elements, with a tensor of
@@ -469,6 +470,148 @@ static PyTypeObject FastOpType = {
     .tp_setattro = PyObject_GenericSetAttr,
 };
 
+/* ------------------------------------------------------------------ NumPy's names
+ * PyTorch's argument parser takes NumPy's names for some parameters (``axis`` for ``dim``,
+ * ``keepdims`` for ``keepdim``). A ``renamer`` holds a function and a dict of such names
+ * ({"axis": "dim", ...}) and calls the function with the keywords renamed; a call without
+ * keywords goes straight through (one vectorcall). Like the operators it is a method
+ * descriptor, so ``x.sum(1)`` calls it with ``x`` first and no bound method. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *fn;       /* the function called */
+    PyObject *names;    /* {NumPy's name: PyTorch's name} */
+    PyObject *dict;     /* __name__, __doc__, __wrapped__... */
+} Renamer;
+
+static PyObject *
+renamer_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Renamer *r = (Renamer *)callable;
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *renamed = NULL;
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        PyObject *to = PyDict_GetItemWithError(r->names, name);
+        if (to == NULL) {
+            if (PyErr_Occurred()) {
+                Py_XDECREF(renamed);
+                return NULL;
+            }
+            continue;
+        }
+        /* both spellings given: PyTorch's parser rejects NumPy's name */
+        int both = PySequence_Contains(kwnames, to);
+        if (both != 0) {
+            if (both > 0) {
+                PyObject *qn = PyObject_GetAttrString(callable, "__name__");
+                if (qn != NULL) {
+                    PyErr_Format(PyExc_TypeError, "%U() got an unexpected keyword argument '%U'",
+                                 qn, name);
+                    Py_DECREF(qn);
+                }
+            }
+            Py_XDECREF(renamed);
+            return NULL;
+        }
+        if (renamed == NULL) {
+            renamed = PyTuple_New(nkw);
+            if (renamed == NULL)
+                return NULL;
+            for (Py_ssize_t j = 0; j < nkw; j++)
+                PyTuple_SET_ITEM(renamed, j, Py_NewRef(PyTuple_GET_ITEM(kwnames, j)));
+        }
+        Py_SETREF(((PyTupleObject *)renamed)->ob_item[i], Py_NewRef(to));
+    }
+    if (renamed == NULL)
+        return PyObject_Vectorcall(r->fn, args, nargsf, kwnames);
+    PyObject *res = PyObject_Vectorcall(r->fn, args, nargsf, renamed);
+    Py_DECREF(renamed);
+    return res;
+}
+
+static int
+renamer_traverse(Renamer *r, visitproc visit, void *arg)
+{
+    Py_VISIT(r->fn);
+    Py_VISIT(r->names);
+    Py_VISIT(r->dict);
+    return 0;
+}
+
+static int
+renamer_clear(Renamer *r)
+{
+    Py_CLEAR(r->fn);
+    Py_CLEAR(r->names);
+    Py_CLEAR(r->dict);
+    return 0;
+}
+
+static void
+renamer_dealloc(Renamer *r)
+{
+    PyObject_GC_UnTrack(r);
+    renamer_clear(r);
+    Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static PyObject *
+renamer_repr(Renamer *r)
+{
+    return PyUnicode_FromFormat("<jitgrad function %R (also NumPy's argument names)>", r->fn);
+}
+
+static PyGetSetDef renamer_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject RenamerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "jitgrad._fastops.renamer",
+    .tp_doc = "A function that also takes NumPy's names for some arguments (axis=, keepdims=).",
+    .tp_basicsize = sizeof(Renamer),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_vectorcall_offset = offsetof(Renamer, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = fastop_get,
+    .tp_dictoffset = offsetof(Renamer, dict),
+    .tp_traverse = (traverseproc)renamer_traverse,
+    .tp_clear = (inquiry)renamer_clear,
+    .tp_dealloc = (destructor)renamer_dealloc,
+    .tp_repr = (reprfunc)renamer_repr,
+    .tp_getset = renamer_getset,
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+};
+
+static PyObject *
+make_renamer(PyObject *mod, PyObject *args)
+{
+    PyObject *fn, *names;
+    if (!PyArg_ParseTuple(args, "OO!:renamer", &fn, &PyDict_Type, &names))
+        return NULL;
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "_fastops.renamer: fn must be callable");
+        return NULL;
+    }
+    Renamer *r = PyObject_GC_New(Renamer, &RenamerType);
+    if (r == NULL)
+        return NULL;
+    r->vectorcall = renamer_vectorcall;
+    r->fn = Py_NewRef(fn);
+    r->names = PyDict_Copy(names);
+    r->dict = NULL;
+    if (r->names == NULL) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    PyObject_GC_Track(r);
+    return (PyObject *)r;
+}
+
 /* whether nodes of ``type`` can be filled by OpNode's slot offsets (a subclass without
  * another layout); raises TypeError if not */
 static int
@@ -839,6 +982,8 @@ static PyMethodDef methods[] = {
     {"operator", make_operator, METH_VARARGS,
      "operator(kind, op, node_class, save_a, save_b, fallback) -> the C operator (save_a, "
      "save_b: 0 nothing, 1 saved, 2 saved when the other operand requires grad)"},
+    {"renamer", make_renamer, METH_VARARGS,
+     "renamer(fn, {numpy_name: name}) -> fn, also taking NumPy's names for its keywords"},
     {"setup_unary", setup_unary, METH_VARARGS,
      "setup_unary(info_dict, fallback): unary(op, a[, params]) falls back to "
      "fallback(op, a[, params])"},
@@ -859,7 +1004,7 @@ PyMODINIT_FUNC
 PyInit__fastops(void)
 {
     import_array();
-    if (PyType_Ready(&FastOpType) < 0)
+    if (PyType_Ready(&FastOpType) < 0 || PyType_Ready(&RenamerType) < 0)
         return NULL;
     str_enabled = PyUnicode_InternFromString("enabled");
     str_output_nr = PyUnicode_InternFromString("_output_nr");

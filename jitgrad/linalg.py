@@ -53,6 +53,7 @@ from .ops.matrix_functions import (
 )
 from .ops.matrix_functions import linalg_norm as norm
 from .ops.norms import vector_norm
+from .ops.numpy_names import accept_numpy_names
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "multi_dot", "cross", "inv", "det",
            "slogdet", "solve", "cholesky", "matrix_power", "vecdot", "svd", "svdvals", "qr",
@@ -60,3 +61,6 @@ __all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "multi_dot", "cross",
            "matrix_exp", "cholesky_ex", "inv_ex", "LinAlgError", "cond", "vander", "diagonal",
            "tensorinv", "tensorsolve", "solve_ex", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
            "householder_product"]
+
+# NumPy's names (axis=, keepdims=), as PyTorch's parser takes them
+accept_numpy_names(globals())

@@ -6,12 +6,14 @@ PyTorch's (which uses a Mersenne twister with its own transforms).
 
 from __future__ import annotations
 
+import contextlib
 import weakref
+from collections.abc import Iterator
 
 import numpy as np
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
-           "get_rng_state", "set_rng_state"]
+           "get_rng_state", "set_rng_state", "fork_rng"]
 
 _DEFAULT_SEED = 67280421310721  # PyTorch's default CPU seed
 #: every live Generator: jitgrad.compile restores their states after tracing a call (the
@@ -109,6 +111,40 @@ def set_rng_state(new_state) -> None:
     from .rng_state import set_rng_state as set_
 
     set_(new_state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled: bool = True, _caller: str = "fork_rng",
+             _devices_kw: str = "devices", device_type: str | None = None) -> Iterator[None]:
+    """PyTorch's ``torch.random.fork_rng``: the default generator's state (seed included) is
+    saved on entry and restored on exit, so the random numbers drawn inside do not change
+    the stream outside. ``enabled=False`` (or ``device_type="meta"``) forks nothing.
+
+    jitgrad draws CUDA tensors' random numbers from this same host generator (see
+    ``jitgrad.cuda.manual_seed``), so forking it forks theirs too: ``devices`` (device
+    indices) are accepted and need no state of their own.
+
+    >>> import jitgrad
+    >>> _ = jitgrad.manual_seed(0)
+    >>> with jitgrad.random.fork_rng():
+    ...     _ = jitgrad.rand(3)
+    >>> a = jitgrad.rand(3)
+    >>> _ = jitgrad.manual_seed(0)
+    >>> bool((jitgrad.rand(3) == a).all())
+    True
+    """
+    if device_type == "meta" or not enabled:
+        yield
+        return
+    if devices is not None:
+        list(devices)  # (PyTorch traverses it: a generator argument is consumed here too)
+    gen = default_generator
+    state, seed_ = gen._state(), gen._seed
+    try:
+        yield
+    finally:
+        gen._restore(state)
+        gen._seed = seed_
 
 
 def rng(generator: Generator | None) -> np.random.Generator:

@@ -13,7 +13,8 @@ def fmt_shape(shape: Sequence[int]) -> str:
 
 
 def broadcast_shapes(a: Shape, b: Shape, op: str = "") -> Shape:
-    """NumPy/PyTorch broadcast of two shapes; the error names the op and both shapes."""
+    """NumPy/PyTorch broadcast of two shapes, with PyTorch's error when they do not
+    (:func:`broadcast_error`; ``op`` is not part of it, as in PyTorch's)."""
     if a == b:
         return a
     na, nb = len(a), len(b)
@@ -27,26 +28,31 @@ def broadcast_shapes(a: Shape, b: Shape, op: str = "") -> Shape:
         elif da == 1:
             out.append(db)
         else:
-            where = f"{op}: " if op else ""
-            raise RuntimeError(
-                f"{where}shapes {fmt_shape(a)} and {fmt_shape(b)} cannot be broadcast: "
-                f"the size of tensor a ({da}) must match the size of tensor b ({db}) at "
-                f"non-singleton dimension {i}"
-            )
+            raise broadcast_error(a, b)
     return tuple(out)
+
+
+def broadcast_error(a: Shape, b: Shape) -> RuntimeError:
+    """PyTorch's error for shapes ``a`` and ``b`` that do not broadcast (``infer_size``): the
+    first mismatch from the trailing dimension, numbered in the broadcast shape ("The size of
+    tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1")."""
+    na, nb = len(a), len(b)
+    n = max(na, nb)
+    for i in range(n - 1, -1, -1):
+        off = n - 1 - i
+        da = a[na - 1 - off] if na - 1 - off >= 0 else 1
+        db = b[nb - 1 - off] if nb - 1 - off >= 0 else 1
+        if da != db and da != 1 and db != 1:
+            return RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b "
+                                f"({db}) at non-singleton dimension {i}")
+    return RuntimeError(f"shapes {fmt_shape(a)} and {fmt_shape(b)} cannot be broadcast")
 
 
 def broadcast_sizes(a: Shape, b: Shape) -> Shape:
     """The broadcast of shapes ``a`` and ``b`` with PyTorch's own message when they do not
     broadcast ("The size of tensor a (2) must match the size of tensor b (3) at
     non-singleton dimension 0")."""
-    n = max(len(a), len(b))
-    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y and x != 1 and y != 1:
-            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
-                               f"({y}) at non-singleton dimension {i}")
-    return tuple(x if y == 1 else y for x, y in zip(a, b))
+    return broadcast_shapes(tuple(a), tuple(b))
 
 
 def broadcast_many(shapes: Sequence[Shape], op: str = "") -> Shape:

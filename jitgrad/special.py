@@ -37,6 +37,7 @@ from .ops.bessel_polynomials import (
 )
 from .ops.math_functions import erf, expm1, log1p
 from .ops.math_functions import sigmoid as expit
+from .ops.numpy_names import accept_numpy_names
 from .ops.pointwise_composites import sinc
 from .ops.rounding import round
 from .ops.softmax_ops import log_softmax, logsumexp, softmax
@@ -77,3 +78,6 @@ __all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit",
            "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w",
            "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
            "legendre_polynomial_p"]
+
+# NumPy's names (axis=, keepdims=), as PyTorch's parser takes them
+accept_numpy_names(globals())

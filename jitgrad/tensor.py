@@ -137,6 +137,9 @@ class Tensor:
     _views_prune_at = 32    # the length of _views at which dead references are dropped
     _view_kind = None       # "grad" / "no_grad": a view made by a view op in that grad
     #                         mode (detach() and .data make none: their writes keep histories)
+    _multi_view = None      # an output of unbind/split/chunk made in grad mode (or a view
+    #                         of one): ("Unbind", output index), or True for a view of one;
+    #                         PyTorch forbids in-place ops on them under autograd
     _output_nr = 0          # which output of grad_fn this tensor is
     _retains_grad = False
     _hooks = None           # leaf tensor hooks: _HookDict id -> fn
@@ -311,6 +314,8 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
         if self._grad_fn is not None:
+            if value:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables.")
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use a "
                 "computed variable in a subgraph that doesn't require differentiation use "
@@ -324,9 +329,19 @@ class Tensor:
         self._requires_grad = value
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        """Set ``requires_grad`` in place and return self."""
+        """Set ``requires_grad`` in place and return self (on a tensor with history, only
+        ``True``: nothing to change, as PyTorch's)."""
+        if requires_grad and self._grad_fn is not None:
+            return self
         self.requires_grad = requires_grad
         return self
+
+    def is_inference(self) -> bool:
+        """Whether this is an inference tensor: always False. jitgrad's ``inference_mode``
+        is ``no_grad`` (tensors made under it are normal tensors: flagging each one would
+        cost every op a check), so PyTorch's restrictions on inference tensors do not
+        apply either."""
+        return False
 
     @property
     def is_leaf(self) -> bool:
@@ -613,6 +628,8 @@ def mark_view(out: Tensor, of: Tensor) -> Tensor:
         out._view_kind = "no_grad"
         return out
     out._view_kind = "grad"
+    if of._multi_view is not None:  # (a view of a multi-output view is one too)
+        out._multi_view = True
     views = base._views
     if views is None:
         base._views = [_weakref(out)]

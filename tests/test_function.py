@@ -197,8 +197,9 @@ def test_mark_dirty_in_place_function():
     y.sum().backward()
     assert base.grad.tolist() == [2.0, 2.0]
     leaf = jg.tensor([1.0], requires_grad=True)
-    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an "
-                                           "in-place operation."):
+    # (PyTorch's wording for mark_dirty: "has been used", not in-place ops' "is being used")
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad has been used in "
+                                           "an in-place operation."):
         AddOne_.apply(leaf)
 
 

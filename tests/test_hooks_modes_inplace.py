@@ -217,7 +217,7 @@ def test_modified_saved_tensor_raises_pytorchs_message():
         "operation: [jitgrad.FloatTensor [2, 2]], which is output 0 of AddBackward0, is at "
         "version 1; expected version 0 instead. Hint: enable anomaly detection to find the "
         "operation that failed to compute its gradient, with "
-        "jitgrad.autograd.set_detect_anomaly(True)."
+        "jitgrad.autograd.set_detect_anomaly(True, check_nan=False)."
     ).replace("AddBackward0", "Add")
     assert a.grad is None
 
@@ -301,11 +301,10 @@ def test_in_place_on_expanded_tensor_is_refused():
 
 
 # ------------------------------------------------------ bad input leaves state unchanged
-def test_broadcast_error_names_op_and_shapes():
+def test_broadcast_error_is_pytorchs():
     a, b = leaf(np.ones((2, 3))), leaf(np.ones(4))
-    with pytest.raises(RuntimeError, match=r"add: shapes \[2, 3\] and \[4\] cannot be broadcast: "
-                                           r"the size of tensor a \(3\) must match the size of "
-                                           r"tensor b \(4\) at non-singleton dimension 1"):
+    with pytest.raises(RuntimeError, match=r"^The size of tensor a \(3\) must match the size of "
+                                           r"tensor b \(4\) at non-singleton dimension 1$"):
         a + b
     assert a.grad is None and a._version == 0
 
@@ -314,7 +313,7 @@ def test_failed_in_place_op_changes_nothing():
     x = leaf([1.0, 2.0])
     y = x * 2
     fn, ver = y.grad_fn, y._version
-    with pytest.raises(RuntimeError, match="cannot be broadcast"):
+    with pytest.raises(RuntimeError, match="must match the size of tensor b"):
         y.add_(jg.ones(3))
     assert y.grad_fn is fn and y._version == ver and y.tolist() == [2.0, 4.0]
     y.sum().backward()

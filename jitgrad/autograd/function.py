@@ -205,6 +205,9 @@ class Function(metaclass=_FunctionMeta):
     def apply(cls, *args, **kwargs):
         ctx = make_node(cls._backward_cls, (), None, None)  # edges set once it records
         ctx._fn_cls = cls
+        tracer = _TRACE.tracer
+        if tracer is not None:  # ctx.scale = s in forward: the call's own object
+            tracer.made(ctx)
         needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         ctx.needs_input_grad = needs
         record = grad_mode.STATE.enabled and any(needs)
@@ -244,7 +247,7 @@ def _wrap_outputs(ctx, args, outputs, record):
         for t in ctx._dirty:
             if t._requires_grad and t._grad_fn is None:
                 raise RuntimeError(
-                    "a leaf Variable that requires grad is being used in an in-place operation."
+                    "a leaf Variable that requires grad has been used in an in-place operation."
                 )
         tensors = [isinstance(a, Tensor) for a in args]
         init_node(ctx, tuple(edge(a) if t else None for a, t in zip(args, tensors)),

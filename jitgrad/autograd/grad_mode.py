@@ -161,7 +161,8 @@ class _FixedMode(_GradModeContext):
 
 
 class inference_mode(_GradModeContext):
-    """Like ``no_grad`` (and flags tensors made inside as inference tensors)."""
+    """Like ``no_grad`` (tensors made inside are normal tensors: ``Tensor.is_inference()``
+    is False, and PyTorch's limits on inference tensors do not apply)."""
 
     def __new__(cls, mode=True):
         if callable(mode) and not isinstance(mode, bool):

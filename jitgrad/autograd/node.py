@@ -72,7 +72,7 @@ class HookedSaved:
                 f"inplace operation: [{self.dtype} {list(self.shape)}] is at version "
                 f"{self.vc[0]}; expected version {self.version} instead. Hint: enable anomaly "
                 "detection to find the operation that failed to compute its gradient, with "
-                "jitgrad.autograd.set_detect_anomaly(True).")
+                "jitgrad.autograd.set_detect_anomaly(True, check_nan=False).")
         t = self.unpack_hook(self.packed)
         if not isinstance(t, Tensor):
             raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got "
@@ -161,7 +161,7 @@ def _raise_modified(entry: tuple, owner: Node):
         f"inplace operation: [{tname} {shape}]{which} is at version {vc[0]}; expected "
         f"version {version} instead. Hint: enable anomaly detection to find the operation "
         "that failed to compute its gradient, with "
-        "jitgrad.autograd.set_detect_anomaly(True)."
+        "jitgrad.autograd.set_detect_anomaly(True, check_nan=False)."
     )
 
 

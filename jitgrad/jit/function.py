@@ -485,11 +485,14 @@ class CompiledFunction:
         if grad_mode.STATE.enabled and differentiable(tracer, graph, flat, out_flat):
             try:
                 grad_info = trace_backward(tracer, graph, flat, out_flat)
-            except TraceError as e:  # the backward does what a trace cannot capture (a
-                # checkpoint's recompute restoring the RNG state): this signature runs eagerly
+            except RuntimeError as e:  # the backward does what a trace cannot capture (a
+                # reentrant checkpoint's), or raises (a saved value written in place since:
+                # eager mode raises that at backward(), not at the call): this signature
+                # runs eagerly
                 tracer.undo()
                 del result, out_flat
-                why = f"its backward: {e}"
+                why = f"its backward: {e}" if isinstance(e, TraceError) else \
+                    f"its backward raises: {e}"
                 warnings.warn(f"jitgrad.compile: running {self.__name__} eagerly: {why}",
                               UserWarning, stacklevel=3)
                 self._add_entry(key, EagerEntry(why, [], closure_ids, access))

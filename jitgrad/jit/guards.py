@@ -19,8 +19,12 @@ from __future__ import annotations
 import dis
 import functools
 import hashlib
+import os
+import sys
 import threading
+import time
 import types
+import warnings
 import weakref
 from itertools import islice
 
@@ -531,6 +535,51 @@ def is_stateful(v) -> bool:
     return isinstance(v, Tensor) or _is_module(v) or hasattr(v, "param_groups")
 
 
+#: a NumPy array whose contents take at least this long to compare is named in a warning
+SLOW_ARRAY_GUARD_S = 1e-3
+_WARNED_ARRAYS: dict = {}  # id -> weak reference of the arrays warned about
+
+
+def array_digest(a: np.ndarray) -> bytes:
+    """A NumPy array's contents as a guard compares them (a 128-bit BLAKE2 digest). NumPy
+    arrays have no version counter, so an array a compiled function reads (or an attribute
+    of a module it uses) is hashed whole at every call; where that takes over
+    :data:`SLOW_ARRAY_GUARD_S`, a warning (once per array) says so and what to do."""
+    start = time.perf_counter()
+    digest = hashlib.blake2b(np.ascontiguousarray(a).view(np.uint8).reshape(-1),
+                             digest_size=16).digest()
+    spent = time.perf_counter() - start
+    if spent >= SLOW_ARRAY_GUARD_S:
+        _warn_slow_array(a, spent)
+    return digest
+
+
+def _warn_slow_array(a: np.ndarray, spent: float) -> None:
+    ref = _WARNED_ARRAYS.get(id(a))
+    if ref is not None and ref() is a:
+        return
+    try:
+        _WARNED_ARRAYS[id(a)] = weakref.ref(a)
+    except TypeError:
+        pass
+    warnings.warn(
+        f"jitgrad.compile: a guard compares the contents of a NumPy array of shape "
+        f"{list(a.shape)} and dtype {a.dtype} ({a.nbytes / 2**20:.1f} MiB) at every call of a "
+        f"compiled function ({spent * 1e3:.1f} ms each): the function reads it, or it is an "
+        "attribute of a module or object the function uses. A tensor is compared by "
+        "identity: make it one (a module buffer, or a tensor made once outside the "
+        "function), or pass it as an argument", RuntimeWarning, stacklevel=_user_level())
+
+
+def _user_level() -> int:
+    """The ``stacklevel`` that names the first frame outside jitgrad (the user's call)."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(here):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def value_state(v, depth: int = 2):
     """What a guard compares of a value Python code read while tracing: plain values by
     type and value, tensors and functions by identity, NumPy arrays by content, modules and
@@ -544,8 +593,7 @@ def value_state(v, depth: int = 2):
     if isinstance(v, np.generic):
         return (t, v.item()) if v == v else (t, "nan")
     if isinstance(v, np.ndarray):
-        return ("A", id(v), v.shape, v.dtype.str, hashlib.blake2b(
-            np.ascontiguousarray(v).view(np.uint8).reshape(-1), digest_size=16).digest())
+        return ("A", id(v), v.shape, v.dtype.str, array_digest(v))
     if isinstance(v, types.BuiltinFunctionType):  # also a bound method of a builtin object
         owner = v.__self__
         if owner is None or isinstance(owner, types.ModuleType):

@@ -483,13 +483,14 @@ class Observer:
                             getattr(owner, ch.steps[-1][1], None), Tensor):
                         continue  # self.count += 1 on a tensor: in place, the same object
                     # anything else: a store into the owner, as obj.a = v
-                    if _outside_mutable(owner):
+                    if _outside_mutable(owner) and id(owner) not in self.tracer.made_here:
                         held = Chain(ch.kind, ch.name, ch.steps[:-1], ch.line).text()
                         return self._break(f"{where}{ch.line}",
                                            f"sets attribute {ch.steps[-1][1]!r} on {held} "
                                            f"(a {type(owner).__name__} that outlives the call)")
                     continue
-                if value is not _MISSING and cut == len(ch.steps) and _outside_mutable(value):
+                if value is not _MISSING and cut == len(ch.steps) and _outside_mutable(value) \
+                        and id(value) not in self.tracer.made_here:
                     return self._break(f"{where}{ch.line}",
                                        f"{ch.write} on {ch.text()} (a {type(value).__name__} "
                                        "that outlives the call)")

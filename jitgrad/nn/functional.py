@@ -32,6 +32,7 @@ from ..ops.nnops.losses import (
 )
 from ..ops.nnops.nll import cross_entropy, nll_loss
 from ..ops.nnops.norm import batch_norm, layer_norm
+from ..ops.numpy_names import numpy_names
 from ..ops.padding import pad
 from ..ops.pooling import adaptive_avg_pool2d, avg_pool2d
 from ..ops.reduce import log_softmax as _log_softmax
@@ -57,7 +58,14 @@ from .activation_functions import (
 )
 from .attention import scaled_dot_product_attention
 from .kl_div import kl_div
-from .similarity import cosine_similarity, normalize, pairwise_distance
+from .similarity import cosine_similarity as _cosine_similarity
+from .similarity import normalize
+from .similarity import pairwise_distance as _pairwise_distance
+
+# torch.nn.functional's two bound straight to C there, so they take NumPy's names (axis=,
+# keepdims=) as PyTorch's parser does; the Python-defined rest (softmax...) do not
+cosine_similarity = numpy_names(_cosine_similarity)
+pairwise_distance = numpy_names(_pairwise_distance)
 
 # the losses of .more_losses (loaded on first use: module __getattr__ below)
 _MORE_LOSSES = ("margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",

@@ -97,7 +97,9 @@ def broadcast_tensors(*tensors) -> tuple:
     """The tensors expanded to their common shape (views)."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
-    shape = broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    from ..shapes import broadcast_many
+
+    shape = broadcast_many([tuple(t.shape) for t in tensors])  # (PyTorch's message)
     return tuple(t if tuple(t.shape) == tuple(shape) else t.expand(*shape) for t in tensors)
 
 

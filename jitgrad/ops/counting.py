@@ -19,7 +19,8 @@ __all__ = ["bincount", "histc", "searchsorted", "bucketize", "tril_indices", "tr
 
 def _on(device, array) -> Tensor:
     """``array`` (host) as a tensor on ``device``."""
-    t = wrap(np.ascontiguousarray(array))
+    a = np.asarray(array)
+    t = wrap(a if a.flags.c_contiguous else np.ascontiguousarray(a))  # (0-d stays 0-d)
     return t if device is None or device.type == "cpu" else t.to(device)
 
 
@@ -95,15 +96,22 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False,
     along its last dim; a batch of sequences matches ``input``'s leading dims) to keep it
     sorted: the first such place, or the last with ``right``."""
     seq = as_tensor_arg(sorted_sequence, "sorted_sequence")
-    scalar = not isinstance(input, Tensor)
-    vals = as_tensor_arg(input if not scalar else [input], "input")
+    vals = as_tensor_arg(input, "input")  # (a number: 0-d, and so is the result)
     how = _side(right, side)
     s = seq.detach().cpu().numpy()
     v = vals.detach().cpu().numpy()
+    if v.ndim == 0 and s.ndim != 1:
+        raise RuntimeError(
+            f"torch.searchsorted(): input value can be a scalar only when boundaries tensor "
+            f"dimension is 1, but we got boundaries tensor dim({s.ndim}) and input value's "
+            f"dim({v.ndim}) numel({v.size})")
+    if s.ndim == 0:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
+                           "dimension, but got 0 dimension")
     if sorter is not None:
         s = np.take_along_axis(s, as_tensor_arg(sorter).cpu().numpy(), -1)
     if s.ndim == 1:
-        r = np.searchsorted(s, v, side=how)
+        r = np.asarray(np.searchsorted(s, v, side=how))
     else:
         if s.shape[:-1] != v.shape[:-1]:
             raise RuntimeError(
@@ -116,8 +124,6 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False,
         r = np.stack([np.searchsorted(s2[i], v2[i], side=how) for i in range(s2.shape[0])]
                      ).reshape(v.shape)
     r = r.astype(np.int32 if out_int32 else np.int64)
-    if scalar:
-        r = r.reshape(())
     return _on(seq.device, r)
 
 

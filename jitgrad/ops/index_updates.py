@@ -301,9 +301,13 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
     if not k:  # no index: every element written
         return (input + values) if accumulate else values.expand(*input.shape).clone()
     lead, rest = tuple(input.shape[:k]), tuple(input.shape[k:])
-    from ..shapes import broadcast_many
+    from ..shapes import fmt_shape
 
-    bshape = broadcast_many([tuple(p.shape) for p in pos], "index_put")
+    try:
+        bshape = np.broadcast_shapes(*(tuple(p.shape) for p in pos))
+    except ValueError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
+                         "with shapes " + ", ".join(fmt_shape(p.shape) for p in pos)) from None
     linear = None
     stride = 1
     for p, n in zip(reversed(pos), reversed(lead)):
@@ -337,7 +341,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
                            f"got{_kind(input)} and {_kind(source)}")
     from ..shapes import broadcast_shapes
 
-    shape = tuple(broadcast_shapes(tuple(input.shape), tuple(mask.shape)))
+    shape = tuple(broadcast_shapes(tuple(mask.shape), tuple(input.shape)))  # (PyTorch's order)
     m = mask.expand(*shape).reshape(-1)
     needs_value(mask, "masked_scatter's mask (how many values it takes from source)")
     count = int(array_namespace(m._data).count_nonzero(m._data))

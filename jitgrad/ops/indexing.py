@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..devices import add_at, array_namespace, first_outside, is_cpu_array, to_host
-from ..shapes import wrap_dim
+from ..shapes import fmt_shape, wrap_dim
 from ..tensor import Tensor, mark_view, wrap
 from ..trace.tracer import needs_value
 from .api import api
@@ -288,11 +288,48 @@ def _normalise_index(index, shape):
             dim += it.ndim
         elif not isinstance(it, bool):
             dim += 1
+    if arrays > 1:
+        _check_index_shapes(out)
     if advanced and any(isinstance(it, (int, np.integer)) and not isinstance(it, bool)
                         for it in out):
         return _split_ints(out, len(shape)), True
     index = tuple(out) if isinstance(index, tuple) or len(out) != 1 else out[0]
     return index, advanced
+
+
+def _check_index_shapes(items) -> None:
+    """PyTorch's error for index arrays that do not broadcast together (a boolean mask
+    counts as its nonzero positions, one array per dim)."""
+    shapes = []
+    for it in items:
+        if isinstance(it, np.ndarray):
+            if it.dtype == np.bool_:
+                shapes += [(int(np.count_nonzero(it)),)] * it.ndim
+            else:
+                shapes.append(it.shape)
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
+                         "with shapes " + ", ".join(fmt_shape(s) for s in shapes)) from None
+
+
+def value_shape_error(target: tuple, vshape: tuple, advanced: bool) -> Exception:
+    """PyTorch's error for ``x[index] = value`` where ``value`` (of shape ``vshape``) does not
+    broadcast to the indexed part (``target``)."""
+    if advanced:
+        return RuntimeError(f"shape mismatch: value tensor of shape {fmt_shape(vshape)} cannot "
+                            f"be broadcast to indexing result of shape {fmt_shape(target)}")
+    from .views import expand
+
+    while vshape and vshape[0] == 1 and len(vshape) > len(target):
+        vshape = vshape[1:]  # (PyTorch drops the value's leading 1s)
+    try:
+        expand(wrap(np.broadcast_to(np.zeros((), np.float32), vshape)), *target)
+    except RuntimeError as e:
+        return e
+    return RuntimeError(f"shape mismatch: value tensor of shape {fmt_shape(vshape)} cannot "
+                        f"be broadcast to indexing result of shape {fmt_shape(target)}")
 
 
 def index_on(index, a):
@@ -380,11 +417,30 @@ def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
                 f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size "
                 f"at dimension {d}), but got split_sizes={sizes}"
             )
+    node = "SplitBackward0" if isinstance(split_size_or_sections, int) else \
+        "SplitWithSizesBackward0"
     out, start = [], 0
     for s in sizes:
-        out.append(narrow(input, d, start, s, "SplitBackward0"))
+        out.append(narrow(input, d, start, s, node))
         start += s
-    return tuple(out)
+    return _multi_output(out, node[:-len("Backward0")])
+
+
+def _multi_output(outs, name: str) -> tuple:
+    """``outs``, marked as the outputs of one function returning several views (made in
+    grad mode): PyTorch forbids in-place ops on them under autograd
+    (``inplace.multi_view_error``)."""
+    for i, o in enumerate(outs):
+        if o._view_kind == "grad":
+            o._multi_view = (name, i)
+    return tuple(outs)
+
+
+def unmark_multi_output(outs) -> tuple:
+    """``outs`` without the multi-output marks (PyTorch's ``unsafe_split``, ``unsafe_chunk``)."""
+    for o in outs:
+        o.__dict__.pop("_multi_view", None)
+    return outs
 
 
 @api(GETITEM, method="chunk", export="chunk")
@@ -399,4 +455,5 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
 def unbind(input: Tensor, dim: int = 0) -> tuple:
     """All slices along ``dim``, the dim removed."""
     d = wrap_dim(dim, input._data.ndim)
-    return tuple(select(input, d, i, "UnbindBackward0") for i in range(input._data.shape[d]))
+    return _multi_output([select(input, d, i, "UnbindBackward0")
+                          for i in range(input._data.shape[d])], "Unbind")

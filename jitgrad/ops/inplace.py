@@ -43,6 +43,8 @@ def check_inplace_allowed(self: Tensor, result_requires_grad: bool) -> None:
         )
     if base is None or not (result_requires_grad or base._requires_grad):
         return
+    if self._multi_view is not None and self._view_kind == "grad":
+        raise multi_view_error(self)
     if base._requires_grad and base._grad_fn is None:
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an in-place "
@@ -56,6 +58,27 @@ def check_inplace_allowed(self: Tensor, result_requires_grad: bool) -> None:
             "inside the no_grad block (if you don't want the inplace to be tracked) or both "
             "outside (if you want the inplace to be tracked)."
         )
+
+
+def multi_view_error(self: Tensor, name: str | None = None) -> RuntimeError:
+    """PyTorch's error for an in-place op on an output of a function returning several views
+    (``unbind``, ``split``, ``chunk``; or a view of one, or ``name``'s view of it)."""
+    mv = self._multi_view
+    if name is not None:
+        head = f"Output 0 of {name} is a view and is being modified inplace."
+    elif self._grad_fn is None:  # (its base takes no part in autograd: PyTorch's wording)
+        head = ("A view was created in no_grad mode and is being modified inplace with grad "
+                "mode enabled.")
+    elif type(mv) is tuple:
+        head = f"Output {mv[1]} of {mv[0]} is a view and is being modified inplace."
+    else:
+        node = self._grad_fn.name()
+        node = node[:node.rindex("Backward")] if "Backward" in node else node
+        head = f"Output {self._output_nr} of {node} is a view and is being modified inplace."
+    return RuntimeError(
+        head + " This view is the output of a function that returns multiple views. Such "
+        "functions do not allow the output views to be modified inplace. You should replace "
+        "the inplace operation by an out-of-place one.")
 
 
 _byte_bounds = np.lib.array_utils.byte_bounds
@@ -367,15 +390,42 @@ def setitem(self: Tensor, index, value) -> None:
                                     or views_autograd(self))
     if not recording and _TRACE.tracer is None:
         check_writeable(self)
-        put_at(self._data, idx, v)
+        try:
+            put_at(self._data, idx, v)
+        except ValueError as e:
+            raise _value_error(self, idx, v, advanced, e) from None
         self._vc[0] += 1
         return
+    if not advanced and self._multi_view is not None and self._view_kind == "grad" and \
+            _STATE.enabled:  # PyTorch writes through a view of self (Select, Slice...)
+        from .indexing import _index_kind
+
+        kind = _index_kind(idx)
+        raise multi_view_error(self, kind[:kind.rindex("Backward")] if kind !=
+                               "AliasBackward0" else None)
     if not advanced and _STATE.enabled and self._requires_grad and self._grad_fn is None:
         # PyTorch writes a basic index through a view of the leaf (an advanced one through
         # index_put_, whose message apply_inplace gives)
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
     vshape = value._data.shape if v_is_t else ()
-    res = wrap(_index_put_ref(self._data, v, idx))
+    try:
+        res = wrap(_index_put_ref(self._data, v, idx))
+    except ValueError as e:
+        raise _value_error(self, idx, v, advanced, e) from None
     res = record(INDEX_PUT, res, (self, value), {"index": idx, "vshape": vshape})
     apply_inplace(self, res)
+
+
+def _value_error(self: Tensor, idx, v, advanced: bool, err: ValueError) -> Exception:
+    """PyTorch's error for a value that does not broadcast to ``self[idx]`` (NumPy's
+    ``err`` for another ValueError)."""
+    from .indexing import take_at, value_shape_error
+
+    target, vshape = tuple(np.shape(take_at(self._data, idx))), tuple(np.shape(v))
+    try:
+        if np.broadcast_shapes(target, vshape) == target:
+            return err
+    except ValueError:
+        pass
+    return value_shape_error(target, vshape, advanced)

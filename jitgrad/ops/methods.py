@@ -31,6 +31,7 @@ from .inplace import (
     overlapping_operands,
     views_autograd,
 )
+from .numpy_names import accept_numpy_names
 from .random_inplace import sampler_methods
 from .tensor_extras import EXTRA_METHODS
 from .torch_namespace import TENSOR_METHODS
@@ -373,7 +374,9 @@ def install() -> None:
     op methods come from the registry)."""
     from .. import creation as C
 
-    for name, fn in all_methods().items():
+    methods = all_methods()
+    accept_numpy_names(methods)  # x.sum(axis=1, keepdims=True), as PyTorch's parser
+    for name, fn in methods.items():
         setattr(Tensor, name, fn)
     Tensor.T = property(M.T)
     Tensor.mT = property(_mT)

@@ -330,29 +330,33 @@ def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) ->
 def unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> tuple:
     """:func:`split` into parts of ``split_size`` (an int; the last may be smaller): the same
     views (PyTorch's "unsafe" skips its in-place checks; jitgrad's are the views')."""
-    from .indexing import split
+    from .indexing import split, unmark_multi_output
 
-    return split(input, _int_arg("unsafe_split", "split_size", split_size, 2), dim)
+    return unmark_multi_output(split(input, _int_arg("unsafe_split", "split_size", split_size,
+                                                     2), dim))
 
 
 def _unsafe_split_method(self, split_size: int, dim: int = 0) -> tuple:
     """``Tensor.unsafe_split``: :func:`unsafe_split` (its argument error counts from the
     method's first argument)."""
-    from .indexing import split
+    from .indexing import split, unmark_multi_output
 
-    return split(self, _int_arg("unsafe_split", "split_size", split_size, 1), dim)
+    return unmark_multi_output(split(self, _int_arg("unsafe_split", "split_size", split_size,
+                                                    1), dim))
 
 
 def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple:
     """:func:`split_with_sizes` (see :func:`unsafe_split`)."""
-    return split_with_sizes(input, split_sizes, dim)
+    from .indexing import unmark_multi_output
+
+    return unmark_multi_output(split_with_sizes(input, split_sizes, dim))
 
 
 def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """:func:`chunk` (see :func:`unsafe_split`)."""
-    from .indexing import chunk
+    from .indexing import chunk, unmark_multi_output
 
-    return chunk(input, chunks, dim)
+    return unmark_multi_output(chunk(input, chunks, dim))
 
 
 def dsplit(input: Tensor, indices_or_sections) -> tuple:

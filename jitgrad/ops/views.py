@@ -68,13 +68,61 @@ def reshape(input: Tensor, *args, shape=None) -> Tensor:
 
 
 @api(RESHAPE, method="view")
-def view(input: Tensor, *args, size=None) -> Tensor:
-    """A view with a new shape; raises if the strides do not allow a view."""
+def view(input: Tensor, *args, size=None, dtype=None) -> Tensor:
+    """A view with a new shape; raises if the strides do not allow a view. ``view(dtype)``:
+    the same memory read as another dtype (see :func:`_view_dtype`)."""
+    if dtype is not None and not args and size is None:
+        return _view_dtype(input, dtype)
     shape = keyword_sizes(args, size, "view", "size")
-    if len(shape) == 1 and isinstance(shape[0], dtypes.DType):
-        raise NotImplementedError("view(dtype) is not supported; use .to(dtype)")
+    if len(shape) == 1 and isinstance(shape[0], (dtypes.DType, dtypes.UnsupportedDType)):
+        return _view_dtype(input, shape[0])
     return _reshape(input, infer_size(as_shape(shape), input._data.size), "ViewBackward0",
                     must_view=True)
+
+
+def _view_dtype(input: Tensor, dtype) -> Tensor:
+    """``input.view(dtype)``: the same memory read as ``dtype`` (PyTorch's ``view.dtype``).
+    Of another element size, the last dim is rescaled (it must have stride 1; PyTorch's
+    errors otherwise). As PyTorch's, the result shares the version counter but is no
+    differentiable view: it never requires grad."""
+    if isinstance(dtype, dtypes.UnsupportedDType):
+        raise dtype.error()
+    a = input._data
+    src = dtypes.from_numpy_dtype(a.dtype)
+    new, old = dtype.np.itemsize, a.dtype.itemsize
+    if new != old:
+        what = (f"to view {src.tensor_type[:-6]} as {dtype.tensor_type[:-6]} (different "
+                f"element sizes)")
+        if a.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        strides = input.stride()
+        if new > old:
+            ratio = new // old
+            if a.shape[-1] % ratio:
+                raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {what}, but got "
+                                   f"{a.shape[-1]}")
+        if a.shape[-1] > 1 and a.strides[-1] != old:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {strides[-1]}")
+        if new > old:
+            off = input.storage_offset()
+            if off % ratio:
+                raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} {what}, "
+                                   f"but got {off}")
+            for d, st in enumerate(strides[:-1]):
+                if st % ratio:
+                    raise RuntimeError(f"self.stride({d}) must be divisible by {ratio} {what}, "
+                                       f"but got {st}")
+        if not a.flags.c_contiguous or a.strides[-1] != old:
+            # the last dim is dense (checked): NumPy wants it so in its strides too
+            a = np.lib.stride_tricks.as_strided(
+                a, a.shape, a.strides[:-1] + (old,))
+    from ..trace.state import STATE as _TRACE
+
+    if _TRACE.tracer is not None:  # (a reinterpretation of memory: nothing a plan replays)
+        _TRACE.tracer.graph_break("view(dtype) reinterprets a tensor's memory")
+    out = wrap(a.view(dtype.np))
+    out._vc = input._vc  # (PyTorch: a view sharing the version counter, not differentiable)
+    return out
 
 
 @api(RESHAPE, method="flatten", export="flatten")
@@ -254,7 +302,8 @@ def expand(input: Tensor, *sizes, size=None) -> Tensor:
         )
     lead = len(sizes) - len(s)
     target = []
-    for i, want in enumerate(sizes):
+    for i in range(len(sizes) - 1, -1, -1):  # (PyTorch checks from the trailing dim)
+        want = sizes[i]
         have = s[i - lead] if i >= lead else None
         if want == -1:
             if have is None:
@@ -270,6 +319,7 @@ def expand(input: Tensor, *sizes, size=None) -> Tensor:
                 f"sizes: {fmt_shape(s)}"
             )
         target.append(want)
+    target.reverse()
     return call(EXPAND, (input,), {"shape": tuple(target), "in_shape": s}, view_of=input)
 
 

@@ -21,7 +21,7 @@ class Adadelta(Optimizer):
     """
 
     def __init__(self, params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
-                 weight_decay: float = 0.0, foreach: bool | None = None, *,
+                 weight_decay: float = 0, foreach: bool | None = None, *,
                  capturable: bool = False, maximize: bool = False,
                  differentiable: bool = False) -> None:
         check_options("Adadelta", differentiable, lr=lr, rho=rho, eps=eps,

@@ -23,8 +23,8 @@ class Adagrad(Optimizer):
     tensor([ 0.9000, -1.9000], requires_grad=True)
     """
 
-    def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0.0,
-                 weight_decay: float = 0.0, initial_accumulator_value: float = 0.0,
+    def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0,
+                 weight_decay: float = 0, initial_accumulator_value: float = 0,
                  eps: float = 1e-10, foreach: bool | None = None, *, maximize: bool = False,
                  differentiable: bool = False, fused: bool | None = None) -> None:
         check_options("Adagrad", differentiable, fused, foreach, lr=lr, lr_decay=lr_decay,

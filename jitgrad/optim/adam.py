@@ -13,7 +13,7 @@ from ..dtypes import get_default_dtype
 from ..ops.elementwise import maximum
 from ..tensor import Tensor
 from ..trace.state import STATE as TRACE
-from .optimizer import Optimizer, check_options, in_dtype, params_with_grad
+from .optimizer import Optimizer, add_scaled, check_options, in_dtype, params_with_grad
 
 __all__ = ["Adam", "AdamW"]
 
@@ -33,7 +33,7 @@ class Adam(Optimizer):
     """
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *,
+                 eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
                  foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False, fused: bool | None = None,
                  decoupled_weight_decay: bool = False) -> None:
@@ -66,12 +66,16 @@ class Adam(Optimizer):
         return state
 
     traced_hyperparameters = ("lr",)
-    varying_hyperparameters = ("betas",)
+    # (a weight-decay schedule -- DINO's, MAE's -- changes it at every step)
+    varying_hyperparameters = ("betas", "weight_decay")
+    traced_zero_tests = ("weight_decay",)
 
     def _step_group(self, group: dict) -> None:
         lr = self._hyper(group, "lr")
         (beta1, beta2), eps = self._hyper(group, "betas"), group["eps"]
-        wd, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
+        amsgrad, maximize = group["amsgrad"], group["maximize"]
+        decays = group["weight_decay"] != 0  # (guarded; the value is read when it varies)
+        wd = self._hyper(group, "weight_decay") if decays else 0
         decoupled = group["decoupled_weight_decay"]
         # under jitgrad.compile tracing, step.item() would bake the step count into the plan
         capturable = group["capturable"] or TRACE.tracer is not None
@@ -80,11 +84,11 @@ class Adam(Optimizer):
             state = self._state_for(p, amsgrad)
             exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
             step_t += 1
-            if wd != 0:
+            if decays:
                 if decoupled:
                     p.mul_(1 - lr * wd)
                 else:
-                    grad = grad.add(p, alpha=wd)
+                    grad = add_scaled(grad, p, wd)
             exp_avg.lerp_(grad, 1 - beta1)  # (traced betas: 0-d tensors, rounded as numbers)
             if isinstance(beta2, Tensor):  # addcmul's order: (grad * value) * grad
                 exp_avg_sq.mul_(in_dtype(beta2, p)).add_(grad * in_dtype(1 - beta2, p) * grad)

@@ -23,7 +23,7 @@ class Adamax(Optimizer):
     """
 
     def __init__(self, params, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0, foreach: bool | None = None, *,
+                 eps: float = 1e-8, weight_decay: float = 0, foreach: bool | None = None, *,
                  maximize: bool = False, differentiable: bool = False,
                  capturable: bool = False) -> None:
         check_moment_options("Adamax", lr, betas, eps, weight_decay, differentiable)

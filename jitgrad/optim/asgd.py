@@ -39,7 +39,7 @@ class ASGD(Optimizer):
     """
 
     def __init__(self, params, lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
-                 t0: float = 1e6, weight_decay: float = 0.0, foreach: bool | None = None,
+                 t0: float = 1e6, weight_decay: float = 0, foreach: bool | None = None,
                  maximize: bool = False, differentiable: bool = False,
                  capturable: bool = False) -> None:
         check_options("ASGD", differentiable, foreach=foreach, lr=lr,

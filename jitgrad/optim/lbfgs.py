@@ -124,7 +124,7 @@ class LBFGS(Optimizer):
     [2.0, 2.0]
     """
 
-    def __init__(self, params, lr: float = 1.0, max_iter: int = 20,
+    def __init__(self, params, lr: float = 1, max_iter: int = 20,
                  max_eval: int | None = None, tolerance_grad: float = 1e-7,
                  tolerance_change: float = 1e-9, history_size: int = 100,
                  line_search_fn: str | None = None) -> None:
@@ -219,7 +219,10 @@ class LBFGS(Optimizer):
                     ro.append(1.0 / ys)
                     h_diag = ys / float(y.dot(y))
                 # two-loop recursion: d = -H g
-                alpha = [0.0] * len(dirs)
+                # (PyTorch keeps the two-loop coefficients in state["al"], history_size long)
+                alpha = state.get("al")
+                if alpha is None or len(alpha) < len(dirs):
+                    alpha = state["al"] = [None] * max(history, len(dirs))
                 q = -g
                 for i in range(len(dirs) - 1, -1, -1):
                     alpha[i] = float(steps[i].dot(q)) * ro[i]

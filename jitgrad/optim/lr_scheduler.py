@@ -48,6 +48,7 @@ class LRScheduler:
         """The step a scheduler takes when made (its first learning rate)."""
         self._step_count = 0
         self._is_initial = True
+        self._get_lr_called_within_step = False  # (PyTorch's flag: a state_dict key)
         try:
             self.step()
         finally:

@@ -327,6 +327,14 @@ def in_dtype(value, like: Tensor):
     return value.to(like.dtype) if isinstance(value, Tensor) else value
 
 
+def add_scaled(grad: Tensor, p: Tensor, alpha) -> Tensor:
+    """``grad.add(p, alpha=alpha)`` (weight decay), for a traced ``alpha`` too (a 0-d float64
+    tensor, rounded to ``p``'s dtype as eager mode rounds the number: eager's bits)."""
+    if isinstance(alpha, Tensor):
+        return grad + p * alpha.to(p.dtype)
+    return grad.add(p, alpha=alpha)
+
+
 def descend(p: Tensor, update: Tensor, lr, den: Tensor | None = None) -> None:
     """``p -= lr * update`` (``update / den`` with ``den``), in place, as PyTorch's
     ``p.add_(update, alpha=-lr)`` / ``p.addcdiv_(update, den, value=-lr)``; a traced rate

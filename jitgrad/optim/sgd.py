@@ -4,7 +4,14 @@
 from __future__ import annotations
 
 from ..tensor import Tensor
-from .optimizer import Optimizer, check_options, descend, in_dtype, params_with_grad
+from .optimizer import (
+    Optimizer,
+    add_scaled,
+    check_options,
+    descend,
+    in_dtype,
+    params_with_grad,
+)
 
 __all__ = ["SGD"]
 
@@ -22,8 +29,8 @@ class SGD(Optimizer):
     tensor([ 0.8000, -1.6000], requires_grad=True)
     """
 
-    def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False,
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
                  foreach: bool | None = None, differentiable: bool = False,
                  fused: bool | None = None) -> None:
         if lr < 0.0:
@@ -41,19 +48,22 @@ class SGD(Optimizer):
                                   "differentiable": differentiable, "fused": fused})
 
     traced_hyperparameters = ("lr",)
-    varying_hyperparameters = traced_zero_tests = ("momentum",)
+    # (a weight-decay schedule changes it at every step: read at every call once it varies)
+    varying_hyperparameters = traced_zero_tests = ("momentum", "weight_decay")
 
     def _step_group(self, group: dict) -> None:
         lr = self._hyper(group, "lr")
         dampening = group["dampening"]
-        wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
+        nesterov, maximize = group["nesterov"], group["maximize"]
+        decays = group["weight_decay"] != 0  # (guarded; the value is read when it varies)
+        wd = self._hyper(group, "weight_decay") if decays else 0
         # (whether there is momentum is guarded; its value is read at every compiled call)
         has_momentum = group["momentum"] != 0
         momentum = self._hyper(group, "momentum") if has_momentum else 0
         for p in params_with_grad(group):
             grad = -p.grad if maximize else p.grad
-            if wd != 0:
-                grad = grad.add(p, alpha=wd)
+            if decays:
+                grad = add_scaled(grad, p, wd)
             if has_momentum:
                 state = self.state[p]
                 buf = state.get("momentum_buffer")

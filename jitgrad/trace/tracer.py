@@ -14,9 +14,11 @@ would otherwise be frozen into the graph).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import weakref
+from typing import NamedTuple
 
 import numpy as np
 
@@ -93,6 +95,15 @@ def _root(arr):
     return arr
 
 
+class RngMark(NamedTuple):
+    """Where a checkpointed forward began: the tracer, the default generator's state (a
+    Python snapshot, usable eagerly too) and how many draws the trace had made."""
+
+    tracer: Tracer
+    state: dict
+    drawn: int
+
+
 class Tracer:
     """Records one call of a function into a :class:`Graph`."""
 
@@ -125,6 +136,13 @@ class Tracer:
         # id(detached) -> (weak reference to it, weak reference to the tensor it detaches)
         self.detach_origins: dict = {}
         self.backward_runs = 0
+        # objects the call made that Python code may set attributes on without acting
+        # outside the call (a custom Function's ctx): id -> the object, kept alive
+        self.made_here: dict[int, object] = {}
+        # each random draw so far (its array, its Var), in order; while a checkpoint's
+        # recomputation runs, ``replay`` holds the draws its forward made, to be drawn again
+        self.draws: list = []
+        self.replay: list | None = None
         self.n = 0
         self.escape_policy = "error"
         self.escaped = None
@@ -302,8 +320,58 @@ class Tracer:
         """A tensor created by a factory: ``regen()`` makes its value again at every call
         (``fill``: deterministic; ``random``: draws from the generator, as eager would)."""
         arr = t._data
+        if name == "random" and self.replay is not None:
+            self._replay_draw(arr)
+            return
         v = self._new_var(arr, "op")
         self.graph.eqns.append(Eqn(name, (), v, {}, None, regen))
+        if name == "random":
+            self.draws.append((t, v))
+
+    # ------------------------------------------------- checkpoint recomputation's draws
+    def rng_mark(self) -> RngMark:
+        """The default generator's state and the draws so far, taken where a checkpoint
+        starts its forward (``preserve_rng_state``): :meth:`replaying` makes its
+        recomputation draw the same numbers again, as eager mode's restored state does."""
+        from ..random import default_generator
+
+        return RngMark(self, default_generator._state(), len(self.draws))
+
+    @contextlib.contextmanager
+    def replaying(self, mark: RngMark):
+        """Trace a checkpoint's recomputation as eager mode runs it (the default generator
+        put back to ``mark``'s state, then to the state it had), each of its random draws
+        being the forward's draw in the same place (checked value for value): the plan
+        draws once and both uses read that draw. ``self`` is the tracer recording the
+        recomputation: ``mark``'s own (a function that calls backward itself) or the one
+        tracing the derived backward (``compiler/autodiff.py``), which then reads the
+        forward's draws as residuals."""
+        from ..random import default_generator
+
+        outside = default_generator._state()
+        default_generator._restore(mark.state)
+        prev, self.replay = self.replay, [(t, v if mark.tracer is self else None)
+                                          for t, v in mark.tracer.draws[mark.drawn:]]
+        try:
+            yield
+        finally:
+            self.replay = prev
+            default_generator._restore(outside)
+
+    def _replay_draw(self, arr) -> None:
+        if self.replay:
+            drawn, v = self.replay.pop(0)
+            d = drawn._data
+            if d.shape == arr.shape and d.dtype == arr.dtype and bool((d == arr).all()):
+                if v is None:  # the forward's tensor, read by this (backward) trace
+                    v = self.var(drawn)
+                self.vars[id(arr)] = v
+                self.keep.append(arr)
+                if self.writes_to:
+                    self.view_of[id(arr)] = self.writes_to.get(id(_root(arr)), 0)
+                return
+        self.graph_break("a checkpointed function's recomputation draws random numbers its "
+                         "forward did not (a generator other than the default one)")
 
     def on_effect(self, name: str, out, inputs, impl, what: str, places=None) -> None:
         """``out = impl(*inputs' arrays)`` ran and acted on the outside world (a collective):
@@ -330,8 +398,7 @@ class Tracer:
     def on_write(self, dst, src) -> None:
         """``dst``'s memory now holds ``src``'s value (an in-place op)."""
         if dst._base is not None and dst._data is not getattr(dst._base, "_data", None):
-            self.graph_break("an in-place write into a view (x[0].add_(...)); write to the "
-                             "tensor itself or use out-of-place ops to compile it")
+            self._write_into_view(dst, src)
             return
         arr = dst._data
         vc = dst._vc  # called before the write bumps it (and rebases dst's history)
@@ -354,6 +421,32 @@ class Tracer:
         src_desc = self.sources.get(id(arr))
         if src_desc is not None:
             self.written[id(arr)] = src_desc
+
+    def _write_into_view(self, view, src) -> None:
+        """An in-place op on a view (``h[:, :2].mul_(3)``, ``y[:, -1].zero_()``): the base's
+        new value is its old one with ``src`` (cast and broadcast as the write does) put at
+        the view's elements -- their flat positions in the base, read from the memory
+        layout as eager autograd's ``CopySlices`` reads them -- recorded as ops (a constant
+        index, ``index_put``), then written into the base; the view reads ``src``."""
+        from ..autograd import grad_mode
+        from ..autograd.view_history import _layout, flat_positions
+        from ..creation import tensor
+        from ..ops.index_updates import index_put
+
+        base = view._base
+        barr, varr = base._data, view._data
+        pos = flat_positions(_layout(barr), _layout(varr), varr.dtype.itemsize).reshape(-1)
+        with grad_mode.no_grad():
+            value = src if src.dtype is view.dtype else src.to(view.dtype)
+            if tuple(value.shape) != tuple(varr.shape):
+                value = value.expand(varr.shape)
+            new_base = index_put(base.reshape(-1), (tensor(pos, device=base.device),),
+                                 value.reshape(-1)).reshape(barr.shape)
+        self.on_write(base, new_base)
+        # the view's own Var: the value written (read after the write, it is not stale)
+        self.vars[id(varr)] = self.var(value)
+        self.keep.append(varr)
+        self.view_of[id(varr)] = self.writes_to.get(id(_root(varr)), 0)
 
     def _cast_broadcast(self, v: Var, like: Var) -> Var:
         from ..ops.registry import REGISTRY
@@ -476,6 +569,11 @@ class Tracer:
 
     def on_backward(self) -> None:
         self.backward_runs += 1
+
+    def made(self, obj) -> None:
+        """``obj`` was made by the traced call (a custom Function's ctx): attributes user
+        code sets on it are the call's own state, not a side effect on outside objects."""
+        self.made_here[id(obj)] = obj
 
     def on_custom_function(self, cls) -> None:
         """A custom ``autograd.Function`` recorded its node on outputs (its forward's ops were

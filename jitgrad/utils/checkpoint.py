@@ -36,6 +36,8 @@ from ..autograd.engine import is_checkpoint_valid
 from ..autograd.function import Function
 from ..autograd.graph import saved_tensors_hooks
 from ..tensor import Tensor
+from ..trace.state import STATE as _TRACE
+from ..trace.tracer import RngMark
 
 __all__ = ["checkpoint", "checkpoint_sequential"]
 
@@ -47,9 +49,26 @@ def _noop_context_fn():
 @contextlib.contextmanager
 def _rng_at(state, enabled: bool):
     """Run the block with the default generator at ``state``, then put back the state it
-    had (PyTorch's ``fork_rng`` around the recomputation)."""
+    had (PyTorch's ``fork_rng`` around the recomputation). A state taken while
+    ``jitgrad.compile`` traced (``Tracer.rng_mark``): a traced recomputation reuses the
+    forward's draws (``Tracer.replaying``); run eagerly (the call finished eagerly after a
+    graph break), the snapshot is put back as a state would be."""
     if not enabled:
         yield
+        return
+    if isinstance(state, RngMark):
+        if _TRACE.tracer is not None:
+            with _TRACE.tracer.replaying(state):
+                yield
+            return
+        from ..random import default_generator
+
+        outside = default_generator._state()
+        default_generator._restore(state.state)
+        try:
+            yield
+        finally:
+            default_generator._restore(outside)
         return
     from ..random import get_rng_state, set_rng_state
 
@@ -62,8 +81,12 @@ def _rng_at(state, enabled: bool):
 
 
 def _rng_state(enabled: bool):
+    """The default generator's state for ``_rng_at`` (None: not preserved); while tracing,
+    the tracer's mark (a uint8 tensor's value would be a graph break)."""
     if not enabled:
         return None
+    if _TRACE.tracer is not None:
+        return _TRACE.tracer.rng_mark()
     from ..random import get_rng_state
 
     return get_rng_state()

@@ -6,6 +6,8 @@ installed, against it; a compiled function doing the same equals eager mode."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -167,18 +169,32 @@ def test_against_pytorch(name):
         np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-15, err_msg=f"{name}: {what}")
 
 
+#: the patterns that compile (writes into views are traced as the base's new value,
+#: ``Tracer._write_into_view``); the others read a view after its base was written
+COMPILED = {"buffer_filled_through_views", "setitem_into_view", "transposed_view_copied_into",
+            "view_written", "view_written_twice"}
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_compiled_equals_eager(name):
-    """A graph break (the write into a view, or the read of a view after its base was
-    written): the first call finishes eagerly from the break (what ran before it ran on the
-    NumPy references: an ulp apart, docs/architecture.md), later calls run eagerly."""
+    """A pattern that compiles equals eager mode bit for bit from the first call. A graph
+    break (the read of a view after its base was written): the first call finishes eagerly
+    from the break (what ran before it ran on the NumPy references: an ulp apart,
+    docs/architecture.md), later calls run eagerly."""
     fn = CASES[name]
     eager = _run(jitgrad, fn, A, C)
     f = jitgrad.compile(lambda M, a, c: fn(M, a, c))
-    with pytest.warns(UserWarning, match="running <lambda> eagerly"):
-        first = _run(jitgrad, f, A, C)
-    for g, w in zip(first, eager):
-        np.testing.assert_allclose(g, w, rtol=4e-16, atol=4e-16)
+    if name in COMPILED:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            first = _run(jitgrad, f, A, C)
+        for g, w in zip(first, eager):
+            np.testing.assert_array_equal(g, w)
+    else:
+        with pytest.warns(UserWarning, match="running <lambda> eagerly"):
+            first = _run(jitgrad, f, A, C)
+        for g, w in zip(first, eager):  # (tanh on NumPy's reference: a few ulp)
+            np.testing.assert_allclose(g, w, rtol=2e-15, atol=2e-15)
     for g, w in zip(_run(jitgrad, f, A, C), eager):
         np.testing.assert_array_equal(g, w)
 
