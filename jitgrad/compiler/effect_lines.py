@@ -111,10 +111,12 @@ def effect_lines(graph, ns: dict, fresh: set) -> list[str]:
             lines.append(f"E_L{j}._grad = E_G{j}.tensor(flat)")
         elif v.kind == "const":
             lines.append(f"E_L{j}._grad = E_WRAP(env[{id(v)}].copy())")
-        elif id(v) in fresh:
-            lines.append(f"E_L{j}._grad = E_WRAP(env[{id(v)}])")
+        elif id(v) in fresh:  # (row-major, as eager mode's accumulation makes a new .grad:
+            # a transposed view of a fresh product is copied, autograd/accumulate.py)
+            lines += [f"x = env[{id(v)}]",
+                      f"E_L{j}._grad = E_WRAP(x if x.flags.c_contiguous else x.copy())"]
         else:
             lines += [f"x = env[{id(v)}]",
-                      f"E_L{j}._grad = E_WRAP(x if x.flags.owndata and "
-                      "getattr(x.flags, 'writeable', True) else x.copy())"]
+                      f"E_L{j}._grad = E_WRAP(x if x.flags.owndata and x.flags.c_contiguous "
+                      "and getattr(x.flags, 'writeable', True) else x.copy())"]
     return lines

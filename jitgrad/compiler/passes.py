@@ -79,7 +79,9 @@ def fold_constants(graph: Graph) -> None:
             continue
         env = {id(i): i.source for i in e.ins if isinstance(i, Var)}
         # (a value computed on the device stays there: a CUDA plan's kernels take it)
-        e.out.kind, e.out.source = "const", as_array(run_eqn(e, env, reference=True))
+        # (eager mode's kernels, not the NumPy references: a folded exp of constants has the
+        # bits eager mode computes, which a libm exp may not)
+        e.out.kind, e.out.source = "const", as_array(run_eqn(e, env, reference=False))
     graph.eqns = [e for e in graph.eqns if e.out.kind != "const"]
 
 
@@ -386,6 +388,10 @@ def drop_copies(graph: Graph, keep=()) -> list:
     array.) Returns ``keep`` with the replacements applied."""
     uses: dict = {}
     returned = {id(v) for v in list(graph.outputs) + list(keep)}
+    # a leaf's new .grad: row-major in eager mode (autograd/accumulate.py), and what a later
+    # optimizer step reads; a view standing for it would change the layout its reductions
+    # see (Adafactor's row and column means round otherwise)
+    grads = {id(v) for _, v in graph.grad_sets if v is not None}
     for v in list(graph.outputs) + list(keep) + [v for _, v in graph.writes] + [
             v for _, v in graph.grad_sets if v is not None]:
         uses[id(v)] = uses.get(id(v), 0) + 2  # never the only reader
@@ -402,7 +408,8 @@ def drop_copies(graph: Graph, keep=()) -> list:
         # effects copy what they keep: apply_effects) and no reader needs the copy's strides
         # (``y.transpose(1, 2).contiguous().view(...)``)
         if (p is not None and not isinstance(p.op, str)
-                and (not p.op.view or (id(e.out) not in returned and _internal_view(p, producer)
+                and (not p.op.view or (id(e.out) not in returned and id(e.out) not in grads
+                                       and _internal_view(p, producer)
                                        and not any(map(_needs_strides, e.out.users))))
                 and uses.get(id(x)) == 1 and x.shape == e.out.shape
                 and np.dtype(x.dtype) == np.dtype(e.out.dtype)):

@@ -616,7 +616,7 @@ def compile(fn: Callable | None = None, *, fullgraph: bool = False,  # noqa: A00
       ``"eager"``/``"aot_eager"`` run ``fn`` uncompiled; ``"cuda"`` is reserved; custom
       (callable) backends are not supported.
     * ``mode`` (``"default"``, ``"reduce-overhead"``, ``"max-autotune"``,
-      ``"max-autotune-no-cudagraphs"``) and ``options`` are accepted and change nothing;
+      ``"max-autotune-no-cudagraphs"``, ``"lite"``) and ``options`` are accepted and change nothing;
       ``dynamic`` is accepted: jitgrad specialises each trace on the shapes and retraces
       for a new one (its kernels are shape-generic, so that rarely compiles a kernel).
     * ``disable=True`` returns ``fn`` itself.

@@ -348,6 +348,16 @@ def _outside_mutable(v) -> bool:
     return True
 
 
+def _user_method(owner, write: str) -> bool:
+    """Whether ``write`` (``"calls .update()"``: a method whose name mutates builtin
+    containers) calls a Python method of ``owner``'s class (a timm-style ``ModelEma.update``):
+    its own frame is observed, so what it does is judged there, not by its name."""
+    if not write.startswith("calls ."):
+        return False
+    method = getattr(type(owner), write[7:].split("(", 1)[0], None)
+    return isinstance(method, types.FunctionType)
+
+
 def _nested_in(tracer, target) -> bool:
     """Whether ``tracer`` runs inside ``target``'s trace (``vmap``'s trace of one element
     in a compiled function: the function's code is still the compiled call's)."""
@@ -490,7 +500,8 @@ class Observer:
                                            f"(a {type(owner).__name__} that outlives the call)")
                     continue
                 if value is not _MISSING and cut == len(ch.steps) and _outside_mutable(value) \
-                        and id(value) not in self.tracer.made_here:
+                        and id(value) not in self.tracer.made_here \
+                        and not _user_method(value, ch.write):
                     return self._break(f"{where}{ch.line}",
                                        f"{ch.write} on {ch.text()} (a {type(value).__name__} "
                                        "that outlives the call)")

@@ -25,7 +25,7 @@ COMPILING_BACKENDS = ("inductor", "auto", "cpu")
 #: Backends that run the function uncompiled (torch's debugging backends).
 EAGER_BACKENDS = ("eager", "aot_eager")
 #: torch.compile's modes: accepted, none changes what jitgrad generates.
-MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
 
 _CUDA_MESSAGE = ("backend='cuda' is reserved for jitgrad's CUDA backend, which has not landed "
                  "yet; use backend='cpu' (or 'auto')")

@@ -161,5 +161,5 @@ def apply_effects(graph: Graph, env: dict, args: list, bump=None) -> None:
             leaf._grad = v.source.tensor(args)
         else:
             val = env[id(v)]
-            leaf._grad = wrap(val if val.flags.owndata and is_writeable(val)
-                              and v.kind != "const" else val.copy())
+            leaf._grad = wrap(val if val.flags.owndata and val.flags.c_contiguous
+                              and is_writeable(val) and v.kind != "const" else val.copy())

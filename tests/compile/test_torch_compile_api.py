@@ -365,11 +365,11 @@ def test_backends(rng):
 
 def test_modes_options_dynamic(rng):
     f = lambda x: x + 1  # noqa: E731
-    for mode in (None, "default", "reduce-overhead", "max-autotune",
+    for mode in (None, "default", "lite", "reduce-overhead", "max-autotune",
                  "max-autotune-no-cudagraphs"):
         assert jg.compile(f, mode=mode)(jg.ones(2)).tolist() == [2.0, 2.0]
     with pytest.raises(ValueError, match="Unrecognized mode=fast, should be one of: default, "
-                       "reduce-overhead, max-autotune, max-autotune-no-cudagraphs"):
+                       "lite, reduce-overhead, max-autotune-no-cudagraphs, max-autotune"):
         jg.compile(f, mode="fast")
     with pytest.raises(RuntimeError, match="Either mode or options can be specified"):
         jg.compile(f, mode="default", options={})

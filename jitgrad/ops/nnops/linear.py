@@ -102,6 +102,13 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """
     input = as_tensor_arg(input, "input")
     wt = weight.t() if weight.ndim == 2 else weight
+    if bias is None and input.ndim > 2 and weight.ndim == 2 and \
+            input._data.shape[-1] == weight._data.shape[1]:
+        # rows of every batch in one GEMM, as PyTorch's linear: the weight's gradient is one
+        # product in its own layout (rhs_grad), not a batched product summed over the batch
+        shape = input._data.shape
+        out = matmul(input.reshape(-1, shape[-1]), wt)
+        return out.reshape(*shape[:-1], weight._data.shape[0])
     if bias is None or input.ndim == 0:
         out = matmul(input, wt)
         return out if bias is None else out + bias
