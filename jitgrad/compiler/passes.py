@@ -389,8 +389,8 @@ def drop_copies(graph: Graph, keep=()) -> list:
     uses: dict = {}
     returned = {id(v) for v in list(graph.outputs) + list(keep)}
     # a leaf's new .grad: row-major in eager mode (autograd/accumulate.py), and what a later
-    # optimizer step reads; a view standing for it would change the layout its reductions
-    # see (Adafactor's row and column means round otherwise)
+    # optimizer step reads; a view that reorders (a transpose) standing for it would change
+    # the layout its reductions see (Adafactor's row and column means round otherwise)
     grads = {id(v) for _, v in graph.grad_sets if v is not None}
     for v in list(graph.outputs) + list(keep) + [v for _, v in graph.writes] + [
             v for _, v in graph.grad_sets if v is not None]:
@@ -408,7 +408,8 @@ def drop_copies(graph: Graph, keep=()) -> list:
         # effects copy what they keep: apply_effects) and no reader needs the copy's strides
         # (``y.transpose(1, 2).contiguous().view(...)``)
         if (p is not None and not isinstance(p.op, str)
-                and (not p.op.view or (id(e.out) not in returned and id(e.out) not in grads
+                and (not p.op.view or (id(e.out) not in returned
+                                       and (id(e.out) not in grads or p.op.keeps_order)
                                        and _internal_view(p, producer)
                                        and not any(map(_needs_strides, e.out.users))))
                 and uses.get(id(x)) == 1 and x.shape == e.out.shape

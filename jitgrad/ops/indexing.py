@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd import grad_mode
 from ..devices import add_at, array_namespace, first_outside, is_cpu_array, to_host
 from ..shapes import fmt_shape, wrap_dim
 from ..tensor import Tensor, mark_view, wrap
+from ..trace.state import STATE as _TRACE
 from ..trace.tracer import needs_value
 from .api import api
 from .dispatch import call, record
 from .registry import MOVEMENT, defop
+from .tensor_index import has_index_tensors, index_with_tensors
+
+_GRAD = grad_mode.STATE
 
 __all__ = ["getitem", "select", "narrow", "split", "chunk", "unbind"]
 
@@ -248,18 +253,11 @@ def _normalise_index(index, shape):
             advanced = True
         out.append(it)
     # bounds check for plain integers
-    dim = 0
-    n_real = sum(1 for it in out if it is not None and it is not Ellipsis and not (
-        isinstance(it, np.ndarray) and it.dtype == np.bool_) and not isinstance(it, bool))
-    n_real += sum(it.ndim for it in out if isinstance(it, np.ndarray) and it.dtype == np.bool_)
-    if n_real > len(shape):
+    if _dims_taken(out) > len(shape):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
     arrays = 0  # index arrays seen so far
-    for it in out:
-        if it is Ellipsis:
-            dim = len(shape) - (n_real - dim)
-            continue
-        if it is None:
+    for it, dim in index_dims(out, shape):
+        if it is None or it is Ellipsis:
             continue
         if isinstance(it, (int, np.integer)) and not isinstance(it, bool):
             size = shape[dim]
@@ -284,10 +282,6 @@ def _normalise_index(index, shape):
                                      f"{list(shape[dim:dim + it.ndim])} at index {k}")
         if isinstance(it, np.ndarray):
             arrays += it.ndim if it.dtype == np.bool_ else 1
-        if isinstance(it, np.ndarray) and it.dtype == np.bool_:
-            dim += it.ndim
-        elif not isinstance(it, bool):
-            dim += 1
     if arrays > 1:
         _check_index_shapes(out)
     if advanced and any(isinstance(it, (int, np.integer)) and not isinstance(it, bool)
@@ -295,6 +289,31 @@ def _normalise_index(index, shape):
         return _split_ints(out, len(shape)), True
     index = tuple(out) if isinstance(index, tuple) or len(out) != 1 else out[0]
     return index, advanced
+
+
+def _width(it) -> int:
+    """How many dims of the indexed tensor an item of a normalised index takes."""
+    if it is None or it is Ellipsis or isinstance(it, bool):
+        return 0
+    return it.ndim if isinstance(it, np.ndarray) and it.dtype == np.bool_ else 1
+
+
+def _dims_taken(items) -> int:
+    return sum(_width(it) for it in items)
+
+
+def index_dims(items, shape):
+    """``(item, the dim of shape it starts at)`` for each item of a normalised index tuple
+    (Ellipsis, which fills the dims the others leave, with None)."""
+    total = _dims_taken(items)
+    dim = 0
+    for it in items:
+        if it is Ellipsis:
+            dim = len(shape) - (total - dim)
+            yield it, None
+            continue
+        yield it, dim
+        dim += _width(it)
 
 
 def _check_index_shapes(items) -> None:
@@ -358,6 +377,12 @@ def getitem(input: Tensor, index, _node: str | None = None) -> Tensor:
         if not isinstance(index, (Tensor, np.ndarray, list, bool)):
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                              "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    if type(index) is not slice and type(index) is not int and (
+            _TRACE.tracer is not None or input._requires_grad and _GRAD.enabled) \
+            and has_index_tensors(index):
+        # integer tensors: the op's input, not a param (a compiled plan reads them; a
+        # backward holds them); without a node to record, getitem below (the same values)
+        return index_with_tensors(input, index, _node)
     index, advanced = _normalise_index(index, a.shape)
     if advanced:
         index = index_on(index, a)

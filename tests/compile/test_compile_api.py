@@ -306,7 +306,6 @@ def test_constant_index_tensors_are_frozen_into_the_plan(rng):
         idx = jg.tensor([2, 0, 2])
         mask = jg.tensor([True, False, True, True])
         y = x[idx] * 2.0 + x[mask].sum() + x[:, mask][1].sum()
-        idx.add_(1)  # after the use: does not change what y saw
         return (y * y).sum()
 
     x = leaf(rng.standard_normal((4, 4)))
@@ -320,6 +319,16 @@ def test_constant_index_tensors_are_frozen_into_the_plan(rng):
     np.testing.assert_allclose(g.numpy(), g_ref.numpy(), rtol=1e-6, atol=1e-6)
     with pytest.raises(TraceError, match="depends on the values of a traced tensor"):
         jg.compile(lambda x: x[x > 0].sum(), fullgraph=True)(x)
+
+    def written_after_use(x):  # the index is saved for the backward, as PyTorch's is
+        idx = jg.tensor([2, 0, 2])
+        y = x[idx] * 2.0
+        idx.add_(1)
+        return (y * y).sum()
+
+    for fn in (written_after_use, jg.compile(written_after_use)):
+        with pytest.raises(RuntimeError, match="LongTensor \\[3\\]\\] is at version 1"):
+            jg.autograd.grad(fn(x), [x])
 
 
 def test_indexing_with_a_tensor_value_is_a_graph_break_never_a_frozen_index():

@@ -160,7 +160,8 @@ def test_fresh_gradients_are_set_without_a_copy_and_never_shared():
     for _ in range(3):
         step(x, y)
     src = inspect.getsource(newest_plan(step).run)
-    assert src.count("._grad = E_WRAP(env[") == 2  # the two biases: no copy
+    # the two biases: no copy (unless a value is not row-major, as eager's accumulation)
+    assert src.count("._grad = E_WRAP(x if x.flags.c_contiguous else x.copy())") == 2
     bias = model[0].bias
     first, kept = bias.grad, bias.grad.detach().numpy().copy()
     assert not first._data.flags.owndata
@@ -184,4 +185,5 @@ def test_fresh_gradients_are_set_without_a_copy_and_never_shared():
         out = g(xs)
         assert out is b.grad
         np.testing.assert_allclose(b.grad._data, xs._data.sum(0), rtol=1e-6)
-    assert "._grad = E_WRAP(env[" not in inspect.getsource(newest_plan(g).run)
+    assert "E_WRAP(x if x.flags.c_contiguous else x.copy())" not in inspect.getsource(
+        newest_plan(g).run)

@@ -118,7 +118,7 @@ def test_three_d_input_whole_step_grad_layout_and_adafactor_bits():
     optimizer whose reductions round by layout (Adafactor's row/column means) gives eager's
     bits. Found by the stop-50 architecture probe (T5 with Adafactor drifted 2e-2)."""
     x = jg.from_numpy(np.random.default_rng(2).standard_normal((8, 24, 32), dtype=np.float32))
-    for bias in (False, True):
+    for bias, form in ((False, "linear"), (True, "linear"), (False, "matmul")):
         for name in ("SGD", "Adafactor"):
             jg.manual_seed(0)
             me = jg.nn.Linear(32, 48, bias=bias)
@@ -127,9 +127,12 @@ def test_three_d_input_whole_step_grad_layout_and_adafactor_bits():
             oe = getattr(jg.optim, name)(me.parameters(), lr=0.01)
             oc = getattr(jg.optim, name)(mc.parameters(), lr=0.01)
 
-            def step(m, opt, x):
+            def step(m, opt, x, form=form):
                 opt.zero_grad()
-                loss = (m(x) ** 2).mean()
+                # F.linear (one GEMM over the rows), or a batched matmul with the weight's
+                # transpose (its gradient: a transposed product, kept row-major)
+                y = m(x) if form == "linear" else x @ m.weight.t()
+                loss = (y ** 2).mean()
                 loss.backward()
                 opt.step()
                 return loss

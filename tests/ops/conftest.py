@@ -517,7 +517,7 @@ _GETITEM = [
     ((4, 5), (1, 2), "scalar"),
     ((4, 5), [0, 2], "list"),
     ((4, 5), [0, 0, 3, 0], "repeated"),
-    ((4, 5), np.array([[0, 1], [3, 1]]), "2d-index"),
+    ((4, 5), ([[0, 1], [3, 1]],), "2d-index"),  # (a list: an integer tensor is index_tensor's)
     ((4, 5), (slice(None), [0, 4]), "col-list"),
     ((4, 5), ([0, 1, 1], [1, 2, 2]), "pairs"),
     ((4, 5), (1, [0, 2]), "int-list"),
@@ -1076,7 +1076,30 @@ def _gather_backward(M, ts, p):
     return gx
 
 
+def _tensor_index(M, x, index, form):
+    """``x[form]`` with ``"t0"``, ``"t1"`` in ``form`` the index tensors (rows of ``index``
+    when there are several)."""
+    several = sum(isinstance(f, str) for f in form) > 1
+
+    def tensor(f):
+        v = index[int(f[1:])] if several else index
+        return v if is_tensor(M, v) else M.tensor(v)
+
+    return x[tuple(tensor(f) if isinstance(f, str) else f for f in form)]
+
+
+def _index_tensor_backward(M, ts, p):
+    """The create_graph gradient of ``x[form]`` for the output gradient ``ts[0]``."""
+    g, index = ts
+    x = M.zeros(p["shape"], dtype=g.dtype, requires_grad=True)
+    with M.enable_grad():
+        (gx,) = M.autograd.grad(_tensor_index(M, x, index, p["form"]), x, g, create_graph=True)
+    return gx
+
+
 ADAPTERS.update({
+    "index_tensor": lambda M, ts, p: _tensor_index(M, ts[0], ts[1], p["form"]),
+    "index_tensor_backward": _index_tensor_backward,
     "sort_indices": _sort_indices,
     "gather": _gather,
     "index_copy": lambda M, ts, p: M.index_copy(ts[0], p["dim"], ts[1], ts[2]),

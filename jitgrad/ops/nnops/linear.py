@@ -106,9 +106,12 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             input._data.shape[-1] == weight._data.shape[1]:
         # rows of every batch in one GEMM, as PyTorch's linear: the weight's gradient is one
         # product in its own layout (rhs_grad), not a batched product summed over the batch
+        from ..views import _reshape
+
         shape = input._data.shape
         out = matmul(input.reshape(-1, shape[-1]), wt)
-        return out.reshape(*shape[:-1], weight._data.shape[0])
+        # (PyTorch's matmul folds the batch into mm and unfolds with _unsafe_view)
+        return _reshape(out, (*shape[:-1], weight._data.shape[0]), "UnsafeViewBackward0")
     if bias is None or input.ndim == 0:
         out = matmul(input, wt)
         return out if bias is None else out + bias
