@@ -396,6 +396,14 @@ def setitem(self: Tensor, index, value) -> None:
             raise _value_error(self, idx, v, advanced, e) from None
         self._vc[0] += 1
         return
+    if advanced:
+        from .tensor_index import has_index_tensors, put_with_tensors
+
+        if has_index_tensors(index):
+            # integer tensors: the op's input, not a param (a compiled plan reads them; a
+            # backward holds them)
+            apply_inplace(self, put_with_tensors(self, index, value))
+            return
     if not advanced and self._multi_view is not None and self._view_kind == "grad" and \
             _STATE.enabled:  # PyTorch writes through a view of self (Select, Slice...)
         from .indexing import _index_kind

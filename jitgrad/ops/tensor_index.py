@@ -23,7 +23,7 @@ from .api import api
 from .dispatch import call, record
 from .registry import OPAQUE, defop
 
-__all__ = ["index_with_tensors"]  # (and has_index_tensors, getitem's test)
+__all__ = ["index_with_tensors", "put_with_tensors"]  # (and has_index_tensors)
 
 
 class Hole:
@@ -145,9 +145,9 @@ def has_index_tensors(index) -> bool:
     return found
 
 
-@api(INDEX_TENSOR, INDEX_TENSOR_BACKWARD)
-def index_with_tensors(input: Tensor, index, node: str | None) -> Tensor:
-    """``input[index]`` for an index holding integer tensors (:func:`has_index_tensors`)."""
+def _prepared(input: Tensor, index) -> tuple:
+    """``(template, index tensor, stacked)`` for an index holding integer tensors, checked
+    with PyTorch's messages (bounds, shapes that do not broadcast) on the host."""
     items = index if type(index) is tuple else (index,)
     tensors: list = []
     hosts: dict = {}
@@ -160,10 +160,9 @@ def index_with_tensors(input: Tensor, index, node: str | None) -> Tensor:
             staged.append(h)
         else:
             staged.append(it)
-    a = input._data
-    # PyTorch's checks and messages (bounds, shapes that do not broadcast) on the host
-    norm, _ = _ix._normalise_index(tuple(staged) if type(index) is tuple else staged[0], a.shape)
-    template = _template(norm, a.shape, hosts)
+    shape = input._data.shape
+    norm, _ = _ix._normalise_index(tuple(staged) if type(index) is tuple else staged[0], shape)
+    template = _template(norm, shape, hosts)
     stacked = len(tensors) > 1
     if stacked:
         from .arrangements import broadcast_tensors
@@ -172,12 +171,87 @@ def index_with_tensors(input: Tensor, index, node: str | None) -> Tensor:
         idx = stack([t.long() for t in broadcast_tensors(*tensors)])
     else:
         idx = tensors[0]
+    return template, idx, stacked
+
+
+@api(INDEX_TENSOR, INDEX_TENSOR_BACKWARD)
+def index_with_tensors(input: Tensor, index, node: str | None) -> Tensor:
+    """``input[index]`` for an index holding integer tensors (:func:`has_index_tensors`)."""
+    template, idx, stacked = _prepared(input, index)
+    a = input._data
     res = _ix._take(a, fill(template, _arrays(idx._data, stacked)))
     if not res.flags.c_contiguous:  # a copy: row-major, as PyTorch's
         res = array_namespace(res).ascontiguousarray(res)
     return record(INDEX_TENSOR, wrap(res), (input, idx), {
         "template": template, "shape": a.shape, "node": node or "IndexBackward0",
         "stacked": stacked})
+
+
+# ------------------------------------------------------------- x[index] = value
+def _put_ref(a, v, index, template, stacked, vshape):
+    arrays = _arrays(index, stacked)
+    _check_bounds(template, arrays)
+    out = array_namespace(a).array(a, copy=True)
+    _ix.put_at(out, fill(template, arrays),
+               v.astype(a.dtype, copy=False) if hasattr(v, "astype") else v)
+    return out
+
+
+def _put_vjp(g, ins, out, p, n):
+    from ..creation import zeros
+
+    index = ins[2]
+    ga = gv = None
+    if n[0]:  # zero where the value was written (PyTorch's: grad.index_put(indices, 0))
+        ga = call(INDEX_PUT_TENSOR, (g, zeros((), dtype=g.dtype, device=g.device), index),
+                  {"template": p["template"], "stacked": p["stacked"], "vshape": ()})
+    if n[1]:
+        gv = call(INDEX_TENSOR, (g, index), {
+            "template": p["template"], "shape": g._data.shape, "node": "IndexBackward0",
+            "stacked": p["stacked"]})
+        if gv._data.shape != p["vshape"]:
+            from .registry import _sum_to
+
+            gv = _sum_to(gv, p["vshape"])
+    return ga, gv, None
+
+
+def _put_samples(rng, dtype):
+    x = rng.standard_normal((4, 5)).astype(dtype)
+    return [
+        ((x, rng.standard_normal((3, 5)).astype(dtype), np.array([0, 2, 3])),
+         {"form": ("t0",)}),
+        ((x, rng.standard_normal(()).astype(dtype), np.array([4, 0])),
+         {"form": (slice(None), "t0")}),
+        ((x, rng.standard_normal((3,)).astype(dtype), np.array([[0, 1, 3], [4, 4, 0]])),
+         {"form": ("t0", "t1")}),
+    ]
+
+
+INDEX_PUT_TENSOR = defop(
+    name="index_put_tensor", kind=OPAQUE, node="IndexPutBackward0",
+    inputs=("a", "value", "index"), params=("template", "stacked", "vshape"), ref=_put_ref,
+    vjp=_put_vjp, save=(2,), cast_grads=True, samples=_put_samples)
+
+
+@api(INDEX_PUT_TENSOR)
+def put_with_tensors(input: Tensor, index, value) -> Tensor:
+    """A copy of ``input`` with ``value`` written at ``input[index]`` for an index holding
+    integer tensors (``x[i] = v`` while a node or a trace needs the index: the caller writes
+    it back in place)."""
+    template, idx, stacked = _prepared(input, index)
+    a = input._data
+    v = value._data if isinstance(value, Tensor) else value
+    vshape = v.shape if isinstance(value, Tensor) else ()
+    try:
+        res = _put_ref(a, v, idx._data, template, stacked, vshape)
+    except ValueError as e:
+        from .inplace import _value_error
+
+        raise _value_error(input, fill(template, _arrays(to_host(idx._data), stacked)), v,
+                           True, e) from None
+    return record(INDEX_PUT_TENSOR, wrap(res), (input, value, idx),
+                  {"template": template, "stacked": stacked, "vshape": vshape})
 
 
 def _template(norm, shape, hosts: dict):

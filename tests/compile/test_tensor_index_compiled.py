@@ -88,3 +88,52 @@ def test_double_backward_through_the_index():
     got.backward()
     assert got.item() == want.item()
     np.testing.assert_array_equal(xc.grad.numpy(), xe.grad.numpy())
+
+
+# ------------------------------------------------------------- x[index] = value, scatter
+def put_rows(x, i):
+    h = x * 1.0
+    h[i] = x[i.flip(0)] * 2  # repeated rows: the last write wins, as in eager mode
+    return h.tanh().sum()
+
+
+def put_number(x, i):
+    h = x.clone()
+    h[:, i % 5] = 0.5
+    return (h * x).sum()
+
+
+def one_hot_scatter(x, i):
+    z = jitgrad.zeros(i.shape[0], 5)
+    z.scatter_(1, (i % 5).unsqueeze(1), 1)
+    return (z @ x[:5].t()).square().sum()
+
+
+def scatter_src(x, i):
+    idx = (i % 5).reshape(2, 3)
+    return jitgrad.zeros(2, 5).scatter(1, idx, x[:2, :3]).sigmoid().sum()
+
+
+@pytest.mark.parametrize("fn", [put_rows, put_number, one_hot_scatter, scatter_src],
+                         ids=lambda f: f.__name__)
+def test_writes_at_tensor_indices_compile_and_equal_eager(fn):
+    cf = jitgrad.compile(fn)
+    for idx in INDICES:
+        i = jitgrad.tensor(idx % 6)
+        xe = jitgrad.tensor(X, requires_grad=True)
+        xc = jitgrad.tensor(X, requires_grad=True)
+        want, got = fn(xe, i), cf(xc, i)
+        want.backward()
+        got.backward()
+        assert got.item() == want.item()
+        np.testing.assert_array_equal(xc.grad.numpy(), xe.grad.numpy())
+    assert cf.eager_reason(xc, i) is None
+    assert cf.stats["traces"] == 1
+
+
+def test_write_at_a_bad_index_raises_pytorchs_error():
+    cf = jitgrad.compile(put_rows)
+    x = jitgrad.tensor(X, requires_grad=True)
+    cf(x, jitgrad.tensor([0, 1]))
+    with pytest.raises(IndexError, match="index 7 is out of bounds for dimension 0 with size 6"):
+        cf(x, jitgrad.tensor([0, 7]))

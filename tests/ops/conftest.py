@@ -1097,7 +1097,22 @@ def _index_tensor_backward(M, ts, p):
     return gx
 
 
+def _index_put_tensor(M, ts, p):
+    """``x[form] = value`` on a copy of ``x`` (differentiable w.r.t. both)."""
+    x, v, index = ts
+    out = x.clone() if is_tensor(M, x) and x.requires_grad else x
+    several = sum(isinstance(f, str) for f in p["form"]) > 1
+
+    def tensor(f):
+        i = index[int(f[1:])] if several else index
+        return i if is_tensor(M, i) else M.tensor(i)
+
+    out[tuple(tensor(f) if isinstance(f, str) else f for f in p["form"])] = v
+    return out
+
+
 ADAPTERS.update({
+    "index_put_tensor": _index_put_tensor,
     "index_tensor": lambda M, ts, p: _tensor_index(M, ts[0], ts[1], p["form"]),
     "index_tensor_backward": _index_tensor_backward,
     "sort_indices": _sort_indices,
