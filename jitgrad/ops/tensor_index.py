@@ -188,13 +188,17 @@ def index_with_tensors(input: Tensor, index, node: str | None) -> Tensor:
 
 
 # ------------------------------------------------------------- x[index] = value
-def _put_ref(a, v, index, template, stacked, vshape):
-    arrays = _arrays(index, stacked)
-    _check_bounds(template, arrays)
+def _put(a, v, arrays, template):
     out = array_namespace(a).array(a, copy=True)
     _ix.put_at(out, fill(template, arrays),
                v.astype(a.dtype, copy=False) if hasattr(v, "astype") else v)
     return out
+
+
+def _put_ref(a, v, index, template, stacked, vshape):
+    arrays = _arrays(index, stacked)
+    _check_bounds(template, arrays)
+    return _put(a, v, arrays, template)
 
 
 def _put_vjp(g, ins, out, p, n):
@@ -243,8 +247,8 @@ def put_with_tensors(input: Tensor, index, value) -> Tensor:
     a = input._data
     v = value._data if isinstance(value, Tensor) else value
     vshape = v.shape if isinstance(value, Tensor) else ()
-    try:
-        res = _put_ref(a, v, idx._data, template, stacked, vshape)
+    try:  # (the bounds were checked on the host by _prepared)
+        res = _put(a, v, _arrays(idx._data, stacked), template)
     except ValueError as e:
         from .inplace import _value_error
 
