@@ -7,7 +7,8 @@ mask, hooks, grad mode, the closure's state, the output structure, whether a bac
 is attached) is known when the entry is built, so each entry gets:
 
 * ``run(flat)``: its plan, the output tensors, the autograd glue, the output structure;
-* ``fast(args)``: for calls with tensor-only positional arguments, checks that the call
+* ``fast(args)``: for calls with positional tensors (and floats: dynamic ones become 0-d
+  inputs, constant ones are compared bit for bit), checks that the call
   matches this entry exactly (the same checks as the generic path, unrolled) and runs it, or
   returns :data:`MISS` and the generic path decides. A miss is never wrong, only slower.
 
@@ -20,10 +21,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..autograd import grad_mode
 from ..autograd.node import edge
 from ..compiler.pysource import build_function
-from ..tensor import Tensor, alias
+from ..tensor import Tensor, alias, wrap
 from ..trace.pytree import unflatten
 from ..trace.state import STATE as _TRACE
 from .aliasing import alias_of, arg_aliasing, guard_residuals, link_view, root
@@ -35,6 +38,11 @@ __all__ = ["MISS", "entry_run", "entry_fast"]
 
 #: What ``fast`` returns when the call does not match its entry.
 MISS = object()
+
+
+def _number_tensor(value: float) -> Tensor:
+    """A dynamic float argument's 0-d float64 tensor (``pytree.NumberArg``)."""
+    return wrap(np.array(value, dtype=np.float64))
 
 
 def _exec(name: str, body: list, ns: dict) -> Callable:
@@ -152,25 +160,62 @@ def _alias_lines(rels: list, ns: dict) -> tuple[list, list]:
     return before, after + links
 
 
+def positional_leaves(treedef) -> list | None:
+    """The leaves of a call of positional tensors and floats (``("T",)``, ``("N",)`` for a
+    dynamic float, ``("const", x, identity)`` for a float constant), from its key's
+    ``treedef``; None for any other call."""
+    if treedef[0] != "tuple" or len(treedef[1]) != 2:
+        return None
+    args_tree, kw_tree = treedef[1]
+    if kw_tree != ("dict", (), ()) or args_tree[0] != "tuple":
+        return None
+    for c in args_tree[1]:
+        if c != ("T",) and c != ("N",) and not (c[0] == "const" and type(c[1]) is float):
+            return None
+    return list(args_tree[1])
+
+
 def entry_fast(entry, key: tuple, closure, stats: dict) -> Callable[[tuple], Any]:
-    """The cache-hit path for tensor-only positional calls matching ``key`` (see module)."""
-    _tree, items, grad_enabled, pattern = key
-    n = len(items)
+    """The cache-hit path for calls of positional tensors (and floats) matching ``key``
+    (see module)."""
+    tree, items, grad_enabled, pattern = key
+    kids = positional_leaves(tree)
     ns: dict = {"MISS": MISS, "Tensor": Tensor, "TRACE": _TRACE, "GRAD": grad_mode.STATE,
                 "GM": grad_enabled, "STATS": stats, "RUN": entry.run,
-                "HOLD": entry.guards_hold, "ARG_ALIASING": arg_aliasing, "PAT": pattern}
-    body = [f"if len(args) != {n} or TRACE.tracer is not None or GRAD.enabled != GM:",
+                "HOLD": entry.guards_hold, "ARG_ALIASING": arg_aliasing, "PAT": pattern,
+                "NUMBER": _number_tensor}
+    body = [f"if len(args) != {len(kids)} or TRACE.tracer is not None or GRAD.enabled != GM:",
             "    return MISS"]
-    if n:
-        names = [f"a{i}" for i in range(n)]
+    if kids:
+        names = [f"a{i}" for i in range(len(kids))]
         body.append(f"{', '.join(names)}, = args")
-        body.append("if " + " or ".join(f"type({a}) is not Tensor" for a in names) + ":")
+        body.append("if " + " or ".join(
+            f"type({a}) is not {'Tensor' if c == ('T',) else 'float'}"
+            for a, c in zip(names, kids)) + ":")
         body.append("    return MISS")
-    for i, (shape, dtype, req, hooks, kind, layout) in enumerate(items):
+    flat_names, tensors = [], []  # per flat index: its name; the caller's tensors' indices
+    for i, c in enumerate(kids):
+        if c == ("T",):
+            tensors.append(len(flat_names))
+            flat_names.append(f"a{i}")
+        elif c == ("N",):
+            body.append(f"n{i} = NUMBER(a{i})")
+            flat_names.append(f"n{i}")
+        else:  # a float constant: the same bits (-0.0, NaN) or the generic path
+            ns[f"H{i}"] = c[2][1]
+            body.append(f"if a{i}.hex() != H{i}:")
+            body.append("    return MISS")
+    flat = "args" if len(tensors) == len(kids) else f"[{', '.join(flat_names)}]"
+    if flat != "args":
+        body.append(f"flat = {flat}")
+        flat = "flat"
+    for i in tensors:
+        shape, dtype, req, hooks, kind, layout = items[i]
+        a = flat_names[i]
         ns[f"SH{i}"], ns[f"DT{i}"], ns[f"RG{i}"], ns[f"AT{i}"] = shape, dtype, req, kind
-        body.append(f"d = a{i}._data")
-        body.append(f"if d.shape != SH{i} or d.dtype != DT{i} or a{i}._requires_grad != RG{i}"
-                    f" or {'not ' if hooks else ''}a{i}._hooks or type(d) is not AT{i}:")
+        body.append(f"d = {a}._data")
+        body.append(f"if d.shape != SH{i} or d.dtype != DT{i} or {a}._requires_grad != RG{i}"
+                    f" or {'not ' if hooks else ''}{a}._hooks or type(d) is not AT{i}:")
         body.append("    return MISS")
         # the layout class (function.layout_class), from the flags read once
         body.append("f = d.flags")
@@ -178,18 +223,19 @@ def entry_fast(entry, key: tuple, closure, stats: dict) -> Callable[[tuple], Any
                              "f.c_contiguous or not f.f_contiguous" if layout == 1 else
                              "f.c_contiguous or f.f_contiguous") + ":")
         body.append("    return MISS")
-        if n > 1 and pattern is None:  # the root arrays: arguments sharing memory miss
+        if len(tensors) > 1 and pattern is None:  # the root arrays: arguments sharing memory
             body.append(f"r{i} = d.base")
             body.append(f"if r{i} is None: r{i} = d")
-    if n > 1:  # which arguments share memory is part of the key (aliasing.arg_aliasing)
+    if len(tensors) > 1:  # which arguments share memory is part of the key (arg_aliasing)
         if pattern is not None:
-            body.append("if ARG_ALIASING(args) != PAT:")
-        elif n <= 4:  # pairwise identity tests beat building a set
-            pairs = " or ".join(f"r{i} is r{j}" for i in range(n) for j in range(i + 1, n))
-            body.append(f"if ({pairs}) and ARG_ALIASING(args) is not None:")
+            body.append(f"if ARG_ALIASING({flat}) != PAT:")
+        elif len(tensors) <= 4:  # pairwise identity tests beat building a set
+            pairs = " or ".join(f"r{i} is r{j}" for i in tensors for j in tensors if j > i)
+            body.append(f"if ({pairs}) and ARG_ALIASING({flat}) is not None:")
         else:
-            roots = ", ".join(f"id(r{i})" for i in range(n))
-            body.append(f"if len({{{roots}}}) != {n} and ARG_ALIASING(args) is not None:")
+            roots = ", ".join(f"id(r{i})" for i in tensors)
+            body.append(f"if len({{{roots}}}) != {len(tensors)} and "
+                        f"ARG_ALIASING({flat}) is not None:")
         body.append("    return MISS")
     checks = closure.fast_checks(entry.closure_ids, ns)
     access = entry.access.fast_checks(ns) if entry.access else []
@@ -202,10 +248,10 @@ def entry_fast(entry, key: tuple, closure, stats: dict) -> Callable[[tuple], Any
         body += ["except Exception:  # an emptied cell, a chain that no longer reads",
                  "    return MISS"]
     if entry.guards:  # captured tensors' and .grads' states, inline; else through HOLD
-        inline = fast_guard_lines(entry.guards, ns)
+        inline = fast_guard_lines(entry.guards, ns, flat)
         body += inline if inline is not None and not access_failed else [
-            "if HOLD(args) is not None:", "    return MISS"]
-    body += ['STATS["calls"] += 1', 'STATS["cache_hits"] += 1', "return RUN(args)"]
+            f"if HOLD(args, None, {flat}) is not None:", "    return MISS"]
+    body += ['STATS["calls"] += 1', 'STATS["cache_hits"] += 1', f"return RUN({flat})"]
     fast = _exec("fast", body, ns)
     fast.entry = entry  # (a call that raises asks it whether the plan changed anything)
     return fast

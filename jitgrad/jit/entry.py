@@ -59,10 +59,10 @@ class Entry:
 
     def _build_plans(self) -> tuple:
         """(forward plan, backward plan), built at the first call."""
-        from ..compiler import build_plan
-
         plans = self._plans
         if plans is None:
+            from ..compiler import build_plan
+
             gi = self.grad_info
             residuals = list(gi.saved) if gi else []
             plans = self._plans = (

@@ -31,8 +31,9 @@ from ..compiler.autodiff import differentiable, trace_backward
 from ..compiler.joint import speculation_blocker
 from ..compiler.kernel_desc import unsupported_float
 from ..tensor import Tensor
+from ..trace.numbers import DynamicNumbers
 from ..trace.numpy_args import conversions_watched, wrap_numpy_arguments
-from ..trace.pytree import NotRebuildable, flatten, numbers_erased
+from ..trace.pytree import NotRebuildable, NumberArg, flatten, leaf_counts, numbers_erased
 from ..trace.state import STATE as _TRACE
 from ..trace.tracer import TraceError, Tracer
 from . import aliasing, call_path
@@ -51,6 +52,38 @@ from .options import resolve
 __all__ = ["compile", "CompiledFunction", "explain", "MAX_RETRACES_BEFORE_WARNING"]
 
 MAX_RETRACES_BEFORE_WARNING = 8
+
+
+_T, _N, _FLOAT = ("T",), ("N",), ("number", float)  # treedef leaves (trace/pytree.py)
+_NO_KWARGS = ("dict", (), ())
+
+
+def _path_name(path) -> str:
+    """``("arg", 1)`` -> ``"argument 1"``, ``("kw", "lr")`` -> ``"lr="``."""
+    return f"argument {path[1]}" if path[0] == "arg" else f"{path[1]}="
+
+
+def _traced_numbers(args: tuple, kwargs: dict, flat: list, treedef) -> tuple:
+    """``(numbers, args, kwargs)`` for tracing a call of ``treedef``: its dynamic float
+    arguments (``("N",)`` leaves, ``trace/numbers.py``) as :class:`TracedFloat` s of their
+    0-d inputs in ``flat`` (``numbers`` None when it has none)."""
+    numbers = DynamicNumbers()
+    arg_tree, kw_tree = treedef[1]
+    at = 0
+    args = list(args)
+    for i, c in enumerate(arg_tree[1]):
+        if c == ("N",):
+            args[i] = numbers.number(args[i], flat[at], ("arg", i))
+        at += leaf_counts(c)
+    if kwargs:
+        kwargs = dict(kwargs)
+        for k, c in zip(kw_tree[1], kw_tree[2]):
+            if c == ("N",):
+                kwargs[k] = numbers.number(kwargs[k], flat[at], ("kw", k))
+            at += leaf_counts(c)
+    if not numbers.paths:
+        return None, tuple(args), kwargs
+    return numbers, tuple(args), kwargs
 
 
 def _log(topic: str, msg: str) -> None:
@@ -89,6 +122,13 @@ class CompiledFunction:
         self._retraces_of: dict = {}  # key -> traces again for failed guards
         self._given_up: dict = {}  # key -> why its calls run eagerly (config.recompile_limit)
         self._number_keys: dict = {}  # a key with its numbers erased -> keys traced for it
+        # float arguments read afresh at every call (trace/numbers.py), per kind of call (its
+        # key's treedef with the numbers erased): the first call's floats, the dynamic ones,
+        # those a trace needed as values, and the kinds whose traces ran eagerly
+        self._floats_first: dict = {}
+        self._floats_dynamic: dict = {}
+        self._floats_static: dict = {}
+        self._eager_kinds: set = set()
         self.stats = {"calls": 0, "traces": 0, "retraces": 0, "cache_hits": 0, "evictions": 0}
         self.last_retrace_reason: str | None = None
         self._warned = False
@@ -111,6 +151,10 @@ class CompiledFunction:
             self._retraces_of.clear()
             self._given_up.clear()
             self._number_keys.clear()
+            self._floats_first.clear()
+            self._floats_dynamic.clear()
+            self._floats_static.clear()
+            self._eager_kinds.clear()
             self._changed_in_call.clear()
             self._fast = None
             self._last_key = None
@@ -166,8 +210,13 @@ class CompiledFunction:
                 key = (treedef, tuple(items), grad_mode.STATE.enabled,
                        aliasing.arg_aliasing(flat))
                 tensor_args = True
+            if key is None and self._floats_dynamic:
+                flat, key = self._tensor_float_key(args)
+                tensor_args = key is not None  # (the generated fast path applies too)
         if key is None:
             flat, treedef = flatten((args, kwargs))
+            if self.compile_options.dynamic is not False:
+                flat, treedef = self._dynamic_floats(args, kwargs, flat, treedef)
             key = self._key(flat, treedef)
         if self._given_up and key in self._given_up:  # past config.recompile_limit
             return self.fn(*args, **kwargs)
@@ -235,6 +284,98 @@ class CompiledFunction:
                           "which checks each backward node", UserWarning, stacklevel=3)
         return self.fn(*args, **kwargs)
 
+    def _floats_need_values(self, key, paths) -> None:
+        """A trace of ``key`` needed the values of dynamic floats ``paths``: calls of its
+        kind take them as constants from now on (guarded, as any number)."""
+        kind = numbers_erased(key[0])
+        self._floats_static.setdefault(kind, set()).update(paths)
+        self._floats_dynamic[kind] = self._floats_dynamic.get(kind, frozenset()) - set(paths)
+        _log("recompiles", f"{self.__name__}: the trace needed the value of "
+             + ", ".join(_path_name(p) for p in sorted(paths)) + ": a constant from now on")
+
+    def _specialise(self, key, paths, args: tuple, kwargs: dict):
+        """Call again with the dynamic floats ``paths`` of ``key`` as constants."""
+        self._floats_need_values(key, paths)
+        self.stats["calls"] -= 1  # (one call)
+        return self(*args, **kwargs)
+
+    def _tensor_float_key(self, args: tuple) -> tuple:
+        """``(flat, key)`` of a call of positional tensors and floats whose kind has dynamic
+        floats (what :meth:`_dynamic_floats` gives, without flattening twice); ``(None,
+        None)`` for any other call, or one that changes which floats are dynamic."""
+        kind_of = []
+        for a in args:
+            ta = type(a)
+            if ta is Tensor:
+                kind_of.append(_T)
+            elif ta is float:
+                kind_of.append(_FLOAT)
+            else:
+                return None, None
+        kind = ("tuple", (("tuple", tuple(kind_of)), _NO_KWARGS))
+        dynamic = self._floats_dynamic.get(kind)
+        if not dynamic:
+            return None, None
+        first = self._floats_first.get(kind, {})
+        static = self._floats_static.get(kind, ())
+        children, flat, items = [], [], []
+        for i, a in enumerate(args):
+            if type(a) is float:
+                p = ("arg", i)
+                if p not in dynamic:
+                    h = a.hex()
+                    if p not in static and first.get(p) != h:
+                        return None, None  # (another float becomes dynamic)
+                    children.append(("const", a, (float, h)))
+                    continue
+                a = NumberArg(a).tensor
+                children.append(_N)
+            else:
+                children.append(_T)
+            d = a._data
+            flat.append(a)
+            items.append((d.shape, d.dtype, a._requires_grad, bool(a._hooks), type(d),
+                          layout_class(d)))
+        treedef = ("tuple", (("tuple", tuple(children)), _NO_KWARGS))
+        return flat, (treedef, tuple(items), grad_mode.STATE.enabled,
+                      aliasing.arg_aliasing(flat))
+
+    def _dynamic_floats(self, args: tuple, kwargs: dict, flat: list, treedef) -> tuple:
+        """``(flat, treedef)`` of the call with its dynamic float arguments as leaves
+        (``pytree.NumberArg``): read afresh at every call, not frozen into the trace
+        (``trace/numbers.py``). A top-level float argument becomes dynamic once a call of
+        the same kind brings another value for it (automatic dynamic, as ``torch.compile``;
+        ``dynamic=True``: from the first call), unless a trace needed its value (it is then
+        a constant, guarded) or the kind's traces run eagerly (nothing to gain)."""
+        floats = [(("arg", i), a) for i, a in enumerate(args) if type(a) is float]
+        if kwargs:
+            floats += [(("kw", k), v) for k, v in kwargs.items() if type(v) is float]
+        if not floats:
+            return flat, treedef
+        kind = numbers_erased(treedef)
+        if kind in self._eager_kinds:
+            return flat, treedef
+        dynamic = self._floats_dynamic.get(kind, frozenset())
+        static = self._floats_static.get(kind, ())
+        if self.compile_options.dynamic:
+            want = frozenset(p for p, _ in floats if p not in static)
+        else:
+            first = self._floats_first.get(kind)
+            if first is None:
+                first = self._floats_first[kind] = {p: v.hex() for p, v in floats}
+            want = dynamic.union(p for p, v in floats if p not in static and
+                                 first.get(p) != v.hex())
+        if want != dynamic:
+            self._floats_dynamic[kind] = want = frozenset(want)
+            _log("recompiles", f"{self.__name__}: float arguments read at every call: "
+                 + ", ".join(_path_name(p) for p in sorted(want)))
+        if not want:
+            return flat, treedef
+        args = tuple(NumberArg(a) if ("arg", i) in want else a for i, a in enumerate(args))
+        if kwargs:
+            kwargs = {k: NumberArg(v) if ("kw", k) in want else v for k, v in kwargs.items()}
+        return flatten((args, kwargs))
+
     def _numbers_given_up(self, key) -> bool:
         """Whether a new signature ``key`` is one more of calls that differ only in Python
         numbers (a step counter passed at every call), past ``config.recompile_limit``
@@ -253,7 +394,9 @@ class CompiledFunction:
                 f"jitgrad.compile: {self.__name__} traced {config.recompile_limit} times for "
                 f"arguments that differ only in Python numbers (config.recompile_limit = "
                 f"{config.recompile_limit}); calls with other numbers run eagerly from now "
-                f"on. A number that changes at every call compiles once as a 0-d tensor "
+                f"on. A float argument is read afresh at every call unless the function needs "
+                f"its value (control flow, math functions, op parameters such as clamp(max=)); "
+                f"any number that changes at every call compiles once as a 0-d tensor "
                 f"argument.", UserWarning, stacklevel=4)
         return True
 
@@ -282,6 +425,8 @@ class CompiledFunction:
     def _add_entry(self, key, entry) -> None:
         """Keep ``entry`` (newest of its key), then evict the least recently used entries
         beyond ``jitgrad.config.cache_size_limit``."""
+        if isinstance(entry, EagerEntry):  # no dynamic floats for calls that run eagerly
+            self._eager_kinds.add(numbers_erased(key[0]))
         with self._lock:
             self._entries.setdefault(key, []).insert(0, entry)
             self._lru[id(entry)] = (key, entry)
@@ -333,6 +478,8 @@ class CompiledFunction:
         if old is None:
             return "new signature"
         if old[0] != key[0]:
+            if numbers_erased(old[0]) == numbers_erased(key[0]):
+                return "a Python number argument changed (or a float argument became dynamic)"
             return "argument structure or non-tensor arguments changed"
         if old[2] != key[2]:
             return f"grad mode changed ({old[2]} -> {key[2]})"
@@ -392,7 +539,8 @@ class CompiledFunction:
         for i, t in enumerate(flat):
             tracer.add_input(t, i)
         observer = Observer(tracer, self.fn)
-        traced_args, traced_kwargs = wrap_numpy_arguments(args, kwargs, tracer)
+        numbers, traced_args, traced_kwargs = _traced_numbers(args, kwargs, flat, key[0])
+        traced_args, traced_kwargs = wrap_numpy_arguments(traced_args, traced_kwargs, tracer)
         _TRACE.tracer = tracer
         try:
             with observer, (conversions_watched() if traced_args is not args
@@ -402,8 +550,18 @@ class CompiledFunction:
             _TRACE.tracer = None
             tracer.undo()  # jitgrad refused the function: it leaves no half-done effects
             raise
+        except Exception:
+            if numbers is None:
+                raise
+            # (a dynamic float where the code wanted a float: ``isinstance``, a library's
+            # type check) traced again with plain floats, which raise what is real
+            _TRACE.tracer = None
+            tracer.undo()
+            return self._specialise(key, numbers.paths, args, kwargs)
         finally:
             _TRACE.tracer = None
+            if numbers is not None:  # (kept past the call: its value, a constant)
+                numbers.close()
         access = AccessGuard(observer.reads)
         if tracer.escaped is not None:
             # a graph break: the call finished eagerly; calls matching this key and these
@@ -430,6 +588,10 @@ class CompiledFunction:
                 tracer.graph_break(f"the function returns {e}, which a compiled plan cannot "
                                    "give back afresh at every call", where="jitgrad.compile")
                 out_flat, out_tree = [], None
+            if numbers is not None:  # (after the result: a dynamic float returned is a value)
+                if numbers.specialized:
+                    self._floats_need_values(key, numbers.specialized)
+                    changed_state = True  # this trace computed with their values: this call
             graph = tracer.finish(out_flat)
             why = unreproducible_autograd(flat, out_flat, graph, tracer, key[2])
             if why is None and access:
@@ -526,6 +688,9 @@ class CompiledFunction:
         entry.finish(key[2], flat)
         if self._closure.current() == closure_ids and not changed_state:
             self._add_entry(key, entry)
+        elif numbers is not None and numbers.specialized:
+            _log("recompiles", f"{self.__name__}: the trace needed the value of a dynamic "
+                 "float argument; its plan runs this call only")
         else:
             # the call changed what the guards read (a first optimizer step creates its
             # state): the plan does not repeat that change, so it must not serve a later

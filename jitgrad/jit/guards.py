@@ -117,10 +117,10 @@ def _hooks_check(tensors: list):
     return chk
 
 
-def fast_guard_lines(checks: list, ns: dict) -> list | None:
-    """:func:`external_guards`' checks as generated lines (over the call's ``args``: tensors
-    only) that ``return MISS`` when one fails (a compiled entry's hit path: no call per
-    captured tensor); None if some check has no such form."""
+def fast_guard_lines(checks: list, ns: dict, flat: str = "args") -> list | None:
+    """:func:`external_guards`' checks as generated lines (over the call's tensors, the
+    sequence named ``flat``) that ``return MISS`` when one fails (a compiled entry's hit
+    path: no call per captured tensor); None if some check has no such form."""
     lines = []
     for j, chk in enumerate(checks):
         spec = getattr(chk, "spec", None)
@@ -142,7 +142,7 @@ def fast_guard_lines(checks: list, ns: dict) -> list | None:
         else:
             _, ref, state = spec
             if ref.kind == "arg":
-                leaf = f"args[{ref.index}]"
+                leaf = f"{flat}[{ref.index}]"
             else:
                 ns[f"GL{j}"] = ref.obj
                 leaf = f"GL{j}"

@@ -36,11 +36,15 @@ import types
 import numpy as np
 
 from ..tensor import Tensor
+from ..trace.numbers import TracedFloat
 from ..trace.state import STATE as _TRACE
 from .access import Chain, analyze
 from .guards import RAISES, closure_relevant, default_value, is_stateful, value_state
 
 __all__ = ["Observer", "untraceable_reason"]
+
+#: arguments the key holds (a dynamic float: its kind, the value read at every call)
+_PLAIN_ARGUMENTS = (int, float, bool, str, bytes, TracedFloat)
 
 
 def _library_dirs() -> tuple:
@@ -513,7 +517,7 @@ class Observer:
                     value, (types.ModuleType, type) + _CALLABLES):
                 continue  # np.float32, jitgrad.log...: code, not state (never rebound)
             if top and ch.kind == "fast" and not ch.steps and (
-                    root is None or isinstance(root, (int, float, bool, str, bytes))):
+                    root is None or isinstance(root, _PLAIN_ARGUMENTS)):
                 # a plain argument: the key holds a passed value; a default one (not in the
                 # key) is guarded as the function's default (rebinding it retraces)
                 self._guard_default(ch, root)
@@ -682,7 +686,7 @@ class Observer:
                     self._guard_packed(("arg", -1, k, self.top_func), ch, rest, v)
 
     def _guard_packed(self, holder, ch, steps: tuple, value) -> None:
-        if not steps and (value is None or isinstance(value, (int, float, bool, str, bytes))):
+        if not steps and (value is None or isinstance(value, _PLAIN_ARGUMENTS)):
             return  # a plain number or string: the key holds it
         self._remember(value, holder, steps)
         self._add(holder, ch, steps, value)

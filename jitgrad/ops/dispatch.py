@@ -18,6 +18,7 @@ from ..autograd.node import edge, make_node, save_input, save_output
 from ..devices import check_same_device, is_cpu_array
 from ..shapes import broadcast_many, broadcast_shapes
 from ..tensor import Tensor, mark_view, wrap
+from ..trace.numbers import TracedFloat
 from ..trace.numpy_args import base_array
 from ..trace.state import STATE as _TRACE
 from . import eager_kernels, native
@@ -460,6 +461,8 @@ def _device_into(op: OpDef, a: Tensor, rest: tuple, params, recording: bool) -> 
 
 
 def _binary_general(op: OpDef, a, b, params) -> Tensor:
+    if type(b) is TracedFloat or type(a) is TracedFloat:  # a compiled call's dynamic float
+        return _binary_traced_float(op, a, b, params)
     ta = type(a) is Tensor
     tb = type(b) is Tensor
     if not ta and type(a) not in _SCALARS:
@@ -486,6 +489,17 @@ def _binary_general(op: OpDef, a, b, params) -> Tensor:
     same = (not ta or (a._data.shape == res.shape and a._data.dtype == res.dtype)) and (
         not tb or (b._data.shape == res.shape and b._data.dtype == res.dtype))
     return _finish(op, res, params, a, b, same, cdt)
+
+
+def _binary_traced_float(op: OpDef, a, b, params) -> Tensor:
+    """``a (op) b`` with a dynamic float of a traced call (``trace/numbers.py``): ``tensor
+    (op) number`` computes with the number's graph value cast to the tensor's dtype where
+    that gives the plain number's bits; anything else uses the plain value (specialised)."""
+    if type(b) is TracedFloat:
+        b = b.operand_for(op, a) if type(a) is Tensor and not params else b.concrete(op.name)
+    if type(a) is TracedFloat:
+        a = a.concrete(op.name)
+    return binary(op, a, b, params)
 
 
 def elementwise(op: OpDef, args: tuple, params: dict | None = None) -> Tensor:

@@ -18,8 +18,10 @@ from collections import defaultdict
 import numpy as np
 
 from ..tensor import Tensor
+from .numbers import TracedFloat
 
-__all__ = ["flatten", "unflatten", "NotRebuildable", "STATIC_RESULT_TYPES"]
+__all__ = ["flatten", "unflatten", "NotRebuildable", "NumberArg", "STATIC_RESULT_TYPES",
+           "leaf_counts"]
 
 
 class NotRebuildable(TypeError):
@@ -46,6 +48,11 @@ def _walk(x, leaves: list, result: bool = False):
     if isinstance(x, Tensor):
         leaves.append(x)
         return ("T",)
+    if type(x) is NumberArg:  # a dynamic float argument: its 0-d float64 tensor
+        leaves.append(x.tensor)
+        return _N
+    if type(x) is TracedFloat:  # a dynamic float returned: its value (it specialises)
+        x = x.returned()
     if isinstance(x, np.ndarray):
         if result:
             raise NotRebuildable("a NumPy array")
@@ -88,6 +95,8 @@ def numbers_erased(treedef):
     signatures of calls that differ only in Python numbers share."""
     if type(treedef) is not tuple or not treedef:
         return treedef
+    if treedef == _N:  # a dynamic float: the kind of the same call with plain floats
+        return ("number", float)
     if treedef[0] == "const" and type(treedef[1]) in (int, float):
         return ("number", type(treedef[1]))
     return tuple(numbers_erased(c) if type(c) is tuple else c for c in treedef)
@@ -112,6 +121,20 @@ def _identity(x):
 
 
 _T = ("T",)
+_N = ("N",)
+
+
+class NumberArg:
+    """A dynamic float argument as :func:`flatten` takes it (``trace/numbers.py``): a leaf,
+    its call's value as a 0-d float64 tensor, tagged ``("N",)`` in the treedef (a key apart
+    from a 0-d tensor passed by the caller, whose dtype rules differ)."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, value: float):
+        from ..tensor import wrap
+
+        self.tensor = wrap(np.array(value, dtype=np.float64))
 
 
 def unflatten(treedef: tuple, leaves: list):
@@ -125,7 +148,7 @@ def unflatten(treedef: tuple, leaves: list):
 
 def _build(d, it):
     tag = d[0]
-    if tag == "T":
+    if tag == "T" or tag == "N":
         return next(it)
     if tag == "tuple":
         return tuple(_build(c, it) for c in d[1])
@@ -154,3 +177,16 @@ def _build(d, it):
     if tag == "const":
         return d[1]
     raise TypeError("cannot rebuild an unhashable static object in a compiled output")
+
+
+def leaf_counts(d) -> int:
+    """How many leaves (tensors, dynamic numbers) treedef ``d`` holds."""
+    tag = d[0]
+    if tag == "T" or tag == "N":
+        return 1
+    kids = _KIDS.get(tag)
+    return 0 if kids is None else sum(leaf_counts(c) for c in d[kids])
+
+
+_KIDS = {"tuple": 1, "list": 1, "ntuple": 2, "subtuple": 2, "sublist": 2, "dict": 2,
+         "subdict": 4, "dataclass": 3}  # tag -> where its children are

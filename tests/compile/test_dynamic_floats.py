@@ -1,0 +1,198 @@
+"""Float arguments that change between calls are read afresh at every call (automatic dynamic,
+``trace/numbers.py``): a compiled function traces once more, not once per value, and every
+call equals eager mode bit for bit. A use that needs the value itself (control flow,
+``math``, an op parameter) makes the argument a guarded constant again: still the eager
+result at every call."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import jitgrad
+import jitgrad.nn.functional as F
+from jitgrad import nn
+from jitgrad.trace.numbers import TracedFloat
+
+VALUES = [0.3, 0.7, 1.25, 0.3, 2.5, -0.0, 0.9, 1e-3, 3.75]
+
+X = jitgrad.randn(4, 3, generator=jitgrad.Generator().manual_seed(1))
+Y = jitgrad.randn(4, 3, generator=jitgrad.Generator().manual_seed(2))
+MASK = X > 0
+
+#: uses a plan recomputes from the argument: two traces (a constant, then dynamic)
+DYNAMIC = {
+    "mul": lambda x, s: x * s,
+    "rmul": lambda x, s: s * x,
+    "div": lambda x, s: x / s,
+    "rdiv": lambda x, s: s / x,
+    "sub_rsub": lambda x, s: (x - s) * (s - x),
+    "add_radd": lambda x, s: x + s + (s + x),
+    "python_arith": lambda x, s: x * (s * s) - (2.0 - s) / 3 * x + abs(s - 1) * (-s) * x,
+    "softmax_temperature": lambda x, s: F.softmax(x / s, dim=1),
+    "float64": lambda x, s: x.double() * s + s,
+    "zero_d": lambda x, s: (x ** 2).mean() + s * x.abs().sum(),
+    "inplace": lambda x, s: x.clone().mul_(s).add_(s),
+    "leaky_relu": lambda x, s: F.leaky_relu(x, s),
+    "isinstance": lambda x, s: x * s if isinstance(s, float) else x,
+    "torch_add": lambda x, s: jitgrad.add(x, s),
+}
+
+#: uses that need the value: the argument is a constant again (one trace per value)
+SPECIALISED = {
+    "control_flow": lambda x, s: x * 2 if s > 0.5 else x * s,
+    "math": lambda x, s: x * math.cos(s),
+    "tensor_of_it": lambda x, s: x * jitgrad.tensor(s),
+    "full": lambda x, s: jitgrad.full((3,), s) + x[0],
+    "where": lambda x, s: jitgrad.where(MASK, x, s),
+    "clamp": lambda x, s: x.clamp(max=s),
+    "alpha": lambda x, s: x.add(Y, alpha=s),
+    "pow": lambda x, s: x.abs() ** s,
+    "numpy_scalar": lambda x, s: x * np.float32(s),
+    "format": lambda x, s: x * float(f"{s:.3f}"),
+    "returned": lambda x, s: (x * s, s * 2),
+    "int_tensor": lambda x, s: jitgrad.arange(3) * s,
+    "half_tensor": lambda x, s: (x.half() * s).float(),
+    "division_by_it": lambda x, s: x * (1.0 / (s + 10)),
+}
+
+
+def _run(fn, values=VALUES, **options):
+    def f(x, s):
+        return fn(x, s)
+    cf = jitgrad.compile(f, **options)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*differ only in Python numbers")
+        for s in values:
+            got, want = cf(X, s), f(X, s)
+            got = got if isinstance(got, tuple) else (got,)
+            want = want if isinstance(want, tuple) else (want,)
+            for g, w in zip(got, want):
+                if isinstance(w, jitgrad.Tensor):
+                    assert g.dtype == w.dtype and g.shape == w.shape
+                    np.testing.assert_array_equal(g.numpy(), w.numpy())
+                else:
+                    assert type(g) is type(w) and g == w
+    return cf
+
+
+@pytest.mark.parametrize("name", sorted(DYNAMIC))
+def test_dynamic_uses_trace_twice_and_equal_eager(name):
+    cf = _run(DYNAMIC[name])
+    assert cf.stats["traces"] == 2
+
+
+@pytest.mark.parametrize("name", sorted(SPECIALISED))
+def test_uses_that_need_the_value_stay_exact(name):
+    cf = _run(SPECIALISED[name])
+    # a constant per value (up to the recompile limit, then eager): never a stale number
+    assert cf.stats["traces"] > 2
+
+
+def test_dynamic_false_keeps_constants_and_true_starts_dynamic():
+    assert _run(DYNAMIC["mul"], VALUES[:4], dynamic=False).stats["traces"] == 3
+    assert _run(DYNAMIC["mul"], dynamic=True).stats["traces"] == 1
+
+
+def test_gradients_through_a_dynamic_float_equal_eager():
+    w = jitgrad.randn(3, 3, requires_grad=True)
+
+    def loss(x, beta):  # a KL weight annealed by the training loop
+        h = (x @ w).tanh()
+        return (h ** 2).mean() + beta * h.abs().sum() / (1.0 + beta)
+
+    cf = jitgrad.compile(loss)
+    for beta in [0.0, 0.1, 0.2, 0.35, 0.5, 1.0]:
+        got = cf(X, beta)
+        gw, = jitgrad.autograd.grad(got, w)
+        want = loss(X, beta)
+        ww, = jitgrad.autograd.grad(want, w)
+        assert got.item() == want.item()
+        np.testing.assert_array_equal(gw.numpy(), ww.numpy())
+    assert cf.stats["traces"] == 2
+
+
+def test_training_step_with_learning_rate_argument_equals_eager():
+    def make():
+        jitgrad.manual_seed(0)
+        return nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+
+    def step_of(model):
+        def step(x, y, lr):
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            with jitgrad.no_grad():
+                for p in model.parameters():
+                    p -= lr * p.grad
+                    p.grad = None
+            return loss
+        return step
+
+    m1, m2 = make(), make()
+    eager, compiled = step_of(m1), jitgrad.compile(step_of(m2))
+    y = Y[:, :1]
+    for k in range(12):
+        lr = 0.1 * 0.5 * (1 + math.cos(math.pi * k / 12))  # cosine annealing, per step
+        assert compiled(X, y, lr).item() == eager(X, y, lr).item()
+    for p1, p2 in zip(m1.parameters(), m2.parameters()):
+        np.testing.assert_array_equal(p1.detach().numpy(), p2.detach().numpy())
+    assert compiled.stats["traces"] == 2
+
+
+def test_keyword_float_and_module_forward():
+    class Noisy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x, t: float, *, scale: float = 1.0):
+            return self.lin(x) * (1.0 - t) + x * t * scale
+
+    jitgrad.manual_seed(0)
+    model = Noisy()
+    cm = jitgrad.compile(model)
+    for t in [0.1, 0.2, 0.4, 0.8]:
+        for scale in [1.0, 2.0, 0.5]:
+            np.testing.assert_array_equal(cm(X, t, scale=scale).detach().numpy(),
+                                          model(X, t, scale=scale).detach().numpy())
+    # t and scale both change: dynamic after the first calls, not a trace per pair (12)
+    assert cm.forward.stats["traces"] <= 4
+
+
+def test_float_that_becomes_dynamic_later_and_another_that_stays_constant():
+    def f(x, a, b):
+        return x * a if b > 0 else x * -a
+
+    cf = jitgrad.compile(f)
+    for a in [0.5, 1.5, 2.5, 3.5]:
+        for b in [1.0, -1.0]:
+            np.testing.assert_array_equal(cf(X, a, b).numpy(), f(X, a, b).numpy())
+    assert cf.stats["traces"] <= 5  # not one per (a, b) pair: 8
+
+
+def test_a_dynamic_float_kept_past_its_trace_is_its_value():
+    kept = []
+
+    def f(x, s):
+        kept.append(s)  # a write to outside state: a graph break, the call runs eagerly
+        return x * s
+
+    cf = jitgrad.compile(f, dynamic=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = cf(X, 0.5)
+    np.testing.assert_array_equal(out.numpy(), (X * 0.5).numpy())
+    assert all(float(k) == 0.5 for k in kept)
+    for k in kept:  # closed: arithmetic on it gives plain floats
+        assert type(k * 2) is float and k * 2 == 1.0
+
+
+def test_traced_float_reads_need_its_value():
+    from jitgrad.trace.numbers import DynamicNumbers
+
+    numbers = DynamicNumbers()
+    t = numbers.number(0.25, jitgrad.tensor(0.25, dtype=jitgrad.float64), ("arg", 1))
+    assert isinstance(t, float) and type(t) is TracedFloat
+    assert not numbers.specialized
+    assert repr(t) == "0.25" and numbers.specialized == {("arg", 1)}
