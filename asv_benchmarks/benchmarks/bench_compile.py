@@ -59,6 +59,39 @@ class SeedGraphCompiled:
         self.vg(self.x)
 
 
+def _annealed(x, beta):
+    return (x ** 2).mean() + beta * x.abs().sum()
+
+
+class FloatArgumentCompiled:
+    """A float argument that changes at every call (a KL weight the loop anneals): the
+    compiled function with ``beta`` a Python float (read afresh at every call: automatic
+    dynamic, ``trace/numbers.py``), the same with ``beta`` a 0-d tensor (PyTorch users'
+    workaround), and eager mode; ``f(x, beta).backward()`` on 64x32 float32."""
+
+    params = [["float", "tensor", "eager"]]
+    param_names = ["beta"]
+    quick_params = [["float", "tensor", "eager"]]
+
+    def setup(self, kind):
+        self.x = jitgrad.randn(64, 32, requires_grad=True)
+        self.f = _annealed if kind == "eager" else jitgrad.compile(_annealed)
+        self.kind = kind
+        self.k = 0
+        for _ in range(3):
+            self.time_call(kind)
+        if kind == "float":
+            assert self.f.stats["traces"] == 2  # a constant, then dynamic
+
+    def time_call(self, kind):
+        self.k += 1
+        beta = 0.001 * (self.k % 1000)
+        if kind == "tensor":
+            beta = jitgrad.tensor(beta, dtype=jitgrad.float64)
+        self.x.grad = None
+        self.f(self.x, beta).backward()
+
+
 class SeedGraphNode:
     """W1 through the node path: ``f = jitgrad.compile(w1)``, then ``f(x).backward()`` and
     ``x.grad`` read outside it (a compiled function inside eager autograd)."""
