@@ -142,8 +142,9 @@ class BatchNorm1d(_NormBase):
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.add_(1)
-            if self.momentum is None:  # cumulative moving average
-                momentum = 1.0 / float(self.num_batches_tracked.item())
+            if self.momentum is None:  # cumulative moving average: 1 / batches seen, as a
+                # 0-d float64 tensor (the bits of Python's 1.0 / n; no .item(): compiles)
+                momentum = 1.0 / self.num_batches_tracked.double()
         use_batch = self.training or self.running_mean is None
         track = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if track else None,

@@ -342,7 +342,10 @@ BATCH_NORM = defop(
 
 
 def _update_running(running_mean, running_var, input, momentum):
-    """PyTorch's running-stat update: unbiased batch variance, in place, no graph."""
+    """PyTorch's running-stat update: unbiased batch variance, in place, no graph.
+    ``momentum``: a number, or a 0-d float64 tensor (BatchNorm's cumulative average, read
+    without ``.item()``): both cast to the buffers' dtype, the same bits
+    (``r * (1 - m) + m * stat``, as ``add_(stat, alpha=m)`` computes it)."""
     from ...autograd.grad_mode import no_grad
 
     dims = _bn_dims(input)
@@ -351,9 +354,9 @@ def _update_running(running_mean, running_var, input, momentum):
         mean = x.mean(dims)
         var = x.var(dims, correction=1)
         if running_mean is not None:
-            running_mean.mul_(1.0 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
+            running_mean.mul_(1.0 - momentum).add_(mean.to(running_mean.dtype) * momentum)
         if running_var is not None:
-            running_var.mul_(1.0 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
+            running_var.mul_(1.0 - momentum).add_(var.to(running_var.dtype) * momentum)
 
 
 @api(BATCH_NORM)
