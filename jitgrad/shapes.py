@@ -105,24 +105,27 @@ def wrap_dims(dim, ndim: int, op: str = "") -> tuple[int, ...]:
 
 def infer_size(shape: Sequence[int], numel: int) -> Shape:
     """Resolve a single ``-1`` in ``shape`` for a tensor of ``numel`` elements."""
-    shape = tuple(int(s) for s in shape)
-    neg = [i for i, s in enumerate(shape) if s == -1]
-    if len(neg) > 1:
-        raise RuntimeError("only one dimension can be inferred")
-    known = 1
-    for s in shape:
-        if s != -1:
-            if s < 0:
-                raise RuntimeError(f"invalid shape dimension {s}")
+    shape = tuple(map(int, shape))
+    known, neg, bad = 1, None, None  # product of the known sizes, where -1 is, a bad size
+    for i, s in enumerate(shape):
+        if s >= 0:
             known *= s
-    if neg:
-        if known == 0 or numel % known:
+        elif s != -1:
+            if bad is None:
+                bad = s
+        elif neg is None:
+            neg = i
+        else:
+            raise RuntimeError("only one dimension can be inferred")
+    if bad is not None:
+        raise RuntimeError(f"invalid shape dimension {bad}")
+    if neg is None:
+        if known != numel:
             raise RuntimeError(f"shape '{fmt_shape(shape)}' is invalid for input of size {numel}")
-        i = neg[0]
-        return shape[:i] + (numel // known,) + shape[i + 1:]
-    if known != numel:
+        return shape
+    if known == 0 or numel % known:
         raise RuntimeError(f"shape '{fmt_shape(shape)}' is invalid for input of size {numel}")
-    return shape
+    return shape[:neg] + (numel // known,) + shape[neg + 1:]
 
 
 def keyword_sizes(args: tuple, given, fn: str, name: str) -> tuple:
@@ -141,6 +144,6 @@ def as_shape(args) -> Shape:
     if len(args) == 1 and not isinstance(args[0], int):
         args = args[0]
     try:
-        return tuple(int(a) for a in args)
+        return tuple(map(int, args))
     except TypeError:
         raise TypeError(f"size must be a sequence of ints, got {args!r}") from None

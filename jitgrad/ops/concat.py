@@ -10,7 +10,7 @@ from ..creation import zeros
 from ..shapes import fmt_shape, wrap_dim
 from ..tensor import Tensor
 from .api import api
-from .dispatch import call
+from .dispatch import as_tensor_arg, call
 from .indexing import narrow, select
 from .registry import MOVEMENT, defop
 
@@ -36,8 +36,15 @@ def _cat_ref(*arrs, dim, sizes):
 
 CAT = defop(name="cat", kind=MOVEMENT, inputs=("*tensors",), params=("dim", "sizes"),
             node="CatBackward0", ref=_cat_ref, vjp=_cat_vjp)
+def _stack_ref(*arrs, dim, sizes):
+    """``np.stack(arrs, axis=dim)`` for arrays of one shape (``stack`` checked them): its
+    concatenation of ``a[..., None, ...]`` views, without its per-call checks."""
+    at = (slice(None),) * (dim if dim >= 0 else dim + arrs[0].ndim + 1) + (None,)
+    return np.concatenate([a[at] for a in arrs], axis=dim)
+
+
 STACK = defop(name="stack", kind=MOVEMENT, inputs=("*tensors",), params=("dim", "sizes"),
-              node="StackBackward0", ref=lambda *arrs, dim, sizes: np.stack(arrs, axis=dim),
+              node="StackBackward0", ref=_stack_ref,
               vjp=lambda g, ins, out, p, n: tuple(select(g, p["dim"], i) if need else None
                                                   for i, need in enumerate(n)))
 
@@ -48,12 +55,16 @@ def _seq_tensors(tensors, name):
     ts = list(tensors)
     if not ts:
         raise RuntimeError(f"{name}(): expected a non-empty list of Tensors")
-    from .dispatch import as_tensor_arg
-
-    return [as_tensor_arg(t, "tensors") for t in ts]
+    return [t if type(t) is Tensor else as_tensor_arg(t, "tensors") for t in ts]
 
 
 def _common_dtype(ts):
+    dt = ts[0]._data.dtype
+    for t in ts:
+        if t._data.dtype != dt:
+            break
+    else:  # one dtype: the result's (nothing to promote)
+        return ts
     d = dtypes.result_type(*ts)
     return [t if t._data.dtype == d.np else t.to(d) for t in ts]
 
@@ -67,17 +78,23 @@ def cat(tensors, dim: int = 0) -> Tensor:
     the concatenation, but take part in dtype promotion and ``requires_grad`` (their
     gradient is empty)."""
     ts = _seq_tensors(tensors, "cat")
+    keep = []
     for i, t in enumerate(ts):
-        if t._data.ndim == 0:
+        a = t._data
+        if a.ndim == 0:
             raise RuntimeError(
                 f"zero-dimensional tensor (at position {i}) cannot be concatenated"
             )
-    keep = [i for i, t in enumerate(ts) if not (t._data.ndim == 1 and t._data.size == 0)]
+        if not (a.ndim == 1 and a.size == 0):
+            keep.append(i)
     keep = keep or list(range(len(ts)))
     ref = ts[keep[0]]._data
     d = wrap_dim(dim, ref.ndim)
+    rs = ref.shape
     for i in keep[1:]:
         s = ts[i]._data.shape
+        if len(s) == len(rs) and s[:d] == rs[:d] and s[d + 1:] == rs[d + 1:]:  # (they match)
+            continue
         if len(s) != ref.ndim:
             raise RuntimeError(
                 f"Tensors must have same number of dimensions: got {ref.ndim} and {len(s)}"
@@ -89,10 +106,12 @@ def cat(tensors, dim: int = 0) -> Tensor:
                     f"{ref.shape[k]} but got size {s[k]} for tensor number {i} in the list."
                 )
     ts = _common_dtype(ts)
-    kept = set(keep)
-    p = {"dim": d, "sizes": tuple(t._data.shape[d] if i in kept else None
-                                  for i, t in enumerate(ts))}
-    return call(CAT, tuple(ts), p)
+    if len(keep) == len(ts):
+        sizes = tuple([t._data.shape[d] for t in ts])
+    else:
+        kept = set(keep)
+        sizes = tuple(t._data.shape[d] if i in kept else None for i, t in enumerate(ts))
+    return call(CAT, tuple(ts), {"dim": d, "sizes": sizes})
 
 
 concatenate = cat

@@ -41,14 +41,14 @@ def record(op: OpDef, out: Tensor, inputs: tuple, params: dict | None, cdt=None)
         tr.on_op(op, out, inputs, params, cdt)
     if (GRAD_OFF and not _STATE.enabled) or op.vjp is None:
         return out
-    edges = tuple(edge(t) if type(t) is Tensor else None for t in inputs)
-    for e in edges:
-        if e is not None:
+    for t in inputs:  # (no input requiring grad, no edge: nothing to record)
+        if type(t) is Tensor and t._requires_grad:
             break
     else:
         return out
     if out._data.dtype.kind != "f":
         return out
+    edges = tuple(edge(t) if type(t) is Tensor else None for t in inputs)
     _attach(op, params, out, edges, tuple((t._data.shape, t._data.dtype) if type(t) is Tensor
                                           else None for t in inputs), _saved(op, inputs, out))
     return out
@@ -510,16 +510,17 @@ def elementwise(op: OpDef, args: tuple, params: dict | None = None) -> Tensor:
     if len(tensors) > 1:
         _same_device(tensors)
         broadcast_many([t._data.shape for t in tensors], op.name)
-    cd = dtypes.result_type(*[x for i, x in enumerate(args) if i not in op.extra.get(
-        "no_promote", ())])
+    keep = op.extra.get("no_promote", ())  # inputs taken as they are (where's condition)
+    cd = dtypes.result_type(*[x for i, x in enumerate(args) if i not in keep])
     if op.dtype_rule == FLOAT and cd.category < 2:
         cd = dtypes.get_default_dtype()
     od = dtypes.bool_ if op.dtype_rule == BOOL else cd
+    cdt = cd.np
     ops_in = []
     for i, x in enumerate(args):
-        if i in op.extra.get("no_promote", ()):
+        if i in keep:
             ops_in.append(x._data if type(x) is Tensor else np.bool_(x))
         else:
-            ops_in.append(_operand(x, cd.np))
-    res = eager_kernels.run(op, tuple(ops_in), params, cd.np, od.np)
-    return record(op, wrap(res), args, params, cd.np)
+            ops_in.append(_operand(x, cdt))
+    res = eager_kernels.run(op, tuple(ops_in), params, cdt, od.np)
+    return record(op, wrap(res), args, params, cdt)

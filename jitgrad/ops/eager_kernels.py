@@ -185,25 +185,31 @@ def run(op: OpDef, operands: tuple, params, cdt, odt) -> np.ndarray:
     if op.expr is None or (cdt != _F32 and cdt != _F64) or not _elementwise_kernels():
         return _run_numpy(op, operands, params, odt)
     cdt = _F32 if cdt == _F32 else _F64
-    arrays = [x for x in operands if type(x) is _ndarray]
-    out_shape = np.broadcast_shapes(*[x.shape for x in arrays]) if arrays else ()
+    shapes = [x.shape for x in operands if type(x) is _ndarray]
+    out_shape = shapes[0] if shapes else ()
+    for s in shapes:
+        if s != out_shape:
+            out_shape = np.broadcast_shapes(*shapes)
+            break
     out = _empty(out_shape, odt)
     if out.size == 0:
         return out
     pargs = _param_args(op, params, cdt)
-    if all(by_value(x) or (x.shape == out_shape and x.flags.c_contiguous) for x in arrays):
-        pats, full, numbers = [], [], []
-        for x in operands:
-            if type(x) is _ndarray and not by_value(x):
-                pats.append("full")
-                full.append(x.reshape(-1))
-            else:  # a number, a one-element array or a broadcast one: by value
-                pats.append("arg")
-                numbers.append(_value(x))
-        fn = kernel_fn(op, cdt, tuple(pats), "flat", odt)
-        run_kernel(fn, out.size, (*full, *numbers, *pargs, out.reshape(-1)))
-        return out
-    return _run_broadcast(op, operands, pargs, cdt, odt, out)
+    pats, full, numbers = [], [], []
+    for x in operands:
+        if type(x) is _ndarray and x.shape == out_shape and x.flags.c_contiguous and \
+                x.size != 1:  # (not by_value: a C-contiguous array of 2+ elements has a stride)
+            pats.append("full")
+            full.append(x.reshape(-1))
+        elif type(x) is not _ndarray or by_value(x):
+            # a number, a one-element array or a broadcast one: by value
+            pats.append("arg")
+            numbers.append(_value(x))
+        else:  # broadcast or strided: not the flat kernel
+            return _run_broadcast(op, operands, pargs, cdt, odt, out)
+    fn = kernel_fn(op, cdt, tuple(pats), "flat", odt)
+    run_kernel(fn, out.size, (*full, *numbers, *pargs, out.reshape(-1)))
+    return out
 
 
 def by_value(x) -> bool:

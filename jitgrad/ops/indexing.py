@@ -233,6 +233,8 @@ def assemble_slices(grads, indices, shape) -> Tensor:
 def _normalise_index(index, shape):
     """Convert tensors in an index to arrays and check bounds with PyTorch's messages."""
     items = index if isinstance(index, tuple) else (index,)
+    if type(index) is not _TwoStep and _check_basic(items, shape):
+        return (tuple(items) if isinstance(index, tuple) else index), False
     out = []
     advanced = False
     for it in items:
@@ -254,7 +256,7 @@ def _normalise_index(index, shape):
         out.append(it)
     # bounds check for plain integers
     if _dims_taken(out) > len(shape):
-        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+        raise _too_many_indices(shape)
     arrays = 0  # index arrays seen so far
     for it, dim in index_dims(out, shape):
         if it is None or it is Ellipsis:
@@ -262,9 +264,7 @@ def _normalise_index(index, shape):
         if isinstance(it, (int, np.integer)) and not isinstance(it, bool):
             size = shape[dim]
             if not -size <= it < size:
-                raise IndexError(
-                    f"index {it} is out of bounds for dimension {dim} with size {size}"
-                )
+                raise _out_of_bounds(it, dim, size)
         elif isinstance(it, np.ndarray) and it.dtype.kind in "iu":
             # integer arrays too (they are on the host here): NumPy would raise its own
             # message and CuPy, indexing CUDA memory, wraps a bad index around. PyTorch
@@ -289,6 +289,43 @@ def _normalise_index(index, shape):
         return _split_ints(out, len(shape)), True
     index = tuple(out) if isinstance(index, tuple) or len(out) != 1 else out[0]
     return index, advanced
+
+
+def _check_basic(items: tuple, shape) -> bool:
+    """For index items that are all Python ints, slices, None and Ellipsis (the basic
+    indexing :func:`_normalise_index` leaves as it is): check them (PyTorch's errors, as
+    that function raises them) and return True; False for any other index."""
+    taken = 0  # dims the items take (ints and slices: one each)
+    for it in items:
+        t = type(it)
+        if t is int or t is slice:
+            taken += 1
+        elif it is not None and it is not Ellipsis:
+            return False
+    n = len(shape)
+    if taken > n:
+        raise _too_many_indices(shape)
+    dim = 0
+    for it in items:
+        t = type(it)
+        if t is int:
+            size = shape[dim]
+            if not -size <= it < size:
+                raise _out_of_bounds(it, dim, size)
+            dim += 1
+        elif t is slice:
+            dim += 1
+        elif it is Ellipsis:  # (it fills the dims the others leave)
+            dim = n - (taken - dim)
+    return True
+
+
+def _too_many_indices(shape) -> IndexError:
+    return IndexError(f"too many indices for tensor of dimension {len(shape)}")
+
+
+def _out_of_bounds(index: int, dim: int, size: int) -> IndexError:
+    return IndexError(f"index {index} is out of bounds for dimension {dim} with size {size}")
 
 
 def _width(it) -> int:

@@ -52,13 +52,14 @@ def rowwise(name: str, arrays: tuple, dim: int, reduce_out: bool = False) -> np.
     mshape = arrs[0].shape
     C = mshape[-1]
     R = a0.size // C if C else 0
-    two = [a.reshape(R, C) for a in arrs]
+    two = arrs if nd == 2 else [a.reshape(R, C) for a in arrs]  # (2-D: already (R, C))
     fn = getattr(_softmax_kernels(), name)
     out = np.empty(R if reduce_out else (R, C), a0.dtype)
     run_sized(fn, R, a0.size, (*two, out))  # a row's result does not depend on the split
     if reduce_out:
         return out.reshape(mshape[:-1])
-    out = out.reshape(mshape)  # (row-major, as PyTorch's result: a .view() of it works)
+    if nd != 2:
+        out = out.reshape(mshape)  # (row-major, as PyTorch's result: a .view() of it works)
     return out if last else np.ascontiguousarray(np.moveaxis(out, -1, dim))
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...amp.autocast_mode import autocast_op
 from ...kernels.parallel import note_blas
-from ...shapes import fmt_shape
+from ...shapes import broadcast_shapes, fmt_shape
 from ...tensor import Tensor
 from .. import samples as S
 from ..api import api
@@ -59,8 +59,9 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
     tensor([[2., 1.],
             [1., 2.]])
     """
-    input, mat1, mat2 = (as_tensor_arg(t, n) for t, n in
-                         ((input, "input"), (mat1, "mat1"), (mat2, "mat2")))
+    input = as_tensor_arg(input, "input")
+    mat1 = as_tensor_arg(mat1, "mat1")
+    mat2 = as_tensor_arg(mat2, "mat2")
     sa, sb = mat1._data.shape, mat2._data.shape
     if len(sa) != 2 or len(sb) != 2:
         raise RuntimeError(f"addmm: expected 2-D matrices, got mat1 {fmt_shape(sa)} and mat2 "
@@ -69,15 +70,16 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{sa[1]} and "
                            f"{sb[0]}x{sb[1]})")
     try:
-        np.broadcast_shapes(input._data.shape, (sa[0], sb[1]))
-    except ValueError:
+        broadcast_shapes(input._data.shape, (sa[0], sb[1]))
+    except RuntimeError:
         raise RuntimeError(
             f"addmm: input of shape {fmt_shape(input._data.shape)} cannot be broadcast to the "
             f"product's shape {fmt_shape((sa[0], sb[1]))}") from None
-    if mat1.dtype != mat2.dtype:
+    dt = mat1._data.dtype  # (NumPy dtypes: one per jitgrad dtype)
+    if mat2._data.dtype != dt:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{mat1.dtype.cpp_name} != {mat2.dtype.cpp_name}")
-    if input.dtype != mat1.dtype:
+    if input._data.dtype != dt:
         raise RuntimeError(f"addmm: bias has dtype {input.dtype.name}, the matrices "
                            f"{mat1.dtype.name}")
     if beta == 1 and alpha == 1:
@@ -101,8 +103,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     tensor([[2., 2., 2.]])
     """
     input = as_tensor_arg(input, "input")
-    wt = weight.t() if weight.ndim == 2 else weight
-    if bias is None and input.ndim > 2 and weight.ndim == 2 and \
+    nd, wnd = input._data.ndim, weight.ndim
+    wt = weight.t() if wnd == 2 else weight
+    if bias is None and nd > 2 and wnd == 2 and \
             input._data.shape[-1] == weight._data.shape[1]:
         # rows of every batch in one GEMM, as PyTorch's linear: the weight's gradient is one
         # product in its own layout (rhs_grad), not a batched product summed over the batch
@@ -112,18 +115,18 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         out = matmul(input.reshape(-1, shape[-1]), wt)
         # (PyTorch's matmul folds the batch into mm and unfolds with _unsafe_view)
         return _reshape(out, (*shape[:-1], weight._data.shape[0]), "UnsafeViewBackward0")
-    if bias is None or input.ndim == 0:
+    if bias is None or nd == 0:
         out = matmul(input, wt)
         return out if bias is None else out + bias
     shape = input._data.shape
-    if weight.ndim == 2 and shape[-1] != weight._data.shape[1]:
+    if wnd == 2 and shape[-1] != weight._data.shape[1]:
         rows = int(np.prod(shape[:-1], dtype=np.int64))
         o, i = weight._data.shape
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{shape[-1]} and "
                            f"{i}x{o})")
-    if input.ndim == 2 and weight.ndim == 2:
+    if nd == 2 and wnd == 2:
         return addmm(bias, input, wt)
-    if weight.ndim != 2:
+    if wnd != 2:
         return matmul(input, wt) + bias
     out = addmm(bias, input.reshape(-1, shape[-1]), wt)
     return out.reshape(*shape[:-1], weight._data.shape[0])
