@@ -464,10 +464,18 @@ def test_chain_backward_that_fails_changes_no_grad(monkeypatch):
 
 
 def test_chains_the_traversal_may_fuse_take_the_traversal(monkeypatch):
+    from jitgrad.autograd.fused_regions import MIN_ELEMENTS
+
     calls = _runs_generic(monkeypatch)
-    x = leaf(np.linspace(-1.0, 1.0, 8))
-    x.tanh().sum().backward()  # SumBackward0 -> TanhBackward0: fusable ops
+    x = leaf(np.linspace(-1.0, 1.0, MIN_ELEMENTS))
+    x.tanh().sum().backward()  # SumBackward0 -> TanhBackward0: fusable ops, large enough
     assert calls
+    np.testing.assert_allclose(x.grad.numpy(), 1 - np.tanh(np.linspace(-1.0, 1.0, MIN_ELEMENTS))
+                               ** 2, rtol=1e-6, atol=1e-6)
+    calls.clear()
+    x = leaf(np.linspace(-1.0, 1.0, 8))
+    x.tanh().sum().backward()  # too small for the traversal to fuse: the chain path
+    assert not calls
     np.testing.assert_allclose(x.grad.numpy(), 1 - np.tanh(np.linspace(-1.0, 1.0, 8)) ** 2)
 
 

@@ -110,7 +110,7 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
                         "grad can be implicitly created only for real scalar outputs but got "
                         f"{t.dtype}"
                     )
-                out.append((ones_like(t), True))
+                out.append((_ones_grad(t), True))
             else:
                 out.append((None, True))
             continue
@@ -133,6 +133,18 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
             continue
         out.append((g, False))
     return out
+
+
+def _ones_grad(t: Tensor) -> Tensor:
+    """``ones_like(t)``: the implicit gradient of one-element output ``t`` on the generic
+    path, a fresh tensor (a hook, ``retain_grad`` or ``.grad`` may keep or modify it). A
+    host array outside tracing is what ``ones_like`` makes there, made directly (it runs
+    at every ``backward()``); CUDA memory and a tracer (which records the factory) take
+    ``ones_like`` itself."""
+    d = t._data
+    if type(d) is np.ndarray and _TRACE.tracer is None:
+        return wrap(np.ones(d.shape, d.dtype))
+    return ones_like(t)
 
 
 def _check_roots(tensors):
@@ -218,13 +230,14 @@ def _chain_node_plain(node) -> bool:
 def _backward_chain(t: Tensor, retain: bool) -> bool:
     """The common case of ``loss.backward()`` run without the generic traversal: a chain
     of nodes, each with one edge to the next node (its other edges None), the last one's
-    edges plain leaves -- one node (a compiled function's, any op's), or a loss's nodes
+    edges plain leaves -- one node (a compiled function's, any op's), a loss's nodes
     over a compiled model's (``NllLossBackward0 -> LogSoftmaxBackward0 ->
-    CompiledFunctionBackward``) -- an implicit seed, no hooks, no tracer, and, for more
-    than one node, no op the traversal might fuse with its neighbours
-    (``fused_regions``). The same rules run in the same order on the same gradients, and
-    the leaves accumulate after every node has run, as :class:`_Run` does: same results
-    and effects. False when the case does not apply (the caller takes the generic path)."""
+    CompiledFunctionBackward``), ``(x * y).sum()`` -- an implicit seed, no hooks, no
+    tracer, and no part of the chain the traversal might run fused
+    (:func:`fused_regions.chain_may_fuse`). The same rules run in the same order on the
+    same gradients, and the leaves accumulate after every node has run, as :class:`_Run`
+    does: same results and effects. False when the case does not apply (the caller takes
+    the generic path)."""
     node = t._grad_fn
     d = t._data
     if node is None or d.size != 1 or d.dtype.kind != "f":
@@ -245,8 +258,7 @@ def _backward_chain(t: Tensor, retain: bool) -> bool:
             return False
         hops.append(links[0])
         node = links[0][1][0]
-    if len(chain) > 1 and any(fused_regions._fusable_op(getattr(c, "op", None))
-                              for c in chain):
+    if len(chain) > 1 and config.eager_fusion and fused_regions.chain_may_fuse(chain):
         return False
     n = chain[0].n_outputs
     if n == 1:
@@ -427,7 +439,7 @@ class _Run:
     """
 
     __slots__ = ("roots", "grads", "retain", "create", "inputs", "capture", "captured",
-                 "_slots", "_effects", "_executed", "raw_inputs")
+                 "_slots", "_capture_nodes", "_effects", "_executed", "raw_inputs")
 
     def __init__(self, roots, grads, retain, create, inputs, capture):
         self.roots = roots
@@ -440,14 +452,16 @@ class _Run:
         self.raw_inputs = False
         self._effects = []   # ("acc", leaf, grad, shared) / ("retain", tensor, grad)
         self._executed = []  # nodes whose saved tensors are freed at the end
-        # where to intercept gradients of the requested inputs
-        self._slots = None
+        # where to intercept gradients of the requested inputs; the ids of the nodes
+        # whose outputs are among them
+        self._slots = self._capture_nodes = None
         if inputs is not None:
             slots = {}
             for i, t in enumerate(inputs):
                 key = (id(t),) if t._grad_fn is None else (id(t._grad_fn), t._output_nr)
                 slots.setdefault(key, []).append(i)
             self._slots = slots
+            self._capture_nodes = {k[0] for k in slots if len(k) == 2}
 
     def run(self) -> None:
         tr = _TRACE.tracer
@@ -513,7 +527,7 @@ class _Run:
         own history -- an earlier call of the same compiled module, fed back, whose backward
         also reaches the captured weights -- is not the call's)."""
         slots = self._slots
-        capture_nodes = {k[0] for k in slots if len(k) == 2}
+        capture_nodes = self._capture_nodes
         stop_at_inputs = self.raw_inputs
         needed = set()
         visited = set()
@@ -576,8 +590,8 @@ class _Run:
         needed = self._needed_nodes(root_nodes) if self._slots is not None else None
         # the compiler's backward trace stops at its inputs: a non-leaf input's node
         # captures its gradient and runs no rule (see _needed_nodes)
-        inputs_end = {k[0] for k in self._slots if len(k) == 2} if (
-            self.raw_inputs and self._slots) else ()
+        capture_nodes = self._capture_nodes
+        inputs_end = capture_nodes if self.raw_inputs and capture_nodes else ()
         for t, g in leaf_roots:
             self._deliver_leaf(t, g, id(g) in shared_ids)
 
@@ -593,6 +607,7 @@ class _Run:
         leaf_bufs: dict = {}
         arrived = fused_regions.Arrived(buffers, leaf_bufs) if fuse is not None else None
         executed = self._executed
+        retain, slots = self.retain, self._slots
         pop, push = heapq.heappop, heapq.heappush
         while heap:
             obj = pop(heap)[2]
@@ -605,13 +620,14 @@ class _Run:
             grads = buffers.pop(k)
             edges = node.next_edges
             if (node._tensor_hooks is not None or node._retain is not None
-                    or node._pre_hooks is not None or self._slots is not None):
+                    or node._pre_hooks is not None
+                    or (capture_nodes is not None and k in capture_nodes)):
                 grads = self._pre_node(node, grads, shared_ids)
             region = None
             if fuse is not None:  # (a large gradient, or a node that broadcasts or sums)
                 g0 = grads[0]
                 if (g0 is not None and g0._data.size >= min_size) or node.in_meta is not None:
-                    region = fuse(node, grads, deps, shared_ids, declined, needed, self._slots,
+                    region = fuse(node, grads, deps, shared_ids, declined, needed, slots,
                                   arrived)
             if region is not None:  # node and the element-wise region it heads, fused
                 executed.extend(region[0])
@@ -621,10 +637,9 @@ class _Run:
                         e is not None and id(e[0] if type(e) is tuple else e) in needed
                         for e in edges)) and k not in inputs_end:
                     if anomaly:
-                        out_grads = apply_checked(node, grads, self.retain)
+                        out_grads = apply_checked(node, grads, retain)
                     else:
-                        out_grads = node.apply(grads) if self.retain else \
-                            node.apply_final(grads)
+                        out_grads = node.apply(grads) if retain else node.apply_final(grads)
                     if node._post_hooks is not None:
                         out_grads = self._post_node(node, out_grads, grads)
                     if len(out_grads) > 1:
@@ -705,8 +720,8 @@ class _Run:
                 if t is not None and grads[nr] is not None:
                     self._effects.append(("retain", t, grads[nr]))
         slots = self._slots
-        if slots is not None:
-            nid = id(node)
+        nid = id(node)
+        if slots is not None and nid in self._capture_nodes:
             for nr in range(node.n_outputs):
                 idx = slots.get((nid, nr))
                 if idx is not None and grads[nr] is not None:
@@ -775,6 +790,11 @@ class _Run:
 
 def _mark_repeats(grads, shared_ids) -> None:
     """A gradient object routed to two inputs (e.g. AddBackward) must not be stolen twice."""
+    if len(grads) == 2:  # (most nodes with several inputs have two)
+        g = grads[0]
+        if g is grads[1] and g is not None:
+            shared_ids.add(id(g))
+        return
     seen = set()
     for g in grads:
         if g is not None:

@@ -40,7 +40,8 @@ import numpy as np
 
 from ..tensor import wrap
 
-__all__ = ["try_region", "Arrived", "MIN_ELEMENTS", "MIN_REPEATS", "stats", "clear"]
+__all__ = ["try_region", "chain_may_fuse", "Arrived", "MIN_ELEMENTS", "MIN_REPEATS", "stats",
+           "clear"]
 
 #: fewest elements of a region's largest array for fusing it
 MIN_ELEMENTS = 1 << 14
@@ -96,6 +97,28 @@ def _elements(node, grads) -> int:
             return (s[0]._data if s[0] is not None else s[1]).size
     g = grads[0]
     return g._data.size if g is not None else 0
+
+
+def chain_may_fuse(chain) -> bool:
+    """Whether the engine's node by node traversal of ``chain`` might run part of it fused:
+    ``chain``, nodes each of which has one edge to the next and no other to a node, run
+    from a one-element seed gradient on the first (the engine's ``_backward_chain``). A
+    region needs its head and the head's one child fusable (:func:`_plain`), and the
+    head's element count (:func:`_elements`) at least :data:`MIN_ELEMENTS`; that count is
+    known before the node runs where ``in_meta`` gives it, and for the first node without
+    ``in_meta`` (its gradient is the seed: the engine does not look for a region there);
+    otherwise the answer is yes."""
+    for i in range(len(chain) - 1):
+        node = chain[i]
+        meta = node.in_meta
+        if meta:
+            if _elements(node, None) < MIN_ELEMENTS:
+                continue
+        elif not i and meta is None:
+            continue
+        if _plain(node) and _plain(chain[i + 1]):
+            return True
+    return False
 
 
 def _captured(node, slots) -> bool:
