@@ -47,11 +47,13 @@ from .amp.autocast_mode import (
     set_autocast_dtype,
     set_autocast_enabled,
 )
+from .amp.grad_scaler import GradScaler
 
 # no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled and
 # is_inference_mode_enabled: grad_mode's __all__ is the one list of them
 from .autograd.grad_mode import *  # noqa: F403
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision
+from .constants import e, inf, nan, newaxis, pi
 from .creation import (
     arange,
     as_tensor,
@@ -80,6 +82,9 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .creation_extra import frombuffer, range, to_dlpack  # noqa: A004 - PyTorch's name
+from .cuda import OutOfMemoryError
+from .denormals import set_flush_denormal
 from .determinism import (
     are_deterministic_algorithms_enabled,
     get_deterministic_debug_mode,
@@ -108,6 +113,7 @@ from .dtypes import (
 from .dtypes import bool_ as bool  # noqa: A001 - PyTorch's name
 from .jit import compile, explain, grad, value_and_grad
 from .kernels.blas_core import choose_blas_core as _choose_blas_core
+from .lowrank import pca_lowrank, svd_lowrank
 from .memory_format import (
     channels_last,
     channels_last_3d,
@@ -135,6 +141,8 @@ from .ops.torch_namespace import *  # noqa: F403
 from .ops.view_copies import *  # noqa: F403
 from .random import Generator, default_generator, initial_seed, manual_seed, seed
 from .rng_state import get_rng_state, set_rng_state
+from .storage import is_storage
+from .symbolic import sym_float, sym_int, sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum
 from .tensor import Size, Tensor
 from .tensor_types import (
     BoolTensor,
@@ -146,8 +154,14 @@ from .tensor_types import (
     IntTensor,
     LongTensor,
     ShortTensor,
+    set_default_tensor_type,
 )
-from .threads import get_num_threads, set_num_threads
+from .threads import (
+    get_num_interop_threads,
+    get_num_threads,
+    set_num_interop_threads,
+    set_num_threads,
+)
 from .type_info import can_cast, finfo, iinfo, promote_types
 
 # NumPy's OpenBLAS kernel set for this CPU, before jitgrad runs any product (eager and
@@ -167,6 +181,36 @@ __version__ = "0.1.0"
 def is_tensor(obj) -> _builtins.bool:
     """Whether ``obj`` is a jitgrad Tensor."""
     return isinstance(obj, Tensor)
+
+
+def is_inference(input: Tensor) -> _builtins.bool:
+    """Whether ``input`` is an inference tensor (``Tensor.is_inference``): always False in
+    jitgrad, whose ``inference_mode`` makes ordinary tensors."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_inference(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return input.is_inference()
+
+
+def get_device_module(device: device | str | None = None):
+    """The module of a device type: ``jitgrad.cuda`` for ``"cuda"`` / ``device("cuda:0")``,
+    ``jitgrad.cpu`` for the CPU; None: the current accelerator's (CUDA when available), else
+    the CPU's."""
+    if isinstance(device, globals()["device"]):
+        name = device.type
+    elif isinstance(device, str):
+        name = globals()["device"](device).type
+    elif device is None:
+        acc = accelerator.current_accelerator()
+        name = "cpu" if acc is None else acc.type
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or "
+                           f"None")
+    module = globals().get(name)
+    if not isinstance(module, type(sys)):
+        raise RuntimeError(f"Device '{name}' does not have a corresponding module registered "
+                           f"as 'torch.{name}'.")
+    return module
 
 
 def is_floating_point(input: Tensor) -> _builtins.bool:
@@ -287,7 +331,11 @@ __all__ = [
     "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
     "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
     "get_deterministic_debug_mode", "nonzero", "detach", "as_strided", "is_nonzero", "is_same_size",
-    "is_signed",
+    "is_signed", "pi", "e", "inf", "nan", "newaxis", "is_inference", "GradScaler",
+    "OutOfMemoryError", "range", "set_default_tensor_type", "frombuffer", "to_dlpack",
+    "set_flush_denormal", "get_num_interop_threads", "set_num_interop_threads", "is_storage",
+    "get_device_module", "sym_int", "sym_float", "sym_max", "sym_min", "sym_not", "sym_ite",
+    "sym_sqrt", "sym_sum", "svd_lowrank", "pca_lowrank",
     *_legacy_linalg.__all__, *_nn_namespace.__all__, *_torch_namespace.__all__,
     *_view_copies.__all__,
     *_OP_EXPORTS,

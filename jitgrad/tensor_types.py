@@ -20,7 +20,8 @@ from .autograd.engine import execution_engine
 from .tensor import Tensor
 
 __all__ = ["Variable", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
-           "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor", "legacy_type"]
+           "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor", "legacy_type",
+           "set_default_tensor_type"]
 
 
 class _LegacyType(type):
@@ -104,3 +105,56 @@ class Variable(metaclass=_VariableMeta):
     runs ``fn`` at the end of the running backward pass."""
 
     _execution_engine = execution_engine
+
+
+#: whether the default device is CUDA because a CUDA tensor type was made the default
+_device_from_type = False
+
+
+def _import_dotted_name(name: str):
+    """The object a dotted name names (``"torch.FloatTensor"``: ``torch`` is jitgrad)."""
+    import importlib
+
+    first, *rest = name.split(".")
+    obj = importlib.import_module("jitgrad" if first == "torch" else first)
+    for part in rest:
+        obj = getattr(obj, part)
+    return obj
+
+
+def set_default_tensor_type(t: type | str, /) -> None:
+    """Deprecated (warns, as PyTorch since 2.1): make the floating tensor type ``t``
+    (``jitgrad.DoubleTensor``, ``"torch.FloatTensor"``, ``jitgrad.cuda.FloatTensor``...)
+    the default -- its dtype becomes the default dtype (:func:`jitgrad.set_default_dtype`)
+    and, for a CUDA type, CUDA the default device (a CPU type then makes it the CPU again).
+    A CUDA type without a usable CUDA device raises TypeError, as PyTorch built without
+    CUDA does. Use ``set_default_dtype`` / ``set_default_device``."""
+    global _device_from_type
+    import warnings
+
+    from . import devices
+
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
+                  UserWarning, stacklevel=2)
+    if isinstance(t, str):
+        t = _import_dotted_name(t)
+    if not isinstance(t, _LegacyType):
+        raise TypeError("invalid type object: only floating-point types are supported as the "
+                        "default type")
+    if not t.dtype.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    if t.is_cuda:
+        from . import cuda
+
+        if not cuda.is_available():
+            raise TypeError(f"type torch.cuda.{t.__name__} not available. Torch not compiled "
+                            f"with CUDA enabled.")
+        dtypes.set_default_dtype(t.dtype)
+        devices.set_default_device("cuda")
+        _device_from_type = True
+        return
+    dtypes.set_default_dtype(t.dtype)
+    if _device_from_type:
+        devices.set_default_device(None)
+        _device_from_type = False

@@ -20,13 +20,23 @@ __all__ = ["is_available", "is_simulated", "device_count", "current_device", "se
            "max_memory_allocated", "memory_reserved", "max_memory_reserved",
            "reset_peak_memory_stats", "reset_max_memory_allocated", "memory_stats",
            "mem_get_info", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor",
-           "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
+           "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
+           "OutOfMemoryError"]
 
 _STREAMS = ("Stream", "Event", "StreamContext", "stream", "current_stream", "default_stream",
             "set_stream")
 _MEMORY = ("memory_allocated", "max_memory_allocated", "memory_reserved",
            "max_memory_reserved", "reset_peak_memory_stats", "reset_max_memory_allocated",
            "memory_stats", "mem_get_info")
+
+
+class OutOfMemoryError(RuntimeError):
+    """Raised when a CUDA allocation fails for lack of device memory (PyTorch's
+    ``torch.OutOfMemoryError``, also ``jitgrad.cuda.OutOfMemoryError``; a RuntimeError, so
+    ``except RuntimeError`` catches it as in PyTorch)."""
+
+
+OutOfMemoryError.__module__ = "jitgrad"
 
 
 def __getattr__(name: str):

@@ -97,7 +97,10 @@ def install_gpu_peak_tracking() -> None:
     malloc, used, total, st = pool.malloc, pool.used_bytes, pool.total_bytes, _STATS
 
     def tracked_malloc(size: int):
-        mem = malloc(size)
+        try:
+            mem = malloc(size)
+        except cupy.cuda.memory.OutOfMemoryError as exc:  # PyTorch's exception, and message
+            raise _out_of_memory(size, used(), total()) from exc
         u, t = used(), total()
         if u > st.peak_allocated:
             st.peak_allocated = u
@@ -106,6 +109,32 @@ def install_gpu_peak_tracking() -> None:
         return mem
 
     cupy.cuda.set_allocator(tracked_malloc)
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n} bytes"
+
+
+def _out_of_memory(size: int, allocated: int, reserved: int) -> Exception:
+    """``jitgrad.OutOfMemoryError`` for a failed allocation of ``size`` bytes, worded as
+    PyTorch's."""
+    from . import OutOfMemoryError
+
+    try:
+        import cupy
+
+        free, capacity = cupy.cuda.runtime.memGetInfo()
+        where = (f" GPU 0 has a total capacity of {_fmt_bytes(capacity)} of which "
+                 f"{_fmt_bytes(free)} is free.")
+    except Exception:  # (the device may be unusable)
+        where = ""
+    return OutOfMemoryError(
+        f"CUDA out of memory. Tried to allocate {_fmt_bytes(size)}.{where} Of the allocated "
+        f"memory {_fmt_bytes(allocated)} is allocated by jitgrad, and "
+        f"{_fmt_bytes(max(reserved - allocated, 0))} is reserved by jitgrad but unallocated.")
 
 
 def _gpu_current() -> tuple[int, int]:

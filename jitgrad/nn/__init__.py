@@ -67,6 +67,7 @@ from .loss import (
     L1Loss,
     MSELoss,
     NLLLoss,
+    NLLLoss2d,
     SmoothL1Loss,
 )
 from .module import Module
@@ -116,7 +117,10 @@ __all__ = [
     "CircularPad3d", "LocalResponseNorm",
     "RReLU", "AlphaDropout", "FeatureAlphaDropout", "Buffer", "LazyLinear", "LazyConv1d",
     "LazyConv2d", "LazyConv3d", "UninitializedParameter", "UninitializedBuffer",
-    "SyncBatchNorm", "DataParallel",
+    "SyncBatchNorm", "DataParallel", "NLLLoss2d", "AdaptiveMaxPool3d", "LazyBatchNorm1d",
+    "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
+    "modules", "common_types", "grad",
 ]
 
 
@@ -130,7 +134,8 @@ _LAZY = {
     **dict.fromkeys(("RMSNorm", "Bilinear", "Unfold", "Fold", "Hardshrink", "Softshrink",
                      "Tanhshrink", "Softmax2d", "Dropout3d", "ChannelShuffle",
                      "UpsamplingNearest2d", "UpsamplingBilinear2d"), "more_layers"),
-    **dict.fromkeys(("AdaptiveMaxPool2d", "AdaptiveMaxPool1d"), "adaptive_max_pool"),
+    **dict.fromkeys(("AdaptiveMaxPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool3d"),
+                    "adaptive_max_pool"),
     "EmbeddingBag": "embedding_bag",
     **dict.fromkeys(("Upsample",), "interpolation"),
     **dict.fromkeys(("Conv1d", "MaxPool1d", "AvgPool1d"), "one_dimensional"),
@@ -145,7 +150,10 @@ _LAZY = {
     **dict.fromkeys(("RReLU", "AlphaDropout", "FeatureAlphaDropout"), "random_activations"),
     "Buffer": "buffer",
     **dict.fromkeys(("LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d",
-                     "UninitializedParameter", "UninitializedBuffer"), "lazy"),
+                     "UninitializedParameter", "UninitializedBuffer", "LazyBatchNorm1d",
+                     "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
+                     "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyConvTranspose1d",
+                     "LazyConvTranspose2d", "LazyConvTranspose3d"), "lazy"),
     "SyncBatchNorm": "sync_batchnorm",
     "DataParallel": "parallel.data_parallel",
     **dict.fromkeys(("MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
@@ -159,7 +167,16 @@ _LAZY = {
 }
 
 
+#: subpackages and modules imported on first use: PyTorch's module paths
+#: (``nn.modules.loss``...), the size type aliases and the convolution gradients
+_LAZY_SUBMODULES = frozenset({"modules", "common_types", "grad"})
+
+
 def __getattr__(name: str):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

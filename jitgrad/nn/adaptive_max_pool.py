@@ -1,4 +1,4 @@
-"""Adaptive max pooling: ``adaptive_max_pool2d`` / ``adaptive_max_pool1d`` and their modules,
+"""Adaptive max pooling: ``adaptive_max_pool1d`` / ``2d`` / ``3d`` and their modules,
 written with ops (so differentiable, compilable and on CUDA).
 
 Output cell ``i`` covers input rows ``floor(i * H / OH)`` to ``ceil((i + 1) * H / OH)``
@@ -20,8 +20,9 @@ from ..shapes import fmt_shape
 from ..tensor import Tensor
 from .module import Module
 
-__all__ = ["adaptive_max_pool2d", "adaptive_max_pool1d", "AdaptiveMaxPool2d",
-           "AdaptiveMaxPool1d"]
+__all__ = ["adaptive_max_pool2d", "adaptive_max_pool1d", "adaptive_max_pool3d",
+           "adaptive_max_pool3d_with_indices", "AdaptiveMaxPool2d", "AdaptiveMaxPool1d",
+           "AdaptiveMaxPool3d"]
 
 
 def _windows(size: int, out: int) -> list[tuple[int, int]]:
@@ -84,6 +85,66 @@ def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False
     return r.squeeze(-2)
 
 
+def _positions3d(size: tuple, out: tuple) -> np.ndarray:
+    """(OD * OH * OW, K) flat positions of each output cell's 3-D window (``d * h * w``
+    pads)."""
+    (d, h, w), (od, oh, ow) = size, out
+    depths, rows, cols = _windows(d, od), _windows(h, oh), _windows(w, ow)
+    k = (max(b - a for a, b in depths) * max(b - a for a, b in rows)
+         * max(b - a for a, b in cols))
+    pos = np.full((od * oh * ow, k), d * h * w, dtype=np.int64)
+    cell_index = 0
+    for z0, z1 in depths:
+        for r0, r1 in rows:
+            for c0, c1 in cols:
+                cell = (np.arange(z0, z1)[:, None, None] * (h * w)
+                        + np.arange(r0, r1)[None, :, None] * w
+                        + np.arange(c0, c1)[None, None, :]).reshape(-1)
+                pos[cell_index, :cell.size] = cell
+                cell_index += 1
+    return pos
+
+
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
+    """3-D adaptive max pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` to
+    ``output_size`` (an int, or a triple whose None entries keep the input's size); with
+    ``return_indices``, also each maximum's flat ``(d * H + h) * W + w`` position."""
+    input = as_tensor_arg(input, "input")
+    if input.ndim not in (4, 5) or 0 in tuple(input.shape[-3:]):
+        raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: "
+                           f"{fmt_shape(input.shape)}")
+    size = (output_size,) * 3 if isinstance(output_size, int) else tuple(output_size)
+    if len(size) != 3:
+        raise RuntimeError(f"adaptive_max_pool3d: internal error: output_size.size() must be "
+                           f"3, got {len(size)}")
+    dhw = tuple(input.shape[-3:])
+    out = tuple(n if o is None else int(o) for n, o in zip(dhw, size))
+    if min(out) <= 0:
+        raise RuntimeError(f"adaptive_max_pool3d(): Expected output_size to be positive, got "
+                           f"{size}")
+    lead = tuple(input.shape[:-3])
+    plane = dhw[0] * dhw[1] * dhw[2]
+    flat = input.reshape(*lead, plane)
+    pad = creation.full((*lead, 1), float("-inf"), dtype=input.dtype, device=input.device)
+    padded = cat([flat, pad], -1)  # position d * h * w reads -inf
+    pos = _positions3d(dhw, out)
+    cells, k = pos.shape
+    idx = creation.tensor(pos.reshape(-1), device=input.device)
+    windows = padded.index_select(-1, idx).reshape(*lead, cells, k)
+    pick = windows.argmax(-1, keepdim=True)  # first maximum (NaN counts as one)
+    where = idx.reshape(cells, k).expand(*lead, cells, k).gather(-1, pick).squeeze(-1)
+    result = flat.gather(-1, where).reshape(*lead, *out)
+    if return_indices:
+        return result, where.reshape(*lead, *out)
+    return result
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size,
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    """``adaptive_max_pool3d(..., return_indices=True)``."""
+    return adaptive_max_pool3d(input, output_size, True)
+
+
 class AdaptiveMaxPool2d(Module):
     """:func:`adaptive_max_pool2d` as a module."""
 
@@ -103,3 +164,10 @@ class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
 
     def forward(self, input: Tensor):
         return adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
+    """:func:`adaptive_max_pool3d` as a module."""
+
+    def forward(self, input: Tensor):
+        return adaptive_max_pool3d(input, self.output_size, self.return_indices)

@@ -67,6 +67,8 @@ class _ConvTransposeBase(_ConvBase):
     """What the transposed convolution layers share: parameters (``weight`` ``(C_in,
     C_out/groups, *kernel)``), PyTorch's initialisation and ``output_size``."""
 
+    transposed = True
+
     def _setup_transposed(self, in_channels: int, out_channels: int, kernel_size: tuple,
                           stride: tuple, padding: tuple, output_padding: tuple, groups: int,
                           bias: bool, dilation: tuple, padding_mode: str, dtype) -> None:

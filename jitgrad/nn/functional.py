@@ -79,6 +79,8 @@ _MORE_LAYERS = ("rms_norm", "bilinear", "unfold", "fold", "hardshrink", "softshr
                 "upsample_nearest", "upsample_bilinear")
 _OTHER_LAZY = {"conv_transpose1d": "conv_transpose", "adaptive_max_pool2d": "adaptive_max_pool",
                "adaptive_max_pool1d": "adaptive_max_pool", "embedding_bag": "embedding_bag",
+               "adaptive_max_pool3d": "adaptive_max_pool",
+               "adaptive_max_pool3d_with_indices": "adaptive_max_pool",
                "grid_sample": "grid_sampling", "affine_grid": "grid_sampling",
                "conv3d": "three_dimensional", "max_pool3d": "three_dimensional",
                "conv_transpose3d": "three_dimensional",

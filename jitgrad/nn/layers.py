@@ -195,7 +195,46 @@ def _pair(v, name: str) -> tuple:
 class _ConvBase(Module):
     """What the convolution layers share: argument checks, PyTorch's initialisation
     (``kaiming_uniform_(a=sqrt(5))``, bias bound ``1/sqrt(fan_in)`` with ``fan_in`` from
-    ``weight.shape[1]`` and the kernel) and the repr."""
+    ``weight.shape[1]`` and the kernel) and the repr; PyTorch's ``_ConvNd``."""
+
+    #: whether the layer is a transposed convolution (its weight ``(C_in, C_out/groups, *k)``)
+    transposed = False
+
+    def __init__(self, in_channels: int | None = None, out_channels: int | None = None,
+                 kernel_size: tuple | None = None, stride: tuple | None = None,
+                 padding: tuple | str | None = None, dilation: tuple | None = None,
+                 transposed: bool = False, output_padding: tuple | None = None,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None) -> None:
+        """Without arguments, an empty module (jitgrad's layers then set themselves up);
+        with PyTorch's ``_ConvNd`` arguments (tuples as long as the kernel's rank), a user
+        subclass's convolution parameters, made and initialised as the built-in layers'."""
+        super().__init__()
+        if in_channels is None:
+            return
+        k = tuple(kernel_size)
+        if transposed:
+            from .conv_transpose import _ConvTransposeBase
+
+            _ConvTransposeBase._setup_transposed(self, in_channels, out_channels, k,
+                                                 tuple(stride), tuple(padding),
+                                                 tuple(output_padding), groups, bias,
+                                                 tuple(dilation), padding_mode, dtype)
+        else:
+            self._setup(in_channels, out_channels, k, tuple(stride),
+                        padding if isinstance(padding, str) else tuple(padding),
+                        tuple(dilation), groups, bias, padding_mode, dtype)
+            self.output_padding = tuple(output_padding or (0,) * len(k))
+        self.transposed = transposed
+        place(self, device)
+
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        """The layer's convolution of ``input`` with the given ``weight`` and ``bias``
+        (PyTorch's hook for subclasses that transform the weight first)."""
+        input, padding = self._padded(input)
+        conv = {1: "conv1d", 2: "conv2d", 3: "conv3d"}[len(self.kernel_size)]
+        return getattr(F, conv)(input, weight, bias, self.stride, padding, self.dilation,
+                                self.groups)
 
     def _setup(self, in_channels: int, out_channels: int, kernel_size: tuple, stride: tuple,
                padding, dilation: tuple, groups: int, bias: bool, padding_mode: str,

@@ -1,7 +1,9 @@
-"""Lazy modules, as PyTorch's: ``LazyLinear``, ``LazyConv1d`` / ``2d`` / ``3d`` hold
-``UninitializedParameter`` s until their first forward, which reads the input's feature
-(or channel) count, materialises and initialises the parameters, and turns the module into
-its plain class (``Linear``, ``Conv2d``...). Loading a ``state_dict`` into a lazy module
+"""Lazy modules, as PyTorch's: ``LazyLinear``, ``LazyConv1d`` / ``2d`` / ``3d``,
+``LazyConvTranspose1d`` / ``2d`` / ``3d``, ``LazyBatchNorm1d`` / ``2d`` / ``3d`` and
+``LazyInstanceNorm1d`` / ``2d`` / ``3d`` hold ``UninitializedParameter`` s (and
+``UninitializedBuffer`` s) until their first forward, which reads the input's feature (or
+channel) count, materialises and initialises them, and turns the module into its plain
+class (``Linear``, ``Conv2d``, ``BatchNorm1d``...). Loading a ``state_dict`` into a lazy module
 materialises its parameters with the checkpoint's shapes first.
 
 >>> import jitgrad
@@ -17,12 +19,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import creation, dtypes
 from ..tensor import Tensor
 from .layers import Conv2d, Linear
 from .mutation import bump
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    _NormBase,
+)
 
 __all__ = ["UninitializedParameter", "UninitializedBuffer", "LazyModuleMixin", "LazyLinear",
-           "LazyConv1d", "LazyConv2d", "LazyConv3d", "is_lazy"]
+           "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+           "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d",
+           "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d",
+           "is_lazy"]
 
 
 class UninitializedTensorMixin:
@@ -214,8 +229,11 @@ class _LazyConv(LazyModuleMixin):
             if self.in_channels % self.groups != 0:
                 raise ValueError("in_channels must be divisible by groups")
             with no_grad():
-                self.weight.materialize((self.out_channels, self.in_channels // self.groups,
-                                         *self.kernel_size))
+                if getattr(self, "transposed", False):  # (C_in, C_out / groups, *kernel)
+                    shape = (self.in_channels, self.out_channels // self.groups)
+                else:  # (C_out, C_in / groups, *kernel)
+                    shape = (self.out_channels, self.in_channels // self.groups)
+                self.weight.materialize((*shape, *self.kernel_size))
                 if self.bias is not None:
                     self.bias.materialize((self.out_channels,))
                 self.reset_parameters()
@@ -258,3 +276,113 @@ def _lazy_conv_class(name: str, base_module: str, base_name: str, spatial: int) 
 
 LazyConv1d = _lazy_conv_class("LazyConv1d", "one_dimensional", "Conv1d", 1)
 LazyConv3d = _lazy_conv_class("LazyConv3d", "three_dimensional", "Conv3d", 3)
+
+
+def _lazy_conv_transpose_class(name: str, base_module: str, base_name: str,
+                               spatial: int) -> type:
+    """``LazyConvTranspose1d`` / ``2d`` / ``3d`` over the lazily loaded transposed
+    convolutions: ``in_channels`` from the first input, the weight ``(C_in, C_out / groups,
+    *kernel)``."""
+    import importlib
+
+    base = getattr(importlib.import_module(f"{__package__}.{base_module}"), base_name)
+
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros",
+                 device=None, dtype=None) -> None:
+        super(cls, self).__init__(0, 0, kernel_size, stride, padding, output_padding, groups,
+                                  False, dilation, padding_mode, device=device, dtype=dtype)
+        self._lazy_setup(out_channels, bias, device, dtype)
+
+    cls = type(name, (_LazyConv, base), {
+        "__init__": __init__, "cls_to_become": base, "spatial": spatial,
+        "__module__": __name__,
+        "__doc__": f"A :class:`{base_name}` whose ``in_channels`` is the channel count of "
+                   "its first input."})
+    return cls
+
+
+LazyConvTranspose1d = _lazy_conv_transpose_class("LazyConvTranspose1d", "conv_transpose",
+                                                 "ConvTranspose1d", 1)
+LazyConvTranspose2d = _lazy_conv_transpose_class("LazyConvTranspose2d", "conv_transpose",
+                                                 "ConvTranspose2d", 2)
+LazyConvTranspose3d = _lazy_conv_transpose_class("LazyConvTranspose3d", "three_dimensional",
+                                                 "ConvTranspose3d", 3)
+
+
+class _LazyNormBase(LazyModuleMixin, _NormBase):
+    """The lazy batch and instance norms: ``num_features`` from the first input's dim 1
+    (as PyTorch's); the affine parameters and running statistics wait until then."""
+
+    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device=None, dtype=None, *,
+                 bias: bool = True) -> None:
+        # no affine parameters or statistics yet: they are made on the first input
+        super().__init__(0, eps, momentum, False, False, device, dtype, bias=False)
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            self.num_batches_tracked = creation.tensor(0, dtype=dtypes.int64, device=device)
+
+    def reset_parameters(self) -> None:
+        """The norm's reset (statistics 0 and 1, weight ones, bias zeros), once the
+        parameters exist."""
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input: Tensor) -> None:
+        """``num_features = input.shape[1]``; materialise and reset."""
+        from ..autograd.grad_mode import no_grad
+
+        if self.has_uninitialized_params():
+            self.num_features = input.shape[1]
+            with no_grad():
+                for name in ("weight", "bias", "running_mean", "running_var"):
+                    t = getattr(self, name)
+                    if t is not None and is_lazy(t):
+                        t.materialize((self.num_features,))
+                self.reset_parameters()
+
+
+class LazyBatchNorm1d(_LazyNormBase, BatchNorm1d):
+    """A :class:`BatchNorm1d` whose ``num_features`` is its first input's ``shape[1]``."""
+
+    cls_to_become = BatchNorm1d
+
+
+class LazyBatchNorm2d(_LazyNormBase, BatchNorm2d):
+    """A :class:`BatchNorm2d` whose ``num_features`` is its first input's ``shape[1]``."""
+
+    cls_to_become = BatchNorm2d
+
+
+class LazyBatchNorm3d(_LazyNormBase, BatchNorm3d):
+    """A :class:`BatchNorm3d` whose ``num_features`` is its first input's ``shape[1]``."""
+
+    cls_to_become = BatchNorm3d
+
+
+class LazyInstanceNorm1d(_LazyNormBase, InstanceNorm1d):
+    """An :class:`InstanceNorm1d` whose ``num_features`` is its first input's ``shape[1]``
+    (``affine`` and ``track_running_stats`` default to True here, as in PyTorch's lazy
+    instance norms, unlike ``InstanceNorm1d``)."""
+
+    cls_to_become = InstanceNorm1d
+
+
+class LazyInstanceNorm2d(_LazyNormBase, InstanceNorm2d):
+    """An :class:`InstanceNorm2d` whose ``num_features`` is its first input's ``shape[1]``."""
+
+    cls_to_become = InstanceNorm2d
+
+
+class LazyInstanceNorm3d(_LazyNormBase, InstanceNorm3d):
+    """An :class:`InstanceNorm3d` whose ``num_features`` is its first input's ``shape[1]``."""
+
+    cls_to_become = InstanceNorm3d

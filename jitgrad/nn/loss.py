@@ -1,6 +1,10 @@
-"""Loss modules, thin wrappers over :mod:`jitgrad.nn.functional`."""
+"""Loss modules, thin wrappers over :mod:`jitgrad.nn.functional`; ``_Loss`` and
+``_WeightedLoss`` are PyTorch's bases (``reduction`` from the legacy ``size_average`` /
+``reduce``, and a ``weight`` buffer), for user losses too."""
 
 from __future__ import annotations
+
+import warnings
 
 from ..ops.nnops.reduction import reduction_arg
 from ..tensor import Tensor
@@ -8,7 +12,7 @@ from . import functional as F
 from .module import Module
 
 __all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss",
-           "BCELoss", "BCEWithLogitsLoss", "KLDivLoss"]
+           "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "NLLLoss2d"]
 
 
 class _Loss(Module):
@@ -72,6 +76,17 @@ class NLLLoss(_WeightedLoss):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """Deprecated alias of :class:`NLLLoss` (warns on construction, as PyTorch's)."""
+
+    def __init__(self, weight: Tensor | None = None, size_average=None,
+                 ignore_index: int = -100, reduce=None, reduction: str = "mean") -> None:
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a "
+                      "drop-in replacement and see https://pytorch.org/docs/main/nn.html#torch."
+                      "nn.NLLLoss for more details.", FutureWarning, stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class CrossEntropyLoss(_WeightedLoss):

@@ -71,7 +71,30 @@ class LayerNorm(_Affine):
 class _NormBase(_Affine):
     """What batch and instance norm share (PyTorch's ``_NormBase``): the running statistics
     buffers ``running_mean`` (zeros), ``running_var`` (ones) and ``num_batches_tracked`` (an
-    int64 0) when ``track_running_stats`` (None buffers otherwise), and their reset."""
+    int64 0) when ``track_running_stats`` (None buffers otherwise), and their reset.
+    Subclasses (PyTorch's ``_BatchNorm`` and ``_InstanceNorm``, and user classes) define
+    ``_check_input_dim`` and ``forward``."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device=None,
+                 dtype=None, *, bias: bool = True) -> None:
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        _affine(self, (num_features,), affine, affine and bias, dtype)
+        self._register_running_stats(num_features, track_running_stats, dtype)
+        place(self, device)
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        raise NotImplementedError
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
 
     def _register_running_stats(self, num_features: int, track: bool, dtype) -> None:
         if track:
@@ -106,36 +129,14 @@ class _NormBase(_Affine):
             state_dict[key] = self.num_batches_tracked
 
 
-class BatchNorm1d(_NormBase):
-    """Batch normalisation of ``(N, C)`` or ``(N, C, L)`` inputs per channel ``C``.
+class _BatchNorm(_NormBase):
+    """Batch normalisation over the channel dim ``1`` (PyTorch's ``_BatchNorm``, the base of
+    ``BatchNorm1d/2d/3d``, ``SyncBatchNorm`` and the lazy ones; subclasses give
+    ``_check_input_dim``).
 
     In training mode it normalises with the batch statistics and updates ``running_mean`` /
     ``running_var`` (unbiased variance) with ``momentum`` (``None``: cumulative average); in
-    eval mode it uses the running statistics.
-
-    >>> import jitgrad
-    >>> bn = jitgrad.nn.BatchNorm1d(2)
-    >>> _ = bn(jitgrad.tensor([[1.0, 2.0], [3.0, 6.0]]))
-    >>> bn.running_mean
-    tensor([0.2000, 0.4000])
-    """
-
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, bias: bool = True,
-                 device=None, dtype=None) -> None:
-        super().__init__()
-        self.num_features = num_features
-        self.eps = eps
-        self.momentum = momentum
-        self.affine = affine
-        self.track_running_stats = track_running_stats
-        _affine(self, (num_features,), affine, affine and bias, dtype)
-        self._register_running_stats(num_features, track_running_stats, dtype)
-        place(self, device)
-
-    def _check_input_dim(self, input: Tensor) -> None:
-        if input.ndim not in (2, 3):
-            raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+    eval mode it uses the running statistics."""
 
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
@@ -151,22 +152,33 @@ class BatchNorm1d(_NormBase):
                             self.running_var if track else None, self.weight, self.bias,
                             use_batch, momentum, self.eps)
 
-    def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, bias={self.bias is not None}, "
-                f"track_running_stats={self.track_running_stats}")
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation of ``(N, C)`` or ``(N, C, L)`` inputs per channel ``C`` (see
+    :class:`_BatchNorm` for the running statistics).
+
+    >>> import jitgrad
+    >>> bn = jitgrad.nn.BatchNorm1d(2)
+    >>> _ = bn(jitgrad.tensor([[1.0, 2.0], [3.0, 6.0]]))
+    >>> bn.running_mean
+    tensor([0.2000, 0.4000])
+    """
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
 
 
-class BatchNorm2d(BatchNorm1d):
+class BatchNorm2d(_BatchNorm):
     """Batch normalisation of ``(N, C, H, W)`` inputs per channel ``C`` (see
-    :class:`BatchNorm1d` for the running statistics)."""
+    :class:`_BatchNorm` for the running statistics)."""
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.ndim != 4:
             raise ValueError(f"expected 4D input (got {input.ndim}D input)")
 
 
-class BatchNorm3d(BatchNorm1d):
+class BatchNorm3d(_BatchNorm):
     """Batch normalisation of ``(N, C, D, H, W)`` inputs per channel ``C``."""
 
     def _check_input_dim(self, input: Tensor) -> None:
@@ -210,14 +222,10 @@ class _InstanceNorm(_NormBase):
     spatial = 1
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = False, track_running_stats: bool = False, bias: bool = True,
-                 device=None, dtype=None) -> None:
-        super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        _affine(self, (num_features,), affine, affine and bias, dtype)
-        self._register_running_stats(num_features, track_running_stats, dtype)
-        place(self, device)
+                 affine: bool = False, track_running_stats: bool = False, device=None,
+                 dtype=None, *, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
 
     def _check_input_dim(self, input: Tensor) -> None:
         nd = self.spatial + 2
@@ -241,11 +249,6 @@ class _InstanceNorm(_NormBase):
                               self.training or not self.track_running_stats,
                               0.0 if self.momentum is None else self.momentum, self.eps)
         return out.squeeze(0) if unbatched else out
-
-    def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, bias={self.bias is not None}, "
-                f"track_running_stats={self.track_running_stats}")
 
 
 class InstanceNorm1d(_InstanceNorm):

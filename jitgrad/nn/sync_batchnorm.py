@@ -8,20 +8,20 @@ from __future__ import annotations
 
 from ..tensor import Tensor
 from .module import Module
-from .normalization import BatchNorm1d
+from .normalization import _BatchNorm
 
 __all__ = ["SyncBatchNorm"]
 
 
-class SyncBatchNorm(BatchNorm1d):
+class SyncBatchNorm(_BatchNorm):
     """Batch normalisation synchronised across processes (in one process: ``BatchNorm``;
     statistics shared across several processes are not supported by jitgrad)."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, process_group=None,
                  device=None, dtype=None, *, bias: bool = True) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, bias,
-                         device=device, dtype=dtype)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats,
+                         device=device, dtype=dtype, bias=bias)
         self.process_group = process_group
 
     def _check_input_dim(self, input: Tensor) -> None:
@@ -42,7 +42,7 @@ class SyncBatchNorm(BatchNorm1d):
         """``module`` with every ``BatchNorm1d/2d/3d`` in it replaced by a
         ``SyncBatchNorm`` holding the same parameters, running statistics and mode."""
         out = module
-        if isinstance(module, BatchNorm1d):
+        if isinstance(module, _BatchNorm):
             out = cls(module.num_features, module.eps, module.momentum, module.affine,
                       module.track_running_stats, process_group)
             if module.affine:

@@ -33,6 +33,7 @@ from .inplace import (
 )
 from .numpy_names import accept_numpy_names
 from .random_inplace import sampler_methods
+from .tensor_compat import COMPAT_METHODS
 from .tensor_extras import EXTRA_METHODS
 from .torch_namespace import TENSOR_METHODS
 
@@ -356,6 +357,7 @@ METHODS = {
 
 METHODS.update(EXTRA_METHODS)  # sizes, conversions, new, apply_/map_, H/mH... (no ops)
 METHODS.update(TENSOR_METHODS)  # mode, dsplit, sum_to_size, layout, is_complex... (no ops)
+METHODS.update(COMPAT_METHODS)  # untyped_storage, resize, as_subclass, dim_order... (no ops)
 METHODS.update(sampler_methods(_random_inplace))  # random_, exponential_, cauchy_...
 
 

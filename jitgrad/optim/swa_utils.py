@@ -30,7 +30,7 @@ from ..creation import tensor
 from ..devices import device as Device
 from ..dtypes import int64
 from ..nn.module import Module
-from ..nn.normalization import BatchNorm1d
+from ..nn.normalization import _BatchNorm
 from ..tensor import Tensor
 from .cyclic_schedules import _per_group_values
 from .lr_scheduler import LRScheduler
@@ -232,7 +232,7 @@ def update_bn(loader: Iterable[Any], model: Module, device: Device | str | int |
     """
     momenta = {}
     for module in model.modules():
-        if isinstance(module, BatchNorm1d):  # (BatchNorm2d/3d and SyncBatchNorm too)
+        if isinstance(module, _BatchNorm):  # BatchNorm1d/2d/3d, SyncBatchNorm, the lazy ones
             module.reset_running_stats()
             momenta[module] = module.momentum
     if not momenta:
