@@ -44,6 +44,7 @@ from .guards import (
     ClosureGuard,
     closure_names,
     external_guards,
+    groups_written,
     is_stateful,
 )
 from .observe import Observer
@@ -55,12 +56,37 @@ MAX_RETRACES_BEFORE_WARNING = 8
 
 
 _T, _N, _FLOAT = ("T",), ("N",), ("number", float)  # treedef leaves (trace/pytree.py)
+_FLOATS = (float, np.float64)  # the argument types that may be dynamic (float's arithmetic)
 _NO_KWARGS = ("dict", (), ())
 
 
 def _path_name(path) -> str:
     """``("arg", 1)`` -> ``"argument 1"``, ``("kw", "lr")`` -> ``"lr="``."""
     return f"argument {path[1]}" if path[0] == "arg" else f"{path[1]}="
+
+
+class _CellItem:
+    """A closure cell as a mapping (item 0: its contents), for a ``Source`` "scalar"."""
+
+    __slots__ = ("cell",)
+
+    def __init__(self, cell):
+        self.cell = cell
+
+    def __getitem__(self, key):
+        return self.cell.cell_contents
+
+
+def _restore_swapped(swaps: list) -> None:
+    """Put back the floats :meth:`CompiledFunction._swap_closure_floats` swapped out (a slot
+    the call assigned meanwhile keeps the call's value)."""
+    while swaps:
+        holder, name, tf, value = swaps.pop()
+        if name is None:
+            if holder.cell_contents is tf:
+                holder.cell_contents = value
+        elif holder.get(name) is tf:
+            holder[name] = value
 
 
 def _traced_numbers(args: tuple, kwargs: dict, flat: list, treedef) -> tuple:
@@ -214,10 +240,7 @@ class CompiledFunction:
                 flat, key = self._tensor_float_key(args)
                 tensor_args = key is not None  # (the generated fast path applies too)
         if key is None:
-            flat, treedef = flatten((args, kwargs))
-            if self.compile_options.dynamic is not False:
-                flat, treedef = self._dynamic_floats(args, kwargs, flat, treedef)
-            key = self._key(flat, treedef)
+            flat, key = self._call_key(args, kwargs)
         if self._given_up and key in self._given_up:  # past config.recompile_limit
             return self.fn(*args, **kwargs)
         closure_ids = self._closure.current()
@@ -284,9 +307,69 @@ class CompiledFunction:
                           "which checks each backward node", UserWarning, stacklevel=3)
         return self.fn(*args, **kwargs)
 
+    def _dynamic_closure_floats(self, key, closure_ids: tuple) -> tuple:
+        """The closure state to trace ``key`` with, after making float globals and cells
+        dynamic (read afresh at every call, ``trace/numbers.py``): those whose change is all
+        that failed the newest entry's guard (automatic dynamic), or -- ``dynamic=True`` --
+        every float one; never for calls that run eagerly or ``dynamic=False``."""
+        if self.compile_options.dynamic is False or numbers_erased(key[0]) in self._eager_kinds:
+            return closure_ids
+        closure = self._closure
+        if self.compile_options.dynamic:
+            slots = closure.float_slots()
+        else:
+            entries = self._entries.get(key)
+            slots = closure.changed_floats(entries[0].closure_ids, closure_ids) \
+                if entries else None
+        new = [(id(h), n) for h, n in slots or () if (id(h), n) not in closure.dynamic]
+        if not new:
+            return closure_ids
+        closure.dynamic.update(new)
+        self._fast = None
+        _log("recompiles", f"{self.__name__}: float globals or closure cells read at every "
+             f"call: {len(closure.dynamic)}")
+        return closure.current()
+
+    def _swap_closure_floats(self, numbers, tracer) -> tuple:
+        """``(numbers, swaps)``: the dynamic float globals and cells hold a
+        :class:`TracedFloat` each while the call is traced (a plan input reading the slot at
+        every call, ``Source`` "scalar"); ``swaps`` for :func:`_restore_swapped`."""
+        closure = self._closure
+        swaps: list = []
+        if not closure.dynamic:
+            return numbers, swaps
+        for holder, name in closure.float_slots():
+            slot = (id(holder), name)
+            if slot not in closure.dynamic:
+                continue
+            numbers = numbers or DynamicNumbers()
+            if name is None:
+                value = holder.cell_contents
+                t = tracer.scalar_input(_CellItem(holder), 0, np.float64, name="a closure float")
+            else:
+                value = holder[name]
+                t = tracer.scalar_input(holder, name, np.float64, name=name)
+            tf = numbers.number(value, t, ("closure", slot))
+            swaps.append((holder, name, tf, value))
+            if name is None:
+                holder.cell_contents = tf
+            else:
+                holder[name] = tf
+        return numbers, swaps
+
     def _floats_need_values(self, key, paths) -> None:
         """A trace of ``key`` needed the values of dynamic floats ``paths``: calls of its
         kind take them as constants from now on (guarded, as any number)."""
+        closure = [p[1] for p in paths if p[0] == "closure"]
+        if closure:
+            self._closure.dynamic.difference_update(closure)
+            self._closure.static.update(closure)
+            self._fast = None
+            paths = [p for p in paths if p[0] != "closure"]
+            _log("recompiles", f"{self.__name__}: the trace needed the value of a float "
+                 "global or closure cell: a constant from now on")
+            if not paths:
+                return
         kind = numbers_erased(key[0])
         self._floats_static.setdefault(kind, set()).update(paths)
         self._floats_dynamic[kind] = self._floats_dynamic.get(kind, frozenset()) - set(paths)
@@ -347,9 +430,9 @@ class CompiledFunction:
         the same kind brings another value for it (automatic dynamic, as ``torch.compile``;
         ``dynamic=True``: from the first call), unless a trace needed its value (it is then
         a constant, guarded) or the kind's traces run eagerly (nothing to gain)."""
-        floats = [(("arg", i), a) for i, a in enumerate(args) if type(a) is float]
+        floats = [(("arg", i), a) for i, a in enumerate(args) if type(a) in _FLOATS]
         if kwargs:
-            floats += [(("kw", k), v) for k, v in kwargs.items() if type(v) is float]
+            floats += [(("kw", k), v) for k, v in kwargs.items() if type(v) in _FLOATS]
         if not floats:
             return flat, treedef
         kind = numbers_erased(treedef)
@@ -521,6 +604,7 @@ class CompiledFunction:
         if self._closure.refresh():  # globals / cells defined since: compared from now on
             closure_ids = self._closure.current()
             self._fast = None
+        closure_ids = self._dynamic_closure_floats(key, closure_ids)
         changed_state = False
         self.stats["traces"] += 1
         if reason is not None:
@@ -540,7 +624,11 @@ class CompiledFunction:
             tracer.add_input(t, i)
         observer = Observer(tracer, self.fn)
         numbers, traced_args, traced_kwargs = _traced_numbers(args, kwargs, flat, key[0])
+        numbers, swaps = self._swap_closure_floats(numbers, tracer)
+        groups = self._closure.optimizer_groups()
         traced_args, traced_kwargs = wrap_numpy_arguments(traced_args, traced_kwargs, tracer)
+        if numbers is not None:  # a graph break stops the trace (below), not eager code
+            tracer.escape_policy = "error"  # going on with TracedFloats in hand
         _TRACE.tracer = tracer
         try:
             with observer, (conversions_watched() if traced_args is not args
@@ -549,20 +637,32 @@ class CompiledFunction:
         except TraceError:
             _TRACE.tracer = None
             tracer.undo()  # jitgrad refused the function: it leaves no half-done effects
-            raise
+            if numbers is None or self.fullgraph:
+                raise
+            _restore_swapped(swaps)  # (a graph break: traced again with plain floats, it
+            return self._specialise(key, numbers.paths, args, kwargs)  # runs eagerly)
         except Exception:
             if numbers is None:
                 raise
             # (a dynamic float where the code wanted a float: ``isinstance``, a library's
             # type check) traced again with plain floats, which raise what is real
             _TRACE.tracer = None
+            _restore_swapped(swaps)
             tracer.undo()
             return self._specialise(key, numbers.paths, args, kwargs)
         finally:
             _TRACE.tracer = None
+            tracer.escape_policy = self.fallback
+            _restore_swapped(swaps)
             if numbers is not None:  # (kept past the call: its value, a constant)
                 numbers.close()
         access = AccessGuard(observer.reads)
+        wrote = groups_written(groups) if groups else None
+        if wrote is not None and tracer.escaped is None:
+            # (after the call: its traced result stands, as after the other breaks found at
+            # the end; later calls run eagerly and set the groups themselves)
+            tracer.graph_break(f"the call {wrote} (a hyper-parameter a plan would not set "
+                               "again)", where="jitgrad.compile")
         if tracer.escaped is not None:
             # a graph break: the call finished eagerly; calls matching this key and these
             # guards run eagerly too (a guard failing traces again)
@@ -589,6 +689,10 @@ class CompiledFunction:
                                    "give back afresh at every call", where="jitgrad.compile")
                 out_flat, out_tree = [], None
             if numbers is not None:  # (after the result: a dynamic float returned is a value)
+                if tracer.calls_type:  # ``type(lr)`` answered TracedFloat where eager code
+                    tracer.undo()  # sees float: the trace may have taken another branch
+                    del result, out_flat
+                    return self._specialise(key, numbers.paths, args, kwargs)
                 if numbers.specialized:
                     self._floats_need_values(key, numbers.specialized)
                     changed_state = True  # this trace computed with their values: this call
@@ -710,16 +814,22 @@ class CompiledFunction:
         if why is not None:
             raise RuntimeError(f"{self.__name__} runs eagerly for these arguments, nothing was "
                                f"compiled: {why}")
-        flat, treedef = flatten((args, kwargs))
-        entry, _ = self._lookup(self._key(flat, treedef), self._closure.current(), args, kwargs,
-                                flat)
+        flat, key = self._call_key(args, kwargs)
+        entry, _ = self._lookup(key, self._closure.current(), args, kwargs, flat)
         return Lowered(entry)
+
+    def _call_key(self, args: tuple, kwargs: dict) -> tuple:
+        """``(flat, key)`` of a call, as :meth:`__call__` computes them (dynamic floats
+        included)."""
+        flat, treedef = flatten((args, kwargs))
+        if self.compile_options.dynamic is not False:
+            flat, treedef = self._dynamic_floats(args, kwargs, flat, treedef)
+        return flat, self._key(flat, treedef)
 
     def eager_reason(self, *args, **kwargs) -> str | None:
         """Why calls with these arguments run eagerly (the graph break that stopped their
         trace), or None when they run compiled. Traces them if they never ran."""
-        flat, treedef = flatten((args, kwargs))
-        key = self._key(flat, treedef)
+        flat, key = self._call_key(args, kwargs)
         if key not in self._entries:
             self(*args, **kwargs)
         entry, _ = self._lookup(key, self._closure.current(), args, kwargs, flat)

@@ -47,6 +47,7 @@ from ..nn.mutation import (
 from ..tensor import HOOK_EPOCH, Tensor, hooks_key
 
 __all__ = ["ClosureGuard", "AccessGuard", "global_settings", "external_guards", "fast_guard_lines",
+           "groups_written",
            "closure_names", "state_of",
            "value_state", "guarded_state", "is_stateful", "closure_relevant", "default_value",
            "RAISES"]
@@ -184,7 +185,12 @@ class ClosureGuard:
             self.module = bound
         # a partial's keyword names: one given later (``p.keywords["scale"] = 9``) retraces
         self.keywords = fn.keywords if isinstance(fn, functools.partial) else None
+        self._globals: dict | None = None  # the traced code's globals (set by _find_slots)
         self.slots: list = self._find_slots()
+        # float globals and cells read afresh at every call (``trace/numbers.py``), and those
+        # a trace needed as values (constants for good): keys ``(id(holder), name)``
+        self.dynamic: set = set()
+        self.static: set = set()
 
     def _find_slots(self) -> list:
         """What to read at every call: the closure's cells and the globals the code loads
@@ -219,6 +225,7 @@ class ClosureGuard:
                     closure_relevant(cell.cell_contents):
                 slots.append((cell, None))
         g = getattr(target, "__globals__", {})
+        self._globals = g
         builtins = g.get("__builtins__", {})
         builtins = builtins if isinstance(builtins, dict) else vars(builtins)
         for n in _global_loads(code):
@@ -249,10 +256,74 @@ class ClosureGuard:
                 obj = holder
             else:
                 obj = holder.get(name, _EMPTY)
-            out.append(state_of(obj))
+            if type(obj) is float and self.dynamic and (id(holder), name) in self.dynamic:
+                out.append(DYNAMIC_FLOAT)  # read by the plan: any float matches
+            else:
+                out.append(state_of(obj))
         if self.keywords is not None:
             out.append(tuple(self.keywords))
         return tuple(out)
+
+    def optimizer_groups(self) -> list:
+        """``[(optimizer, its param_groups list, [(group, its items)...])]`` for the
+        optimizers the function refers to (closure, globals, the bound object): what
+        :func:`groups_written` compares after a trace."""
+        out = []
+        objs = [self.module] if self.module is not None else []
+        for holder, name in self.slots:
+            if name is None:
+                objs.append(holder.cell_contents if _cell_ok(holder) else None)
+            elif name is _CONST:
+                objs.append(holder)
+            else:
+                objs.append(holder.get(name))
+        seen = set()
+        for o in objs:
+            groups = getattr(o, "param_groups", None) if o is not None else None
+            if isinstance(groups, list) and id(o) not in seen:
+                seen.add(id(o))
+                out.append((o, groups, list(groups),
+                            [(g, list(g.items())) for g in groups if isinstance(g, dict)]))
+        return out
+
+    # ------------------------------------------------------------ dynamic floats
+    def swappable(self, holder, name) -> bool:
+        """Whether slot ``(holder, name)`` is a global of the traced code or a cell of its
+        closure: a float there can be read afresh at every call (``trace/numbers.py``)."""
+        return (name is None and _cell_ok(holder)) or (
+            holder is self._globals and type(name) is str)
+
+    def changed_floats(self, old: tuple, new: tuple) -> list | None:
+        """The slots whose float changed between closure states ``old`` and ``new`` (from
+        :meth:`current`) when that is all that changed, each swappable and not made a
+        constant by a trace; None otherwise."""
+        at = 1 + (self.module is not None)
+        end = len(new) - (self.keywords is not None)
+        if len(old) != len(new) or old[:at] != new[:at] or old[end:] != new[end:] or \
+                end - at != len(self.slots):
+            return None
+        changed = []
+        for (holder, name), a, b in zip(self.slots, old[at:end], new[at:end]):
+            if a == b:
+                continue
+            if not (type(a) is tuple and type(b) is tuple and len(a) == 2 == len(b) and
+                    a[0] == "n" == b[0] and type(a[1]) is float and type(b[1]) is float):
+                return None
+            if not self.swappable(holder, name) or (id(holder), name) in self.static:
+                return None
+            changed.append((holder, name))
+        return changed or None
+
+    def float_slots(self) -> list:
+        """The swappable slots holding a float, not made constants by a trace."""
+        out = []
+        for holder, name in self.slots:
+            if not self.swappable(holder, name) or (id(holder), name) in self.static:
+                continue
+            obj = holder.cell_contents if name is None else holder.get(name, _EMPTY)
+            if type(obj) is float:
+                out.append((holder, name))
+        return out
 
     def fast_checks(self, expected: tuple, ns: dict) -> list:
         """Source lines that ``return MISS`` unless ``current() == expected`` (an entry's
@@ -280,12 +351,46 @@ class ClosureGuard:
             lines += ["if tuple(PKW) != E_PKW:", "    return MISS"]
         for j, (read, exp) in enumerate(zip(reads, expected)):
             lines.append(f"o = {read}")
+            if exp is DYNAMIC_FLOAT:  # any float: the plan reads it
+                lines += ["if type(o) is not float:", "    return MISS"]
+                continue
             plain = (type(exp) is tuple and exp[0] == "n" and type(exp[1]) in (int, float, bool)
                      and exp[1] == exp[1])
             _miss_unless(lines, ns, f"C{j}", exp, "STATE_OF",
                          ident=exp if type(exp) is int else None, tensor=True,
                          plain=(type(exp[1]), exp[1]) if plain else None)
         return lines
+
+
+def groups_written(snapshot: list) -> str | None:
+    """What a traced call changed in the param groups of an optimizer that keeps them in
+    plain lists and dicts (``snapshot`` from :meth:`ClosureGuard.optimizer_groups` before
+    it): a hyper-parameter set through a local (``for g in opt.param_groups: g["lr"] =
+    lr``), which the observer, reading names as a frame starts, does not see, and a plan
+    would not repeat. (jitgrad's optimizers keep them in ``nn.mutation``'s containers,
+    whose writes from user code are graph breaks as they happen.) None when nothing
+    changed. A dynamic float left in any group is given back its plain value."""
+    from ..nn.mutation import OptimDict, OptimList
+    from ..trace.numbers import TracedFloat
+
+    what = None
+    for opt, groups, old_groups, old_items in snapshot:
+        tracked = isinstance(groups, OptimList)
+        if not tracked and (len(groups) != len(old_groups) or
+                            any(a is not b for a, b in zip(groups, old_groups))):
+            what = f"changes {type(opt).__name__}.param_groups"
+        for g, items in old_items:
+            for k, v in list(g.items()):
+                if type(v) is TracedFloat:
+                    g[k] = v.value
+            if isinstance(g, OptimDict) or what is not None:
+                continue
+            if len(g) != len(items) or any(k not in g or g[k] is not v for k, v in items):
+                key = next((k for k, v in items if k not in g or g[k] is not v), None)
+                what = (f"sets {type(opt).__name__}.param_groups[...][{key!r}]"
+                        if key is not None else
+                        f"adds an entry to a {type(opt).__name__} param group")
+    return what
 
 
 def _miss_unless(lines: list, ns: dict, key: str, expected, state_fn: str, *, ident=None,
@@ -307,6 +412,8 @@ def _miss_unless(lines: list, ns: dict, key: str, expected, state_fn: str, *, id
 
 #: a ClosureGuard slot holding its object itself (a partial's bound argument)
 _CONST = object()
+#: the state of a float global or cell read afresh at every call (any float matches)
+DYNAMIC_FLOAT = ("dynamic", float)
 #: what an empty cell or an undefined global reads as (its own state: one that is given a
 #: value later no longer matches)
 _EMPTY = object()

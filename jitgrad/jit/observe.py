@@ -24,6 +24,7 @@ frame entered while tracing, nothing at all on compiled calls.
 from __future__ import annotations
 
 import builtins
+import dis
 import gc
 import importlib.util
 import inspect
@@ -42,6 +43,20 @@ from .access import Chain, analyze
 from .guards import RAISES, closure_relevant, default_value, is_stateful, value_state
 
 __all__ = ["Observer", "untraceable_reason"]
+
+_CALLS_TYPE: dict = {}  # code object -> whether it loads the builtin ``type``
+
+
+def _calls_type(code) -> bool:
+    """Whether ``code`` loads the name ``type`` (``type(x) is float``): a dynamic float
+    (``trace/numbers.py``) answers ``TracedFloat`` there, where eager code sees ``float``."""
+    got = _CALLS_TYPE.get(code)
+    if got is None:
+        got = _CALLS_TYPE[code] = any(
+            ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval == "type"
+            for ins in dis.get_instructions(code))
+    return got
+
 
 #: arguments the key holds (a dynamic float: its kind, the value read at every call)
 _PLAIN_ARGUMENTS = (int, float, bool, str, bytes, TracedFloat)
@@ -461,6 +476,8 @@ class Observer:
     def _visit(self, frame, code, top: bool) -> None:
         acc = analyze(code)
         where = f"{code.co_filename}:"
+        if not self.tracer.calls_type and _calls_type(code):
+            self.tracer.calls_type = True  # (``type(lr) is float``: dynamic floats specialise)
         for name, line in acc.global_writes:
             return self._break(f"{where}{line}", f"assigns the global {name!r}")
         if top:
@@ -475,8 +492,8 @@ class Observer:
                 self._imported_chain(frame, code, ch, imported[ch.name])
                 continue
             root = _root_value(frame, ch, acc.arg_names)
-            if root is _MISSING:
-                continue
+            if root is _MISSING or type(root) is TracedFloat:
+                continue  # (a dynamic float: the plan reads it, or a use specialised it)
             if ch.write is None and ch.steps:
                 self._deep_read(ch, root)
             value, cut = _walk(root, ch.steps)

@@ -19,7 +19,11 @@ make module guards walk their trees again.)
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict, defaultdict
+
+from .._thread_modes import TRACING
+from ..trace.state import STATE as _TRACE
 
 __all__ = ["EPOCH", "bump", "TrackedDict", "TrackedOrderedDict", "TrackedSet", "OPTIM_EPOCH",
            "OptimDict", "OptimList", "OptimState"]
@@ -104,7 +108,30 @@ class OptimState(defaultdict):
         return (type(self), (), None, None, iter(self.items()))
 
 
-_bumping(OptimDict, _DICT_MUTATORS, OPTIM_EPOCH)
-_bumping(OptimState, _DICT_MUTATORS, OPTIM_EPOCH)
-_bumping(OptimList, ("__setitem__", "__delitem__", "append", "extend", "insert", "pop",
-                     "remove", "clear", "sort", "reverse", "__iadd__", "__imul__"), OPTIM_EPOCH)
+def _optim_bumping(cls, names):
+    """``cls`` with each mutating method in ``names`` bumping :data:`OPTIM_EPOCH`, and --
+    called from user code while a compiled function is traced (``for g in
+    opt.param_groups: g["lr"] = lr``, written through a name the observer cannot follow) --
+    a graph break before the write: a compiled plan would not repeat it."""
+    for name in names:
+        base = getattr(cls.__mro__[1], name)
+
+        def method(self, *args, _base=base, _name=name, **kwargs):
+            OPTIM_EPOCH[0] += 1
+            if TRACING and _TRACE.tracer is not None:
+                caller = sys._getframe(1).f_globals.get("__name__", "")
+                if caller != "jitgrad" and not caller.startswith("jitgrad."):
+                    _TRACE.tracer.graph_break(
+                        f"{_name} on an optimizer's {type(self).__name__} (its param groups or "
+                        "state: a hyper-parameter set in the call, which a plan would not set "
+                        "again)")
+            return _base(self, *args, **kwargs)
+        method.__name__ = name
+        setattr(cls, name, method)
+    return cls
+
+
+_optim_bumping(OptimDict, _DICT_MUTATORS)
+_optim_bumping(OptimState, _DICT_MUTATORS)
+_optim_bumping(OptimList, ("__setitem__", "__delitem__", "append", "extend", "insert", "pop",
+                           "remove", "clear", "sort", "reverse", "__iadd__", "__imul__"))

@@ -35,6 +35,8 @@ rejects it: pass ``dynamic=False`` to keep plain floats).
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 __all__ = ["TracedFloat", "DynamicNumbers", "EXACT_BINARY_OPS"]
@@ -276,3 +278,6 @@ class TracedFloat:
 
 def _plain(x):
     return x.concrete() if type(x) is TracedFloat else x
+
+
+numbers.Real.register(TracedFloat)  # isinstance(lr, numbers.Real), as for a float

@@ -97,7 +97,8 @@ def numbers_erased(treedef):
         return treedef
     if treedef == _N:  # a dynamic float: the kind of the same call with plain floats
         return ("number", float)
-    if treedef[0] == "const" and type(treedef[1]) in (int, float):
+    if treedef[0] == "const" and (type(treedef[1]) in (int, float) or (
+            isinstance(treedef[1], (np.floating, np.integer)))):  # (np.float64(lr) too)
         return ("number", type(treedef[1]))
     return tuple(numbers_erased(c) if type(c) is tuple else c for c in treedef)
 

@@ -136,6 +136,7 @@ class Tracer:
         # id(detached) -> (weak reference to it, weak reference to the tensor it detaches)
         self.detach_origins: dict = {}
         self.backward_runs = 0
+        self.calls_type = False  # user code the call ran loads ``type`` (jit/observe.py)
         # objects the call made that Python code may set attributes on without acting
         # outside the call (a custom Function's ctx): id -> the object, kept alive
         self.made_here: dict[int, object] = {}

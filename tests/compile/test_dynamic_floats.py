@@ -171,21 +171,141 @@ def test_float_that_becomes_dynamic_later_and_another_that_stays_constant():
     assert cf.stats["traces"] <= 5  # not one per (a, b) pair: 8
 
 
-def test_a_dynamic_float_kept_past_its_trace_is_its_value():
-    kept = []
+def test_a_graph_break_with_dynamic_floats_leaks_none_of_them():
+    kept, box = [], {}
 
     def f(x, s):
-        kept.append(s)  # a write to outside state: a graph break, the call runs eagerly
+        kept.append(s)  # writes to outside state: graph breaks, the call runs eagerly
+        box["s"] = s
         return x * s
 
     cf = jitgrad.compile(f, dynamic=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = cf(X, 0.5)
-    np.testing.assert_array_equal(out.numpy(), (X * 0.5).numpy())
-    assert all(float(k) == 0.5 for k in kept)
-    for k in kept:  # closed: arithmetic on it gives plain floats
-        assert type(k * 2) is float and k * 2 == 1.0
+        for s in (0.5, 0.75):
+            np.testing.assert_array_equal(cf(X, s).numpy(), (X * s).numpy())
+    assert all(type(k) is float for k in kept) and type(box["s"]) is float
+
+
+def test_type_checks_see_float():
+    def scale(x, s):
+        if type(s) in (int, float):  # eager code sees float: a TracedFloat would not be
+            return x * s
+        return x - s
+
+    def dispatch(x, s):
+        return {float: lambda v: x * v}.get(type(s), lambda v: x)(s)
+
+    for fn in (scale, dispatch):
+        _run(fn)
+    assert isinstance(DynamicFloatProbe.number(), __import__("numbers").Real)
+
+
+class DynamicFloatProbe:
+    @staticmethod
+    def number():
+        from jitgrad.trace.numbers import DynamicNumbers
+
+        return DynamicNumbers().number(0.5, jitgrad.tensor(0.5, dtype=jitgrad.float64),
+                                       ("arg", 0))
+
+
+def test_learning_rate_set_in_param_groups_through_a_local_is_never_stale():
+    def make():
+        jitgrad.manual_seed(0)
+        m = nn.Linear(3, 1)
+        return m, jitgrad.optim.SGD(m.parameters(), lr=0.1)
+
+    def step_of(m, opt):
+        def step(x, lr):
+            for g in opt.param_groups:  # a write the observer cannot follow (a local)
+                g["lr"] = lr
+            m(x).sum().backward()
+            with jitgrad.no_grad():
+                for p in m.parameters():
+                    p -= opt.param_groups[0]["lr"] * p.grad
+                    p.grad = None
+        return step
+
+    for dynamic in (None, False):
+        (m1, o1), (m2, o2) = make(), make()
+        eager, compiled = step_of(m1, o1), jitgrad.compile(step_of(m2, o2), dynamic=dynamic)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for lr in (0.1, 0.2, 0.1, 0.3, 0.2):
+                eager(X, lr)
+                compiled(X, lr)
+                assert type(o2.param_groups[0]["lr"]) is float
+                assert o2.param_groups[0]["lr"] == o1.param_groups[0]["lr"] == lr
+        for o, m in ((o1, m1), (o2, m2)):  # the optimizer used eagerly afterwards
+            o.zero_grad()
+            m(X).sum().backward()
+            o.step()
+        np.testing.assert_array_equal(m1.weight.detach().numpy(), m2.weight.detach().numpy())
+
+
+BETA = 0.0
+
+
+def test_global_and_closure_floats_changed_by_the_loop_are_read_at_every_call():
+    global BETA
+
+    def loss(x):
+        return (x ** 2).mean() + BETA * x.abs().sum()
+
+    cl = jitgrad.compile(loss)
+    temp = 1.0
+
+    def soft(x):
+        return F.softmax(x / temp, dim=1)
+
+    cs = jitgrad.compile(soft)
+    for step in range(12):
+        BETA = step / 10
+        temp = 1.0 / (step + 1)
+        assert cl(X).item() == loss(X).item()
+        np.testing.assert_array_equal(cs(X).numpy(), soft(X).numpy())
+    assert cl.stats["traces"] == 2 and cs.stats["traces"] == 2
+    assert type(BETA) is float and type(temp) is float
+
+
+GAMMA = 0.5
+
+
+def test_a_global_float_whose_value_is_needed_stays_a_constant():
+    global GAMMA
+
+    def g(x):
+        return x * GAMMA if GAMMA > 0.3 else x
+
+    cg = jitgrad.compile(g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for v in (0.5, 0.6, 0.2, 0.7, 0.1):
+            GAMMA = v
+            np.testing.assert_array_equal(cg(X).numpy(), g(X).numpy())
+            assert type(GAMMA) is float
+    assert cg.stats["traces"] == 5  # one per value (the dynamic one served one call)
+
+
+def test_numpy_float64_arguments_are_dynamic_and_float32_ones_give_up():
+    cf = _run(DYNAMIC["python_arith"], [np.float64(v) for v in VALUES])
+    assert cf.stats["traces"] == 2
+    f32 = _run(DYNAMIC["mul"], [np.float32(v) for v in range(1, 14)])
+    assert f32.stats["traces"] <= jitgrad.config.recompile_limit + 1
+
+
+def test_lower_and_eager_reason_after_a_float_became_dynamic():
+    def f(x, s):
+        return x * s + (1 - s)
+
+    cf = jitgrad.compile(f)
+    cf(X, 0.5)
+    cf(X, 0.6)
+    calls = cf.stats["calls"]
+    assert cf.eager_reason(X, 0.7) is None and cf.stats["calls"] == calls
+    low = cf.lower(X, 0.9)  # the dynamic entry: the number is a 0-d float64 input
+    assert "mul" in low.graph and "float64" in low.graph
 
 
 def test_traced_float_reads_need_its_value():
