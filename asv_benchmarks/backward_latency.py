@@ -8,7 +8,7 @@ bookkeeping where the arithmetic is tiny.
 
 The script imports the jitgrad of the checkout it lives in (its parent folder goes first on
 sys.path), so one interpreter can time two checkouts: run both, alternately, in one session
-and compare. Each figure is the best of REPEATS timeit repeats of about TARGET_S seconds each
+and compare. Each figure is ``eager_op_latency.per_call``'s: the best of several timeit repeats
 (the machine is shared and noisy; the best is the least disturbed).
 
 Every case but ``retain_graph`` builds its graph and runs backward on it (a graph is freed by
@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import os
 import sys
-import timeit
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+from eager_op_latency import per_call  # noqa: E402  (the same timing: best of repeats)
 
 import jitgrad  # noqa: E402
 
@@ -37,8 +37,6 @@ try:
 except ImportError:  # jitgrad alone
     torch = None
 
-REPEATS = 7
-TARGET_S = 0.05
 CHAIN = 20  # nodes of the long chain case
 
 
@@ -82,17 +80,6 @@ def cases(lib) -> dict:
         "MLP 64-128-10 b32": (mlp_loss, lambda: mlp_loss().backward()),
         f"{CHAIN}-node chain": (chain, lambda: chain().backward()),
     }
-
-
-def per_call(fn) -> float:
-    """Best seconds per call of ``fn`` over REPEATS repeats of about TARGET_S each."""
-    fn()
-    number, elapsed = 1, 0.0
-    while elapsed < TARGET_S / 5:  # calibrate: a repeat runs about TARGET_S
-        number *= 4
-        elapsed = timeit.timeit(fn, number=number)
-    number = max(1, int(number * TARGET_S / elapsed))
-    return min(timeit.repeat(fn, number=number, repeat=REPEATS)) / number
 
 
 def main(words: list[str]) -> None:

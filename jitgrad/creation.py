@@ -396,11 +396,10 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None,
                    device=dev)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None,
-           requires_grad: bool = False) -> Tensor:
-    """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 for integer args."""
-    dev = _device(device)
-    # 0-d tensors count as the numbers they hold (an int64 one as an int, as PyTorch's)
+def range_bounds(start, end, step) -> tuple:
+    """``(start, end, step)`` of ``arange`` / ``range`` as numbers (0-d tensors count as the
+    numbers they hold, an int64 one as an int, as PyTorch's; one bound given: ``0, end``),
+    checked with PyTorch's messages."""
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     if end is None:
         start, end = 0, start
@@ -410,6 +409,14 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
         raise RuntimeError(f"unsupported range: {start:g} -> {end:g}")
     if (end - start > 0 and step < 0) or (end - start < 0 and step > 0):
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    return start, end, step
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None,
+           requires_grad: bool = False) -> Tensor:
+    """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 for integer args."""
+    dev = _device(device)
+    start, end, step = range_bounds(start, end, step)
     if dtype is None:
         ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
                    for v in (start, end, step))

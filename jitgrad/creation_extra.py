@@ -32,15 +32,7 @@ def range(start: float = 0, end: float | None = None, step: float = 1, *,  # noq
     floating dtype unless ``dtype`` says otherwise -- even for integer arguments. Warns
     (``UserWarning``) as PyTorch does; use :func:`jitgrad.arange`."""
     warnings.warn(_RANGE_DEPRECATED, UserWarning, stacklevel=2)
-    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
-    if end is None:
-        start, end = 0, start
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
-    if not (math.isfinite(start) and math.isfinite(end)):
-        raise RuntimeError(f"unsupported range: {start:g} -> {end:g}")
-    if (end - start > 0 and step < 0) or (end - start < 0 and step > 0):
-        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    start, end, step = creation.range_bounds(start, end, step)
     dt = dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
     n = int(math.floor((end - start) / step)) + 1
     values = start + step * np.arange(n, dtype=np.float64)
