@@ -12,9 +12,10 @@ What a plan can compute afresh from it is recorded as graph operations on that 0
 
 * arithmetic with Python numbers and other dynamic floats (``+ - * /``, negation, ``abs``):
   float64 operations, the bits of Python's own float arithmetic;
-* ``tensor + - * / number`` (either side) with a float32/float64 tensor on the CPU: the number
-  is cast to the tensor's dtype as eager mode casts a Python number there, then the op is the
-  tensor-with-tensor op -- the same bits, dtype and shape as with the plain float.
+* ``tensor + - * / number`` and comparisons (``rand(n) < p``; either side) with a
+  float32/float64 tensor on the CPU: the number is cast to the tensor's dtype as eager mode
+  casts a Python number there, then the op is the tensor-with-tensor op -- the same bits,
+  dtype and shape as with the plain float.
 
 Any other use needs the value itself: a comparison or ``bool`` (control flow), ``float()``,
 ``int()``, ``math`` functions, ``**``, a NumPy conversion, hashing, formatting, an op
@@ -42,7 +43,8 @@ import numpy as np
 __all__ = ["TracedFloat", "DynamicNumbers", "EXACT_BINARY_OPS"]
 
 #: ops whose ``tensor (op) number`` result equals ``tensor (op) tensor(number, tensor.dtype)``
-EXACT_BINARY_OPS = frozenset({"add", "sub", "rsub", "mul", "div"})
+EXACT_BINARY_OPS = frozenset({"add", "sub", "rsub", "mul", "div",
+                              "lt", "le", "gt", "ge", "eq", "ne"})
 
 
 class DynamicNumbers:
@@ -152,7 +154,10 @@ class TracedFloat:
         return getattr(self.concrete(f".{name}"), name)
 
     def _compare(self, other, name: str):
-        other = other.concrete() if type(other) is TracedFloat else other
+        to = type(other)
+        if to is not TracedFloat and to is not float and to is not int and to is not bool:
+            return NotImplemented  # (a tensor: its reflected comparison records it)
+        other = other.concrete() if to is TracedFloat else other
         return getattr(self.concrete(name), name)(other)
 
     def __eq__(self, other):

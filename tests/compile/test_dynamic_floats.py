@@ -37,6 +37,8 @@ DYNAMIC = {
     "leaky_relu": lambda x, s: F.leaky_relu(x, s),
     "isinstance": lambda x, s: x * s if isinstance(s, float) else x,
     "torch_add": lambda x, s: jitgrad.add(x, s),
+    "compare": lambda x, s: (x < s).float() + (s <= x).float() * 2 + (x == s).float(),
+    "dropout_mask": lambda x, s: x * (jitgrad.rand(4, 3) > s / 4) / (1 - s / 4),
 }
 
 #: uses that need the value: the argument is a constant again (one trace per value)
@@ -47,6 +49,7 @@ SPECIALISED = {
     "full": lambda x, s: jitgrad.full((3,), s) + x[0],
     "where": lambda x, s: jitgrad.where(MASK, x, s),
     "clamp": lambda x, s: x.clamp(max=s),
+    "int_compare": lambda x, s: jitgrad.arange(3) < s,
     "alpha": lambda x, s: x.add(Y, alpha=s),
     "pow": lambda x, s: x.abs() ** s,
     "numpy_scalar": lambda x, s: x * np.float32(s),
@@ -65,7 +68,10 @@ def _run(fn, values=VALUES, **options):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*differ only in Python numbers")
         for s in values:
-            got, want = cf(X, s), f(X, s)
+            jitgrad.manual_seed(0)  # (the same draws for both calls)
+            got = cf(X, s)
+            jitgrad.manual_seed(0)
+            want = f(X, s)
             got = got if isinstance(got, tuple) else (got,)
             want = want if isinstance(want, tuple) else (want,)
             for g, w in zip(got, want):
