@@ -218,7 +218,11 @@ class Tracer:
         v = self.vars.get(id(arr))
         if v is not None:
             if self.writes_to and arr.base is not None and self._stale(arr):
-                # its Var is the view of the old value: the rest of the call runs eagerly
+                # its Var is the view of the old value: read it again from its base's
+                # current one; else the rest of the call runs eagerly
+                fresh = self._reread_view(t)
+                if fresh is not None:
+                    return fresh
                 self.graph_break("a view is read after the tensor it views was written in "
                                  "place (take the view after the write to compile it)")
                 return v
@@ -448,6 +452,36 @@ class Tracer:
         self.vars[id(varr)] = self.var(value)
         self.keep.append(varr)
         self.view_of[id(varr)] = self.writes_to.get(id(_root(varr)), 0)
+
+    def _reread_view(self, view) -> Var | None:
+        """The Var of ``view`` read again after its base was written in place (``v =
+        b[:, :2]; b.mul_(2); v * 3``): the base's current value at the view's elements --
+        their flat positions in the base, from the memory layout, as
+        :meth:`_write_into_view` finds them -- gathered by recorded ops (a constant index).
+        None where that does not apply (no base tensor over the same memory, a view of
+        another dtype): the caller breaks the graph."""
+        from ..autograd import grad_mode
+        from ..autograd.view_history import _layout, flat_positions
+        from ..creation import tensor
+
+        base = getattr(view, "_base", None)
+        varr = view._data
+        if base is None or base._data.dtype != varr.dtype or _root(base._data) is not _root(
+                varr) or type(varr) is not np.ndarray:
+            return None
+        barr = base._data
+        pos = flat_positions(_layout(barr), _layout(varr), varr.dtype.itemsize)
+        active = STATE.tracer
+        STATE.tracer = self  # (read at the end too, for an output: the ops are recorded)
+        try:
+            with grad_mode.no_grad():
+                value = base.reshape(-1)[tensor(pos.reshape(-1))].reshape(varr.shape)
+        finally:
+            STATE.tracer = active
+        v = self.var(value)
+        self.vars[id(varr)] = v
+        self.view_of[id(varr)] = self.writes_to.get(id(_root(varr)), 0)
+        return v
 
     def _cast_broadcast(self, v: Var, like: Var) -> Var:
         from ..ops.registry import REGISTRY

@@ -4,6 +4,7 @@ eager mode, the caller's arrays kept (no new array, no copy-back), and the copyi
 wherever writing in place could change a result."""
 
 import inspect
+import warnings
 
 import numpy as np
 import pytest
@@ -128,26 +129,68 @@ def test_aliased_store_descriptions_are_checked_and_rendered():
 
 
 def test_view_of_the_old_value_read_after_the_write():
-    """Eager mode reads the view after the write (it shares the memory): a trace, which
-    recorded it as a view of the old value, stops there and the call runs eagerly."""
+    """Eager mode reads the view after the write (it shares the memory): the trace reads
+    it again from the base's new value (``Tracer._reread_view``: a gather at the view's
+    flat positions), so the call compiles -- it was a graph break before stop 51."""
     w = jg.randn(3, 4)
     x = jg.randn(3, 4)
+    eager_w = w.detach().clone()
 
-    def f(g):
+    def f(g, w=w):
         wt = w.t()             # a view of the old w, read by the matmul after the update
         w.sub_(g)
         return x @ wt
 
-    g = jg.ones(3, 4)
-    eager_w = w.detach().clone()
-    with jg.no_grad():
-        wt = eager_w.t()
-        eager_w.sub_(g)
-        want = (x @ wt).numpy()
-    with pytest.warns(UserWarning, match="a view is read after the tensor it views"):
-        got = jg.compile(f)(g).numpy()
-    np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(w._data, eager_w._data)
+    cf = jg.compile(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (a graph break warns)
+        for k in range(3):
+            g = jg.full((3, 4), 0.5 * k)
+            want = f(g, eager_w).numpy()
+            np.testing.assert_array_equal(cf(g).numpy(), want)
+            np.testing.assert_array_equal(w._data, eager_w._data)
+    assert cf.stats["traces"] == 1
+
+
+def test_views_read_after_their_base_was_written_equal_eager_with_gradients():
+    def f1(x):
+        b = x.clone()
+        v = b[:, :2]
+        b.mul_(2)
+        return v * 3
+
+    def f2(x):
+        b = x.clone()
+        v = b[::2, 1:]
+        b[0].zero_()
+        return v.exp() + b.t()[1:, ::2].t()
+
+    def f3(x):
+        b = x * 1.5
+        v = b[1]
+        b.sub_(x)
+        w = v * 2
+        b.mul_(0.5)
+        return w + v
+
+    def f4(x):  # the view itself returned: read again when the outputs are (after the call)
+        b = x.clone()
+        v = b[:, 1:]
+        b.mul_(2)
+        return v
+
+    for f in (f1, f2, f3, f4):
+        cf = jg.compile(f)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for _ in range(2):
+                x = jg.randn(4, 3, requires_grad=True)
+                got, want = cf(x), f(x)
+                np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+                ga, = jg.autograd.grad(got.sum(), x)
+                ge, = jg.autograd.grad(want.sum(), x)
+                np.testing.assert_array_equal(ga.numpy(), ge.numpy())
+        assert cf.stats["traces"] == 1
 
 
 def test_fresh_gradients_are_set_without_a_copy_and_never_shared():
