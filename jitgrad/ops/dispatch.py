@@ -24,7 +24,7 @@ from ..trace.state import STATE as _TRACE
 from . import eager_kernels, native
 from .registry import BOOL, FLOAT, OpDef
 
-__all__ = ["call", "unary", "binary", "elementwise", "record", "as_tensor_arg"]
+__all__ = ["call", "unary", "binary", "elementwise", "record", "recording", "as_tensor_arg"]
 
 _STATE = grad_mode.STATE
 _new = object.__new__
@@ -52,6 +52,14 @@ def record(op: OpDef, out: Tensor, inputs: tuple, params: dict | None, cdt=None)
     _attach(op, params, out, edges, tuple((t._data.shape, t._data.dtype) if type(t) is Tensor
                                           else None for t in inputs), _saved(op, inputs, out))
     return out
+
+
+def recording() -> bool:
+    """Whether an op run now on this thread may record anything: grad mode on (a node, for
+    inputs that require grad) or a tracer active (``jitgrad.compile``). When False, an op's
+    result is all it leaves: a gradient rule run by ``backward()`` (grad mode off, no
+    ``create_graph``) may then skip steps whose only effect would be recorded."""
+    return not GRAD_OFF or _STATE.enabled or (TRACING and _TRACE.tracer is not None)
 
 
 def _saved(op: OpDef, inputs: tuple, out: Tensor):

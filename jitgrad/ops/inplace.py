@@ -362,9 +362,9 @@ def _index_put_vjp(g, ins, out, p, n):
 
         gv = take_at(g, index)
         if gv._data.shape != vshape:
-            from .registry import _sum_to
+            from .sums import sum_to
 
-            gv = _sum_to(gv, vshape)
+            gv = sum_to(gv, vshape)
     return ga, gv
 
 

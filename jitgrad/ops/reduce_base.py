@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ..shapes import wrap_dims
 from ..tensor import Tensor, wrap
-from .dispatch import record
+from .dispatch import record, recording
+from .views import _reshape, expand_to
 
 __all__ = ["ALL", "kept_shape", "expand_back", "count", "reduce_params", "call_reduce"]
 
@@ -18,11 +19,15 @@ def kept_shape(shape, dims):
 
 
 def expand_back(g: Tensor, p: dict) -> Tensor:
-    """Broadcast a reduced gradient back to the input shape."""
+    """Broadcast a reduced gradient back to the input shape: reshaped to the kept shape
+    (``keepdim=False``), then expanded. A 0-d gradient (a full reduction's: a loss's) when
+    nothing records (:func:`~jitgrad.ops.dispatch.recording`: grad mode off, no tracer) is
+    expanded directly: the reshape's only other effects are a node and a traced op, and the
+    result is the same view (strides 0, ``g``'s memory, base and version counter)."""
     shape, dims = p["shape"], p["dims"]
-    if not p["keepdim"]:
-        g = g.reshape(kept_shape(shape, dims))
-    return g.expand(shape)
+    if not p["keepdim"] and (g._data.ndim or recording()):
+        g = _reshape(g, kept_shape(shape, dims), "ViewBackward0")
+    return expand_to(g, shape)
 
 
 def count(shape, dims) -> int:

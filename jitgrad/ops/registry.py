@@ -75,19 +75,13 @@ def run_rule(op: OpDef, params, in_meta, needs: tuple, ins: tuple, out, grads: l
         shape, dtype = m
         gd = g._data
         if gd.shape != shape:
-            g = _sum_to(g, shape)
+            from .sums import sum_to
+
+            g = sum_to(g, shape)
         if gd.dtype != dtype:
             g = g.to(_jdtype(dtype))
         fixed.append(g)
     return tuple(fixed)
-
-
-def _sum_to(g, shape):
-    from ..shapes import sum_axes_to
-
-    axes, reshape = sum_axes_to(g._data.shape, shape)
-    r = g.sum(dim=axes, keepdim=True) if axes else g
-    return r.reshape(shape) if reshape else r
 
 
 def _jdtype(np_dtype):

@@ -12,6 +12,7 @@ from ..amp.autocast_mode import autocast_op
 from ..autograd import grad_mode
 from ..autograd.node import make_node
 from ..devices import array_namespace
+from ..shapes import sum_axes_to
 from ..tensor import Tensor, wrap
 from . import samples as S
 from .api import api
@@ -19,6 +20,7 @@ from .dispatch import record
 from .eager_reduce import sum_all_small, sum_float
 from .reduce_base import ALL, Exactly, call_reduce, count, expand_back, kept_shape, reduce_params
 from .registry import REDUCE, defop
+from .views import _reshape
 
 __all__ = ["sum", "mean", "var", "std", "var_mean", "std_mean"]
 
@@ -94,6 +96,23 @@ def sum(input: Tensor, dim=ALL, keepdim: bool = False, *, dtype=None) -> Tensor:
     if dtype is not None:
         input = input.to(dtype)
     return call_reduce(SUM, input, reduce_params(input, dim, keepdim, "sum"))
+
+
+def sum_dims(input: Tensor, dims: tuple, keepdim: bool) -> Tensor:
+    """``input.sum(dim=dims, keepdim=keepdim)`` for ``dims`` known to be valid (a sorted
+    tuple of distinct non-negative axes, as :func:`reduce_params` makes them): the same op
+    and params, without the public function's argument handling (gradient rules)."""
+    return call_reduce(SUM, input, {"dims": dims, "keepdim": keepdim,
+                                    "shape": input._data.shape, "full": False})
+
+
+def sum_to(g: Tensor, shape) -> Tensor:
+    """``g`` summed to ``shape``, a shape it broadcasts from (an input's, for its gradient):
+    a sum over the broadcast dims with ``keepdim``, then a reshape dropping the leading
+    ones. The ops ``g.sum(dim=..., keepdim=True).reshape(shape)`` records."""
+    axes, reshape = sum_axes_to(g._data.shape, shape)
+    r = sum_dims(g, axes, True) if axes else g
+    return _reshape(r, tuple(shape), "ViewBackward0") if reshape else r
 
 
 @api(MEAN, method="mean", export="mean")

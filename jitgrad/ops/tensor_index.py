@@ -214,9 +214,9 @@ def _put_vjp(g, ins, out, p, n):
             "template": p["template"], "shape": g._data.shape, "node": "IndexBackward0",
             "stacked": p["stacked"]})
         if gv._data.shape != p["vshape"]:
-            from .registry import _sum_to
+            from .sums import sum_to
 
-            gv = _sum_to(gv, p["vshape"])
+            gv = sum_to(gv, p["vshape"])
     return ga, gv, None
 
 
