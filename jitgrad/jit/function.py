@@ -31,13 +31,13 @@ from ..compiler.autodiff import differentiable, trace_backward
 from ..compiler.joint import speculation_blocker
 from ..compiler.kernel_desc import unsupported_float
 from ..tensor import Tensor
-from ..trace.numbers import DynamicNumbers
 from ..trace.numpy_args import conversions_watched, wrap_numpy_arguments
-from ..trace.pytree import NotRebuildable, NumberArg, flatten, leaf_counts, numbers_erased
+from ..trace.pytree import NotRebuildable, NumberArg, flatten, numbers_erased
 from ..trace.state import STATE as _TRACE
 from ..trace.tracer import TraceError, Tracer
 from . import aliasing, call_path
 from .autograd_state import unreproducible_autograd
+from .dynamic_floats import DynamicFloats, restore_swapped, traced_numbers
 from .entry import EagerEntry, Entry, Lowered
 from .guards import (
     AccessGuard,
@@ -56,60 +56,7 @@ MAX_RETRACES_BEFORE_WARNING = 8
 
 
 _T, _N, _FLOAT = ("T",), ("N",), ("number", float)  # treedef leaves (trace/pytree.py)
-_FLOATS = (float, np.float64)  # the argument types that may be dynamic (float's arithmetic)
 _NO_KWARGS = ("dict", (), ())
-
-
-def _path_name(path) -> str:
-    """``("arg", 1)`` -> ``"argument 1"``, ``("kw", "lr")`` -> ``"lr="``."""
-    return f"argument {path[1]}" if path[0] == "arg" else f"{path[1]}="
-
-
-class _CellItem:
-    """A closure cell as a mapping (item 0: its contents), for a ``Source`` "scalar"."""
-
-    __slots__ = ("cell",)
-
-    def __init__(self, cell):
-        self.cell = cell
-
-    def __getitem__(self, key):
-        return self.cell.cell_contents
-
-
-def _restore_swapped(swaps: list) -> None:
-    """Put back the floats :meth:`CompiledFunction._swap_closure_floats` swapped out (a slot
-    the call assigned meanwhile keeps the call's value)."""
-    while swaps:
-        holder, name, tf, value = swaps.pop()
-        if name is None:
-            if holder.cell_contents is tf:
-                holder.cell_contents = value
-        elif holder.get(name) is tf:
-            holder[name] = value
-
-
-def _traced_numbers(args: tuple, kwargs: dict, flat: list, treedef) -> tuple:
-    """``(numbers, args, kwargs)`` for tracing a call of ``treedef``: its dynamic float
-    arguments (``("N",)`` leaves, ``trace/numbers.py``) as :class:`TracedFloat` s of their
-    0-d inputs in ``flat`` (``numbers`` None when it has none)."""
-    numbers = DynamicNumbers()
-    arg_tree, kw_tree = treedef[1]
-    at = 0
-    args = list(args)
-    for i, c in enumerate(arg_tree[1]):
-        if c == ("N",):
-            args[i] = numbers.number(args[i], flat[at], ("arg", i))
-        at += leaf_counts(c)
-    if kwargs:
-        kwargs = dict(kwargs)
-        for k, c in zip(kw_tree[1], kw_tree[2]):
-            if c == ("N",):
-                kwargs[k] = numbers.number(kwargs[k], flat[at], ("kw", k))
-            at += leaf_counts(c)
-    if not numbers.paths:
-        return None, tuple(args), kwargs
-    return numbers, tuple(args), kwargs
 
 
 def _log(topic: str, msg: str) -> None:
@@ -148,13 +95,6 @@ class CompiledFunction:
         self._retraces_of: dict = {}  # key -> traces again for failed guards
         self._given_up: dict = {}  # key -> why its calls run eagerly (config.recompile_limit)
         self._number_keys: dict = {}  # a key with its numbers erased -> keys traced for it
-        # float arguments read afresh at every call (trace/numbers.py), per kind of call (its
-        # key's treedef with the numbers erased): the first call's floats, the dynamic ones,
-        # those a trace needed as values, and the kinds whose traces ran eagerly
-        self._floats_first: dict = {}
-        self._floats_dynamic: dict = {}
-        self._floats_static: dict = {}
-        self._eager_kinds: set = set()
         self.stats = {"calls": 0, "traces": 0, "retraces": 0, "cache_hits": 0, "evictions": 0}
         self.last_retrace_reason: str | None = None
         self._warned = False
@@ -164,6 +104,8 @@ class CompiledFunction:
         self._fast = None  # call_path's fast path of the last entry hit
         self._lock = threading.RLock()  # one trace at a time; plans run concurrently
         self._closure = ClosureGuard(fn)
+        self._floats = DynamicFloats(opts.dynamic, self._closure,
+                                     lambda msg: _log("recompiles", f"{self.__name__}: {msg}"))
         _LIVE.add(self)
         functools.update_wrapper(self, fn, updated=())
         if not hasattr(self, "__name__"):  # a Module-like callable
@@ -177,10 +119,7 @@ class CompiledFunction:
             self._retraces_of.clear()
             self._given_up.clear()
             self._number_keys.clear()
-            self._floats_first.clear()
-            self._floats_dynamic.clear()
-            self._floats_static.clear()
-            self._eager_kinds.clear()
+            self._floats.clear()
             self._changed_in_call.clear()
             self._fast = None
             self._last_key = None
@@ -236,7 +175,7 @@ class CompiledFunction:
                 key = (treedef, tuple(items), grad_mode.STATE.enabled,
                        aliasing.arg_aliasing(flat))
                 tensor_args = True
-            if key is None and self._floats_dynamic:
+            if key is None and self._floats.args:
                 flat, key = self._tensor_float_key(args)
                 tensor_args = key is not None  # (the generated fast path applies too)
         if key is None:
@@ -307,84 +246,19 @@ class CompiledFunction:
                           "which checks each backward node", UserWarning, stacklevel=3)
         return self.fn(*args, **kwargs)
 
-    def _dynamic_closure_floats(self, key, closure_ids: tuple) -> tuple:
-        """The closure state to trace ``key`` with, after making float globals and cells
-        dynamic (read afresh at every call, ``trace/numbers.py``): those whose change is all
-        that failed the newest entry's guard (automatic dynamic), or -- ``dynamic=True`` --
-        every float one; never for calls that run eagerly or ``dynamic=False``."""
-        if self.compile_options.dynamic is False or numbers_erased(key[0]) in self._eager_kinds:
-            return closure_ids
-        closure = self._closure
-        if self.compile_options.dynamic:
-            slots = closure.float_slots()
-        else:
-            entries = self._entries.get(key)
-            slots = closure.changed_floats(entries[0].closure_ids, closure_ids) \
-                if entries else None
-        new = [(id(h), n) for h, n in slots or () if (id(h), n) not in closure.dynamic]
-        if not new:
-            return closure_ids
-        closure.dynamic.update(new)
-        self._fast = None
-        _log("recompiles", f"{self.__name__}: float globals or closure cells read at every "
-             f"call: {len(closure.dynamic)}")
-        return closure.current()
-
-    def _swap_closure_floats(self, numbers, tracer) -> tuple:
-        """``(numbers, swaps)``: the dynamic float globals and cells hold a
-        :class:`TracedFloat` each while the call is traced (a plan input reading the slot at
-        every call, ``Source`` "scalar"); ``swaps`` for :func:`_restore_swapped`."""
-        closure = self._closure
-        swaps: list = []
-        if not closure.dynamic:
-            return numbers, swaps
-        for holder, name in closure.float_slots():
-            slot = (id(holder), name)
-            if slot not in closure.dynamic:
-                continue
-            numbers = numbers or DynamicNumbers()
-            if name is None:
-                value = holder.cell_contents
-                t = tracer.scalar_input(_CellItem(holder), 0, np.float64, name="a closure float")
-            else:
-                value = holder[name]
-                t = tracer.scalar_input(holder, name, np.float64, name=name)
-            tf = numbers.number(value, t, ("closure", slot))
-            swaps.append((holder, name, tf, value))
-            if name is None:
-                holder.cell_contents = tf
-            else:
-                holder[name] = tf
-        return numbers, swaps
-
-    def _floats_need_values(self, key, paths) -> None:
-        """A trace of ``key`` needed the values of dynamic floats ``paths``: calls of its
-        kind take them as constants from now on (guarded, as any number)."""
-        closure = [p[1] for p in paths if p[0] == "closure"]
-        if closure:
-            self._closure.dynamic.difference_update(closure)
-            self._closure.static.update(closure)
-            self._fast = None
-            paths = [p for p in paths if p[0] != "closure"]
-            _log("recompiles", f"{self.__name__}: the trace needed the value of a float "
-                 "global or closure cell: a constant from now on")
-            if not paths:
-                return
-        kind = numbers_erased(key[0])
-        self._floats_static.setdefault(kind, set()).update(paths)
-        self._floats_dynamic[kind] = self._floats_dynamic.get(kind, frozenset()) - set(paths)
-        _log("recompiles", f"{self.__name__}: the trace needed the value of "
-             + ", ".join(_path_name(p) for p in sorted(paths)) + ": a constant from now on")
-
     def _specialise(self, key, paths, args: tuple, kwargs: dict):
         """Call again with the dynamic floats ``paths`` of ``key`` as constants."""
         self._floats_need_values(key, paths)
         self.stats["calls"] -= 1  # (one call)
         return self(*args, **kwargs)
 
+    def _floats_need_values(self, key, paths) -> None:
+        if self._floats.need_values(key, paths):
+            self._fast = None
+
     def _tensor_float_key(self, args: tuple) -> tuple:
         """``(flat, key)`` of a call of positional tensors and floats whose kind has dynamic
-        floats (what :meth:`_dynamic_floats` gives, without flattening twice); ``(None,
+        floats (what ``DynamicFloats.key_view`` gives, without flattening twice); ``(None,
         None)`` for any other call, or one that changes which floats are dynamic."""
         kind_of = []
         for a in args:
@@ -396,11 +270,12 @@ class CompiledFunction:
             else:
                 return None, None
         kind = ("tuple", (("tuple", tuple(kind_of)), _NO_KWARGS))
-        dynamic = self._floats_dynamic.get(kind)
+        floats = self._floats
+        dynamic = floats.args.get(kind)
         if not dynamic:
             return None, None
-        first = self._floats_first.get(kind, {})
-        static = self._floats_static.get(kind, ())
+        first = floats.first.get(kind, {})
+        static = floats.static.get(kind, ())
         children, flat, items = [], [], []
         for i, a in enumerate(args):
             if type(a) is float:
@@ -422,42 +297,6 @@ class CompiledFunction:
         treedef = ("tuple", (("tuple", tuple(children)), _NO_KWARGS))
         return flat, (treedef, tuple(items), grad_mode.STATE.enabled,
                       aliasing.arg_aliasing(flat))
-
-    def _dynamic_floats(self, args: tuple, kwargs: dict, flat: list, treedef) -> tuple:
-        """``(flat, treedef)`` of the call with its dynamic float arguments as leaves
-        (``pytree.NumberArg``): read afresh at every call, not frozen into the trace
-        (``trace/numbers.py``). A top-level float argument becomes dynamic once a call of
-        the same kind brings another value for it (automatic dynamic, as ``torch.compile``;
-        ``dynamic=True``: from the first call), unless a trace needed its value (it is then
-        a constant, guarded) or the kind's traces run eagerly (nothing to gain)."""
-        floats = [(("arg", i), a) for i, a in enumerate(args) if type(a) in _FLOATS]
-        if kwargs:
-            floats += [(("kw", k), v) for k, v in kwargs.items() if type(v) in _FLOATS]
-        if not floats:
-            return flat, treedef
-        kind = numbers_erased(treedef)
-        if kind in self._eager_kinds:
-            return flat, treedef
-        dynamic = self._floats_dynamic.get(kind, frozenset())
-        static = self._floats_static.get(kind, ())
-        if self.compile_options.dynamic:
-            want = frozenset(p for p, _ in floats if p not in static)
-        else:
-            first = self._floats_first.get(kind)
-            if first is None:
-                first = self._floats_first[kind] = {p: v.hex() for p, v in floats}
-            want = dynamic.union(p for p, v in floats if p not in static and
-                                 first.get(p) != v.hex())
-        if want != dynamic:
-            self._floats_dynamic[kind] = want = frozenset(want)
-            _log("recompiles", f"{self.__name__}: float arguments read at every call: "
-                 + ", ".join(_path_name(p) for p in sorted(want)))
-        if not want:
-            return flat, treedef
-        args = tuple(NumberArg(a) if ("arg", i) in want else a for i, a in enumerate(args))
-        if kwargs:
-            kwargs = {k: NumberArg(v) if ("kw", k) in want else v for k, v in kwargs.items()}
-        return flatten((args, kwargs))
 
     def _numbers_given_up(self, key) -> bool:
         """Whether a new signature ``key`` is one more of calls that differ only in Python
@@ -509,7 +348,7 @@ class CompiledFunction:
         """Keep ``entry`` (newest of its key), then evict the least recently used entries
         beyond ``jitgrad.config.cache_size_limit``."""
         if isinstance(entry, EagerEntry):  # no dynamic floats for calls that run eagerly
-            self._eager_kinds.add(numbers_erased(key[0]))
+            self._floats.eager_kinds.add(numbers_erased(key[0]))
         with self._lock:
             self._entries.setdefault(key, []).insert(0, entry)
             self._lru[id(entry)] = (key, entry)
@@ -604,7 +443,10 @@ class CompiledFunction:
         if self._closure.refresh():  # globals / cells defined since: compared from now on
             closure_ids = self._closure.current()
             self._fast = None
-        closure_ids = self._dynamic_closure_floats(key, closure_ids)
+        closure_ids, changed = self._floats.closure_view(key, closure_ids,
+                                                         self._entries.get(key))
+        if changed:
+            self._fast = None
         changed_state = False
         self.stats["traces"] += 1
         if reason is not None:
@@ -623,8 +465,8 @@ class CompiledFunction:
         for i, t in enumerate(flat):
             tracer.add_input(t, i)
         observer = Observer(tracer, self.fn)
-        numbers, traced_args, traced_kwargs = _traced_numbers(args, kwargs, flat, key[0])
-        numbers, swaps = self._swap_closure_floats(numbers, tracer)
+        numbers, traced_args, traced_kwargs = traced_numbers(args, kwargs, flat, key[0])
+        numbers, swaps = self._floats.swap_closure(numbers, tracer)
         groups = self._closure.optimizer_groups()
         traced_args, traced_kwargs = wrap_numpy_arguments(traced_args, traced_kwargs, tracer)
         if numbers is not None:  # a graph break stops the trace (below), not eager code
@@ -639,7 +481,7 @@ class CompiledFunction:
             tracer.undo()  # jitgrad refused the function: it leaves no half-done effects
             if numbers is None or self.fullgraph:
                 raise
-            _restore_swapped(swaps)  # (a graph break: traced again with plain floats, it
+            restore_swapped(swaps)  # (a graph break: traced again with plain floats, it
             return self._specialise(key, numbers.paths, args, kwargs)  # runs eagerly)
         except Exception:
             if numbers is None:
@@ -647,13 +489,13 @@ class CompiledFunction:
             # (a dynamic float where the code wanted a float: ``isinstance``, a library's
             # type check) traced again with plain floats, which raise what is real
             _TRACE.tracer = None
-            _restore_swapped(swaps)
+            restore_swapped(swaps)
             tracer.undo()
             return self._specialise(key, numbers.paths, args, kwargs)
         finally:
             _TRACE.tracer = None
             tracer.escape_policy = self.fallback
-            _restore_swapped(swaps)
+            restore_swapped(swaps)
             if numbers is not None:  # (kept past the call: its value, a constant)
                 numbers.close()
         access = AccessGuard(observer.reads)
@@ -823,7 +665,7 @@ class CompiledFunction:
         included)."""
         flat, treedef = flatten((args, kwargs))
         if self.compile_options.dynamic is not False:
-            flat, treedef = self._dynamic_floats(args, kwargs, flat, treedef)
+            flat, treedef = self._floats.key_view(args, kwargs, flat, treedef)
         return flat, self._key(flat, treedef)
 
     def eager_reason(self, *args, **kwargs) -> str | None:
