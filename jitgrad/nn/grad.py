@@ -36,28 +36,31 @@ def _conv(dims: int):
 
 def _input_grad(dims: int, input_size: Sequence[int], weight: Tensor, grad_output: Tensor,
                 stride, padding, dilation, groups: int) -> Tensor:
-    from ..autograd import grad
-
-    with enable_grad():
-        x = creation.zeros(*tuple(input_size), dtype=weight.dtype, device=weight.device,
-                           requires_grad=True)
-        out = _conv(dims)(x, weight, None, stride, padding, dilation, groups)
-        _check_grad_shape(out, grad_output)
-        keep = weight.requires_grad or grad_output.requires_grad
-        return grad(out, x, grad_output, create_graph=keep)[0]
+    x = creation.zeros(*tuple(input_size), dtype=weight.dtype, device=weight.device,
+                       requires_grad=True)
+    return _grad_of(dims, x, weight, x, grad_output, stride, padding, dilation, groups)
 
 
 def _weight_grad(dims: int, input: Tensor, weight_size: Sequence[int], grad_output: Tensor,
                  stride, padding, dilation, groups: int) -> Tensor:
+    w = creation.zeros(*tuple(weight_size), dtype=input.dtype, device=input.device,
+                       requires_grad=True)
+    return _grad_of(dims, input, w, w, grad_output, stride, padding, dilation, groups)
+
+
+def _grad_of(dims: int, x: Tensor, w: Tensor, wrt: Tensor, grad_output: Tensor,
+             stride, padding, dilation, groups: int) -> Tensor:
+    """The gradient of ``conv(x, w)`` with respect to ``wrt`` (a zero leaf standing for
+    ``x`` or ``w``: the convolution is linear in each), for cotangent ``grad_output``; with
+    history when the other operand or ``grad_output`` requires grad."""
     from ..autograd import grad
 
     with enable_grad():
-        w = creation.zeros(*tuple(weight_size), dtype=input.dtype, device=input.device,
-                           requires_grad=True)
-        out = _conv(dims)(input, w, None, stride, padding, dilation, groups)
+        out = _conv(dims)(x, w, None, stride, padding, dilation, groups)
         _check_grad_shape(out, grad_output)
-        keep = input.requires_grad or grad_output.requires_grad
-        return grad(out, w, grad_output, create_graph=keep)[0]
+        other = w if wrt is x else x
+        keep = other.requires_grad or grad_output.requires_grad
+        return grad(out, wrt, grad_output, create_graph=keep)[0]
 
 
 def _check_grad_shape(out: Tensor, grad_output: Tensor) -> None:

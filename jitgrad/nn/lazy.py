@@ -253,6 +253,15 @@ class LazyConv2d(_LazyConv, Conv2d):
         self._lazy_setup(out_channels, bias, device, dtype)
 
 
+def _lazy_conv_type(name: str, base: type, base_name: str, spatial: int, init) -> type:
+    """The lazy class ``name`` over convolution ``base`` with constructor ``init``."""
+    return type(name, (_LazyConv, base), {
+        "__init__": init, "cls_to_become": base, "spatial": spatial,
+        "__module__": __name__,
+        "__doc__": f"A :class:`{base_name}` whose ``in_channels`` is the channel count of "
+                   "its first input."})
+
+
 def _lazy_conv_class(name: str, base_module: str, base_name: str, spatial: int) -> type:
     """``LazyConv1d`` / ``LazyConv3d`` over the lazily loaded ``Conv1d`` / ``Conv3d``."""
     import importlib
@@ -266,11 +275,7 @@ def _lazy_conv_class(name: str, base_module: str, base_name: str, spatial: int) 
                                   padding_mode, device=device, dtype=dtype)
         self._lazy_setup(out_channels, bias, device, dtype)
 
-    cls = type(name, (_LazyConv, base), {
-        "__init__": __init__, "cls_to_become": base, "spatial": spatial,
-        "__module__": __name__,
-        "__doc__": f"A :class:`{base_name}` whose ``in_channels`` is the channel count of "
-                   "its first input."})
+    cls = _lazy_conv_type(name, base, base_name, spatial, __init__)
     return cls
 
 
@@ -294,11 +299,7 @@ def _lazy_conv_transpose_class(name: str, base_module: str, base_name: str,
                                   False, dilation, padding_mode, device=device, dtype=dtype)
         self._lazy_setup(out_channels, bias, device, dtype)
 
-    cls = type(name, (_LazyConv, base), {
-        "__init__": __init__, "cls_to_become": base, "spatial": spatial,
-        "__module__": __name__,
-        "__doc__": f"A :class:`{base_name}` whose ``in_channels`` is the channel count of "
-                   "its first input."})
+    cls = _lazy_conv_type(name, base, base_name, spatial, __init__)
     return cls
 
 
