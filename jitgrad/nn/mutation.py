@@ -108,30 +108,37 @@ class OptimState(defaultdict):
         return (type(self), (), None, None, iter(self.items()))
 
 
-def _optim_bumping(cls, names):
-    """``cls`` with each mutating method in ``names`` bumping :data:`OPTIM_EPOCH`, and --
-    called from user code while a compiled function is traced (``for g in
-    opt.param_groups: g["lr"] = lr``, written through a name the observer cannot follow) --
-    a graph break before the write: a compiled plan would not repeat it."""
+def _optim_bumping(cls, names, watched=None):
+    """``cls`` with each mutating method in ``names`` bumping :data:`OPTIM_EPOCH`, and -- on
+    a ``watched`` instance (an optimizer's param groups), called from user code while a
+    compiled function is traced (``for g in opt.param_groups: g["lr"] = lr``, written
+    through a name the observer cannot follow) -- a graph break before the write: a
+    compiled plan would not repeat it. (Per-parameter state a custom optimizer's first step
+    makes is not watched: the trace's guards see it, and the next call compiles.)"""
     for name in names:
         base = getattr(cls.__mro__[1], name)
 
         def method(self, *args, _base=base, _name=name, **kwargs):
             OPTIM_EPOCH[0] += 1
-            if TRACING and _TRACE.tracer is not None:
+            if TRACING and _TRACE.tracer is not None and watched is not None and \
+                    watched(self):
                 caller = sys._getframe(1).f_globals.get("__name__", "")
                 if caller != "jitgrad" and not caller.startswith("jitgrad."):
                     _TRACE.tracer.graph_break(
-                        f"{_name} on an optimizer's {type(self).__name__} (its param groups or "
-                        "state: a hyper-parameter set in the call, which a plan would not set "
-                        "again)")
+                        f"{_name} on an optimizer's param groups (a hyper-parameter set in "
+                        "the call, which a plan would not set again)")
             return _base(self, *args, **kwargs)
         method.__name__ = name
         setattr(cls, name, method)
     return cls
 
 
-_optim_bumping(OptimDict, _DICT_MUTATORS)
+def _is_group(d: dict) -> bool:
+    return "params" in d  # (a param group; a parameter's state has no such key)
+
+
+_optim_bumping(OptimDict, _DICT_MUTATORS, _is_group)
 _optim_bumping(OptimState, _DICT_MUTATORS)
 _optim_bumping(OptimList, ("__setitem__", "__delitem__", "append", "extend", "insert", "pop",
-                           "remove", "clear", "sort", "reverse", "__iadd__", "__imul__"))
+                           "remove", "clear", "sort", "reverse", "__iadd__", "__imul__"),
+               lambda lst: True)

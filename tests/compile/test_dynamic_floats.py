@@ -322,3 +322,50 @@ def test_traced_float_reads_need_its_value():
     assert isinstance(t, float) and type(t) is TracedFloat
     assert not numbers.specialized
     assert repr(t) == "0.25" and numbers.specialized == {("arg", 1)}
+
+
+class _Lion(jitgrad.optim.Optimizer):
+    """A user's optimizer: its step (user code) makes per-parameter state in its first call."""
+
+    def __init__(self, params, lr=1e-2, betas=(0.9, 0.99)):
+        super().__init__(params, dict(lr=lr, betas=betas))
+
+    @jitgrad.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["exp_avg"] = jitgrad.zeros_like(p)
+                b1, b2 = group["betas"]
+                update = state["exp_avg"] * b1 + p.grad * (1 - b1)
+                p.add_(update.sign(), alpha=-group["lr"])
+                state["exp_avg"].mul_(b2).add_(p.grad, alpha=1 - b2)
+
+
+def test_a_users_optimizer_making_its_state_compiles_without_a_graph_break():
+    """Only param groups are watched for writes from user code (the lr fix above): the
+    per-parameter state a user's optimizer makes in its first step is not a graph break."""
+    def make():
+        jitgrad.manual_seed(0)
+        m = nn.Linear(4, 2)
+        return m, _Lion(m.parameters())
+
+    def step_of(m, opt):
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.mse_loss(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+
+    (m1, o1), (m2, o2) = make(), make()
+    eager, compiled = step_of(m1, o1), jitgrad.compile(step_of(m2, o2))
+    x, y = jitgrad.cat([X, X], 1)[:, :4], Y[:, :2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (a graph break warns)
+        for _ in range(5):
+            assert compiled(x, y).item() == eager(x, y).item()
+    np.testing.assert_array_equal(m1.weight.detach().numpy(), m2.weight.detach().numpy())
+    assert compiled.stats["traces"] == 2 and compiled.stats["cache_hits"] == 3
