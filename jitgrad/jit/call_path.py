@@ -21,13 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from ..autograd import grad_mode
 from ..autograd.node import edge
 from ..compiler.pysource import build_function
-from ..tensor import Tensor, alias, wrap
-from ..trace.pytree import unflatten
+from ..tensor import Tensor, alias
+from ..trace.pytree import number_tensor, unflatten
 from ..trace.state import STATE as _TRACE
 from .aliasing import alias_of, arg_aliasing, guard_residuals, link_view, root
 from .autograd_glue import attach_backward, mark_joint_output
@@ -38,11 +36,6 @@ __all__ = ["MISS", "entry_run", "entry_fast"]
 
 #: What ``fast`` returns when the call does not match its entry.
 MISS = object()
-
-
-def _number_tensor(value: float) -> Tensor:
-    """A dynamic float argument's 0-d float64 tensor (``pytree.NumberArg``)."""
-    return wrap(np.array(value, dtype=np.float64))
 
 
 def _exec(name: str, body: list, ns: dict) -> Callable:
@@ -183,7 +176,7 @@ def entry_fast(entry, key: tuple, closure, stats: dict) -> Callable[[tuple], Any
     ns: dict = {"MISS": MISS, "Tensor": Tensor, "TRACE": _TRACE, "GRAD": grad_mode.STATE,
                 "GM": grad_enabled, "STATS": stats, "RUN": entry.run,
                 "HOLD": entry.guards_hold, "ARG_ALIASING": arg_aliasing, "PAT": pattern,
-                "NUMBER": _number_tensor}
+                "NUMBER": number_tensor}
     body = [f"if len(args) != {len(kids)} or TRACE.tracer is not None or GRAD.enabled != GM:",
             "    return MISS"]
     if kids:

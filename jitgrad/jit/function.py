@@ -32,7 +32,7 @@ from ..compiler.joint import speculation_blocker
 from ..compiler.kernel_desc import unsupported_float
 from ..tensor import Tensor
 from ..trace.numpy_args import conversions_watched, wrap_numpy_arguments
-from ..trace.pytree import NotRebuildable, NumberArg, flatten, numbers_erased
+from ..trace.pytree import NotRebuildable, flatten, number_tensor, numbers_erased
 from ..trace.state import STATE as _TRACE
 from ..trace.tracer import TraceError, Tracer
 from . import aliasing, call_path
@@ -286,7 +286,7 @@ class CompiledFunction:
                         return None, None  # (another float becomes dynamic)
                     children.append(("const", a, (float, h)))
                     continue
-                a = NumberArg(a).tensor
+                a = number_tensor(a)
                 children.append(_N)
             else:
                 children.append(_T)

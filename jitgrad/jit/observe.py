@@ -24,7 +24,6 @@ frame entered while tracing, nothing at all on compiled calls.
 from __future__ import annotations
 
 import builtins
-import dis
 import gc
 import importlib.util
 import inspect
@@ -43,20 +42,6 @@ from .access import Chain, analyze
 from .guards import RAISES, closure_relevant, default_value, is_stateful, value_state
 
 __all__ = ["Observer", "untraceable_reason"]
-
-_CALLS_TYPE: dict = {}  # code object -> whether it loads the builtin ``type``
-
-
-def _calls_type(code) -> bool:
-    """Whether ``code`` loads the name ``type`` (``type(x) is float``): a dynamic float
-    (``trace/numbers.py``) answers ``TracedFloat`` there, where eager code sees ``float``."""
-    got = _CALLS_TYPE.get(code)
-    if got is None:
-        got = _CALLS_TYPE[code] = any(
-            ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval == "type"
-            for ins in dis.get_instructions(code))
-    return got
-
 
 #: arguments the key holds (a dynamic float: its kind, the value read at every call)
 _PLAIN_ARGUMENTS = (int, float, bool, str, bytes, TracedFloat)
@@ -476,8 +461,11 @@ class Observer:
     def _visit(self, frame, code, top: bool) -> None:
         acc = analyze(code)
         where = f"{code.co_filename}:"
-        if not self.tracer.calls_type and _calls_type(code):
-            self.tracer.calls_type = True  # (``type(lr) is float``: dynamic floats specialise)
+        if not self.tracer.calls_type and any(
+                ch.kind == "global" and ch.name == "type" for ch in acc.chains):
+            # ``type(lr) is float``: a dynamic float (trace/numbers.py) answers TracedFloat
+            # there, where eager code sees float (the trace is redone with plain floats)
+            self.tracer.calls_type = True
         for name, line in acc.global_writes:
             return self._break(f"{where}{line}", f"assigns the global {name!r}")
         if top:

@@ -20,8 +20,8 @@ import numpy as np
 from ..tensor import Tensor
 from .numbers import TracedFloat
 
-__all__ = ["flatten", "unflatten", "NotRebuildable", "NumberArg", "STATIC_RESULT_TYPES",
-           "leaf_counts"]
+__all__ = ["flatten", "unflatten", "NotRebuildable", "NumberArg", "number_tensor",
+           "STATIC_RESULT_TYPES", "leaf_counts"]
 
 
 class NotRebuildable(TypeError):
@@ -133,9 +133,14 @@ class NumberArg:
     __slots__ = ("tensor",)
 
     def __init__(self, value: float):
-        from ..tensor import wrap
+        self.tensor = number_tensor(value)
 
-        self.tensor = wrap(np.array(value, dtype=np.float64))
+
+def number_tensor(value: float) -> Tensor:
+    """A dynamic float argument's 0-d float64 tensor (what a plan reads it from)."""
+    from ..tensor import wrap
+
+    return wrap(np.array(value, dtype=np.float64))
 
 
 def unflatten(treedef: tuple, leaves: list):
