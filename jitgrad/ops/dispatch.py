@@ -504,9 +504,9 @@ def _binary_traced_float(op: OpDef, a, b, params) -> Tensor:
     (op) number`` computes with the number's graph value cast to the tensor's dtype where
     that gives the plain number's bits; anything else uses the plain value (specialised)."""
     if type(b) is TracedFloat:
-        b = b.operand_for(op, a) if type(a) is Tensor and not params else b.concrete(op.name)
+        b = b.operand_for(op, a) if type(a) is Tensor and not params else b.concrete()
     if type(a) is TracedFloat:
-        a = a.concrete(op.name)
+        a = a.concrete()
     return binary(op, a, b, params)
 
 

@@ -90,7 +90,7 @@ class TracedFloat:
         return float      # ``type(lr)`` tells; C code reads no value without asking)
 
     # ------------------------------------------------------------------ plain values
-    def concrete(self, why: str = "") -> float:
+    def concrete(self) -> float:
         """The plain value, for a use a plan cannot recompute: the arguments it comes from
         are specialised (the trace is redone with them as constants)."""
         if self._numbers.open:
@@ -104,61 +104,61 @@ class TracedFloat:
         return self.value
 
     def __float__(self) -> float:
-        return self.concrete("float()")
+        return self.concrete()
 
     def __int__(self) -> int:
-        return int(self.concrete("int()"))
+        return int(self.concrete())
 
     def __bool__(self) -> bool:
-        return bool(self.concrete("bool()"))
+        return bool(self.concrete())
 
     def __complex__(self) -> complex:
-        return complex(self.concrete("complex()"))
+        return complex(self.concrete())
 
     def __round__(self, ndigits=None):
-        return round(self.concrete("round()"), ndigits)
+        return round(self.concrete(), ndigits)
 
     def __trunc__(self) -> int:
-        return int(self.concrete("trunc()"))
+        return int(self.concrete())
 
     def __floor__(self) -> int:
         import math
 
-        return math.floor(self.concrete("floor()"))
+        return math.floor(self.concrete())
 
     def __ceil__(self) -> int:
         import math
 
-        return math.ceil(self.concrete("ceil()"))
+        return math.ceil(self.concrete())
 
     def __hash__(self) -> int:
-        return hash(self.concrete("hash()"))
+        return hash(self.concrete())
 
     def __repr__(self) -> str:
-        return repr(self.concrete("repr()"))
+        return repr(self.concrete())
 
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
-        return format(self.concrete("format()"), spec)
+        return format(self.concrete(), spec)
 
     def __array__(self, dtype=None, copy=None):
-        return np.asarray(self.concrete("a NumPy conversion"), dtype=dtype)
+        return np.asarray(self.concrete(), dtype=dtype)
 
     def is_integer(self) -> bool:
-        return self.concrete("is_integer()").is_integer()
+        return self.concrete().is_integer()
 
     def __getattr__(self, name: str):  # the rest of float's public API, on the plain value
         if name.startswith("_") or not hasattr(float, name):  # (probes: __array_interface__)
             raise AttributeError(f"'TracedFloat' object has no attribute {name!r}")
-        return getattr(self.concrete(f".{name}"), name)
+        return getattr(self.concrete(), name)
 
     def _compare(self, other, name: str):
         to = type(other)
         if to is not TracedFloat and to is not float and to is not int and to is not bool:
             return NotImplemented  # (a tensor: its reflected comparison records it)
         other = other.concrete() if to is TracedFloat else other
-        return getattr(self.concrete(name), name)(other)
+        return getattr(self.concrete(), name)(other)
 
     def __eq__(self, other):
         return self._compare(other, "__eq__")
@@ -179,28 +179,28 @@ class TracedFloat:
         return self._compare(other, "__ge__")
 
     def __pow__(self, other, mod=None):
-        return pow(self.concrete("**"), _plain(other), mod)
+        return pow(self.concrete(), _plain(other), mod)
 
     def __rpow__(self, other):
-        return _plain(other) ** self.concrete("**")
+        return _plain(other) ** self.concrete()
 
     def __floordiv__(self, other):
-        return self.concrete("//") // _plain(other)
+        return self.concrete() // _plain(other)
 
     def __rfloordiv__(self, other):
-        return _plain(other) // self.concrete("//")
+        return _plain(other) // self.concrete()
 
     def __mod__(self, other):
-        return self.concrete("%") % _plain(other)
+        return self.concrete() % _plain(other)
 
     def __rmod__(self, other):
-        return _plain(other) % self.concrete("%")
+        return _plain(other) % self.concrete()
 
     def __divmod__(self, other):
-        return divmod(self.concrete("divmod"), _plain(other))
+        return divmod(self.concrete(), _plain(other))
 
     def __rdivmod__(self, other):
-        return divmod(_plain(other), self.concrete("divmod"))
+        return divmod(_plain(other), self.concrete())
 
     # --------------------------------------------------------- recorded arithmetic
     def _arith(self, other, name: str, reflected: bool = False):
@@ -245,11 +245,11 @@ class TracedFloat:
 
     def __truediv__(self, other):
         if type(other) is TracedFloat:  # Python raises at a zero divisor, a plan would not
-            other = other.concrete("a division by it")
+            other = other.concrete()
         return self._arith(other, "truediv")
 
     def __rtruediv__(self, other):
-        return _plain(other) / self.concrete("a division by it")
+        return _plain(other) / self.concrete()
 
     def __neg__(self):
         return self._unary(-self.value, lambda t: -t)
@@ -273,7 +273,7 @@ class TracedFloat:
         d = a._data
         if (not self._numbers.open or op.name not in EXACT_BINARY_OPS or
                 type(d) is not np.ndarray or d.dtype.kind != "f" or d.dtype.itemsize < 4):
-            return self.concrete(op.name)
+            return self.concrete()
         cast = self._as_dtype.get(d.dtype)
         if cast is None:
             cast = self.tensor if d.dtype == np.float64 else self.tensor.to(d.dtype)
