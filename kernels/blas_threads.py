@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 
 from .parallel import set_blas_on_pool
 
@@ -28,7 +29,7 @@ __all__ = ["route_blas_threads", "blas_routed", "unroute_blas_threads", "blas_co
            "set_blas_threads"]
 
 #: path -> (callback setter address, blas_num_threads address, MAX_THREADS, set_num_threads)
-_state: dict = {"off": False, "routed": {}}
+_state: dict = {"off": False, "routed": {}, "scanned": None}
 
 
 def _openblas_libraries() -> list[str]:
@@ -117,6 +118,12 @@ def route_blas_threads() -> bool:
         return False
     import numpy  # noqa: F401  (loads its BLAS)
 
+    # a library is loaded by an import (SciPy's, when Numba first compiles an ``np.dot``):
+    # with no module imported since the last scan, /proc/self/maps (2 ms) is not read again
+    scan = (len(sys.modules), threads)
+    if scan == _state["scanned"]:
+        return bool(_state["routed"])
+    _state["scanned"] = scan
     for path in _openblas_libraries():
         if path in _state["routed"]:
             continue
@@ -135,7 +142,7 @@ def unroute_blas_threads(stay_off: bool = False) -> None:
 
     for setter, workers, max_threads, _ in _state["routed"].values():
         _ext.route_blas(setter, 0, 0.0, workers, max_threads)
-    _state.update(off=stay_off, routed={})
+    _state.update(off=stay_off, routed={}, scanned=None)
     set_blas_on_pool(False)
 
 

@@ -234,6 +234,80 @@ class CompileLatency:
         return f.stats["cache_hits"]
 
 
+def _token_model_step(compiled: bool):
+    """A text classifier's training step on ``(16, L)`` token batches -- Embedding(100, 64),
+    Linear + tanh, mean over the sequence, Linear head, cross-entropy, Adam -- eager or under
+    ``jitgrad.compile``; batches of another length retrace (the plan is per shape)."""
+    import jitgrad.nn as nn
+
+    jitgrad.manual_seed(0)
+    emb, hidden, head = nn.Embedding(100, 64), nn.Linear(64, 64), nn.Linear(64, 5)
+    params = [*emb.parameters(), *hidden.parameters(), *head.parameters()]
+    opt = jitgrad.optim.Adam(params, 1e-3)
+
+    def step(tokens, labels):
+        opt.zero_grad()
+        h = jitgrad.tanh(hidden(emb(tokens))).mean(1)
+        loss = nn.functional.cross_entropy(head(h), labels)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return jitgrad.compile(step) if compiled else step
+
+
+def _token_batch(length: int, seed: int):
+    rng = np.random.default_rng(seed)
+    return (jitgrad.tensor(rng.integers(0, 100, (16, length))),
+            jitgrad.tensor(rng.integers(0, 5, 16)))
+
+
+class NewShapeRetrace:
+    """One call of the compiled token-model step with a sequence length it has not seen:
+    trace, plan build and run (every kernel is already compiled: the shape-generic kernels
+    of the lengths before). What a variable-length workload pays per new length."""
+
+    number = 1
+    repeat = 20
+    quick_params = None
+
+    def setup(self):
+        import warnings
+
+        warnings.simplefilter("ignore")  # (the retrace warning)
+        self.step = _token_model_step(True)
+        for length in (8, 9, 10):
+            self.step(*_token_batch(length, length))
+        self.length = 10
+
+    def time_retrace_new_length(self):
+        self.length += 1
+        self.step(*_token_batch(self.length, self.length))
+
+
+class VariableLengthTraining:
+    """120 steps of the token model on batches of 30 lengths (8..37, each 4 times, in a fixed
+    shuffled order), from a fresh step function: eager, or compiled (30 traces)."""
+
+    params = ["eager", "compiled"]
+    param_names = ["mode"]
+    number = 1
+    repeat = 3
+    quick_params = ["compiled"]
+
+    def setup(self, mode):
+        import warnings
+
+        warnings.simplefilter("ignore")
+        order = np.random.default_rng(1).permutation(np.repeat(np.arange(8, 38), 4))
+        self.batches = [_token_batch(int(n), k) for k, n in enumerate(order)]
+
+    def time_120_steps(self, mode):
+        step = _token_model_step(mode == "compiled")
+        for tokens, labels in self.batches:
+            step(tokens, labels)
+
+
 _FIRST_CALL = """
 import numpy as np
 import jitgrad as jg

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kernels.mathtable import DTYPE_SUFFIXES
-from ..trace.ir import Lit, Var
+from ..trace.ir import Lit, Var, dtype_name
 from .expr import literal, rewrite
 from .fusion import Group, pattern, reduction_kind
 from .kernel_desc import KernelDesc, Line, Operand, Reduction
@@ -77,7 +77,7 @@ def describe_group(group: Group, needed_outside: set) -> tuple[KernelDesc, Group
     operands = []
     for k, v in enumerate(operand_vars):
         pat = pattern(v.shape, full, p)
-        operands.append(Operand(np.dtype(v.dtype).name, "full" if (
+        operands.append(Operand(dtype_name(v.dtype), "full" if (
             mode == "flat" and pat == "row") else pat))
         names[id(v)] = f"x{k}"
     scalars: list = []
@@ -97,14 +97,14 @@ def describe_group(group: Group, needed_outside: set) -> tuple[KernelDesc, Group
             in_refs.append(ref)
         target = f"v{len(lines)}"
         lines.append(Line(target, _equation_line(e.op, e.params, in_refs, cdt, True), e.name,
-                          np.dtype(e.out.dtype).name))
+                          dtype_name(e.out.dtype)))
         names[id(e.out)] = target
     outputs = [e.out for e in group.eqns if id(e.out) in needed_outside]
     desc = KernelDesc(
         mode=mode, operands=tuple(operands),
-        scalars=tuple(np.dtype(dt).name for _, dt in scalars), lines=tuple(lines),
-        stores=tuple((names[id(v)], np.dtype(v.dtype).name) for v in outputs),
-        reductions=tuple(Reduction(names[id(r.ins[0])], kind, np.dtype(r.ins[0].dtype).name)
+        scalars=tuple(dtype_name(dt) for _, dt in scalars), lines=tuple(lines),
+        stores=tuple((names[id(v)], dtype_name(v.dtype)) for v in outputs),
+        reductions=tuple(Reduction(names[id(r.ins[0])], kind, dtype_name(r.ins[0].dtype))
                          for r, kind, _ in reds),
         title="fuses: " + ", ".join([e.name for e in group.eqns]
                                     + [f"{r.name}({kind})" for r, kind, _ in reds]))
@@ -136,15 +136,15 @@ def describe_op(op, cdt, patterns: tuple, mode: str, out_dtype, into: bool = Fal
         param_refs.append(f"s{len(scalars) - 1}")
     expr = _equation_line(op, {}, in_refs, cdt, False, param_refs)
     return KernelDesc(mode=mode, operands=tuple(operands), scalars=tuple(scalars),
-                      lines=(Line("v0", expr, op.name, np.dtype(out_dtype).name),),
-                      stores=(("v0", np.dtype(out_dtype).name),), title=op.name, into=into)
+                      lines=(Line("v0", expr, op.name, dtype_name(out_dtype)),),
+                      stores=(("v0", dtype_name(out_dtype)),), title=op.name, into=into)
 
 
 def describe_sum(dtype, kind: str) -> KernelDesc:
     """The eager kernel summing an array of ``dtype``: ``all`` (flat), ``rows`` or ``cols``
     (the same order as a fused sum of that kind)."""
     mode = {"all": "flat", "rows": "rows", "cols": "cols"}[kind]
-    name = np.dtype(dtype).name
+    name = dtype_name(dtype)
     return KernelDesc(mode=mode, operands=(Operand(name, "full"),), scalars=(), lines=(),
                       stores=(), reductions=(Reduction("x0", kind, name),),
                       title=f"sum({kind})")

@@ -227,11 +227,11 @@ class Plan:
                 else:
                     expr, ns[f"SRC{j}"] = v.source.read_expr(f"SRC{j}")
                 body.append(f"    env[{id(v)}] = {expr}")
-            dsts = {id(d) for m in self.inplace.values() for d in m.values()}
+            dsts = list(dict.fromkeys(id(d) for m in self.inplace.values() for d in m.values()))
             if dsts:  # kernels write these in place: read-only raises before any step
                 ns["CHECK_WRITES"] = check_writes
                 body.append("    if not (" + " and ".join(
-                    f"getattr(env[{k}].flags, 'writeable', True)" for k in sorted(dsts)) + "):")
+                    f"getattr(env[{k}].flags, 'writeable', True)" for k in dsts) + "):")
                 body.append("        CHECK_WRITES(G, flat)")
         else:
             body += [f"    env[{id(v)}] = flat[{i}]" for i, v in enumerate(self.graph.inputs)]

@@ -18,6 +18,7 @@ import ast
 import numpy as np
 
 from ..kernels.mathtable import DTYPE_SUFFIXES, EXPR_NAMES, FUNCTIONS
+from ..trace.ir import dtype_name
 
 __all__ = ["rewrite", "literal", "check_expr"]
 
@@ -55,8 +56,24 @@ def check_expr(expr: str, names) -> None:
 
 def rewrite(expr: str, refs: dict, dtype, fold: bool) -> str:
     """``expr`` over the kernel's names: ``refs`` maps each input/param name to a local name,
-    an argument name or a literal's source; computed in ``dtype`` (float32/float64)."""
-    tag = DTYPE_SUFFIXES[np.dtype(dtype).name]
+    an argument name or a literal's source; computed in ``dtype`` (float32/float64).
+
+    A pure function of its strings, so it is memoised: a retrace (a new shape) rewrites the
+    same equations over the same canonical locals again."""
+    key = (expr, tuple(refs.items()), dtype, fold)
+    out = _REWRITTEN.get(key)
+    if out is None:
+        if len(_REWRITTEN) >= _REWRITTEN_MAX:
+            _REWRITTEN.clear()
+        out = _REWRITTEN[key] = _rewrite(expr, refs, DTYPE_SUFFIXES[dtype_name(dtype)], fold)
+    return out
+
+
+_REWRITTEN: dict = {}
+_REWRITTEN_MAX = 8192  # (entries are a few hundred bytes; cleared whole past this)
+
+
+def _rewrite(expr: str, refs: dict, tag: str, fold: bool) -> str:
     tree = ast.parse(expr, mode="eval")
     tree = _Names(refs, tag).visit(tree)
     if fold:

@@ -39,13 +39,20 @@ class Group:
     host: bool = False  # a CUDA plan's group of host values (host_values.py): a CPU kernel
 
     def operands(self) -> list:
-        """Vars read by the loop but computed outside it, in first-use order."""
+        """Vars read by the loop but computed outside it, in first-use order (a new list;
+        kept for the group as built: ``partition`` only appends members, and the graph's
+        inputs are not rewritten once it is partitioned)."""
+        size = (len(self.eqns), len(self.reductions))
+        known = self.__dict__.get("_operands")
+        if known is not None and known[0] == size:
+            return list(known[1])
         seen, out = set(), []
         for e in self.eqns + self.reductions:
             for i in e.ins:
                 if isinstance(i, Var) and id(i) not in self.members and id(i) not in seen:
                     seen.add(id(i))
                     out.append(i)
+        self.__dict__["_operands"] = (size, tuple(out))
         return out
 
 

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..kernels.mathtable import DTYPE_SUFFIXES, FUNCTIONS, SCALAR_HELPERS
+from ..trace.ir import dtype_name
 
 __all__ = ["KernelDesc", "Operand", "Line", "Reduction", "CHUNK", "LANES", "RBLOCK",
            "COLBLOCK", "MODES", "PATTERNS", "unsupported_float"]
@@ -67,6 +68,17 @@ PATTERNS = ("full", "row", "col", "scalar", "item", "strided")
 _MATH_CALL = re.compile(r"\b(" + "|".join(
     [f"{f}_{t}" for f in FUNCTIONS for t in DTYPE_SUFFIXES.values()] + list(SCALAR_HELPERS))
     + r")\(")
+_CALLS_IN: dict = {}
+
+
+def _math_calls(expr: str) -> tuple:
+    """The kernel-math functions ``expr`` calls (memoised: kernels repeat their lines)."""
+    found = _CALLS_IN.get(expr)
+    if found is None:
+        if len(_CALLS_IN) >= 8192:
+            _CALLS_IN.clear()
+        found = _CALLS_IN[expr] = tuple(_MATH_CALL.findall(expr))
+    return found
 
 
 @dataclass(frozen=True)
@@ -144,7 +156,7 @@ class KernelDesc:
             raise ValueError("each store and operand may be aliased once (and not with into)")
         called = set()
         for line in self.lines:
-            called.update(_MATH_CALL.findall(line.expr))
+            called.update(_math_calls(line.expr))
         object.__setattr__(self, "math", frozenset(called))
 
     def parts(self, n: int = 0, R: int = 0, C: int = 0) -> int:
@@ -186,7 +198,7 @@ def unsupported_float(graph) -> str | None:
     eagerly, where every op handles float16."""
     for v in [*graph.inputs, *graph.externals, *(e.out for e in graph.eqns)]:
         dt = np.dtype(v.dtype)
-        if dt.kind == "f" and dt.name not in DTYPE_SUFFIXES:
-            return (f"it computes on {dt.name} tensors ({v!r}); compiled kernels compute in "
+        if dt.kind == "f" and (name := dtype_name(dt)) not in DTYPE_SUFFIXES:
+            return (f"it computes on {name} tensors ({v!r}); compiled kernels compute in "
                     "float32 and float64")
     return None

@@ -114,7 +114,8 @@ def _substitute(graph: Graph, drop) -> dict:
 
     out = []
     for e in graph.eqns:
-        e.ins = tuple(sub(i) for i in e.ins)
+        if replace and any(id(i) in replace for i in e.ins if isinstance(i, Var)):
+            e.ins = tuple(sub(i) for i in e.ins)  # (unchanged ins: users left as they are)
         stand_in = drop(e)
         if stand_in is None:
             out.append(e)

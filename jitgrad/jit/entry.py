@@ -33,14 +33,14 @@ class Entry:
         from ..compiler.joint import joint_graph
 
         self.graph = graph
-        self.graph_text = str(graph)    # as traced (the plan optimises the graph in place)
+        self.graph_text = graph.snapshot()  # as traced (a plan optimises it in place)
         self.out_tree = out_tree
         self.guards = guards            # externals / grad states to re-check each call
         self.closure_ids = closure_ids
         self.grad_info = grad_info      # None, or the backward description (GradInfo)
         if grad_info is not None:
             grad_info.graph.device = graph.device  # the backward runs where the forward did
-        self.backward_text = str(grad_info.graph) if grad_info is not None else None
+        self.backward_text = grad_info.graph.snapshot() if grad_info is not None else None
         self.fn_name = fn_name
         self._cache_dir = cache_dir
         self._plans = None
@@ -164,8 +164,8 @@ class Lowered:
 
     def __init__(self, entry: Entry) -> None:
         self.entry = entry
-        self.graph = entry.graph_text
-        self.backward_graph = entry.backward_text
+        self.graph = str(entry.graph_text)
+        self.backward_graph = str(entry.backward_text) if entry.backward_text else None
         self.fusion_groups = entry.plan.describe_groups() + (
             entry.bplan.describe_groups() if entry.bplan else [])
         self.source = entry.plan.source() + (entry.bplan.source() if entry.bplan else "")

@@ -606,9 +606,10 @@ class CompiledFunction:
                 self._add_entry(key, EagerEntry(why, [], closure_ids, access))
                 self._fast = None
                 return self.fn(*args, **kwargs)
-        _log("graph", f"{self.__name__}:\n{graph}")
-        if grad_info is not None:
-            _log("graph", f"{self.__name__} backward:\n{grad_info.graph}")
+        if "graph" in config.log_topics():  # (a graph's text is built only to be shown)
+            _log("graph", f"{self.__name__}:\n{graph}")
+            if grad_info is not None:
+                _log("graph", f"{self.__name__} backward:\n{grad_info.graph}")
         guards = external_guards(graph, tracer)
         aliases = aliasing.analyse(flat, out_flat, graph, tracer, grad_info)
         # backward()/grad() ran inside: outputs that required grad carry no history of it

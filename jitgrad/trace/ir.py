@@ -25,7 +25,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Var", "Lit", "Eqn", "Source", "Graph", "IRError", "is_effect"]
+_DTYPE_NAMES: dict = {}
+
+
+def dtype_name(dtype) -> str:
+    """``np.dtype(dtype).name``, memoised (NumPy computes a name in Python at every ask: a
+    plan build asks tens of thousands of times)."""
+    try:
+        return _DTYPE_NAMES[dtype]
+    except KeyError:
+        name = _DTYPE_NAMES[dtype] = np.dtype(dtype).name
+        return name
+    except TypeError:  # (unhashable: a dtype spec given as a list)
+        return np.dtype(dtype).name
+
+__all__ = ["Var", "Lit", "Eqn", "Source", "Graph", "IRError", "is_effect", "dtype_name"]
 
 
 @dataclass(eq=False)
@@ -45,7 +59,7 @@ class Var:
     @property
     def type_str(self) -> str:
         dims = ",".join(str(s) for s in self.shape)
-        return f"{np.dtype(self.dtype).name}[{dims}]"
+        return f"{dtype_name(self.dtype)}[{dims}]"
 
 
 @dataclass(frozen=True)
@@ -160,9 +174,12 @@ class Eqn:
         return self.op if isinstance(self.op, str) else self.op.name
 
     def __repr__(self) -> str:
-        args = ", ".join(repr(i) for i in self.ins)
-        ps = _fmt_params(self.params)
-        return f"{self.out!r}:{self.out.type_str} = {self.name}({args}{ps})"
+        return _eqn_text(self.out, self.name, self.ins, self.params)
+
+
+def _eqn_text(out: Var, name: str, ins: tuple, params: dict) -> str:
+    args = ", ".join(repr(i) for i in ins)
+    return f"{out!r}:{out.type_str} = {name}({args}{_fmt_params(params)})"
 
 
 def is_effect(e: Eqn) -> bool:
@@ -184,6 +201,41 @@ def _fmt_params(params: dict) -> str:
             v = v.name
         parts.append(f"{k}={v}")
     return ("; " + ", ".join(parts)) if parts else ""
+
+
+class GraphText:
+    """A :class:`Graph`'s text at one moment (:meth:`Graph.snapshot`): ``str()`` renders it."""
+
+    def __init__(self, name, inputs, externals, eqns, writes, grad_sets, bumps, outputs):
+        self._parts = (name, inputs, externals, eqns, writes, grad_sets, bumps, outputs)
+        self._text: str | None = None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = self._render(*self._parts)
+            self._parts = None
+        return self._text
+
+    @staticmethod
+    def _render(name, inputs, externals, eqns, writes, grad_sets, bumps, outputs) -> str:
+        def decl(vs):
+            return ", ".join(f"{v!r}:{v.type_str}" for v in vs)
+
+        lines = [f"{name}({decl(inputs)}) {{"]
+        if externals:
+            lines.append("  captured: " + ", ".join(
+                f"{v!r}:{v.type_str}={v.source.describe()}" for v in externals))
+        for row in eqns:
+            lines.append(f"  {_eqn_text(*row)}")
+        for src, v in writes:
+            lines.append(f"  write {src.describe()} <- {v!r}")
+        for leaf, v in grad_sets:
+            lines.append(f"  {leaf.describe()}.grad = {v!r}")
+        for src, n in bumps:
+            lines.append(f"  version {src.describe()} += {n}")
+        lines.append(f"  return {', '.join(repr(v) for v in outputs)}")
+        lines.append("}")
+        return "\n".join(lines)
 
 
 class IRError(AssertionError):
@@ -221,24 +273,15 @@ class Graph:
         self._eqns = list(new)
 
     def __str__(self) -> str:
-        def decl(vs):
-            return ", ".join(f"{v!r}:{v.type_str}" for v in vs)
+        return str(self.snapshot())
 
-        lines = [f"{self.name}({decl(self.inputs)}) {{"]
-        if self.externals:
-            lines.append("  captured: " + ", ".join(
-                f"{v!r}:{v.type_str}={v.source.describe()}" for v in self.externals))
-        for e in self.eqns:
-            lines.append(f"  {e!r}")
-        for src, v in self.writes:
-            lines.append(f"  write {src.describe()} <- {v!r}")
-        for leaf, v in self.grad_sets:
-            lines.append(f"  {leaf.describe()}.grad = {v!r}")
-        for src, n in self.bumps:
-            lines.append(f"  version {src.describe()} += {n}")
-        lines.append(f"  return {', '.join(repr(v) for v in self.outputs)}")
-        lines.append("}")
-        return "\n".join(lines)
+    def snapshot(self) -> GraphText:
+        """The graph's text as it is now, rendered when first read (optimisation passes
+        rewrite a graph in place; a trace keeps this for ``lower()`` at little cost)."""
+        return GraphText(self.name, list(self.inputs), list(self.externals),
+                         [(e.out, e.name, e.ins, dict(e.params)) for e in self.eqns],
+                         list(self.writes), list(self.grad_sets), list(self.bumps),
+                         list(self.outputs))
 
     def all_vars(self):
         seen = {}
