@@ -1,15 +1,17 @@
 """Environment configuration: ``JITGRAD_LOGS``, ``JITGRAD_CACHE_DIR``, ``JITGRAD_DISABLE_JIT``
 (``JITGRAD_NATIVE=0``, read by ``compiler/native.py``, turns native kernel objects off),
 ``JITGRAD_CHECK_IR``, ``JITGRAD_SPECULATE``, ``JITGRAD_CACHE_SIZE_LIMIT``,
-``JITGRAD_EAGER_FUSION``; and the settings a program may change: :data:`cache_size_limit`,
-:data:`recompile_limit`, :data:`eager_fusion`."""
+``JITGRAD_EAGER_FUSION``, ``JITGRAD_SHAPE_TIERING``; and the settings a program may change:
+:data:`cache_size_limit`, :data:`recompile_limit`, :data:`eager_fusion`,
+:data:`shape_tiering`."""
 
 from __future__ import annotations
 
 import os
 
 __all__ = ["log_topics", "cache_dir", "jit_disabled", "check_ir", "speculate",
-           "cache_size_limit", "DEFAULT_CACHE_SIZE_LIMIT", "eager_fusion", "recompile_limit"]
+           "cache_size_limit", "DEFAULT_CACHE_SIZE_LIMIT", "eager_fusion", "recompile_limit",
+           "shape_tiering"]
 
 #: the default of :data:`cache_size_limit`
 DEFAULT_CACHE_SIZE_LIMIT = 128
@@ -47,6 +49,14 @@ eager_fusion: bool = os.environ.get("JITGRAD_EAGER_FUSION", "1") not in ("", "0"
 """Whether eager ``backward()`` runs regions of element-wise nodes on large tensors as one
 compiled function (``autograd/fused_regions.py``; the same bits as node by node). Set
 ``jitgrad.config.eager_fusion = False``, or ``JITGRAD_EAGER_FUSION=0`` in the environment."""
+
+
+shape_tiering: bool = os.environ.get("JITGRAD_SHAPE_TIERING", "1") not in ("", "0")
+"""Whether a compiled function runs a call with new shapes eagerly until eager calls of those
+shapes have cost what a retrace does (``jit/tiering.py``; the first two shapes of a kind of
+call trace at once). Off: every new shape traces at its first call. Set
+``jitgrad.config.shape_tiering = False``, or ``JITGRAD_SHAPE_TIERING=0`` in the environment;
+``compile(dynamic=False)`` turns it off for one function."""
 
 
 def log_topics() -> frozenset[str]:

@@ -263,9 +263,9 @@ def _token_batch(length: int, seed: int):
 
 
 class NewShapeRetrace:
-    """One call of the compiled token-model step with a sequence length it has not seen:
-    trace, plan build and run (every kernel is already compiled: the shape-generic kernels
-    of the lengths before). What a variable-length workload pays per new length."""
+    """One call of the compiled token-model step with a sequence length it has not seen,
+    traced at once (``config.shape_tiering`` off): trace, plan build and run (every kernel
+    is already compiled: the shape-generic kernels of the lengths before)."""
 
     number = 1
     repeat = 20
@@ -275,10 +275,15 @@ class NewShapeRetrace:
         import warnings
 
         warnings.simplefilter("ignore")  # (the retrace warning)
+        self.tiering = getattr(jitgrad.config, "shape_tiering", None)  # (older versions: none)
+        jitgrad.config.shape_tiering = False
         self.step = _token_model_step(True)
         for length in (8, 9, 10):
             self.step(*_token_batch(length, length))
         self.length = 10
+
+    def teardown(self):
+        jitgrad.config.shape_tiering = self.tiering
 
     def time_retrace_new_length(self):
         self.length += 1
@@ -287,9 +292,11 @@ class NewShapeRetrace:
 
 class VariableLengthTraining:
     """120 steps of the token model on batches of 30 lengths (8..37, each 4 times, in a fixed
-    shuffled order), from a fresh step function: eager, or compiled (30 traces)."""
+    shuffled order), from a fresh step function: eager; compiled (``config.shape_tiering``:
+    a new length runs eagerly until it has cost a retrace); compiled tracing each new length
+    at once (30 traces)."""
 
-    params = ["eager", "compiled"]
+    params = ["eager", "compiled", "compiled_trace_each_length"]
     param_names = ["mode"]
     number = 1
     repeat = 3
@@ -303,9 +310,14 @@ class VariableLengthTraining:
         self.batches = [_token_batch(int(n), k) for k, n in enumerate(order)]
 
     def time_120_steps(self, mode):
-        step = _token_model_step(mode == "compiled")
-        for tokens, labels in self.batches:
-            step(tokens, labels)
+        tiering = getattr(jitgrad.config, "shape_tiering", None)
+        jitgrad.config.shape_tiering = mode == "compiled"
+        try:
+            step = _token_model_step(mode != "eager")
+            for tokens, labels in self.batches:
+                step(tokens, labels)
+        finally:
+            jitgrad.config.shape_tiering = tiering
 
 
 _FIRST_CALL = """

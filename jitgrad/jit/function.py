@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 import warnings
 import weakref
 from collections import OrderedDict
@@ -49,6 +50,7 @@ from .guards import (
 )
 from .observe import Observer
 from .options import resolve
+from .tiering import ShapeTiering
 
 __all__ = ["compile", "CompiledFunction", "explain", "MAX_RETRACES_BEFORE_WARNING"]
 
@@ -95,7 +97,10 @@ class CompiledFunction:
         self._retraces_of: dict = {}  # key -> traces again for failed guards
         self._given_up: dict = {}  # key -> why its calls run eagerly (config.recompile_limit)
         self._number_keys: dict = {}  # a key with its numbers erased -> keys traced for it
-        self.stats = {"calls": 0, "traces": 0, "retraces": 0, "cache_hits": 0, "evictions": 0}
+        self._tiering = ShapeTiering()  # new shapes: eager until a retrace pays (tiering.py)
+        self._tracing_forced = 0  # lower() / eager_reason(): new shapes trace at once
+        self.stats = {"calls": 0, "traces": 0, "retraces": 0, "cache_hits": 0, "evictions": 0,
+                      "eager_new_shapes": 0}
         self.last_retrace_reason: str | None = None
         self._warned = False
         self._warned_autocast = False
@@ -119,6 +124,7 @@ class CompiledFunction:
             self._retraces_of.clear()
             self._given_up.clear()
             self._number_keys.clear()
+            self._tiering.clear()
             self._floats.clear()
             self._changed_in_call.clear()
             self._fast = None
@@ -322,6 +328,23 @@ class CompiledFunction:
                 f"argument.", UserWarning, stacklevel=4)
         return True
 
+    def _tiered(self, key) -> bool:
+        """Whether a call with new shapes ``key`` runs eagerly for now (``tiering.py``)."""
+        return (config.shape_tiering and self.compile_options.dynamic is not False
+                and not self.fullgraph and not self._tracing_forced
+                and self._tiering.runs_eagerly(key))
+
+    def _eager_new_shapes(self, key, args: tuple, kwargs: dict):
+        """Run a call with shapes not traced yet eagerly, timed (``tiering.py``)."""
+        started = time.perf_counter()
+        result = self.fn(*args, **kwargs)
+        n = self._tiering.ran_eagerly(key, time.perf_counter() - started)
+        self.stats["eager_new_shapes"] += 1
+        _log("recompiles", f"{self.__name__}: new shapes ({_describe_key(key)}) ran eagerly "
+             f"({n} time{'s' if n > 1 else ''}); they trace once eager calls have cost what a "
+             "retrace does")
+        return result
+
     def _autocast_eager(self, args: tuple, kwargs: dict):
         """A call under autocast runs eagerly: generated kernels compute in float32/float64,
         autocast's functions in float16 (warned once per compiled function)."""
@@ -427,8 +450,12 @@ class CompiledFunction:
         same bits as eager mode, whose ops are the plan's kernels -- and its effects happen
         once. Arrays the traced call made that outside state kept get the plan's values too.
         """
-        if key not in self._entries and self._numbers_given_up(key):
-            return self.fn(*args, **kwargs)
+        if key not in self._entries:
+            if self._numbers_given_up(key):
+                return self.fn(*args, **kwargs)
+            if self._tiered(key):
+                return self._eager_new_shapes(key, args, kwargs)
+        started = time.perf_counter()
         if reason is not None and key in self._entries:  # a guard failed, not a new key
             n = self._retraces_of[key] = self._retraces_of.get(key, 0) + 1
             if n > config.recompile_limit:
@@ -633,7 +660,9 @@ class CompiledFunction:
             entry.joint_outputs = joint_outputs
         entry.access = access
         entry.finish(key[2], flat)
-        if self._closure.current() == closure_ids and not changed_state:
+        kept = self._closure.current() == closure_ids and not changed_state
+        self._tiering.traced(key, time.perf_counter() - started, kept)
+        if kept:
             self._add_entry(key, entry)
         elif numbers is not None and numbers.specialized:
             _log("recompiles", f"{self.__name__}: the trace needed the value of a dynamic "
@@ -673,12 +702,16 @@ class CompiledFunction:
         """Why calls with these arguments run eagerly (the graph break that stopped their
         trace), or None when they run compiled. Traces them if they never ran."""
         flat, key = self._call_key(args, kwargs)
-        if key not in self._entries:
-            self(*args, **kwargs)
-        entry, _ = self._lookup(key, self._closure.current(), args, kwargs, flat)
-        if entry is None:  # the state changed since: trace these arguments again
-            self(*args, **kwargs)
+        self._tracing_forced += 1  # (new shapes trace at once: there is a plan to show)
+        try:
+            if key not in self._entries:
+                self(*args, **kwargs)
             entry, _ = self._lookup(key, self._closure.current(), args, kwargs, flat)
+            if entry is None:  # the state changed since: trace these arguments again
+                self(*args, **kwargs)
+                entry, _ = self._lookup(key, self._closure.current(), args, kwargs, flat)
+        finally:
+            self._tracing_forced -= 1
         return entry.eager_reason if entry is not None else None
 
 
@@ -809,7 +842,8 @@ def explain(f: Callable, *args, **kwargs) -> str:
                         "(or a module after .compile()) with a compiling backend")
     why = cf.eager_reason(*args, **kwargs)  # traces these arguments if they never ran
     stats = (f"traces: {cf.stats['traces']}, retraces: {cf.stats['retraces']}, cache hits: "
-             f"{cf.stats['cache_hits']}")
+             f"{cf.stats['cache_hits']}, eager calls of new shapes (shape tiering): "
+             f"{cf.stats['eager_new_shapes']}")
     if why is not None:
         return "\n".join([f"{cf.__name__}: runs eagerly for these arguments (a graph break; "
                           "fullgraph=True makes it an error)", f"graph break: {why}", stats])

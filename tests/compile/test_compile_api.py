@@ -415,7 +415,8 @@ def test_backend_argument():
     assert jg.compile(backend="cpu")(lambda x: x + 1)(jg.ones(2)).tolist() == [2.0, 2.0]
 
 
-def test_retrace_warning_after_8(rng):
+def test_retrace_warning_after_8(rng, monkeypatch):
+    monkeypatch.setattr(jg.config, "shape_tiering", False)  # (every new shape traces)
     f = jg.compile(lambda x: x * 2)
     with pytest.warns(UserWarning, match="retraced 9 times; last guard that failed"):
         for n in range(1, 12):

@@ -14,6 +14,12 @@ from helpers import python_prints, run_python
 import jitgrad as jg
 
 
+@pytest.fixture(autouse=True)
+def _trace_every_shape(monkeypatch):
+    """Entries per shape are what is evicted here: each new shape traces at once."""
+    monkeypatch.setattr(jg.config, "shape_tiering", False)
+
+
 @pytest.fixture
 def limit3(monkeypatch):
     monkeypatch.setattr(jg.config, "cache_size_limit", 3)
@@ -88,7 +94,8 @@ def test_limit_from_the_environment():
             "f = jg.compile(lambda x: x * 3)\n"
             "for n in range(1, 6): f(jg.ones(n))\n"
             "print(jg.config.cache_size_limit, len(f._lru), f.stats['evictions'])\n")
-    assert python_prints(code, JITGRAD_CACHE_SIZE_LIMIT="2") == ["2", "2", "3"]
+    assert python_prints(code, JITGRAD_CACHE_SIZE_LIMIT="2", JITGRAD_SHAPE_TIERING="0") == \
+        ["2", "2", "3"]
     r = run_python("import jitgrad", JITGRAD_CACHE_SIZE_LIMIT="0")
     assert r.returncode != 0 and "JITGRAD_CACHE_SIZE_LIMIT must be a positive integer" in \
         r.stderr

@@ -1,0 +1,106 @@
+"""When a call with new shapes traces, and when it runs eagerly first ("shape tiering").
+
+A compiled plan is specialised on its shapes; a call whose tensors have new shapes traces
+again (its kernels are shape-generic: a retrace compiles no kernel, but tracing the function
+and building its plan take ~20 ms for a small training step, 10-20 eager steps). A training
+loop with one batch shape (and a short last batch) pays that once or twice. A workload whose
+shapes keep changing -- batches padded to their longest sequence -- would pay it for every
+length, and run slower than eager mode until each length had come back enough times.
+
+As a JIT's tiers do, a call with new shapes runs eagerly until eager mode has cost as much
+as a retrace would (the "ski rental" rule: never more than twice the best choice in
+hindsight), then traces:
+
+* the first two shapes of a kind of call (its argument structure, dtypes, ``requires_grad``,
+  grad mode) whose plans serve later calls trace at once, as always: a training loop's
+  batches and its short last batch (an optimizer's first step, whose plan serves only that
+  call, does not count);
+  every trace of a kind but its first (which also compiled the kernels) measures what a
+  retrace costs;
+* from the third shapes on, a call with shapes not traced yet runs eagerly; once its shapes
+  have run eagerly ``k`` times with ``k * eager_seconds >= retrace_seconds`` (the fastest
+  retrace of the kind, the running mean of its eager calls), the next call traces;
+* shapes seen only a few times never pay a trace; shapes that recur are compiled after a
+  handful of calls.
+
+Eager mode computes what the plan would (the same kernels, the same bits: the contract of
+``jitgrad.compile``), so where a call runs changes its speed, never its result.
+
+``compile(dynamic=False)`` traces every new shape at once (as ``torch.compile(dynamic=False)``
+recompiles for each), and so does ``compile(fullgraph=True)`` (every call compiled, a graph
+break an error at once); ``jitgrad.config.shape_tiering = False`` does for every function.
+``lower()`` / ``eager_reason()`` always trace.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+__all__ = ["ShapeTiering", "shape_kind"]
+
+#: keys of new shapes whose eager calls are counted, at most (oldest forgotten first)
+MAX_WAITING = 4096
+
+
+def shape_kind(key: tuple) -> tuple:
+    """``key`` (a compiled function's call key) without its tensors' shapes."""
+    treedef, items, grad_enabled, aliasing = key
+    return (treedef, tuple(item[1:] for item in items), grad_enabled, aliasing)
+
+
+class ShapeTiering:
+    """Per compiled function: what retraces of each kind cost, what its eager calls cost,
+    and how often each new shape has run eagerly (see the module)."""
+
+    def __init__(self) -> None:
+        self.traces: dict = {}       # kind -> compiled traces of it
+        self.shapes: dict = {}       # kind -> keys (shapes) traced
+        self.retrace_s: dict = {}    # kind -> fastest retrace (trace + plan build), seconds
+        self.eager_s: dict = {}      # kind -> (eager calls timed, mean seconds)
+        self.waiting: OrderedDict = OrderedDict()  # key -> eager calls run for it
+
+    def clear(self) -> None:
+        """Forget everything (``CompiledFunction.reset``)."""
+        self.traces.clear()
+        self.shapes.clear()
+        self.retrace_s.clear()
+        self.eager_s.clear()
+        self.waiting.clear()
+
+    def runs_eagerly(self, key: tuple) -> bool:
+        """Whether a call with ``key`` (no entry yet) runs eagerly rather than trace."""
+        kind = shape_kind(key)
+        retrace = self.retrace_s.get(kind)
+        if retrace is None or len(self.shapes.get(kind, ())) < 2:  # (first two shapes)
+            return False
+        n = self.waiting.get(key, 0)
+        timed = self.eager_s.get(kind)
+        if n and timed is not None and n * timed[1] >= retrace:
+            del self.waiting[key]
+            return False
+        return True
+
+    def ran_eagerly(self, key: tuple, seconds: float) -> int:
+        """Count an eager call of ``key`` that took ``seconds``; how many it has run."""
+        kind = shape_kind(key)
+        n, mean = self.eager_s.get(kind, (0, 0.0))
+        self.eager_s[kind] = (n + 1, mean + (seconds - mean) / (n + 1))
+        waiting = self.waiting
+        count = waiting[key] = waiting.get(key, 0) + 1
+        waiting.move_to_end(key)
+        if len(waiting) > MAX_WAITING:
+            waiting.popitem(last=False)
+        return count
+
+    def traced(self, key: tuple, seconds: float, kept: bool = True) -> None:
+        """A trace of ``key`` compiled (its plan built) in ``seconds``; ``kept``: its entry
+        serves later calls (not when the traced call changed the state its guards read: an
+        optimizer's first step)."""
+        kind = shape_kind(key)
+        n = self.traces[kind] = self.traces.get(kind, 0) + 1
+        if kept:
+            self.shapes.setdefault(kind, set()).add(key)
+        self.waiting.pop(key, None)
+        if n >= 2:  # (the first trace of a kind compiled its kernels: not a retrace)
+            best = self.retrace_s.get(kind)
+            self.retrace_s[kind] = seconds if best is None else min(best, seconds)

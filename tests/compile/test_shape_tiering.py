@@ -1,0 +1,164 @@
+"""Shape tiering (jit/tiering.py): a call with new shapes runs eagerly until its eager calls
+have cost what a retrace does, then traces; the first and second shapes trace at once.
+Where a call runs changes its speed, never its result."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from jitgrad import config
+from jitgrad.jit.tiering import ShapeTiering, shape_kind
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (retrace warnings)
+        yield
+
+
+def _x(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return jg.tensor(rng.standard_normal((n, 8)), dtype=jg.float32, requires_grad=True)
+
+
+def _loss(x, w):
+    return (jg.tanh(x @ w) * 2.0 + jg.sigmoid(x)[:, :4]).sum()
+
+
+def _w():
+    return jg.tensor(np.linspace(-1, 1, 32).reshape(8, 4), dtype=jg.float32,
+                     requires_grad=True)
+
+
+def _key(n):
+    return (("t",), (((n, 8), "f4", True, False, np.ndarray, 0),), True, ())
+
+
+def test_the_rule_without_timings():
+    t = ShapeTiering()
+    a, b, c = _key(3), _key(5), _key(7)
+    assert not t.runs_eagerly(a)
+    t.traced(a, 1.0)  # the first trace (kernels compiled): not a retrace
+    t.traced(a, 0.025)  # its guard failed (an optimizer's first step): a retrace
+    assert t.retrace_s[shape_kind(c)] == 0.025
+    assert not t.runs_eagerly(b)  # (a second shape: traced at once all the same)
+    t.traced(b, 0.020)
+    assert t.retrace_s[shape_kind(c)] == 0.020
+    runs = 0
+    while t.runs_eagerly(c):
+        t.ran_eagerly(c, 0.003)
+        runs += 1
+    assert runs == 7  # 7 * 3 ms >= 20 ms
+    t.traced(c, 0.030)
+    assert t.retrace_s[shape_kind(c)] == 0.020  # the fastest retrace is kept
+    assert c not in t.waiting
+    other_kind = (("t",), (((3, 8), "f8", True, False, np.ndarray, 0),), True, ())
+    assert not t.runs_eagerly(other_kind)  # another dtype: its own kind
+
+
+def test_new_shapes_run_eagerly_then_trace_and_give_eager_bits():
+    w = _w()
+    f = jg.compile(_loss)
+    for n in (11, 13):  # first and second shapes: traced at once
+        f(_x(n), w).backward()
+    assert f.stats["traces"] == 2 and f.stats["eager_new_shapes"] == 0
+    traces = f.stats["traces"]
+    for k in range(2000):
+        x = _x(17, seed=k)
+        out = f(x, w)
+        out.backward()
+        xe = _x(17, seed=k)
+        ref = _loss(xe, w.detach().requires_grad_())
+        ref.backward()
+        assert out.item() == ref.item()
+        np.testing.assert_array_equal(x.grad.numpy(), xe.grad.numpy())
+        if f.stats["traces"] > traces:
+            break
+    eager_runs = f.stats["eager_new_shapes"]
+    assert 1 <= eager_runs < 2000 and f.stats["traces"] == traces + 1
+    hits = f.stats["cache_hits"]
+    f(_x(17), w)
+    assert f.stats["cache_hits"] == hits + 1  # compiled from now on
+
+
+def test_a_training_loop_switching_shapes_matches_eager_bit_for_bit():
+    def run(compiled):
+        jg.manual_seed(0)
+        model = jg.nn.Sequential(jg.nn.Linear(8, 16), jg.nn.Tanh(), jg.nn.Linear(16, 3))
+        # (SGD: Adam's traced update rounds differently, docs/architecture.md's bound)
+        opt = jg.optim.SGD(model.parameters(), 1e-2, momentum=0.9)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = jg.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = jg.compile(step) if compiled else step
+        rng = np.random.default_rng(3)
+        losses = []
+        for n in [16] * 3 + [5, 9, 16, 7, 5, 9, 12, 16, 5] * 4:
+            x = jg.tensor(rng.standard_normal((n, 8)), dtype=jg.float32)
+            y = jg.tensor(rng.integers(0, 3, n))
+            losses.append(f(x, y).item())
+        return losses, [p.detach().numpy().copy() for p in model.parameters()], f
+
+    eager_losses, eager_params, _ = run(False)
+    losses, params, f = run(True)
+    assert losses == eager_losses
+    for a, b in zip(params, eager_params):
+        np.testing.assert_array_equal(a, b)
+    assert f.stats["eager_new_shapes"] > 0
+
+
+def test_tiering_off_traces_every_new_shape(monkeypatch):
+    w = _w()
+    monkeypatch.setattr(config, "shape_tiering", False)
+    f = jg.compile(_loss)
+    for n in (11, 13, 17, 19):
+        f(_x(n), w)
+    assert f.stats["traces"] == 4 and f.stats["eager_new_shapes"] == 0
+
+
+def test_dynamic_false_traces_every_new_shape():
+    w = _w()
+    f = jg.compile(_loss, dynamic=False)
+    for n in (11, 13, 17, 19):
+        f(_x(n), w)
+    assert f.stats["traces"] == 4 and f.stats["eager_new_shapes"] == 0
+
+
+def test_fullgraph_traces_every_new_shape():
+    w = _w()
+    f = jg.compile(_loss, fullgraph=True)
+    for n in (11, 13, 17, 19):
+        f(_x(n), w)
+    assert f.stats["traces"] == 4 and f.stats["eager_new_shapes"] == 0
+
+
+def test_lower_and_eager_reason_trace_new_shapes_at_once():
+    w = _w()
+    f = jg.compile(_loss)
+    for n in (11, 13):
+        f(_x(n), w)
+    f(_x(17), w)
+    assert f.stats["eager_new_shapes"] == 1
+    assert f.eager_reason(_x(17), w) is None
+    assert "tanh" in str(f.lower(_x(19), w))
+    assert f.stats["traces"] == 4
+
+
+def test_reset_forgets_the_measurements():
+    w = _w()
+    f = jg.compile(_loss)
+    for n in (11, 13):
+        f(_x(n), w)
+    f.reset()
+    f(_x(17), w)  # (a first shape again: traced at once)
+    assert f.stats["eager_new_shapes"] == 0
