@@ -50,7 +50,7 @@ from .guards import (
 )
 from .observe import Observer
 from .options import resolve
-from .tiering import ShapeTiering
+from .tiering import ShapeTiering, shape_kind
 
 __all__ = ["compile", "CompiledFunction", "explain", "MAX_RETRACES_BEFORE_WARNING"]
 
@@ -99,6 +99,7 @@ class CompiledFunction:
         self._number_keys: dict = {}  # a key with its numbers erased -> keys traced for it
         self._tiering = ShapeTiering()  # new shapes: eager until a retrace pays (tiering.py)
         self._tracing_forced = 0  # lower() / eager_reason(): new shapes trace at once
+        self._tier_traces = 0  # retraces shape tiering chose (not warned about)
         self.stats = {"calls": 0, "traces": 0, "retraces": 0, "cache_hits": 0, "evictions": 0,
                       "eager_new_shapes": 0}
         self.last_retrace_reason: str | None = None
@@ -203,10 +204,20 @@ class CompiledFunction:
                 return self._run(entry, flat, args, kwargs)
         entry, reason = self._lookup(key, closure_ids, args, kwargs, flat)
         if entry is None:
+            eager = None
             with self._lock:  # one trace at a time; a thread that waited may find it done
                 entry, reason = self._lookup(key, closure_ids, args, kwargs, flat)
                 if entry is None:
-                    return self._trace(args, kwargs, flat, key, closure_ids, reason)
+                    eager = self._new_key_eagerly(key)
+                    if eager is None:
+                        paid = self._tiering.paid(key)  # (a tiered shape that paid)
+                        return self._trace(args, kwargs, flat, key, closure_ids, reason,
+                                           paid)
+            # (outside the lock: other threads' calls with new shapes run meanwhile)
+            if eager == "tiered":
+                return self._eager_new_shapes(key, args, kwargs)
+            if eager is not None:  # (past the recompile limit for numbers)
+                return self.fn(*args, **kwargs)
         self._used(entry)
         if entry.eager_reason is not None:
             return self.fn(*args, **kwargs)
@@ -309,13 +320,14 @@ class CompiledFunction:
         numbers (a step counter passed at every call), past ``config.recompile_limit``
         traces of them: such calls then run eagerly (a trace each was 16-24x slower than
         eager), with a warning once, as ``torch.compile``'s cache limit does."""
-        kind = (numbers_erased(key[0]), *key[1:])
-        if kind == key:
+        erased = numbers_erased(key[0])
+        if erased == key[0]:
             return False
-        seen = self._number_keys.setdefault(kind, set())
-        if key in seen or len(seen) < config.recompile_limit:
-            seen.add(key)
-            return False
+        # the numbers traced for calls of this kind, whatever their shapes (a step counter
+        # passed with batches of changing shapes: the limit counts counter values)
+        seen = self._number_keys.setdefault(shape_kind(key, erased), set())
+        if key[0] in seen or len(seen) < config.recompile_limit:
+            return False  # (counted when it traces: _trace)
         if len(seen) == config.recompile_limit:
             seen.add(None)  # (warned)
             warnings.warn(
@@ -328,21 +340,32 @@ class CompiledFunction:
                 f"argument.", UserWarning, stacklevel=4)
         return True
 
-    def _tiered(self, key) -> bool:
-        """Whether a call with new shapes ``key`` runs eagerly for now (``tiering.py``)."""
-        return (config.shape_tiering and self.compile_options.dynamic is not False
+    def _new_key_eagerly(self, key) -> str | None:
+        """Why a call with ``key`` (no entry of it) runs eagerly rather than trace: "numbers"
+        (past ``config.recompile_limit`` for calls differing in Python numbers), "tiered"
+        (new shapes: ``tiering.py``); None: it traces. Called under the lock."""
+        if key in self._entries:
+            return None
+        if self._numbers_given_up(key):
+            return "numbers"
+        if (config.shape_tiering and self.compile_options.dynamic is not False
                 and not self.fullgraph and not self._tracing_forced
-                and self._tiering.runs_eagerly(key))
+                and self._tiering.runs_eagerly(key)):
+            return "tiered"
+        return None
 
     def _eager_new_shapes(self, key, args: tuple, kwargs: dict):
         """Run a call with shapes not traced yet eagerly, timed (``tiering.py``)."""
         started = time.perf_counter()
         result = self.fn(*args, **kwargs)
-        n = self._tiering.ran_eagerly(key, time.perf_counter() - started)
-        self.stats["eager_new_shapes"] += 1
-        _log("recompiles", f"{self.__name__}: new shapes ({_describe_key(key)}) ran eagerly "
-             f"({n} time{'s' if n > 1 else ''}); they trace once eager calls have cost what a "
-             "retrace does")
+        seconds = time.perf_counter() - started
+        with self._lock:
+            n = self._tiering.ran_eagerly(key, seconds)
+            self.stats["eager_new_shapes"] += 1
+        if "recompiles" in config.log_topics():
+            _log("recompiles", f"{self.__name__}: new shapes ({_describe_key(key)}) ran "
+                 f"eagerly ({n} time{'s' if n > 1 else ''}); they trace once eager calls have "
+                 "cost what a retrace does")
         return result
 
     def _autocast_eager(self, args: tuple, kwargs: dict):
@@ -404,7 +427,7 @@ class CompiledFunction:
         """``(entry, None)`` on a hit; ``(None, why)`` on a miss."""
         entries = self._entries.get(key)
         if not entries:
-            return None, (self._why_new_key(key) if self._entries else None)
+            return None, (_NEW_KEY if self._entries else None)  # (worded when it traces)
         reason = None
         for entry in entries:
             if entry.closure_ids != closure_ids:
@@ -422,6 +445,9 @@ class CompiledFunction:
         old = self._last_key
         if old is None:
             return "new signature"
+        if old == key:
+            return ("the last trace of these arguments kept no plan (the call raised, or "
+                    "changed the state it reads)")
         if old[0] != key[0]:
             if numbers_erased(old[0]) == numbers_erased(key[0]):
                 return "a Python number argument changed (or a float argument became dynamic)"
@@ -440,7 +466,7 @@ class CompiledFunction:
                         return f"argument tensor {i}: {name} changed {x} -> {y}"
         return "number of tensor arguments changed"
 
-    def _trace(self, args, kwargs, flat, key, closure_ids, reason):
+    def _trace(self, args, kwargs, flat, key, closure_ids, reason, paid: bool = False):
         """A miss: trace the call, compile the graph, then run the call on the plan.
 
         The function runs once under a tracer, on the NumPy references (no eager kernel is
@@ -450,12 +476,12 @@ class CompiledFunction:
         same bits as eager mode, whose ops are the plan's kernels -- and its effects happen
         once. Arrays the traced call made that outside state kept get the plan's values too.
         """
-        if key not in self._entries:
-            if self._numbers_given_up(key):
-                return self.fn(*args, **kwargs)
-            if self._tiered(key):
-                return self._eager_new_shapes(key, args, kwargs)
         started = time.perf_counter()
+        erased = numbers_erased(key[0])
+        if erased != key[0]:  # numbers traced, for config.recompile_limit
+            self._number_keys.setdefault(shape_kind(key, erased), set()).add(key[0])
+        if reason is _NEW_KEY:
+            reason = self._why_new_key(key)
         if reason is not None and key in self._entries:  # a guard failed, not a new key
             n = self._retraces_of[key] = self._retraces_of.get(key, 0) + 1
             if n > config.recompile_limit:
@@ -480,7 +506,10 @@ class CompiledFunction:
             self.stats["retraces"] += 1
             self.last_retrace_reason = reason
             _log("recompiles", f"{self.__name__}: retrace #{self.stats['retraces']}: {reason}")
-            if self.stats["retraces"] > MAX_RETRACES_BEFORE_WARNING and not self._warned:
+            if paid:  # (shape tiering chose it: its eager calls cost what a retrace does)
+                self._tier_traces += 1
+            if self.stats["retraces"] - self._tier_traces > MAX_RETRACES_BEFORE_WARNING and \
+                    not self._warned:
                 self._warned = True
                 warnings.warn(
                     f"jitgrad.compile: {self.__name__} was retraced "
@@ -716,6 +745,7 @@ class CompiledFunction:
 
 
 _TENSOR_ARGS_TREES: dict = {}
+_NEW_KEY = object()  # _lookup's reason for a key without entries (_why_new_key words it)
 
 
 def _device_name(array_type) -> str:

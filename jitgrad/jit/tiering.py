@@ -36,16 +36,21 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from ..trace.pytree import numbers_erased
+
 __all__ = ["ShapeTiering", "shape_kind"]
 
 #: keys of new shapes whose eager calls are counted, at most (oldest forgotten first)
 MAX_WAITING = 4096
 
 
-def shape_kind(key: tuple) -> tuple:
-    """``key`` (a compiled function's call key) without its tensors' shapes."""
+def shape_kind(key: tuple, erased=None) -> tuple:
+    """``key`` (a compiled function's call key) without its tensors' shapes and its Python
+    numbers (a step counter passed with each batch is the same kind of call); ``erased``:
+    ``numbers_erased(key[0])`` if known."""
     treedef, items, grad_enabled, aliasing = key
-    return (treedef, tuple(item[1:] for item in items), grad_enabled, aliasing)
+    return (numbers_erased(treedef) if erased is None else erased,
+            tuple(item[1:] for item in items), grad_enabled, aliasing)
 
 
 class ShapeTiering:
@@ -58,6 +63,7 @@ class ShapeTiering:
         self.retrace_s: dict = {}    # kind -> fastest retrace (trace + plan build), seconds
         self.eager_s: dict = {}      # kind -> (eager calls timed, mean seconds)
         self.waiting: OrderedDict = OrderedDict()  # key -> eager calls run for it
+        self._paid = None  # the key runs_eagerly just let trace for having paid
 
     def clear(self) -> None:
         """Forget everything (``CompiledFunction.reset``)."""
@@ -77,8 +83,15 @@ class ShapeTiering:
         timed = self.eager_s.get(kind)
         if n and timed is not None and n * timed[1] >= retrace:
             del self.waiting[key]
+            self._paid = key
             return False
         return True
+
+    def paid(self, key: tuple) -> bool:
+        """Whether ``key`` traces now because its eager calls paid for it (asked once, right
+        after :meth:`runs_eagerly` said no)."""
+        paid, self._paid = self._paid == key, None
+        return paid
 
     def ran_eagerly(self, key: tuple, seconds: float) -> int:
         """Count an eager call of ``key`` that took ``seconds``; how many it has run."""

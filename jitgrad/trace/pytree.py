@@ -92,7 +92,26 @@ def _walk(x, leaves: list, result: bool = False):
 
 def numbers_erased(treedef):
     """``treedef`` with its int and float constants replaced by their types: what the
-    signatures of calls that differ only in Python numbers share."""
+    signatures of calls that differ only in Python numbers share (memoised: asked at every
+    call that misses)."""
+    try:
+        return _ERASED[treedef]
+    except (KeyError, TypeError):  # (TypeError: a treedef holding something unhashable)
+        pass
+    erased = _numbers_erased(treedef)
+    try:
+        if len(_ERASED) >= 4096:
+            _ERASED.clear()
+        _ERASED[treedef] = erased
+    except TypeError:
+        pass
+    return erased
+
+
+_ERASED: dict = {}
+
+
+def _numbers_erased(treedef):
     if type(treedef) is not tuple or not treedef:
         return treedef
     if treedef == _N:  # a dynamic float: the kind of the same call with plain floats
@@ -100,7 +119,7 @@ def numbers_erased(treedef):
     if treedef[0] == "const" and (type(treedef[1]) in (int, float) or (
             isinstance(treedef[1], (np.floating, np.integer)))):  # (np.float64(lr) too)
         return ("number", type(treedef[1]))
-    return tuple(numbers_erased(c) if type(c) is tuple else c for c in treedef)
+    return tuple(_numbers_erased(c) if type(c) is tuple else c for c in treedef)
 
 
 def _is_dtype_or_device(x) -> bool:

@@ -677,6 +677,7 @@ def test_numbers_that_change_at_every_call_give_up_after_the_recompile_limit(mon
     ``config.recompile_limit`` signatures that differ only in numbers, calls with new
     numbers run eagerly (a warning); the numbers seen before keep their plans."""
     monkeypatch.setattr(jg.config, "recompile_limit", 3)
+    monkeypatch.setattr(jg.config, "shape_tiering", False)  # (test_shape_tiering.py: on)
     w = jg.randn(4, 4, requires_grad=True)
 
     def f(x, step, scale=1.0):

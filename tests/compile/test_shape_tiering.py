@@ -117,6 +117,27 @@ def test_a_training_loop_switching_shapes_matches_eager_bit_for_bit():
     assert f.stats["eager_new_shapes"] > 0
 
 
+def test_a_step_counter_with_changing_batch_shapes_does_not_trace_per_call():
+    """A Python int that changes at every call, with batches of changing shapes: a kind of
+    call is the key without its numbers and shapes, so tiering runs the new ones eagerly
+    (the numbers limit counts traced counter values, whatever the shapes)."""
+    w = jg.tensor(np.ones((4, 4), np.float32), requires_grad=True)
+
+    def step(x, it):
+        return (x @ w).tanh().sum() * min(1.0, (it + 1) / 1000)
+
+    f = jg.compile(step)
+    sizes = np.random.default_rng(0).integers(1, 31, 200)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i, b in enumerate(sizes):
+            x = jg.tensor(np.linspace(-1, 1, 4 * int(b)).reshape(int(b), 4),
+                          dtype=jg.float32)
+            assert f(x, i).item() == step(x, i).item()
+    assert f.stats["traces"] <= 3  # (was 8 per shape: 160 traces, 26 warnings)
+    assert not [w for w in caught if "recompile_limit" in str(w.message)]
+
+
 def test_tiering_off_traces_every_new_shape(monkeypatch):
     w = _w()
     monkeypatch.setattr(config, "shape_tiering", False)
