@@ -52,7 +52,7 @@ def _infer_dtype(data) -> np.dtype:
             py = max(py, 2)
         elif tx is bool:
             py = max(py, 1)
-        elif tx is list or tx is tuple:
+        elif tx is list or tx is tuple or tx is range:
             stack.extend(x)
         elif isinstance(x, Tensor):
             typed = _promote(typed, x._data.dtype)
@@ -87,10 +87,12 @@ def _infer_dtype(data) -> np.dtype:
 
 
 def _to_nested(data):
-    if isinstance(data, Tensor):
+    if isinstance(data, Tensor):  # an item of a sequence: a number, as PyTorch reads it
         needs_value(data, "building a tensor from a tensor's values (tensor([a[0], ...]))")
-        return data._data
-    if isinstance(data, (list, tuple)):
+        if data._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return data._data.reshape(())
+    if isinstance(data, (list, tuple, range)):
         return [_to_nested(x) for x in data]
     return data
 
@@ -303,6 +305,11 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     dtypes.from_numpy_dtype(ndarray.dtype)
+    if any(st < 0 for st in ndarray.strides):
+        raise ValueError(
+            "At least one stride in the given numpy array is negative, and tensors with "
+            "negative strides are not currently supported. (You can probably work around "
+            "this by making a copy of your array  with array.copy().) ")
     return wrap(base_array(ndarray))
 
 

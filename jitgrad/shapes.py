@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 Shape = tuple[int, ...]
 
 
@@ -140,10 +142,21 @@ def keyword_sizes(args: tuple, given, fn: str, name: str) -> tuple:
 
 
 def as_shape(args) -> Shape:
-    """Accept ``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` alike."""
-    if len(args) == 1 and not isinstance(args[0], int):
+    """Accept ``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` alike (a size may be a NumPy
+    integer or a 0-d integer tensor: ``ones(t.sum())``, as PyTorch)."""
+    if len(args) == 1 and not isinstance(args[0], int) and \
+            getattr(args[0], "ndim", None) != 0:
         args = args[0]
     try:
-        return tuple(map(int, args))
+        return tuple(map(_size_int, args))
     except TypeError:
         raise TypeError(f"size must be a sequence of ints, got {args!r}") from None
+
+
+def _size_int(x) -> int:
+    if type(x) is int:
+        return x
+    dt = getattr(x, "dtype", None)  # (a tensor or NumPy value: an integer one)
+    if dt is not None and np.dtype(getattr(dt, "np", dt)).kind not in "iub":
+        raise TypeError(f"a size must be an integer, got a {dt} value")
+    return int(x)

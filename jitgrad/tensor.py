@@ -36,6 +36,26 @@ class Size(tuple):
             n *= s
         return n
 
+    # slices, concatenations and repeats of a Size are Sizes (``x.shape[1:]``, as PyTorch)
+    def __getitem__(self, index):
+        out = tuple.__getitem__(self, index)
+        return Size(out) if type(index) is slice else out
+
+    def __add__(self, other):
+        out = tuple.__add__(self, other)
+        return out if out is NotImplemented else Size(out)
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple(other) + tuple(self))
+
+    def __mul__(self, n):
+        out = tuple.__mul__(self, n)
+        return out if out is NotImplemented else Size(out)
+
+    __rmul__ = __mul__
+
 
 class RemovableHandle:
     """Handle returned by ``register_*hook``; ``remove()`` unregisters the hook."""

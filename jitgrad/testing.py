@@ -1,17 +1,19 @@
 """``torch.testing``'s comparisons: :func:`assert_close` (and the deprecated
-:func:`assert_allclose`), with PyTorch's default tolerances per dtype and its messages.
+:func:`assert_allclose`), with PyTorch's default tolerances per dtype and its messages;
+and :func:`make_tensor`, random test inputs in PyTorch's default ranges per dtype.
 Loaded on first use (``jitgrad.testing``)."""
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from .tensor import Tensor
 
-__all__ = ["assert_close", "assert_allclose"]
+__all__ = ["assert_close", "assert_allclose", "make_tensor"]
 
 #: PyTorch's defaults, (rtol, atol) by dtype
 _TOLERANCES = {np.dtype(np.float16): (1e-3, 1e-5), np.dtype(np.float32): (1.3e-6, 1e-5),
@@ -144,3 +146,109 @@ def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan: bool = Tr
     dtype check, NaNs equal by default."""
     assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan,
                  check_dtype=False, msg=msg or None)
+
+
+def _dtype_groups():
+    """(bool and integral dtypes, floating dtypes) as ``torch.testing`` groups them."""
+    import jitgrad
+
+    ints = (jitgrad.bool, jitgrad.uint8, jitgrad.int8, jitgrad.int16, jitgrad.int32,
+            jitgrad.int64)
+    return ints, (jitgrad.float16, jitgrad.bfloat16, jitgrad.float32, jitgrad.float64)
+
+
+def make_tensor(*shape: int | Sequence[int], dtype, device, low: float | None = None,
+                high: float | None = None, requires_grad: bool = False,
+                noncontiguous: bool = False, exclude_zero: bool = False,
+                memory_format=None) -> Tensor:
+    """A tensor of ``shape`` (integers, or one sequence of them), ``dtype`` and ``device``
+    filled with values drawn uniformly from ``[low, high)`` by jitgrad's generator (so
+    reproducible under ``jitgrad.manual_seed``), as ``torch.testing.make_tensor``.
+
+    Default ranges: bool ``[0, 2)``, unsigned integers ``[0, 10)``, signed integers
+    ``[-9, 10)``, floats ``[-9, 9)``. A ``low`` / ``high`` outside the dtype's finite
+    range is clamped to it; integer bounds are rounded up. ``noncontiguous``: a strided view
+    (ignored for fewer than two elements); ``memory_format``: the result cloned to it (the
+    two are mutually exclusive). ``exclude_zero`` replaces zeros by 1 (bool, integers) or
+    the dtype's smallest normal number. ``requires_grad`` is for floating dtypes only.
+
+    Raises ValueError for ``low >= high`` (``low == high`` only warns, for floats), a NaN
+    bound, an interval outside the dtype's range, ``requires_grad`` with a bool or integral
+    dtype, or both ``noncontiguous`` and ``memory_format``; TypeError for another dtype."""
+    import jitgrad
+
+    int_types, float_types = _dtype_groups()
+    is_int = any(dtype == d for d in int_types)
+    is_float = any(dtype == d for d in float_types)
+
+    def modify_low_high(low, high, *, lowest_inclusive, highest_exclusive, default_low,
+                        default_high):
+        low = low if low is not None else default_low
+        high = high if high is not None else default_high
+        if any(isinstance(value, float) and math.isnan(value) for value in (low, high)):
+            raise ValueError(f"`low` and `high` cannot be NaN, but got {low=} and {high=}")
+        elif low == high and is_float:
+            warnings.warn("Passing `low==high` to `torch.testing.make_tensor` for floating or "
+                          "complex types is deprecated since 2.1 and will be removed in 2.3. "
+                          "Use `torch.full(...)` instead.", FutureWarning, stacklevel=3)
+        elif low >= high:
+            raise ValueError(f"`low` must be less than `high`, but got {low} >= {high}")
+        elif high < lowest_inclusive or low >= highest_exclusive:
+            raise ValueError(f"The value interval specified by `low` and `high` is [{low}, "
+                             f"{high}), but {dtype} only supports [{lowest_inclusive}, "
+                             f"{highest_exclusive})")
+        low = min(max(low, lowest_inclusive), highest_exclusive)
+        high = min(max(high, lowest_inclusive), highest_exclusive)
+        if is_int:  # ceil both: randint's upper bound is exclusive
+            return math.ceil(low), math.ceil(high)
+        return low, high
+
+    if len(shape) == 1 and isinstance(shape[0], Sequence):
+        shape = shape[0]
+    shape = tuple(shape)
+    if noncontiguous and memory_format is not None:
+        raise ValueError(f"The parameters `noncontiguous` and `memory_format` are mutually "
+                         f"exclusive, but got {noncontiguous=} and {memory_format=}")
+    if requires_grad and is_int:
+        raise ValueError(f"`requires_grad=True` is not supported for boolean and integral "
+                         f"dtypes, but got {dtype=}")
+    noncontiguous = noncontiguous and math.prod(shape) > 1
+    if noncontiguous:  # twice the last dim, then every other element from the second
+        shape = (*shape[:-1], 2 * shape[-1])
+
+    if dtype == jitgrad.bool:
+        low, high = modify_low_high(low, high, lowest_inclusive=0, highest_exclusive=2,
+                                    default_low=0, default_high=2)
+        result = jitgrad.randint(low, high, shape, device=device, dtype=dtype)
+    elif is_int:
+        info = jitgrad.iinfo(dtype)
+        # randint cannot draw int64's maximum (its bounds are int64s), as PyTorch's
+        low, high = modify_low_high(
+            low, high, lowest_inclusive=info.min,
+            highest_exclusive=info.max + (1 if dtype != jitgrad.int64 else 0),
+            default_low=-9, default_high=10)
+        result = jitgrad.randint(low, high, shape, device=device, dtype=dtype)
+    elif is_float:
+        info = jitgrad.finfo(dtype)
+        low, high = modify_low_high(low, high, lowest_inclusive=info.min,
+                                    highest_exclusive=info.max, default_low=-9,
+                                    default_high=9)
+        result = jitgrad.empty(shape, device=device, dtype=dtype)
+        if high - low >= info.max:  # uniform_ needs high - low to be finite in the dtype
+            result.uniform_(low / 2, high / 2).mul_(2)
+        else:
+            result.uniform_(low, high)
+    else:
+        raise TypeError(f"The requested dtype '{dtype}' is not supported by "
+                        f"torch.testing.make_tensor(). To request support, file an issue at: "
+                        f"https://github.com/pytorch/pytorch/issues")
+
+    if noncontiguous:
+        result = result[..., 1::2]  # offset by 1 to also catch offsetting issues
+    elif memory_format is not None:
+        result = result.clone(memory_format=memory_format)
+    if exclude_zero:
+        result[result == 0] = 1 if is_int else jitgrad.finfo(dtype).tiny
+    if is_float:
+        result.requires_grad = requires_grad
+    return result

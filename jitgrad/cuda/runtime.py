@@ -25,8 +25,9 @@ import numpy as np
 
 from .memory import track_sim_buffer
 
-__all__ = ["backend", "unavailable_reason", "SimArray", "is_device_array", "to_device",
-           "to_host", "empty", "zeros", "kernel_arg", "synchronize", "THREADS",
+__all__ = ["backend", "unavailable_reason", "CudaUnavailableError", "SimArray",
+           "is_device_array", "to_device", "to_host", "empty", "zeros", "kernel_arg",
+           "synchronize", "THREADS",
            "max_blocks", "blocks_for", "xp", "require"]
 
 _lock = threading.Lock()
@@ -233,12 +234,17 @@ def unavailable_reason() -> str:
     return _state["reason"]
 
 
+class CudaUnavailableError(RuntimeError, AssertionError):
+    """No CUDA: PyTorch raises ``AssertionError("Torch not compiled with CUDA enabled")``
+    there; this is both that and a RuntimeError, so code catching either works."""
+
+
 def require() -> str:
-    """The backend, or PyTorch's error when there is none."""
+    """The backend, or PyTorch's error when there is none (:class:`CudaUnavailableError`)."""
     b = backend()
     if b is None:
-        raise RuntimeError(f"Torch not compiled with CUDA enabled: jitgrad found no CUDA "
-                           f"device ({_state['reason']})")
+        raise CudaUnavailableError(f"Torch not compiled with CUDA enabled: jitgrad found no "
+                                   f"CUDA device ({_state['reason']})")
     return b
 
 

@@ -6,8 +6,9 @@ queries (``is_nonzero``, ``is_same_size``, ``is_signed``), ``share_memory_``, an
 ``jitgrad.*`` functions of methods (``nonzero``, ``detach``...).
 
 ``share_memory_`` returns the tensor unchanged: jitgrad's CPU tensors are NumPy arrays in
-the process's memory, and ``jitgrad.multiprocessing`` does not exist to move them into
-shared memory (processes that ``fork()`` see them copy-on-write). ``apply_`` and ``map_``
+the process's memory, and ``jitgrad.multiprocessing`` has no shared-memory reducers to move
+them into (processes that ``fork()`` see them copy-on-write; ``spawn``'s children get
+pickled copies), so Hogwild-style training updates separate copies. ``apply_`` and ``map_``
 bump the tensor's version (PyTorch's do not), so a value saved for backward that they
 change raises instead of giving a wrong gradient.
 """
