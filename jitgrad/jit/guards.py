@@ -529,13 +529,15 @@ _NUMBERS = (int, float, bool, tuple, type(None), str, bytes, complex)
 #: hook dicts of a module: a hook registered (or removed) after a trace is a miss
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
                "_backward_pre_hooks", "_forward_hooks_with_kwargs",
-               "_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called",
-               "_state_dict_hooks", "_load_state_dict_pre_hooks")
+               "_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called")
+#: hook dicts that do not affect a call (not compared; absent on modules pickled earlier)
+_STATE_DICT_HOOKS = ("_state_dict_hooks", "_state_dict_pre_hooks",
+                     "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
 #: member containers of a module whose changes bump the epoch when they are jitgrad's own
 _TRACKED_MEMBERS = ("_parameters", "_buffers", "_modules", "_non_persistent_buffers_set",
-                    *_HOOK_DICTS[:7])
+                    *_HOOK_DICTS)
 _TREE_DICTS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set",
-                         "_compiled_call_impl", *_HOOK_DICTS})
+                         "_compiled_call_impl", *_HOOK_DICTS, *_STATE_DICT_HOOKS})
 
 
 #: root module -> (epoch, its state) of trees whose every change bumps the epoch
@@ -602,7 +604,7 @@ def _module_state(root) -> tuple[tuple, list | None]:
         d = mod.__dict__
         if tracked and not (all(isinstance(d.get(k), _TRACKED_TYPES) for k in _TRACKED_MEMBERS)
                             and all(isinstance(d.get(k, _NO_HOOKS), _TRACKED_TYPES)
-                                    for k in _HOOK_DICTS[7:])):
+                                    for k in _STATE_DICT_HOOKS)):
             tracked = False
         for k, v in d.items():
             # plain attributes a forward reads (Dropout.p, a mode string, a config dict, a

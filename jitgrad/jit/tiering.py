@@ -17,9 +17,9 @@ hindsight), then traces:
   call, does not count);
   every trace of a kind but its first (which also compiled the kernels) measures what a
   retrace costs;
-* from the third shapes on, a call with shapes not traced yet runs eagerly; once its shapes
-  have run eagerly ``k`` times with ``k * eager_seconds >= retrace_seconds`` (the fastest
-  retrace of the kind, the running mean of its eager calls), the next call traces;
+* from the third shapes on, a call with shapes not traced yet runs eagerly; once the eager
+  calls of those shapes have taken as long as a retrace (the fastest retrace of the kind:
+  the rent paid reaches the price), the next call traces;
 * shapes seen only a few times never pay a trace; shapes that recur are compiled after a
   handful of calls.
 
@@ -61,8 +61,8 @@ class ShapeTiering:
         self.traces: dict = {}       # kind -> compiled traces of it
         self.shapes: dict = {}       # kind -> keys (shapes) traced
         self.retrace_s: dict = {}    # kind -> fastest retrace (trace + plan build), seconds
-        self.eager_s: dict = {}      # kind -> (eager calls timed, mean seconds)
-        self.waiting: OrderedDict = OrderedDict()  # key -> eager calls run for it
+        # key -> [eager calls run for it, their seconds]: the rent paid so far
+        self.waiting: OrderedDict = OrderedDict()
         self._paid = None  # the key runs_eagerly just let trace for having paid
 
     def clear(self) -> None:
@@ -70,7 +70,6 @@ class ShapeTiering:
         self.traces.clear()
         self.shapes.clear()
         self.retrace_s.clear()
-        self.eager_s.clear()
         self.waiting.clear()
 
     def runs_eagerly(self, key: tuple) -> bool:
@@ -79,9 +78,8 @@ class ShapeTiering:
         retrace = self.retrace_s.get(kind)
         if retrace is None or len(self.shapes.get(kind, ())) < 2:  # (first two shapes)
             return False
-        n = self.waiting.get(key, 0)
-        timed = self.eager_s.get(kind)
-        if n and timed is not None and n * timed[1] >= retrace:
+        paid = self.waiting.get(key)
+        if paid is not None and paid[1] >= retrace:
             del self.waiting[key]
             self._paid = key
             return False
@@ -95,15 +93,17 @@ class ShapeTiering:
 
     def ran_eagerly(self, key: tuple, seconds: float) -> int:
         """Count an eager call of ``key`` that took ``seconds``; how many it has run."""
-        kind = shape_kind(key)
-        n, mean = self.eager_s.get(kind, (0, 0.0))
-        self.eager_s[kind] = (n + 1, mean + (seconds - mean) / (n + 1))
         waiting = self.waiting
-        count = waiting[key] = waiting.get(key, 0) + 1
-        waiting.move_to_end(key)
-        if len(waiting) > MAX_WAITING:
-            waiting.popitem(last=False)
-        return count
+        paid = waiting.get(key)
+        if paid is None:
+            paid = waiting[key] = [0, 0.0]
+            if len(waiting) > MAX_WAITING:
+                waiting.popitem(last=False)
+        else:
+            waiting.move_to_end(key)
+        paid[0] += 1
+        paid[1] += seconds
+        return paid[0]
 
     def traced(self, key: tuple, seconds: float, kept: bool = True) -> None:
         """A trace of ``key`` compiled (its plan built) in ``seconds``; ``kept``: its entry

@@ -11,9 +11,11 @@ inputs, whatever ops the module ran.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import warnings
 import weakref
+from collections.abc import Callable
 
 from ..autograd import grad_mode
 from ..autograd.function import Function
@@ -246,14 +248,40 @@ class BackwardHook:
 
 # ------------------------------------------------------------------ Module.__call__
 class _WrappedHook:
-    """A non-full (``register_backward_hook``) hook on the output's ``grad_fn``."""
+    """``hook`` called with its module (held weakly) as first argument when ``module`` is
+    given, else as is (PyTorch's ``torch.nn.modules.module._WrappedHook``): the non-full
+    (``register_backward_hook``) hooks on the output's ``grad_fn`` and the load-state-dict
+    pre-hooks."""
 
-    def __init__(self, hook, module) -> None:
+    def __init__(self, hook: Callable, module=None) -> None:
         self.hook = hook
-        self.module = weakref.ref(module)
+        functools.update_wrapper(self, hook)
+        self.with_module = False
+        if module is not None:
+            self.module = weakref.ref(module)
+            self.with_module = True
 
-    def __call__(self, grad_input, grad_output):
-        return self.hook(self.module(), grad_input, grad_output)
+    def __call__(self, *args, **kwargs):
+        if self.with_module:
+            module = self.module()
+            if module is None:
+                raise RuntimeError("You are trying to call the hook of a dead Module!")
+            return self.hook(module, *args, **kwargs)
+        return self.hook(*args, **kwargs)
+
+    def __getstate__(self) -> dict:
+        result = {"hook": self.hook, "with_module": self.with_module}
+        if self.with_module:
+            result["module"] = self.module()
+        return result
+
+    def __setstate__(self, state: dict) -> None:
+        self.hook = state["hook"]
+        self.with_module = state["with_module"]
+        if self.with_module:
+            if state["module"] is None:
+                raise RuntimeError("You are trying to revive the hook of a dead Module!")
+            self.module = weakref.ref(state["module"])
 
 
 def _warn_non_full(inputs, result, grad_fn) -> None:

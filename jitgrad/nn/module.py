@@ -8,7 +8,8 @@ Calling a module runs its hooks around ``forward`` (see :mod:`jitgrad.nn.hooks`)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from .. import dtypes
 from ..autograd.grad_mode import no_grad
@@ -19,6 +20,11 @@ from .mutation import TrackedDict, TrackedSet, bump
 from .parameter import Parameter, zero_grads
 
 __all__ = ["Module"]
+
+# the state-dict hook dicts (tracked as the other hook dicts, so a compiled call's module
+# guard can keep its walk of the tree; no guard compares them: they do not affect forward)
+_STATE_DICT_HOOKS = ("_state_dict_hooks", "_state_dict_pre_hooks",
+                     "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
 
 
 def _typename(obj) -> str:
@@ -66,6 +72,8 @@ class Module:
 
     training: bool
     dump_patches = False
+    #: Saved in ``state_dict()._metadata`` (``local_metadata["version"]`` of the hooks)
+    _version: int = 1
     _compiled_call_impl = None  # set by compile(): serves every later call
 
     def __init__(self, *args, **kwargs) -> None:
@@ -84,6 +92,8 @@ class Module:
                      "_backward_pre_hooks"):
             setattr_(self, name, H.HookDict())
         setattr_(self, "_is_full_backward_hook", None)
+        for name in _STATE_DICT_HOOKS:
+            setattr_(self, name, H.HookDict())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(
@@ -110,6 +120,12 @@ class Module:
         state = self.__dict__.copy()
         state.pop("_compiled_call_impl", None)  # copies and pickles are not compiled
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        for name in _STATE_DICT_HOOKS:  # modules pickled before these hooks existed
+            if name not in self.__dict__:
+                self.__dict__[name] = H.HookDict()
 
     # ----------------------------------------------------------------- registration
     def register_parameter(self, name: str, param: Parameter | None) -> None:
@@ -346,14 +362,86 @@ class Module:
         """Reset the parameters' gradients (to None, or zeroed in place)."""
         zero_grads(self.parameters(), set_to_none)
 
-    def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False):
-        """Parameters and persistent buffers by dotted name (detached, sharing memory)."""
+    def state_dict(self, *, destination: dict | None = None, prefix: str = "",
+                   keep_vars: bool = False) -> dict[str, Any]:
+        """Parameters and persistent buffers by dotted name (detached unless ``keep_vars``,
+        sharing memory), in an ``OrderedDict`` whose ``_metadata`` maps each module's
+        prefix to ``{"version": module._version}``. Runs each module's state-dict pre-hooks
+        before saving it and its post-hooks after its children (see
+        :meth:`register_state_dict_post_hook`)."""
         return SD.state_dict(self, destination, prefix, keep_vars)
 
-    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        """Save this module's own parameters and persistent buffers (not its children's)
+        into ``destination``; called on every module by :meth:`state_dict`."""
+        SD.save_to_state_dict(self, destination, prefix, keep_vars)
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
+                        assign: bool = False) -> SD._IncompatibleKeys:
         """Copy ``state_dict`` in; ``strict`` raises on missing or unexpected keys (shape
-        mismatches always raise). Returns ``(missing_keys, unexpected_keys)``."""
+        mismatches always raise). Returns ``_IncompatibleKeys(missing_keys,
+        unexpected_keys)``, whose repr is ``<All keys matched successfully>`` when both are
+        empty. Load pre-hooks run on each module before it loads, load post-hooks after it
+        and its children, before ``strict`` is checked."""
         return SD.load_state_dict(self, state_dict, strict, assign)
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict,
+                              strict: bool, missing_keys: list[str],
+                              unexpected_keys: list[str], error_msgs: list[str]) -> None:
+        """Run the load pre-hooks, then copy this module's own parameters and buffers (not
+        its children's) from ``state_dict``, recording missing and unexpected keys and
+        errors in the lists given; called on every module by :meth:`load_state_dict`."""
+        SD.load_from_state_dict(self, state_dict, prefix, local_metadata, strict,
+                                missing_keys, unexpected_keys, error_msgs)
+
+    # ---------------------------------------------------------- state-dict hooks
+    def register_state_dict_pre_hook(self, hook: Callable[..., None]) -> H.RemovableHandle:
+        """Run ``hook(module, prefix, keep_vars) -> None`` when :meth:`state_dict` reaches
+        this module, before it saves its tensors."""
+        return H.add_hook(self._state_dict_pre_hooks, hook)
+
+    def register_state_dict_post_hook(self, hook: Callable[..., None]) -> H.RemovableHandle:
+        """Run ``hook(module, state_dict, prefix, local_metadata) -> None`` after
+        :meth:`state_dict` saved this module and its children; it may edit ``state_dict``
+        in place (returning anything but None raises RuntimeError). Marks ``hook`` with
+        ``_from_public_api = True``, as PyTorch does."""
+        hook._from_public_api = True
+        return H.add_hook(self._state_dict_hooks, hook)
+
+    def _register_state_dict_hook(self, hook: Callable[..., Any]) -> H.RemovableHandle:
+        """The older post-hook API: ``hook(module, state_dict, prefix, local_metadata)`` may
+        return a new state dict, which replaces the one being built (only the root
+        module's replacement reaches :meth:`state_dict`'s caller, as in PyTorch)."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook "
+                               "that was previously registered via "
+                               "register_state_dict_post_hook")
+        return H.add_hook(self._state_dict_hooks, hook)
+
+    def _register_load_state_dict_pre_hook(self, hook: Callable[..., None],
+                                           with_module: bool = False) -> H.RemovableHandle:
+        """Run ``hook(state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` (the module first when ``with_module``, held
+        weakly) before this module loads from ``state_dict``."""
+        return H.add_hook(self._load_state_dict_pre_hooks,
+                          H._WrappedHook(hook, self if with_module else None))
+
+    def register_load_state_dict_pre_hook(self, hook: Callable[..., None]
+                                          ) -> H.RemovableHandle:
+        """Run ``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs) -> None`` before this module loads: it may edit the
+        ``state_dict`` it receives (this module's part of a copy of the one loaded) and
+        the key and error lists. ``strict`` is always True there, as in PyTorch."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def register_load_state_dict_post_hook(self, hook: Callable[..., None]
+                                           ) -> H.RemovableHandle:
+        """Run ``hook(module, incompatible_keys) -> None`` after this module and its
+        children loaded; ``incompatible_keys`` (``missing_keys``, ``unexpected_keys``)
+        holds the lists of the whole load, which the hook may edit in place: with
+        ``strict=True``, :meth:`load_state_dict` raises only for the keys left in them.
+        Returning anything but None raises AssertionError."""
+        return H.add_hook(self._load_state_dict_post_hooks, hook)
 
     # -------------------------------------------------------------- conversions
     def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
@@ -437,6 +525,14 @@ class Module:
         """Cast every parameter and buffer to ``dst_type``."""
         dt = dtypes.to_dtype(dst_type)
         return self._apply(lambda t: t.to(dt))
+
+    def share_memory(self) -> Module:
+        """``Tensor.share_memory_`` on every parameter and buffer, as PyTorch; returns
+        ``self``. jitgrad's tensors are NumPy arrays in ordinary process memory and are
+        not moved to shared memory (``share_memory_`` leaves them as they are): worker
+        processes started by fork (e.g. DataLoader workers) see them copy-on-write, and
+        updates made in another process are not seen by this one."""
+        return self._apply(lambda t: t.share_memory_())
 
     # ------------------------------------------------------------------------ hooks
     def register_forward_pre_hook(self, hook, *, prepend: bool = False,

@@ -75,6 +75,8 @@ class _NormBase(_Affine):
     Subclasses (PyTorch's ``_BatchNorm`` and ``_InstanceNorm``, and user classes) define
     ``_check_input_dim`` and ``forward``."""
 
+    _version = 2  # (state dicts' metadata: PyTorch's, since num_batches_tracked)
+
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None,
                  dtype=None, *, bias: bool = True) -> None:

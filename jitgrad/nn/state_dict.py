@@ -1,5 +1,12 @@
-"""``Module.state_dict`` / ``load_state_dict`` with PyTorch's key layout, strictness rules and
-error messages."""
+"""``Module.state_dict`` / ``load_state_dict`` with PyTorch's key layout, metadata, hooks,
+strictness rules and error messages.
+
+As in PyTorch, ``state_dict`` runs each module's state-dict pre-hooks, saves its own
+tensors (``Module._save_to_state_dict``), recurses into its children, then runs its
+post-hooks; ``load_state_dict`` calls ``Module._load_from_state_dict`` (which runs the
+load pre-hooks first) on each module, recurses into its children, then runs the module's
+load post-hooks, which may edit ``incompatible_keys`` in place before ``strict`` is
+checked."""
 
 from __future__ import annotations
 
@@ -9,11 +16,18 @@ from collections.abc import Mapping
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 
-__all__ = ["IncompatibleKeys", "state_dict", "load_state_dict"]
+__all__ = ["IncompatibleKeys", "state_dict", "load_state_dict", "save_to_state_dict",
+           "load_from_state_dict"]
 
 
-class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
-    """What ``load_state_dict`` could not match (PyTorch's ``_IncompatibleKeys``)."""
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` could not match (PyTorch's ``_IncompatibleKeys``).
+
+    >>> _IncompatibleKeys([], [])
+    <All keys matched successfully>
+    >>> _IncompatibleKeys(["w"], [])
+    _IncompatibleKeys(missing_keys=['w'], unexpected_keys=[])
+    """
 
     __slots__ = ()
 
@@ -25,6 +39,9 @@ class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpect
     __str__ = __repr__
 
 
+IncompatibleKeys = _IncompatibleKeys  # the name jitgrad used before
+
+
 def _local_state(module) -> dict:
     """The module's own parameters and persistent buffers (not its children's)."""
     bufs = {k: v for k, v in module._buffers.items()
@@ -32,28 +49,55 @@ def _local_state(module) -> dict:
     return {k: v for k, v in (*module._parameters.items(), *bufs.items()) if v is not None}
 
 
-def state_dict(module, destination=None, prefix: str = "", keep_vars: bool = False) -> dict:
-    """Parameters and persistent buffers of ``module`` and its children, by dotted name."""
-    if destination is None:
-        destination = OrderedDict()
+def save_to_state_dict(module, destination: dict, prefix: str, keep_vars: bool) -> None:
+    """``Module._save_to_state_dict``: the module's own parameters and persistent buffers
+    into ``destination`` (detached unless ``keep_vars``)."""
     for name, t in _local_state(module).items():
         destination[prefix + name] = t if keep_vars else t.detach()
+
+
+def state_dict(module, destination=None, prefix: str = "", keep_vars: bool = False) -> dict:
+    """Parameters and persistent buffers of ``module`` and its children, by dotted name
+    (PyTorch's ``Module.state_dict``, hooks and ``_metadata`` included)."""
+    if destination is None:
+        destination = OrderedDict()
+        destination._metadata = OrderedDict()
+    local_metadata = dict(version=module._version)
+    if hasattr(destination, "_metadata"):
+        destination._metadata[prefix[:-1]] = local_metadata
+    for hook in module._state_dict_pre_hooks.values():
+        hook(module, prefix, keep_vars)
+    module._save_to_state_dict(destination, prefix, keep_vars)
     for name, child in module._modules.items():
         if child is not None:
-            state_dict(child, destination, prefix + name + ".", keep_vars)
+            child.state_dict(destination=destination, prefix=prefix + name + ".",
+                             keep_vars=keep_vars)
+    for hook in module._state_dict_hooks.values():
+        result = hook(module, destination, prefix, local_metadata)
+        if not getattr(hook, "_from_public_api", False):
+            if result is not None:  # the private API: a replacement state dict
+                destination = result
+        elif result is not None:
+            raise RuntimeError("state_dict post-hook must return None")
     return destination
 
 
-def _load_local(module, sd: dict, prefix: str, missing: list, unexpected: list,
-                errors: list, assign: bool) -> None:
+def load_from_state_dict(module, sd: dict, prefix: str, local_metadata: dict, strict: bool,
+                         missing: list, unexpected: list, errors: list) -> None:
+    """``Module._load_from_state_dict``: the load pre-hooks, then the module's own
+    parameters and buffers from ``sd`` (not its children's)."""
     upgrade = getattr(module, "_upgrade_state_dict", None)
     if upgrade is not None:  # e.g. BatchNorm: checkpoints from before num_batches_tracked
         upgrade(sd, prefix)
+    for hook in module._load_state_dict_pre_hooks.values():
+        hook(sd, prefix, local_metadata, strict, missing, unexpected, errors)
+    assign = local_metadata.get("assign_to_params_buffers", False)
     local = _local_state(module)
     for name, param in local.items():
         key = prefix + name
         if key not in sd:
-            missing.append(key)
+            if strict:
+                missing.append(key)
             continue
         value = sd[key]
         if not isinstance(value, Tensor):
@@ -76,13 +120,14 @@ def _load_local(module, sd: dict, prefix: str, missing: list, unexpected: list,
             errors.append(f'While copying the parameter named "{key}", whose dimensions in the '
                           f"model are {param.shape} and whose dimensions in the checkpoint are "
                           f"{value.shape}, an exception occurred : {ex.args}.")
-    for key in sd:
-        if not key.startswith(prefix):
-            continue
-        head = key[len(prefix):].split(".", 1)
-        if (len(head) > 1 and head[0] not in module._modules) or (
-                len(head) == 1 and head[0] not in local):
-            unexpected.append(key)
+    if strict:
+        for key in sd:
+            if not key.startswith(prefix):
+                continue
+            head = key[len(prefix):].split(".", 1)
+            if (len(head) > 1 and head[0] not in module._modules) or (
+                    len(head) == 1 and head[0] not in local):
+                unexpected.append(key)
 
 
 def _assign(module, name: str, param: Tensor, value: Tensor) -> None:
@@ -95,23 +140,40 @@ def _assign(module, name: str, param: Tensor, value: Tensor) -> None:
         module._buffers[name] = value
 
 
-def load_state_dict(module, sd: Mapping, strict: bool = True, assign: bool = False):
+def load_state_dict(module, sd: Mapping, strict: bool = True,
+                    assign: bool = False) -> _IncompatibleKeys:
     """Copy ``sd`` into ``module``'s parameters and buffers (see ``Module.load_state_dict``)."""
     if not isinstance(sd, Mapping):
         raise TypeError(f"Expected state_dict to be dict-like, got {type(sd)}.")
-    missing: list = []
-    unexpected: list = []
-    errors: list = []
+    missing: list[str] = []
+    unexpected: list[str] = []
+    errors: list[str] = []
+    metadata = getattr(sd, "_metadata", None)
+    sd = OrderedDict(sd)  # a copy: the hooks and _load_from_state_dict may edit it
+    if metadata is not None:
+        sd._metadata = metadata
 
     def load(mod, local_sd, prefix=""):
-        _load_local(mod, local_sd, prefix, missing, unexpected, errors, assign)
+        local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+        if assign:
+            local_metadata["assign_to_params_buffers"] = assign
+        # PyTorch passes strict=True here whatever load_state_dict's strict is
+        mod._load_from_state_dict(local_sd, prefix, local_metadata, True, missing,
+                                  unexpected, errors)
         for name, child in mod._modules.items():
             if child is not None:
                 child_prefix = prefix + name + "."
                 load(child, {k: v for k, v in local_sd.items() if k.startswith(child_prefix)},
                      child_prefix)
+        incompatible = _IncompatibleKeys(missing, unexpected)  # hooks edit it in place
+        for hook in mod._load_state_dict_post_hooks.values():
+            if hook(mod, incompatible) is not None:
+                raise AssertionError(
+                    "Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                    "expected to return new values, if incompatible_keys need to be modified, "
+                    "it should be done inplace.")
 
-    load(module, OrderedDict(sd))
+    load(module, sd)
     if strict:
         if unexpected:
             errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
@@ -122,4 +184,4 @@ def load_state_dict(module, sd: Mapping, strict: bool = True, assign: bool = Fal
     if errors:
         raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
             type(module).__name__, "\n\t".join(errors)))
-    return IncompatibleKeys(missing, unexpected)
+    return _IncompatibleKeys(missing, unexpected)

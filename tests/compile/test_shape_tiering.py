@@ -54,6 +54,9 @@ def test_the_rule_without_timings():
         t.ran_eagerly(c, 0.003)
         runs += 1
     assert runs == 7  # 7 * 3 ms >= 20 ms
+    d = _key(9)
+    t.ran_eagerly(d, 0.5)  # (a first eager call that loaded kernels: paid at once)
+    assert not t.runs_eagerly(d)
     t.traced(c, 0.030)
     assert t.retrace_s[shape_kind(c)] == 0.020  # the fastest retrace is kept
     assert c not in t.waiting
