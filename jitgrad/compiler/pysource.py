@@ -132,9 +132,9 @@ def _compiled(name: str, params: tuple, body: tuple) -> types.CodeType:
     return next(c for c in module.co_consts if isinstance(c, types.CodeType))
 
 
-def _constants(code: types.CodeType) -> set:
-    """The int constants of ``code`` and of the code and tuples it holds."""
-    found: set = set()
+def _leaves(code: types.CodeType):
+    """The constants of ``code``, of the code it nests and of the tuples, frozensets and
+    slices among them."""
     stack = list(code.co_consts)
     while stack:
         c = stack.pop()
@@ -144,24 +144,19 @@ def _constants(code: types.CodeType) -> set:
             stack += c
         elif isinstance(c, slice):
             stack += (c.start, c.stop, c.step)
-        elif type(c) is int:
-            found.add(c)
-    return found
+        else:
+            yield c
+
+
+def _constants(code: types.CodeType) -> set:
+    """The int constants of ``code`` (:func:`_leaves`)."""
+    return {c for c in _leaves(code) if type(c) is int}
 
 
 def _in_strings(code: types.CodeType) -> bool:
     """Whether a sentinel's digits ended up inside a string constant."""
     mark = str(_SENTINEL)[:4]
-    stack = list(code.co_consts)
-    while stack:
-        c = stack.pop()
-        if isinstance(c, types.CodeType):
-            stack += c.co_consts
-        elif isinstance(c, (tuple, frozenset)):
-            stack += c
-        elif isinstance(c, (str, bytes)) and mark in str(c):
-            return True
-    return False
+    return any(isinstance(c, (str, bytes)) and mark in str(c) for c in _leaves(code))
 
 
 def _rebuilt(code: types.CodeType, filename: str, table: dict) -> types.CodeType:

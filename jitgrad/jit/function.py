@@ -96,7 +96,7 @@ class CompiledFunction:
         self._changed_in_call: dict = {}
         self._retraces_of: dict = {}  # key -> traces again for failed guards
         self._given_up: dict = {}  # key -> why its calls run eagerly (config.recompile_limit)
-        self._number_keys: dict = {}  # a key with its numbers erased -> keys traced for it
+        self._number_keys: dict = {}  # shape_kind -> the numbers (treedefs) traced for it
         self._tiering = ShapeTiering()  # new shapes: eager until a retrace pays (tiering.py)
         self._tracing_forced = 0  # lower() / eager_reason(): new shapes trace at once
         self._tier_traces = 0  # retraces shape tiering chose (not warned about)

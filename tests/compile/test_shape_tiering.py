@@ -141,26 +141,13 @@ def test_a_step_counter_with_changing_batch_shapes_does_not_trace_per_call():
     assert not [w for w in caught if "recompile_limit" in str(w.message)]
 
 
-def test_tiering_off_traces_every_new_shape(monkeypatch):
+@pytest.mark.parametrize("how", ["config off", "dynamic=False", "fullgraph=True"])
+def test_every_new_shape_traces_at_once_when_asked(monkeypatch, how):
     w = _w()
-    monkeypatch.setattr(config, "shape_tiering", False)
-    f = jg.compile(_loss)
-    for n in (11, 13, 17, 19):
-        f(_x(n), w)
-    assert f.stats["traces"] == 4 and f.stats["eager_new_shapes"] == 0
-
-
-def test_dynamic_false_traces_every_new_shape():
-    w = _w()
-    f = jg.compile(_loss, dynamic=False)
-    for n in (11, 13, 17, 19):
-        f(_x(n), w)
-    assert f.stats["traces"] == 4 and f.stats["eager_new_shapes"] == 0
-
-
-def test_fullgraph_traces_every_new_shape():
-    w = _w()
-    f = jg.compile(_loss, fullgraph=True)
+    if how == "config off":
+        monkeypatch.setattr(config, "shape_tiering", False)
+    options = {"dynamic=False": {"dynamic": False}, "fullgraph=True": {"fullgraph": True}}
+    f = jg.compile(_loss, **options.get(how, {}))
     for n in (11, 13, 17, 19):
         f(_x(n), w)
     assert f.stats["traces"] == 4 and f.stats["eager_new_shapes"] == 0
