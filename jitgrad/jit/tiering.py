@@ -20,6 +20,9 @@ hindsight), then traces:
 * from the third shapes on, a call with shapes not traced yet runs eagerly; once the eager
   calls of those shapes have taken as long as a retrace (the fastest retrace of the kind:
   the rent paid reaches the price), the next call traces;
+* a new shape that comes :data:`STREAK` calls in a row traces at its next call: a phase of
+  same-shaped calls (an evaluation loop, a benchmark) compiles at once, where lengths drawn
+  at random seldom repeat back to back;
 * shapes seen only a few times never pay a trace; shapes that recur are compiled after a
   handful of calls.
 
@@ -42,6 +45,8 @@ __all__ = ["ShapeTiering", "shape_kind"]
 
 #: keys of new shapes whose eager calls are counted, at most (oldest forgotten first)
 MAX_WAITING = 4096
+#: eager calls of one new shape in a row after which it traces (a same-shaped phase)
+STREAK = 2
 
 
 def shape_kind(key: tuple, erased=None) -> tuple:
@@ -64,6 +69,8 @@ class ShapeTiering:
         # key -> [eager calls run for it, their seconds]: the rent paid so far
         self.waiting: OrderedDict = OrderedDict()
         self._paid = None  # the key runs_eagerly just let trace for having paid
+        self._last = None  # the key of the last eager call, and how many in a row
+        self._streak = 0
 
     def clear(self) -> None:
         """Forget everything (``CompiledFunction.reset``)."""
@@ -71,6 +78,7 @@ class ShapeTiering:
         self.shapes.clear()
         self.retrace_s.clear()
         self.waiting.clear()
+        self._last, self._streak = None, 0
 
     def runs_eagerly(self, key: tuple) -> bool:
         """Whether a call with ``key`` (no entry yet) runs eagerly rather than trace."""
@@ -79,7 +87,8 @@ class ShapeTiering:
         if retrace is None or len(self.shapes.get(kind, ())) < 2:  # (first two shapes)
             return False
         paid = self.waiting.get(key)
-        if paid is not None and paid[1] >= retrace:
+        if paid is not None and (paid[1] >= retrace or (
+                key == self._last and self._streak >= STREAK)):
             del self.waiting[key]
             self._paid = key
             return False
@@ -103,6 +112,10 @@ class ShapeTiering:
             waiting.move_to_end(key)
         paid[0] += 1
         paid[1] += seconds
+        if key == self._last:
+            self._streak += 1
+        else:
+            self._last, self._streak = key, 1
         return paid[0]
 
     def traced(self, key: tuple, seconds: float, kept: bool = True) -> None:

@@ -53,6 +53,7 @@ def test_the_rule_without_timings():
     while t.runs_eagerly(c):
         t.ran_eagerly(c, 0.003)
         runs += 1
+        t.ran_eagerly(_key(101 + runs), 0.003)  # (another shape between: no streak)
     assert runs == 7  # 7 * 3 ms >= 20 ms
     d = _key(9)
     t.ran_eagerly(d, 0.5)  # (a first eager call that loaded kernels: paid at once)
@@ -64,6 +65,22 @@ def test_the_rule_without_timings():
     assert not t.runs_eagerly(other_kind)  # another dtype: its own kind
 
 
+def test_a_new_shape_called_several_times_in_a_row_traces():
+    """An evaluation loop or a benchmark: the same new shape back to back compiles soon."""
+    w = _w()
+    f = jg.compile(_loss)
+    for n in (11, 13):
+        f(_x(n), w)
+    for _ in range(3):
+        f(_x(17), w)
+    # (two eager calls, then the trace; one, when the first eager call took as long as a
+    # retrace: eager kernels loaded in it)
+    assert f.stats["eager_new_shapes"] in (1, 2) and f.stats["traces"] == 3
+    hits = f.stats["cache_hits"]
+    f(_x(17), w)
+    assert f.stats["cache_hits"] == hits + 1
+
+
 def test_new_shapes_run_eagerly_then_trace_and_give_eager_bits():
     w = _w()
     f = jg.compile(_loss)
@@ -72,6 +89,7 @@ def test_new_shapes_run_eagerly_then_trace_and_give_eager_bits():
     assert f.stats["traces"] == 2 and f.stats["eager_new_shapes"] == 0
     traces = f.stats["traces"]
     for k in range(2000):
+        f(_x(19 + k % 3), w)  # (shapes in between: no back-to-back streak)
         x = _x(17, seed=k)
         out = f(x, w)
         out.backward()
