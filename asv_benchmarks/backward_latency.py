@@ -28,14 +28,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
-from eager_op_latency import per_call  # noqa: E402  (the same timing: best of repeats)
 
-import jitgrad  # noqa: E402
-
-try:
-    import torch
-except ImportError:  # jitgrad alone
-    torch = None
+# (the same timing; eager_op_latency imports this checkout's jitgrad, and torch if it can)
+from eager_op_latency import build_cases, per_call  # noqa: E402
 
 CHAIN = 20  # nodes of the long chain case
 
@@ -83,13 +78,7 @@ def cases(lib) -> dict:
 
 
 def main(words: list[str]) -> None:
-    libs = {"jitgrad": jitgrad}
-    if torch is not None:
-        torch.set_num_threads(1)
-        libs["torch"] = torch
-    built = {name: cases(lib) for name, lib in libs.items()}
-    print(f"jitgrad from {os.path.dirname(jitgrad.__file__)}"
-          + (f"; torch {torch.__version__} (1 thread)" if torch is not None else ""))
+    built = build_cases(cases)
     head = f"{'case':26s} {'fwd+bwd jitgrad':>15s} {'torch':>7s} {'ratio':>6s}"
     print(head + f" {'bwd jitgrad':>11s} {'torch':>7s} {'ratio':>6s}   (us)")
     for name in built["jitgrad"]:

@@ -88,7 +88,9 @@ def per_call(fn) -> float:
     return min(timeit.repeat(fn, number=number, repeat=REPEATS)) / number
 
 
-def main(words: list[str]) -> None:
+def build_cases(cases) -> dict:
+    """``{"jitgrad": cases(jitgrad), "torch": cases(torch)}`` (torch on one thread, when
+    importable), after a line saying which versions run."""
     libs = {"jitgrad": jitgrad}
     if torch is not None:
         torch.set_num_threads(1)
@@ -96,6 +98,11 @@ def main(words: list[str]) -> None:
     built = {name: cases(lib) for name, lib in libs.items()}
     print(f"jitgrad from {os.path.dirname(jitgrad.__file__)}"
           + (f"; torch {torch.__version__} (1 thread)" if torch is not None else ""))
+    return built
+
+
+def main(words: list[str]) -> None:
+    built = build_cases(cases)
     print(f"{'op (32x64 float32)':24s} {'jitgrad us':>10s} {'torch us':>9s} {'ratio':>6s}")
     for name in built["jitgrad"]:
         if words and not any(w in name for w in words):

@@ -14,6 +14,7 @@ the bits of an unfolded one (eager kernels take parameters as arguments).
 from __future__ import annotations
 
 import ast
+import functools
 
 import numpy as np
 
@@ -60,22 +61,13 @@ def rewrite(expr: str, refs: dict, dtype, fold: bool) -> str:
 
     A pure function of its strings, so it is memoised: a retrace (a new shape) rewrites the
     same equations over the same canonical locals again."""
-    key = (expr, tuple(refs.items()), dtype, fold)
-    out = _REWRITTEN.get(key)
-    if out is None:
-        if len(_REWRITTEN) >= _REWRITTEN_MAX:
-            _REWRITTEN.clear()
-        out = _REWRITTEN[key] = _rewrite(expr, refs, DTYPE_SUFFIXES[dtype_name(dtype)], fold)
-    return out
+    return _rewrite(expr, tuple(refs.items()), DTYPE_SUFFIXES[dtype_name(dtype)], fold)
 
 
-_REWRITTEN: dict = {}
-_REWRITTEN_MAX = 8192  # (entries are a few hundred bytes; cleared whole past this)
-
-
-def _rewrite(expr: str, refs: dict, tag: str, fold: bool) -> str:
+@functools.lru_cache(maxsize=8192)
+def _rewrite(expr: str, refs: tuple, tag: str, fold: bool) -> str:
     tree = ast.parse(expr, mode="eval")
-    tree = _Names(refs, tag).visit(tree)
+    tree = _Names(dict(refs), tag).visit(tree)
     if fold:
         tree = _Fold(tag).visit(tree)
     return ast.unparse(ast.fix_missing_locations(tree).body)

@@ -37,13 +37,15 @@ class Group:
     splits: set = field(default_factory=set)     # split points still possible
     members: set = field(default_factory=set)    # id(Var) of values computed in the loop
     host: bool = False  # a CUDA plan's group of host values (host_values.py): a CPU kernel
+    # ((len(eqns), len(reductions)), operands) of the last operands() answer
+    _operands: tuple | None = field(default=None, repr=False, compare=False)
 
     def operands(self) -> list:
         """Vars read by the loop but computed outside it, in first-use order (a new list;
         kept for the group as built: ``partition`` only appends members, and the graph's
         inputs are not rewritten once it is partitioned)."""
         size = (len(self.eqns), len(self.reductions))
-        known = self.__dict__.get("_operands")
+        known = self._operands
         if known is not None and known[0] == size:
             return list(known[1])
         seen, out = set(), []
@@ -52,7 +54,7 @@ class Group:
                 if isinstance(i, Var) and id(i) not in self.members and id(i) not in seen:
                     seen.add(id(i))
                     out.append(i)
-        self.__dict__["_operands"] = (size, tuple(out))
+        self._operands = (size, tuple(out))
         return out
 
 

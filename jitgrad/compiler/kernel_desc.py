@@ -47,6 +47,7 @@ the order never depends on how a compiler vectorised the loop:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -68,17 +69,12 @@ PATTERNS = ("full", "row", "col", "scalar", "item", "strided")
 _MATH_CALL = re.compile(r"\b(" + "|".join(
     [f"{f}_{t}" for f in FUNCTIONS for t in DTYPE_SUFFIXES.values()] + list(SCALAR_HELPERS))
     + r")\(")
-_CALLS_IN: dict = {}
 
 
+@functools.lru_cache(maxsize=8192)
 def _math_calls(expr: str) -> tuple:
     """The kernel-math functions ``expr`` calls (memoised: kernels repeat their lines)."""
-    found = _CALLS_IN.get(expr)
-    if found is None:
-        if len(_CALLS_IN) >= 8192:
-            _CALLS_IN.clear()
-        found = _CALLS_IN[expr] = tuple(_MATH_CALL.findall(expr))
-    return found
+    return tuple(_MATH_CALL.findall(expr))
 
 
 @dataclass(frozen=True)
