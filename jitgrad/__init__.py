@@ -275,12 +275,12 @@ sys.modules[__name__ + ".trace"].__class__ = _TracePackage
 
 #: subpackages imported on first use, not by ``import jitgrad``
 _LAZY_SUBMODULES = frozenset({"distributions", "func", "serialization", "testing", "_dynamo",
-                               "version", "multiprocessing"})
+                               "version", "multiprocessing", "profiler"})
 
 
 def __getattr__(name: str):
     """``jitgrad.distributions``, ``jitgrad.func``, ``jitgrad.version``,
-    ``jitgrad.multiprocessing`` (the lazily loaded subpackages),
+    ``jitgrad.multiprocessing``, ``jitgrad.profiler`` (the lazily loaded subpackages),
     ``jitgrad.vmap`` (``torch.vmap``, from ``jitgrad.func``), ``jitgrad.save`` / ``load``
     (from ``jitgrad.serialization``) and the ``jitgrad._foreach_*`` functions (from
     ``jitgrad.ops.foreach``), imported on first use."""

@@ -21,10 +21,10 @@ def __getattr__(name: str):
         from ..tensor_types import Variable
 
         return Variable
-    if name == "functional":  # torch.autograd.functional, loaded on first use
+    if name in ("functional", "profiler"):  # torch.autograd.functional / .profiler
         import importlib
 
-        return importlib.import_module(f"{__name__}.functional")
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [

@@ -17,6 +17,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import config
+from .._profiling import ACTIVE as _PROFILING
+from .._profiling import now_ns as _now_ns
 from .._thread_modes import AUTOCASTING
 from ..creation import full_like, ones_like, zeros_like
 from ..shapes import fmt_shape
@@ -319,7 +321,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 def _backward(tensors, grad_tensors, retain_graph, create_graph, inputs) -> None:
     if (type(tensors) is Tensor and grad_tensors is None and inputs is None and not create_graph
             and tensors._requires_grad and _TRACE.tracer is None and not _ANOMALY[0]
-            and _backward_chain(tensors, bool(retain_graph))):
+            and _PROFILING[0] is None and _backward_chain(tensors, bool(retain_graph))):
         return
     tensors = _as_tuple(tensors)
     if grad_tensors is None:
@@ -359,7 +361,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     (tensor(6.),)
     """
     if is_grads_batched:
-        raise NotImplementedError("is_grads_batched=True is not supported")
+        return _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
     if AUTOCASTING and _autocast_mode().autocasting():
         with _autocast_mode().suspended():  # backward runs in the dtypes the forward chose
             return grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
@@ -405,6 +408,71 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 g = zeros_like(t)
         result.append(g)
     del single
+    return tuple(result)
+
+
+def _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads) -> tuple:
+    """``grad(..., is_grads_batched=True)``: the first dimension of every grad_output is a
+    batch; each input's gradient gets the same leading dimension. PyTorch vmaps its backward;
+    this runs one backward per batch item (the graph kept until the last) and stacks the
+    results -- the same values, its errors. An input no item reaches is None (with
+    ``materialize_grads``: zeros of the input's own shape, as PyTorch gives)."""
+    from ..ops.concat import stack
+
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    grad_outputs = _as_tuple(grad_outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad requires one grad_output per output: got "
+                           f"{len(grad_outputs)} grad_outputs for {len(outputs)} outputs")
+    sizes = []
+    for i, (t, g) in enumerate(zip(outputs, grad_outputs)):
+        if g is None:
+            if t._requires_grad:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            continue
+        if not isinstance(g, Tensor):
+            raise TypeError(f"gradients can be either Tensors or None, but got "
+                            f"{type(g).__name__}")
+        if g._data.ndim == 0 or g._data.shape[1:] != t._data.shape:
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each "
+                "grad_output as the batch dimension. The sizes of the remaining dimensions "
+                "are expected to match the shape of corresponding output, but a mismatch "
+                f"was detected: grad_output[{i}] has a shape of "
+                f"{_size_str(g._data.shape[1:])} and output[{i}] has a shape of "
+                f"{_size_str(t._data.shape)}. If you only want some tensors in `grad_output` "
+                "to be considered batched, consider using vmap.")
+        sizes.append(g._data.shape[0])
+    if len(set(sizes)) > 1:
+        raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
+                         f"dimension, got sizes {sizes} for the mapped dimension")
+    batch = sizes[0] if sizes else 0
+    if retain_graph is None:
+        retain_graph = create_graph
+    per_item = [grad(outputs, inputs, tuple(None if g is None else g[b] for g in grad_outputs),
+                     retain_graph=retain_graph if b == batch - 1 else True,
+                     create_graph=create_graph, allow_unused=True)
+                for b in range(batch)]
+    result = []
+    for i, t in enumerate(inputs):
+        if not per_item:
+            result.append(zeros_like(t).expand(0, *t.shape).contiguous())
+            continue
+        gs = [p[i] for p in per_item]
+        if gs[0] is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {i} appears to not have been used in "
+                    "the graph. Set allow_unused=True if this is the desired behavior.")
+            result.append(zeros_like(t) if materialize_grads else None)
+        else:
+            result.append(stack(gs))
     return tuple(result)
 
 
@@ -609,6 +677,7 @@ class _Run:
         executed = self._executed
         retain, slots = self.retain, self._slots
         pop, push = heapq.heappop, heapq.heappush
+        profiling = _PROFILING[0]  # (jitgrad.profiler: one event per node run)
         while heap:
             obj = pop(heap)[2]
             k = id(obj)
@@ -618,6 +687,8 @@ class _Run:
                 continue
             node = obj
             grads = buffers.pop(k)
+            if profiling is not None:
+                started = _now_ns()
             edges = node.next_edges
             if (node._tensor_hooks is not None or node._retain is not None
                     or node._pre_hooks is not None
@@ -648,6 +719,8 @@ class _Run:
                 else:
                     pairs = zip(edges, (None,) * len(edges))
                 executed.append(node)
+            if profiling is not None:
+                profiling.add(_node_event(node, region), started, _now_ns(), "cpu_op")
             for e, g in pairs:
                 if e is None:
                     continue
@@ -802,3 +875,12 @@ def _mark_repeats(grads, shared_ids) -> None:
             if gid in seen:
                 shared_ids.add(gid)
             seen.add(gid)
+
+
+def _node_event(node, region) -> str:
+    """The profiler's name for a node the engine ran (PyTorch's), or for the fused region
+    of element-wise nodes it heads."""
+    if region is None:
+        return f"autograd::engine::evaluate_function: {node.name()}"
+    names = ", ".join(n.name() for n in region[0])
+    return f"autograd::engine::evaluate_function: fused region ({names})"
