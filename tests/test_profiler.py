@@ -275,6 +275,32 @@ def test_compiled_calls_are_one_event_and_do_not_retrace():
     assert step.stats["traces"] == 1
 
 
+def test_compiled_plans_record_their_steps():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    x = torch.randn(4, 6)
+
+    @torch.compile
+    def step(x):
+        return model(x).pow(2).sum()
+
+    compiled_model = torch.compile(model)
+    plain = step(x).item()
+    compiled_model(x).sum().backward()
+    with profile() as prof:
+        inside = step(x).item()
+        compiled_model(x).sum().backward()
+    assert inside == plain
+    region = next(ev for ev in prof.events() if ev.name == "Compiled Region: step")
+    kids = [c.name for c in region.cpu_children]
+    assert any(k.startswith("jitgrad::kernel(") and "tanh" in k for k in kids), kids
+    assert any(k in ("jitgrad::matmul", "jitgrad::addmm") for k in kids), kids
+    backward = next(ev for ev in prof.events() if ev.name.startswith(
+        "autograd::engine::evaluate_function: CompiledFunction"))
+    assert backward.cpu_children and all(c.name.startswith("jitgrad::")
+                                         for c in backward.cpu_children)
+
+
 def test_threads_record_their_own_events():
     x = torch.ones(3)
     with profile() as prof:

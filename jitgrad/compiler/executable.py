@@ -211,14 +211,53 @@ class Plan:
         self.consts = [(k, src) for k, src in self.consts if k not in gone]
         self.drops = [[k for k in d if k not in gone] for d in self.drops]
 
-    def _straight_line(self, which: str):
+    def run_profiled(self, flat: list) -> list:
+        """:meth:`run` recording one profiler event per step (``jitgrad.profiler``: a window
+        records). Its straight-line code is generated at the first such call."""
+        fn = self.__dict__.get("_run_profiled")
+        if fn is None:
+            fn = self._run_profiled = self._straight_line("run", profiled=True)
+        return fn(flat)
+
+    def run_arrays_profiled(self, arrays: list) -> list:
+        """:meth:`run_arrays` recording one profiler event per step."""
+        fn = self.__dict__.get("_run_arrays_profiled")
+        if fn is None:
+            fn = self._run_arrays_profiled = self._straight_line("run_arrays", profiled=True)
+        return fn(arrays)
+
+    def step_names(self) -> list[str]:
+        """What each step is called in a profile: ``jitgrad::kernel(tanh, mul, sum)`` for a
+        fused group's kernel (its ops, in order, each once), ``jitgrad::<op>`` for a step of
+        one equation (a BLAS product, a convolution, a view)."""
+        names = []
+        for s in self.steps:
+            if s.kind == "group":
+                ops = list(dict.fromkeys(
+                    e.op if isinstance(e.op, str) else e.op.name
+                    for e in (*s.group.eqns, *s.group.reductions)))
+                shown = ", ".join(ops[:8]) + (", ..." if len(ops) > 8 else "")
+                names.append(f"jitgrad::kernel({shown})")
+            else:
+                op = s.eqn.op
+                names.append(f"jitgrad::{op if isinstance(op, str) else op.name}")
+        return names
+
+    def _straight_line(self, which: str, profiled: bool = False):
         """``run`` or ``run_arrays`` unrolled for this plan: input reads, each step and the
         frees after it, outputs, effects. Plain Python, generated once; the generic loops
-        were most of a small graph's cost (W1 compiled: 7.5 -> 6.0 us)."""
+        were most of a small graph's cost (W1 compiled: 7.5 -> 6.0 us). ``profiled``: each
+        step timed and recorded in the profiler's window (see :meth:`run_profiled`)."""
         ns = {"apply_effects": apply_effects, "G": self.graph, "errstate": np.errstate,
               "CONSTS": dict(self.consts),
               "asarray": as_array if self.cuda else np.asarray}
         body = ["    env = CONSTS.copy()" if self.consts else "    env = {}"]
+        names = self.step_names() if profiled else None
+        if profiled:
+            from .._profiling import ACTIVE, now_ns
+
+            ns.update({"PROFILING": ACTIVE, "NOW": now_ns})
+            body.append("    REC = PROFILING[0]")
         if which == "run":
             body += [f"    env[{k}] = flat[{i}]._data" for k, i in self.arg_slots]
             for j, v in enumerate(self.other_inputs):
@@ -243,6 +282,13 @@ class Plan:
         for j, (r, drop) in enumerate(zip(self.runners, self.drops)):
             if j == commit_at:
                 steps.append("COMMITTED[0] = 1")
+            # (timed: every step that runs something -- not a transpose folded into its
+            # product, nor a call a chain's first call computed)
+            timed = profiled and r is not nothing and not (isinstance(r, InlineStep)
+                                                           and not r.line)
+            if timed:
+                ns[f"N{j}"] = names[j]
+                steps.append("T0 = NOW()")
             if isinstance(r, InlineStep):  # a view or a product: one line, no call
                 if r.line:  # (empty: a transpose folded into its product's line)
                     ns[f"P{j}"] = r.param
@@ -250,6 +296,8 @@ class Plan:
             else:
                 ns[f"R{j}"] = r
                 steps.append(f"R{j}(env)")
+            if timed:
+                steps.append(f"if REC is not None: REC.add(N{j}, T0, NOW(), 'kernel')")
             steps += [f"del env[{k}]" for k in drop]  # free after the last reader
         if self.calls:  # NumPy/BLAS give inf/nan silently, as the fused kernels do
             body.append("    with errstate(all='ignore'):")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._profiling import ACTIVE as _PROFILING
 from ..autograd import grad_mode
 from ..autograd.node import FREED_MESSAGE, Node, edge, make_node, node_class, save_input, unpack
 from ..compiler.partition import all_residuals
@@ -120,7 +121,9 @@ def run_backward(entry, node, grads) -> tuple:
             cots.append(np.zeros(shape, dtype))
         else:
             cots.append(g._data)
-    arrays = entry.bplan.run_arrays(cots + list(saved[:n_res]) + ext)
+    bplan = entry.bplan
+    arrays = (bplan.run_arrays if _PROFILING[0] is None else bplan.run_arrays_profiled)(
+        cots + list(saved[:n_res]) + ext)
     if (not entry.speculating and entry.spec_plan is not None
             and cots[0].item() == 1.0):  # differentiated as speculation would: speculate again
         entry.speculating = True

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .._profiling import ACTIVE as _PROFILING
 from ..autograd import grad_mode
 from ..autograd.node import edge
 from ..compiler.pysource import build_function
@@ -59,16 +60,19 @@ def entry_run(entry, grad_enabled: bool, flat: list) -> Callable[[Any], Any]:
         ret = f"return ({''.join(t + ', ' for t in ts)})"
     else:
         ret = f"return UNFLATTEN(TREE, [{', '.join(ts)}])"
-    body = ["outs = PLAN_RUN(flat)"]
+    ns["PROFILING"] = _PROFILING  # a profiler window: each plan step is an event
+    body = ["outs = (PLAN_RUN if PROFILING[0] is None else ENTRY.plan.run_profiled)(flat)"]
     if any(e.op == "random" for e in entry.graph.eqns):  # (a plan that raises runs again)
         body.insert(0, "ENTRY.keep_rng()")
     if entry.spec_plan is not None and grad_enabled:  # a speculated loss (speculation.py)
         ns["SPEC_RUN"] = entry.spec_plan.run
-        body = ["if ENTRY.speculating:", "    outs = SPEC_RUN(flat)"]
+        body = ["if ENTRY.speculating:", "    outs = (SPEC_RUN if PROFILING[0] is None else "
+                "ENTRY.spec_plan.run_profiled)(flat)"]
         loss = entry.grad_info.diff_outputs[0]  # made by attach_lines
         body += [f"    t{i} = ALIAS(outs[{i}])" for i in range(n_out) if i != loss]
         body += ["    " + ln for ln in attach_lines(entry, flat, ns, ts, f"outs[{n_out}:]")]
-        body += ["    " + ret, "outs = ENTRY.plan.run(flat)"]  # built when first needed
+        body += ["    " + ret, "outs = (ENTRY.plan.run if PROFILING[0] is None else "
+                 "ENTRY.plan.run_profiled)(flat)"]  # built when first needed
     else:
         ns["PLAN_RUN"] = entry.plan.run
     if entry.escaped:  # only until the first run has filled them
