@@ -23,9 +23,13 @@ from .torchscript import (
     Final,
     annotate,
     export,
+    freeze,
     ignore,
     is_scripting,
     is_tracing,
+    load,
+    optimize_for_inference,
+    save,
     script,
     trace,
     unused,
@@ -34,4 +38,5 @@ from .torchscript import (
 __all__ = ["compile", "CompiledFunction", "CompiledFunctionBackward", "explain", "grad",
            "value_and_grad", "Lowered", "MAX_RETRACES_BEFORE_WARNING", "OptimizedModule",
            "CompileOptionError", "script", "trace", "ignore", "unused", "export", "annotate",
-           "Final", "is_scripting", "is_tracing"]
+           "Final", "is_scripting", "is_tracing", "save", "load", "freeze",
+           "optimize_for_inference"]

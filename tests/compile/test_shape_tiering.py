@@ -87,21 +87,22 @@ def test_new_shapes_run_eagerly_then_trace_and_give_eager_bits():
     for n in (11, 13):  # first and second shapes: traced at once
         f(_x(n), w).backward()
     assert f.stats["traces"] == 2 and f.stats["eager_new_shapes"] == 0
-    traces = f.stats["traces"]
     for k in range(2000):
         f(_x(19 + k % 3), w)  # (shapes in between: no back-to-back streak)
         x = _x(17, seed=k)
+        traces = f.stats["traces"]
         out = f(x, w)
+        traced_now = f.stats["traces"] > traces  # (this call of shape 17 traced it)
         out.backward()
         xe = _x(17, seed=k)
         ref = _loss(xe, w.detach().requires_grad_())
         ref.backward()
         assert out.item() == ref.item()
         np.testing.assert_array_equal(x.grad.numpy(), xe.grad.numpy())
-        if f.stats["traces"] > traces:
-            break
+        if traced_now:  # (on a loaded machine a shape in between may trace first: slow
+            break       # eager calls of it reached the retrace time; that is tiering too)
     eager_runs = f.stats["eager_new_shapes"]
-    assert 1 <= eager_runs < 2000 and f.stats["traces"] == traces + 1
+    assert traced_now and 1 <= eager_runs < 4000
     hits = f.stats["cache_hits"]
     f(_x(17), w)
     assert f.stats["cache_hits"] == hits + 1  # compiled from now on
