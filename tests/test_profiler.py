@@ -119,6 +119,18 @@ def test_modules_backward_nodes_and_optimizer_steps():
     assert [c.name for c in linear.cpu_children] == ["aten::linear"]
 
 
+def test_data_loader_batches_are_events():
+    from jitgrad.utils.data import DataLoader, TensorDataset
+
+    loader = DataLoader(TensorDataset(torch.arange(10.0)), batch_size=4)
+    with profile() as prof:
+        batches = [b[0].tolist() for b in loader]
+    assert batches == [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0], [8.0, 9.0]]
+    name = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+    assert _keys(prof)[name].count == 4  # (the last one raises StopIteration)
+    assert [b[0].tolist() for b in loader] == batches  # outside a window: the plain iterator
+
+
 def test_a_subclass_step_calling_super_is_one_event():
     class Clipped(torch.optim.SGD):
         def step(self, closure=None):

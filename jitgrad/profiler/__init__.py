@@ -18,6 +18,8 @@ What a window records (all host time, measured with ``time.perf_counter_ns``):
 * ``nn.Module: <class>`` -- each module call;
 * ``autograd::engine::evaluate_function: <Node>`` -- each backward node the engine runs (a
   region of element-wise nodes that eager backward fuses is one event naming them);
+* ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`` -- each batch a
+  ``DataLoader`` gives (``_MultiProcessingDataLoaderIter`` with workers);
 * ``Optimizer.step#<class>.step`` / ``Optimizer.zero_grad#...``, ``Compiled Region: <fn>``
   (a ``jitgrad.compile``'d call), ``ProfilerStep#<n>`` (with a ``schedule``: from one
   ``step()`` to the next) and

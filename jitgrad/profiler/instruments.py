@@ -4,8 +4,9 @@ While a :class:`~jitgrad.profiler.profile` records, the public op functions (``j
 ``jitgrad.nn.functional.linear``, ``jitgrad.linalg.*``, ``jitgrad.special.*``) and
 ``Tensor``'s op methods and operators are replaced by timed wrappers that record an
 ``aten::<name>`` event per call, as do ``Module.__call__`` (``nn.Module: <class>``), the
-optimizers' ``step`` / ``zero_grad`` (``Optimizer.step#<class>.step``) and compiled
-functions (``Compiled Region: <name>``); the backward engine records one
+optimizers' ``step`` / ``zero_grad`` (``Optimizer.step#<class>.step``), compiled
+functions (``Compiled Region: <name>``) and each batch a ``DataLoader`` iterator gives
+(``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``); the backward engine records one
 ``autograd::engine::evaluate_function: <Node>`` event per node it runs (it reads
 ``jitgrad._profiling.ACTIVE``). Outside a window nothing is wrapped: eager mode's fast paths
 pay nothing for the profiler. The events are the calls a user's code makes: jitgrad's own
@@ -175,6 +176,46 @@ def _most_derived(fn, method: str):
     return profiled
 
 
+class _TimedBatches:
+    """A data loader's iterator whose every batch is an event (PyTorch's
+    ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``) while a window
+    records."""
+
+    def __init__(self, it, name: str) -> None:
+        self._it = it
+        self._name = name
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        rec = ACTIVE[0]
+        if rec is None:
+            return next(self._it)
+        start = now_ns()
+        try:
+            return next(self._it)
+        finally:
+            rec.add(self._name, start, now_ns(), "user_annotation")
+
+    def __getattr__(self, name: str):  # (the loader's own iterator's attributes)
+        return getattr(self._it, name)
+
+
+def _patch_data_loader() -> None:
+    from ..utils.data.dataloader import DataLoader
+
+    iterate = DataLoader.__dict__["__iter__"]
+
+    def profiled_iter(self):
+        it = iterate(self)
+        kind = "_MultiProcessingDataLoaderIter" if self.num_workers > 0 else \
+            "_SingleProcessDataLoaderIter"
+        return _TimedBatches(it, f"enumerate(DataLoader)#{kind}.__next__")
+    functools.update_wrapper(profiled_iter, iterate)
+    _patch(DataLoader, "__iter__", profiled_iter)
+
+
 def install() -> None:
     """Put the timed wrappers in place (once; :func:`uninstall` takes them away)."""
     with _LOCK:
@@ -198,6 +239,7 @@ def install() -> None:
                 CompiledFunction.__dict__["__call__"],
                 lambda f: f"Compiled Region: {getattr(f, '__name__', type(f).__name__)}"))
             _patch_optimizers()
+            _patch_data_loader()
         except BaseException:
             _restore()
             raise
