@@ -156,8 +156,8 @@ def to_dtype(dtype) -> DType:
         return dtype
     if type(dtype) is UnsupportedDType:
         raise dtype.error()
-    if dtype is float:
-        return _default_float
+    if dtype is float:  # Python's float is a double (PyTorch's too, whatever the default)
+        return float64
     if dtype is int:
         return int64
     if dtype is bool:

@@ -468,6 +468,11 @@ class _Archive:
         return np.frombuffer(raw, dtype=dt, count=numel).astype(stype.dtype)
 
 
+class NotACheckpointError(pickle.UnpicklingError, RuntimeError):
+    """A file :func:`load` cannot read: an ``UnpicklingError`` as PyTorch raises for it (and
+    a RuntimeError, as jitgrad raised before)."""
+
+
 def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None = None,
          mmap: bool | None = None, **pickle_load_args):
     """Load an object :func:`save` or ``torch.save`` wrote (PyTorch's zip format) from ``f``
@@ -483,9 +488,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None 
     fh = open(f, "rb") if opened else f
     try:
         if not zipfile.is_zipfile(fh):
-            raise RuntimeError("jitgrad.load reads PyTorch's zip checkpoint format (torch.save "
-                               "since PyTorch 1.6); this file is not one (the legacy format, "
-                               "or not a checkpoint)")
+            raise NotACheckpointError(
+                "jitgrad.load reads PyTorch's zip checkpoint format (torch.save since PyTorch "
+                "1.6); this file is not one (the legacy format, or not a checkpoint)")
         fh.seek(0) if hasattr(fh, "seek") else None
         with zipfile.ZipFile(fh) as zf:
             archive = _Archive(zf)

@@ -399,9 +399,11 @@ class Tensor:
                     "and the tensor are the same size"
                 )
             if value._data.dtype != self._data.dtype:
+                mine = self.dtype.tensor_type[:-len("Tensor")]  # ("Float": c10's name)
                 raise RuntimeError(
-                    f"attempting to assign a gradient with dtype '{value.dtype.name}' to a tensor "
-                    f"with dtype '{self.dtype.name}'. The gradient must match the tensor's dtype"
+                    f"attempting to assign a gradient with dtype '{value.dtype.cpp_name}' to a "
+                    f"tensor with grad_dtype '{mine}'. The gradient must match the tensor's "
+                    "grad_dtype (defaults to the tensor's dtype)."
                 )
         tr = _TRACE.tracer
         if tr is not None:
@@ -594,8 +596,10 @@ class Tensor:
     def __format__(self, spec: str) -> str:
         if _TRACE.tracer is not None:
             _TRACE.tracer.escape("formatting a tensor")
-        if self._data.ndim == 0 and spec:
-            return format(self._data.item(), spec)
+        if self._data.ndim == 0:  # f"{loss}": its number, as PyTorch's (any spec)
+            return format(self.item(), spec)
+        if spec:
+            raise TypeError("unsupported format string passed to Tensor.__format__")
         return repr(self)
 
     def __reduce_ex__(self, protocol):

@@ -26,12 +26,16 @@ def _dtype_name(a: np.ndarray) -> str:
     return str(from_numpy_dtype(a.dtype))
 
 
-def _fail(msg: str, extra: str | None):
-    raise AssertionError(msg if extra is None else f"{msg}\n\n{extra}")
+class _Mismatch(Exception):
+    """A failed comparison: its message (the caller adds where, and the user's ``msg``)."""
+
+
+def _fail(msg: str, extra: str | None = None):
+    raise _Mismatch(msg if extra is None else f"{msg}\n\n{extra}")
 
 
 def _compare_arrays(actual: np.ndarray, expected: np.ndarray, rtol, atol, equal_nan: bool,
-                    what: str, msg: str | None) -> None:
+                    what: str) -> None:
     exact = actual.dtype.kind not in "fc"
     if rtol is None:
         rtol, atol = (0.0, 0.0) if exact else _TOLERANCES.get(actual.dtype, (1.3e-6, 1e-5))
@@ -67,7 +71,7 @@ def _compare_arrays(actual: np.ndarray, expected: np.ndarray, rtol, atol, equal_
              + ("" if exact else f" (up to {atol} allowed)"),
              f"Greatest relative difference: {float(rd)!r} at index {ri}"
              + ("" if exact else f" (up to {rtol} allowed)")]
-    _fail(msg if msg is not None else "\n".join(lines), None)
+    _fail("\n".join(lines))
 
 
 def assert_close(actual, expected, *, allow_subclasses: bool = True, rtol=None, atol=None,
@@ -82,54 +86,108 @@ def assert_close(actual, expected, *, allow_subclasses: bool = True, rtol=None, 
     if (rtol is None) != (atol is None):
         raise ValueError(f"Both 'rtol' and 'atol' must be either specified or omitted, but "
                          f"got no {'rtol' if rtol is None else 'atol'}.")
-    if isinstance(actual, Mapping) and isinstance(expected, Mapping):
-        if set(actual) != set(expected):
-            _fail(f"The keys of the mappings do not match:\n{sorted(map(str, actual))} != "
-                  f"{sorted(map(str, expected))}", None)
-        for k in expected:
-            assert_close(actual[k], expected[k], rtol=rtol, atol=atol, equal_nan=equal_nan,
-                         check_device=check_device, check_dtype=check_dtype, msg=msg)
-        return
-    if isinstance(actual, Sequence) and isinstance(expected, Sequence) and not isinstance(
-            actual, str):
+    try:
+        _compare(actual, expected, (), rtol, atol, equal_nan, check_device, check_dtype)
+    except _Mismatch as failed:
+        text, path = str(failed.args[0]), getattr(failed, "path", ())
+        if path:
+            text += "\n\nThe failure occurred for item " + "".join(f"[{k!r}]" for k in path)
+        if callable(msg):
+            text = msg(text)
+        elif msg is not None:
+            text = msg
+        raise AssertionError(text) from None
+
+
+_NUMBERS = (int, float, bool)
+
+
+def _kind(x) -> str | None:
+    """How ``assert_close`` compares ``x``: as a tensor, an array, a number, a sequence, a
+    mapping (None: it cannot)."""
+    if isinstance(x, Tensor):
+        return "tensor"
+    if isinstance(x, np.ndarray):
+        return "array"
+    if isinstance(x, _NUMBERS):
+        return "number"
+    if isinstance(x, Mapping):
+        return "mapping"
+    if isinstance(x, Sequence) and not isinstance(x, (str, bytes)):
+        return "sequence"
+    return None
+
+
+def _compare(actual, expected, path: tuple, rtol, atol, equal_nan, check_device,
+             check_dtype) -> None:
+    ka, kb = _kind(actual), _kind(expected)
+    if ka is None or ka != kb:
+        raise TypeError(f"No comparison pair was able to handle inputs of type "
+                        f"{type(actual)} and {type(expected)}.")
+    if ka == "mapping":
+        missing = [k for k in expected if k not in actual]
+        extra = [k for k in actual if k not in expected]
+        if missing or extra:
+            lines = ["The keys of the mappings do not match:"]
+            if missing:
+                lines.append(f"Missing keys in the actual mapping: {sorted(missing, key=str)}")
+            if extra:
+                lines.append(f"Additional keys in the actual mapping: {sorted(extra, key=str)}")
+            _at(path, "\n".join(lines))
+        items = [(k, actual[k], expected[k]) for k in expected]
+    elif ka == "sequence":
         if len(actual) != len(expected):
-            _fail(f"The length of the sequences mismatch: {len(actual)} != {len(expected)}",
-                  None)
-        for a, b in zip(actual, expected):
-            assert_close(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan,
-                         check_device=check_device, check_dtype=check_dtype, msg=msg)
+            _at(path, f"The length of the sequences mismatch: {len(actual)} != "
+                      f"{len(expected)}")
+        items = [(i, a, b) for i, (a, b) in enumerate(zip(actual, expected))]
+    else:
+        try:
+            _compare_leaf(actual, expected, rtol, atol, equal_nan, check_device, check_dtype)
+        except _Mismatch as failed:
+            failed.path = path
+            raise
         return
-    if isinstance(actual, (int, float, bool)) and isinstance(expected, (int, float, bool)):
+    for k, a, b in items:
+        _compare(a, b, (*path, k), rtol, atol, equal_nan, check_device, check_dtype)
+
+
+def _at(path: tuple, text: str):
+    failed = _Mismatch(text)
+    failed.path = path
+    raise failed
+
+
+def _compare_leaf(actual, expected, rtol, atol, equal_nan, check_device, check_dtype) -> None:
+    if isinstance(actual, _NUMBERS):
         if type(actual) is not type(expected) and check_dtype:
-            _fail(f"The values for attribute 'type' do not match: {type(actual)} != "
-                  f"{type(expected)}.", None)
-        r, t = (rtol, atol) if rtol is not None else ((1e-7, 1e-7) if isinstance(
-            expected, float) else (0.0, 0.0))
+            _fail(f"The (d)types do not match: {type(actual)} != {type(expected)}.")
+        exact = not isinstance(expected, float) and not isinstance(actual, float)
+        r, t = (rtol, atol) if rtol is not None else ((0.0, 0.0) if exact else (1e-7, 1e-7))
         if (equal_nan and math.isnan(actual) and math.isnan(expected)) or \
                 abs(actual - expected) <= t + r * abs(expected):
             return
-        kind = "close" if isinstance(expected, float) else "equal"
         diff = abs(actual - expected)
         rel = diff / abs(expected) if expected else math.inf
-        _fail(msg if msg is not None else (
-            f"Scalars are not {kind}!\n\nExpected {expected} but got {actual}.\n"
-            f"Absolute difference: {diff} (up to {t} allowed)\n"
-            f"Relative difference: {rel} (up to {r} allowed)"), None)
-        return
+        if exact:
+            _fail(f"Scalars are not equal!\n\nExpected {expected} but got {actual}.\n"
+                  f"Absolute difference: {diff}\nRelative difference: {rel}")
+        _fail(f"Scalars are not close!\n\nExpected {expected} but got {actual}.\n"
+              f"Absolute difference: {diff} (up to {t} allowed)\n"
+              f"Relative difference: {rel} (up to {r} allowed)")
     a, b = _as_array(actual), _as_array(expected)
     if a.shape != b.shape:
         from .tensor import Size
 
         _fail(f"The values for attribute 'shape' do not match: {Size(a.shape)} != "
-              f"{Size(b.shape)}.", None)
+              f"{Size(b.shape)}.")
     if check_dtype and a.dtype != b.dtype:
         _fail(f"The values for attribute 'dtype' do not match: {_dtype_name(a)} != "
-              f"{_dtype_name(b)}.", None)
+              f"{_dtype_name(b)}.")
     if check_device and isinstance(actual, Tensor) and isinstance(expected, Tensor) and \
             actual.device != expected.device:
         _fail(f"The values for attribute 'device' do not match: {actual.device} != "
-              f"{expected.device}.", None)
-    _compare_arrays(a, b, rtol, atol, equal_nan, "Tensor-likes", msg)
+              f"{expected.device}.")
+    _compare_arrays(a, b, rtol, atol, equal_nan, "Tensor-likes")
 
 
 def _as_array(x) -> np.ndarray:

@@ -53,3 +53,238 @@ def test_freeze_and_optimize_for_inference():
     assert torch.jit.freeze(m.eval()) is m
     m.train()
     assert torch.jit.optimize_for_inference(m) is m and not m.training
+
+
+# ---------------------------------------------------------------- optimizer hooks
+def _opt(cls=None, **kw):
+    p = torch.nn.Parameter(torch.ones(2))
+    p.grad = torch.ones(2)
+    return p, (cls or torch.optim.SGD)([p], lr=0.5, **kw)
+
+
+def test_step_hooks_run_in_pytorch_order_and_remove():
+    from jitgrad.optim.optimizer import (
+        register_optimizer_step_post_hook,
+        register_optimizer_step_pre_hook,
+    )
+
+    p, opt = _opt()
+    log = []
+    h = opt.register_step_pre_hook(lambda o, a, k: log.append(("pre", o is opt, a, k)))
+    opt.register_step_post_hook(lambda o, a, k: log.append(("post",)))
+    g1 = register_optimizer_step_pre_hook(lambda o, a, k: log.append(("global pre",)))
+    g2 = register_optimizer_step_post_hook(lambda o, a, k: log.append(("global post",)))
+    try:
+        opt.step()
+    finally:
+        g1.remove()
+        g2.remove()
+    assert log == [("global pre",), ("pre", True, (), {}), ("post",), ("global post",)]
+    assert p.detach().tolist() == [0.5, 0.5]
+    h.remove()
+    log.clear()
+    opt.step()
+    assert log == [("post",)]
+
+
+def test_a_pre_hook_may_replace_the_arguments():
+    p, opt = _opt()
+    calls = []
+
+    def closure():
+        calls.append(1)
+        return torch.tensor(3.0)
+
+    opt.register_step_pre_hook(lambda o, a, k: ((closure,), {}))
+    assert opt.step().item() == 3.0 and calls == [1]
+    opt.register_step_pre_hook(lambda o, a, k: "bad")
+    with pytest.raises(RuntimeError, match="must return None or a tuple"):
+        opt.step()
+
+
+def test_a_subclass_step_calling_super_runs_the_hooks_once():
+    class Custom(torch.optim.Adam):
+        def step(self, closure=None):
+            return super().step(closure)
+
+    p, opt = _opt(Custom)
+    log = []
+    opt.register_step_post_hook(lambda o, a, k: log.append(1))
+    opt.step()
+    assert log == [1]
+
+
+def test_state_dict_hooks():
+    p, opt = _opt(torch.optim.Adam)
+    opt.step()
+    log = []
+    opt.register_state_dict_pre_hook(lambda o: log.append("sd pre"))
+    opt.register_state_dict_post_hook(lambda o, sd: {**sd, "note": "x"})
+    sd = opt.state_dict()
+    assert sd["note"] == "x" and log == ["sd pre"]
+    opt.register_load_state_dict_pre_hook(
+        lambda o, sd: {k: v for k, v in sd.items() if k != "note"})
+    opt.register_load_state_dict_post_hook(lambda o: log.append("load post"))
+    opt.register_load_state_dict_post_hook(lambda o: log.append("first"), prepend=True)
+    opt.load_state_dict(sd)
+    assert log == ["sd pre", "first", "load post"]
+
+
+def test_a_hook_registered_after_a_compiled_step_traced_runs():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(4, 3)
+
+    @torch.compile
+    def step():
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    step()
+    step()
+
+    def halve(o, args, kwargs):
+        for q in model.parameters():
+            q.grad.mul_(0.5)
+
+    opt.register_step_pre_hook(halve)
+    before = model.weight.detach().clone()
+    twin = torch.nn.Linear(3, 1)
+    twin.load_state_dict(model.state_dict())
+    twin_opt = torch.optim.SGD(twin.parameters(), lr=0.1)
+    twin_opt.register_step_pre_hook(lambda o, a, k: [q.grad.mul_(0.5)
+                                                     for q in twin.parameters()] and None)
+    step()
+    twin_opt.zero_grad()
+    twin(x).pow(2).mean().backward()
+    twin_opt.step()
+    assert not torch.equal(model.weight, before)
+    assert torch.equal(model.weight, twin.weight) and torch.equal(model.bias, twin.bias)
+
+
+# ------------------------------------------------------------------ assert_close
+def _assert_close_outcomes(lib) -> list:
+    import numpy as np
+
+    close = lib.testing.assert_close
+    t = lib.tensor
+    cases = [
+        lambda: close(t([1.0, 2.0]), t([1.0, 3.0]), msg=lambda m: "WRAPPED " + m),
+        lambda: close(t([1.0, 2.0]), t([1.0, 3.0]), msg="custom"),
+        lambda: close(t(1.0), 1.0),
+        lambda: close(t(1.0), t(1.0).numpy()),
+        lambda: close({"a": lib.ones(1), "c": 1}, {"b": lib.ones(1), "c": 1}),
+        lambda: close([lib.ones(1)], [lib.ones(2)]),
+        lambda: close(1, 2, msg=lambda m: "W " + m),
+        lambda: close([1.0, 2.0], [1.0, 2.5]),
+        lambda: close("a", "a"),
+        lambda: close({"x": [lib.ones(2), {"y": lib.zeros(1)}]},
+                      {"x": [lib.ones(2), {"y": lib.ones(1)}]}),
+        lambda: close(np.ones(2), np.ones(2)),
+        lambda: close((1, 2), [1, 2]),
+        lambda: close(1, 1.0),
+    ]
+    out = []
+    for case in cases:
+        try:
+            case()
+            out.append("ok")
+        except Exception as e:  # noqa: BLE001 - the outcome is what is compared
+            text = str(e).replace("jitgrad.tensor.Tensor", "torch.Tensor").replace(
+                "jitgrad.Size", "torch.Size")
+            out.append(f"{type(e).__name__}: {text}")
+    return out
+
+
+def test_assert_close_messages_match_pytorch():
+    real = pytest.importorskip("torch")
+    import jitgrad.testing  # noqa: F401 - (loaded on first use)
+
+    ours, theirs = _assert_close_outcomes(torch), _assert_close_outcomes(real)
+    for a, b in zip(ours, theirs):
+        assert a == b
+
+
+# ------------------------------------------------------------ smaller behaviours
+def test_integer_tensor_to_negative_tensor_powers():
+    a = torch.tensor([2, 1, -1, -1, 0, 3, -2])
+    e = torch.tensor([-1, -1, -1, -2, -1, -2, -3])
+    expected = [0, 1, -1, 1, 0, 0, 0]  # PyTorch's: NumPy raises
+    assert a.pow(e).tolist() == expected
+    assert torch.compile(lambda a, e: a.pow(e))(a, e).tolist() == expected
+    assert torch.pow(2, torch.tensor([-1, 2])).tolist() == [0, 4]
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers"):
+        a ** -1  # a number exponent raises, as PyTorch's
+
+
+def test_format_of_tensors():
+    assert f"loss {torch.tensor(0.5)} acc {torch.tensor(3)}" == "loss 0.5 acc 3"
+    assert f"{torch.tensor(0.25, requires_grad=True):.1f}" == "0.2"
+    assert f"{torch.tensor(0.1)}" == str(float(torch.tensor(0.1)))  # the float32's digits
+    assert f"{torch.tensor([1.0, 2.0])}" == "tensor([1., 2.])"
+    with pytest.raises(TypeError, match="unsupported format string passed to Tensor"):
+        f"{torch.tensor([1.0, 2.0]):.2f}"
+
+
+def test_python_float_dtype_is_float64():
+    assert torch.zeros(2, dtype=float).dtype == torch.float64
+    assert torch.tensor([1], dtype=float).dtype == torch.float64
+    assert torch.ones(2).to(float).dtype == torch.float64
+    assert torch.zeros(1, dtype=int).dtype == torch.int64
+
+
+def test_set_grad_enabled_as_a_decorator_leaves_the_mode():
+    @torch.set_grad_enabled(False)
+    def evaluate(x):
+        return torch.is_grad_enabled(), (x * 2).requires_grad
+
+    assert torch.is_grad_enabled()
+    x = torch.ones(2, requires_grad=True)
+    assert evaluate(x) == (False, False) and torch.is_grad_enabled()
+    torch.set_grad_enabled(False)  # a plain call still sets the mode at once
+    try:
+        assert not torch.is_grad_enabled()
+    finally:
+        torch.set_grad_enabled(True)
+
+
+def test_data_loader_sampler_attributes():
+    from jitgrad.utils.data import (
+        BatchSampler,
+        DataLoader,
+        RandomSampler,
+        SequentialSampler,
+        Subset,
+        TensorDataset,
+    )
+    from jitgrad.utils.data.dataloader import default_convert  # noqa: F401 - importable
+
+    ds = TensorDataset(torch.arange(10.0))
+    dl = DataLoader(ds, batch_size=4, shuffle=True)
+    assert isinstance(dl.sampler, RandomSampler) and len(dl.sampler) == 10
+    assert isinstance(dl.batch_sampler, BatchSampler) and len(dl.batch_sampler) == len(dl) == 3
+    plain = DataLoader(ds, batch_size=4)
+    assert isinstance(plain.sampler, SequentialSampler)
+    assert [b[0].tolist() for b in plain] == [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0],
+                                              [8.0, 9.0]]
+    assert DataLoader(ds, batch_size=None).batch_sampler is None
+    mine = SequentialSampler(ds)
+    assert DataLoader(ds, sampler=mine).sampler is mine
+    with pytest.raises(ValueError, match="should not be set after DataLoader is initialized"):
+        dl.batch_size = 2
+    idx = torch.tensor([1, 3])
+    sub = Subset(ds, idx)
+    assert sub.indices is idx and sub[1][0].item() == 3.0
+
+
+def test_loading_a_file_that_is_no_checkpoint_raises_unpickling_error():
+    import pickle
+
+    with pytest.raises(pickle.UnpicklingError, match="zip checkpoint format"):
+        torch.load(io.BytesIO(b"garbage"))
+    with pytest.raises(RuntimeError):  # (what jitgrad raised before: still caught)
+        torch.load(io.BytesIO(b"garbage"))

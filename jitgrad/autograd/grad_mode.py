@@ -145,6 +145,13 @@ class set_grad_enabled(_GradModeContext):
     def __enter__(self) -> None:
         STATE.enabled = self.mode
 
+    def __call__(self, fn):
+        """As a decorator (``@set_grad_enabled(False)``): the mode set when the decorator
+        was made goes back to what it was -- only calls of ``fn`` run in ``mode`` -- as
+        PyTorch's."""
+        STATE.enabled = self._prev
+        return super().__call__(fn)
+
     def clone(self):
         return _FixedMode(self.mode)
 

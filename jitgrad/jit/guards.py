@@ -476,11 +476,23 @@ def state_of(o):
     return ("x", id(o))
 
 
+def _step_hooks(o) -> tuple:
+    """The step hooks ``o.step()`` runs (its own and the global ones), by identity: a hook
+    registered or removed after a trace is a miss (it runs in the trace, and a plan would
+    not run it)."""
+    from ..optim.optimizer import _GLOBAL_STEP_POST_HOOKS, _GLOBAL_STEP_PRE_HOOKS
+
+    d = getattr(o, "__dict__", {})
+    return tuple(id(h) for hooks in (_GLOBAL_STEP_PRE_HOOKS, d.get("_optimizer_step_pre_hooks"),
+                                     d.get("_optimizer_step_post_hooks"),
+                                     _GLOBAL_STEP_POST_HOOKS) if hooks for h in hooks.values())
+
+
 def _optimizer_state(o) -> tuple:
     traced = getattr(o, "traced_options", None)
     dynamic = ("params", *(traced() if traced is not None else ()))  # read at every call
     state = getattr(o, "state", {})
-    return ("o", tuple(
+    return ("o", _step_hooks(o), tuple(
         (id(grp),  # traced hyper-parameters are read from this very dict at every call
          tuple(id(p) for p in grp["params"]),
          # (a tuple holding mutable things, by their contents: it is the one stored too)

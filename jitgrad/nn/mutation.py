@@ -26,7 +26,7 @@ from .._thread_modes import TRACING
 from ..trace.state import STATE as _TRACE
 
 __all__ = ["EPOCH", "bump", "TrackedDict", "TrackedOrderedDict", "TrackedSet", "OPTIM_EPOCH",
-           "OptimDict", "OptimList", "OptimState"]
+           "OptimDict", "OptimList", "OptimState", "OptimHookDict"]
 
 #: The number of module-tree changes so far (a one-element list: read as ``EPOCH[0]``).
 EPOCH = [0]
@@ -133,6 +133,11 @@ def _optim_bumping(cls, names, watched=None):
     return cls
 
 
+class OptimHookDict(OrderedDict):
+    """An optimizer's (or the global) hook dict: an ``OrderedDict`` whose changes bump
+    :data:`OPTIM_EPOCH`, so a compiled step's guard sees a hook registered or removed."""
+
+
 def _is_group(d: dict) -> bool:
     return "params" in d  # (a param group; a parameter's state has no such key)
 
@@ -142,3 +147,4 @@ _optim_bumping(OptimState, _DICT_MUTATORS)
 _optim_bumping(OptimList, ("__setitem__", "__delitem__", "append", "extend", "insert", "pop",
                            "remove", "clear", "sort", "reverse", "__iadd__", "__imul__"),
                lambda lst: True)
+_optim_bumping(OptimHookDict, _DICT_MUTATORS + ("move_to_end",))

@@ -72,7 +72,21 @@ def _pow_vjp(g, ins, out, p, n):
     return ga, gb
 
 
-POW = ew("pow", "PowBackward1", ("a", "b"), "pow(a, b)", np.power, _pow_vjp, save=(0, 1),
+def _pow_ref(a, b):
+    """``a ** b`` element-wise; integers to negative integer powers as PyTorch's: 1 for a
+    base of 1, +-1 (by the exponent's parity) for -1, else 0 (NumPy raises)."""
+    if a.dtype.kind in "iu" and getattr(b, "dtype", np.dtype(type(b))).kind == "i":
+        neg = np.less(b, 0)
+        if neg.any():
+            r = np.power(a, np.where(neg, 0, b))
+            one = np.ones_like(r)
+            special = np.where(a == 1, one, np.where(a == -1, np.where(
+                np.remainder(b, 2) == 0, one, -one), 0))
+            return np.where(neg, special, r).astype(r.dtype, copy=False)
+    return np.power(a, b)
+
+
+POW = ew("pow", "PowBackward1", ("a", "b"), "pow(a, b)", _pow_ref, _pow_vjp, save=(0, 1),
          save_out=True, samples=S.pow_tensor)
 
 

@@ -7,6 +7,7 @@ parameters in place with jitgrad tensor ops (so a compiled training step can tra
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -16,7 +17,7 @@ from itertools import chain
 import numpy as np
 
 from ..autograd.grad_mode import enable_grad, no_grad
-from ..nn.mutation import OPTIM_EPOCH, OptimDict, OptimList, OptimState
+from ..nn.mutation import OPTIM_EPOCH, OptimDict, OptimHookDict, OptimList, OptimState
 from ..ops.arithmetic import ADD_SCALED
 from ..ops.dispatch import binary_into
 from ..tensor import Tensor
@@ -39,10 +40,72 @@ def _typename(obj) -> str:
         type(obj).__qualname__
 
 
+#: hooks every optimizer's step runs (``register_optimizer_step_pre_hook`` / ``post``)
+_GLOBAL_STEP_PRE_HOOKS: OptimHookDict = OptimHookDict()
+_GLOBAL_STEP_POST_HOOKS: OptimHookDict = OptimHookDict()
+#: an optimizer's own hook dicts (made empty by ``__init__`` and ``__setstate__``)
+_HOOK_DICTS = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
+               "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
+               "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks")
+
+
+def register_optimizer_step_pre_hook(hook: Callable):
+    """``hook(optimizer, args, kwargs)`` before every optimizer's ``step`` (it may return
+    new ``(args, kwargs)``); returns a handle whose ``remove()`` unregisters it."""
+    from ..nn.hooks import add_hook
+
+    return add_hook(_GLOBAL_STEP_PRE_HOOKS, hook)
+
+
+def register_optimizer_step_post_hook(hook: Callable):
+    """``hook(optimizer, args, kwargs)`` after every optimizer's ``step``."""
+    from ..nn.hooks import add_hook
+
+    return add_hook(_GLOBAL_STEP_POST_HOOKS, hook)
+
+
+def _with_step_hooks(step: Callable) -> Callable:
+    """``step`` running the step hooks around it, PyTorch's order: the global pre-hooks,
+    the optimizer's own pre-hooks (each may return new ``(args, kwargs)``), the step, the
+    optimizer's post-hooks, the global post-hooks. Only the class whose ``step`` the object
+    resolves to runs them (a subclass's step calling ``super().step()`` runs them once)."""
+    if getattr(step, "_runs_step_hooks", False):
+        return step
+
+    @functools.wraps(step)
+    def hooked(self, *args, **kwargs):
+        d = self.__dict__
+        pre, post = d.get("_optimizer_step_pre_hooks"), d.get("_optimizer_step_post_hooks")
+        if not (pre or post or _GLOBAL_STEP_PRE_HOOKS or _GLOBAL_STEP_POST_HOOKS) or \
+                getattr(type(self), "step", None) is not hooked:
+            return step(self, *args, **kwargs)
+        for hook in (*_GLOBAL_STEP_PRE_HOOKS.values(), *(pre or {}).values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{hook} must return None or a tuple of (new_args, "
+                                       f"new_kwargs), but got {result}.")
+                args, kwargs = result
+        out = step(self, *args, **kwargs)
+        for hook in (*(post or {}).values(), *_GLOBAL_STEP_POST_HOOKS.values()):
+            hook(self, args, kwargs)
+        return out
+    hooked._runs_step_hooks = True
+    return hooked
+
+
 class Optimizer:
     """Base class of the optimizers (see :class:`jitgrad.optim.SGD` for an example)."""
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if callable(step):  # (a subclass's own step runs the step hooks too)
+            cls.step = _with_step_hooks(step)
+
     def __init__(self, params, defaults: dict) -> None:
+        for name in _HOOK_DICTS:
+            setattr(self, name, OptimHookDict())
         self.defaults = defaults
         # tracked containers: a compiled step's guard re-reads them only after a change
         # (``nn/mutation.py``, ``jit/guards.py``)
@@ -208,10 +271,62 @@ class Optimizer:
         d.setdefault("_varying", set()).add(key)
         return True
 
+    # -------------------------------------------------------------------- hooks
+    def register_step_pre_hook(self, hook: Callable):
+        """``hook(optimizer, args, kwargs)`` before each ``step`` (it may return new
+        ``(args, kwargs)``); returns a handle whose ``remove()`` unregisters it."""
+        return self._add_hook("_optimizer_step_pre_hooks", hook)
+
+    def register_step_post_hook(self, hook: Callable):
+        """``hook(optimizer, args, kwargs)`` after each ``step``."""
+        return self._add_hook("_optimizer_step_post_hooks", hook)
+
+    def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False):
+        """``hook(optimizer)`` before :meth:`state_dict` builds the dict."""
+        return self._add_hook("_optimizer_state_dict_pre_hooks", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False):
+        """``hook(optimizer, state_dict)`` after :meth:`state_dict`; a dict it returns is
+        the result."""
+        return self._add_hook("_optimizer_state_dict_post_hooks", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable, prepend: bool = False):
+        """``hook(optimizer, state_dict)`` before :meth:`load_state_dict`; a dict it returns
+        is loaded instead."""
+        return self._add_hook("_optimizer_load_state_dict_pre_hooks", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable, prepend: bool = False):
+        """``hook(optimizer)`` after :meth:`load_state_dict`."""
+        return self._add_hook("_optimizer_load_state_dict_post_hooks", hook, prepend)
+
+    def _add_hook(self, name: str, hook: Callable, prepend: bool = False):
+        from ..nn.hooks import add_hook
+
+        hooks = self.__dict__.get(name)
+        if hooks is None:  # (a subclass that never called Optimizer.__init__)
+            hooks = OptimHookDict()
+            object.__setattr__(self, name, hooks)
+        return add_hook(hooks, hook, prepend)
+
+    def _hooks(self, name: str) -> tuple:
+        hooks = self.__dict__.get(name)
+        return tuple(hooks.values()) if hooks else ()
+
     # -------------------------------------------------------------------- state
     def state_dict(self) -> dict:
         """``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}``;
-        parameters are referred to by their position across groups."""
+        parameters are referred to by their position across groups. The state-dict hooks
+        run before and after."""
+        for hook in self._hooks("_optimizer_state_dict_pre_hooks"):
+            hook(self)
+        out = self._state_dict()
+        for hook in self._hooks("_optimizer_state_dict_post_hooks"):
+            result = hook(self, out)
+            if result is not None:
+                out = result
+        return out
+
+    def _state_dict(self) -> dict:
         mapping: dict[int, int] = {}
         start = 0
 
@@ -230,7 +345,17 @@ class Optimizer:
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Load a :meth:`state_dict` (state tensors are copied and cast to each parameter's
-        dtype; the ``step`` count keeps its own)."""
+        dtype; the ``step`` count keeps its own). The load hooks run before (a dict one
+        returns is loaded instead) and after."""
+        for hook in self._hooks("_optimizer_load_state_dict_pre_hooks"):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        self._load_state_dict(state_dict)
+        for hook in self._hooks("_optimizer_load_state_dict_post_hooks"):
+            hook(self)
+
+    def _load_state_dict(self, state_dict: dict) -> None:
         groups = self.param_groups
         saved = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved):
@@ -272,6 +397,8 @@ class Optimizer:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        for name in _HOOK_DICTS:  # (hooks are not pickled, as PyTorch's)
+            self.__dict__.setdefault(name, OptimHookDict())
         OPTIM_EPOCH[0] += 1
         self._track()
 
@@ -283,6 +410,9 @@ class Optimizer:
                 if key != "params":
                     s += f"    {key}: {group[key]}\n"
         return s + ")"
+
+
+Optimizer.step = _with_step_hooks(Optimizer.step)
 
 
 def params_with_grad(group: dict) -> Iterable[Tensor]:

@@ -27,8 +27,9 @@ from ...tensor import Tensor, wrap
 from . import _worker_loop as _wl
 from .dataset import Dataset, TensorDataset
 from .sampler import check_positive_int
+from .worker import default_convert, get_worker_info  # noqa: F401 - PyTorch's module has them
 
-__all__ = ["DataLoader", "default_collate", "pin_batch"]
+__all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info", "pin_batch"]
 
 
 def default_collate(batch: list):
@@ -135,6 +136,18 @@ def _index_batches(dataset, sampler, batch_sampler, shuffle: bool, generator,
         yield order[start:start + bs]
 
 
+class _InfiniteConstantSampler:
+    """The sampler of a loader over an ``IterableDataset``: None, for ever (PyTorch's)."""
+
+    def __iter__(self) -> Iterator:
+        return itertools.repeat(None)
+
+
+#: what PyTorch forbids setting on a DataLoader once made
+_FIXED_AFTER_INIT = frozenset({"batch_size", "batch_sampler", "sampler", "drop_last",
+                               "dataset", "persistent_workers"})
+
+
 class DataLoader:
     """Iterate over ``dataset`` in batches, as ``torch.utils.data.DataLoader``.
 
@@ -232,26 +245,70 @@ class DataLoader:
         self.shuffle = shuffle
         self.drop_last = drop_last
         self.generator = generator
-        self.sampler = sampler
-        self.batch_sampler = batch_sampler
+        self._sampler = sampler  # as given (None: the loader orders the indices itself)
+        self._batch_sampler = batch_sampler
         # a TensorDataset with the default collation is batched by indexing its tensors
         # (decided before collate_fn is filled in with that default)
         self._fast = isinstance(dataset, TensorDataset) and collate_fn is None \
             and batch_size is not None
         if collate_fn is None:  # samples one by one (batch_size=None): converted only
-            from .worker import default_convert
-
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
         self.pin_memory = pin_memory
         self.persistent_workers = persistent_workers
         self._iterator: _MultiProcessingIter | None = None  # persistent workers' iterator
         self._check_worker_number_rationality()
+        # the default sampler objects, made when first read (and, being set, what marks
+        # the loader initialized: __setattr__)
+        self._defaults: dict = {}
+
+    @property
+    def sampler(self):
+        """The sampler given, else PyTorch's default: a ``RandomSampler`` (with the loader's
+        ``generator``) when shuffling, a ``SequentialSampler`` otherwise, an infinite
+        constant sampler for an ``IterableDataset`` (``len(loader.sampler)`` is the number
+        of samples). Iterating a default sampler draws its own order: the loader's batches
+        draw theirs as described above."""
+        if self._sampler is not None:
+            return self._sampler
+        if "sampler" not in self._defaults:
+            from .sampler import RandomSampler, SequentialSampler
+
+            if self._iterable:
+                made = _InfiniteConstantSampler()
+            elif self.shuffle:
+                made = RandomSampler(self.dataset, generator=self.generator)
+            else:
+                made = SequentialSampler(self.dataset)
+            self._defaults["sampler"] = made
+        return self._defaults["sampler"]
+
+    @property
+    def batch_sampler(self):
+        """The batch sampler given, else (with a ``batch_size``) PyTorch's default:
+        ``BatchSampler(loader.sampler, batch_size, drop_last)``; None without
+        auto-batching."""
+        if self._batch_sampler is not None:
+            return self._batch_sampler
+        if self.batch_size is None:
+            return None
+        if "batch_sampler" not in self._defaults:
+            from .sampler import BatchSampler
+
+            self._defaults["batch_sampler"] = BatchSampler(self.sampler, self.batch_size,
+                                                           self.drop_last)
+        return self._defaults["batch_sampler"]
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in _FIXED_AFTER_INIT and "_defaults" in self.__dict__:
+            raise ValueError(f"{name} attribute should not be set after "
+                             f"{type(self).__name__} is initialized")
+        object.__setattr__(self, name, value)
 
     @property
     def _auto_collation(self) -> bool:
         """Whether samples are collated into batches (``batch_size`` or ``batch_sampler``)."""
-        return self.batch_size is not None or self.batch_sampler is not None
+        return self.batch_size is not None or self._batch_sampler is not None
 
     @property
     def multiprocessing_context(self):
@@ -310,7 +367,7 @@ class DataLoader:
         auto-batching (an ``IterableDataset``: None, forever)."""
         if self._iterable:
             return itertools.repeat(None)
-        return _index_batches(self.dataset, self.sampler, self.batch_sampler, self.shuffle,
+        return _index_batches(self.dataset, self._sampler, self._batch_sampler, self.shuffle,
                               self.generator, self.batch_size, self.drop_last)
 
     def _fetcher_args(self) -> tuple:
@@ -369,9 +426,9 @@ class DataLoader:
             if self.batch_size is None:
                 return n
             return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
-        if self.batch_sampler is not None:
-            return len(self.batch_sampler)
-        n = len(self.dataset) if self.sampler is None else len(self.sampler)
+        if self._batch_sampler is not None:
+            return len(self._batch_sampler)
+        n = len(self.dataset) if self._sampler is None else len(self._sampler)
         if self.batch_size is None:
             return n
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)

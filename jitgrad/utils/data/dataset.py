@@ -76,19 +76,22 @@ class Subset(Dataset):
 
     def __init__(self, dataset: Dataset, indices) -> None:
         self.dataset = dataset
-        self.indices = list(indices)
+        self.indices = indices  # as given (a list, a range, a tensor...), as PyTorch keeps it
+
+    def _at(self, i) -> int:
+        return int(self.indices[i])
 
     def __getitem__(self, idx):
         if isinstance(idx, list):
-            return self.dataset[[self.indices[i] for i in idx]]
-        return self.dataset[self.indices[idx]]
+            return self.dataset[[self._at(i) for i in idx]]
+        return self.dataset[self._at(idx)]
 
     def __getitems__(self, indices: list) -> list:
         """The samples at ``indices`` (the dataset's own ``__getitems__`` when it has one)."""
         get = getattr(self.dataset, "__getitems__", None)
         if callable(get):
-            return get([self.indices[i] for i in indices])
-        return [self.dataset[self.indices[i]] for i in indices]
+            return get([self._at(i) for i in indices])
+        return [self.dataset[self._at(i)] for i in indices]
 
     def __len__(self) -> int:
         return len(self.indices)
