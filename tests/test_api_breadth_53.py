@@ -288,3 +288,39 @@ def test_loading_a_file_that_is_no_checkpoint_raises_unpickling_error():
         torch.load(io.BytesIO(b"garbage"))
     with pytest.raises(RuntimeError):  # (what jitgrad raised before: still caught)
         torch.load(io.BytesIO(b"garbage"))
+
+
+# ------------------------------------------------------------------- histogramdd
+def _histogramdd_cases(lib):
+    x = lib.tensor([[0.0, 1.0], [1.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.5, 3.5]])
+    w = lib.tensor([1.0, 2.0, 4.0, 8.0, 16.0])
+    runs = [
+        lambda: lib.histogramdd(x, bins=[3, 3], weight=w),
+        lambda: lib.histogramdd(x, bins=2, range=[0.0, 1.0, 0.0, 1.0], density=True),
+        lambda: lib.histogramdd(x, bins=[lib.tensor([0.0, 1.0, 2.0]),
+                                         lib.tensor([0.0, 1.0, 2.0, 3.0])]),
+        lambda: lib.histogramdd(x.reshape(1, 5, 2), bins=[2, 4]),
+        lambda: lib.histogram(x[:, 0], bins=4, range=(0.0, 3.0), density=True),
+    ]
+    out = []
+    for run in runs:
+        hist, edges = run()
+        edges = edges if isinstance(edges, tuple) else (edges,)
+        out.append((hist.tolist(), [e.tolist() for e in edges]))
+    return out
+
+
+def test_histogramdd_matches_pytorch():
+    real = pytest.importorskip("torch")
+    ours, theirs = _histogramdd_cases(torch), _histogramdd_cases(real)
+    import numpy as np
+
+    for (h1, e1), (h2, e2) in zip(ours, theirs):
+        np.testing.assert_allclose(h1, h2, rtol=1e-6)
+        assert len(e1) == len(e2)
+        for a, b in zip(e1, e2):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        torch.histogramdd(torch.tensor([[1, 2]]), bins=2)
+    with pytest.raises(RuntimeError, match="should have 4 elements"):
+        torch.histogramdd(torch.ones(3, 2), bins=2, range=[0.0, 1.0])

@@ -21,7 +21,7 @@ def __getattr__(name: str):
         from ..tensor_types import Variable
 
         return Variable
-    if name in ("functional", "profiler"):  # torch.autograd.functional / .profiler
+    if name in ("functional", "profiler", "forward_ad"):  # loaded on first use
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

@@ -31,6 +31,16 @@ class _State(CountedLocal):
 
 STATE = _State()
 
+#: the open ``forward_ad.dual_level`` (or None): grad mode turned off by a user-facing
+#: context while it is open is noted on it (tangents propagate through recorded ops only)
+DUAL_LEVEL: list = [None]
+
+
+def _note_grad_off(mode: bool) -> None:
+    level = DUAL_LEVEL[0]
+    if not mode and level is not None:
+        level.grad_was_off = True
+
 
 def is_grad_enabled() -> bool:
     """Whether operations record a graph in this thread."""
@@ -50,7 +60,9 @@ class _GradModeContext:
 
     def __enter__(self) -> None:
         self._prev = STATE.enabled
-        STATE.enabled = self._enter_value()
+        mode = STATE.enabled = self._enter_value()
+        if DUAL_LEVEL[0] is not None:
+            _note_grad_off(mode)
 
     def __exit__(self, *exc) -> None:
         STATE.enabled = self._prev
@@ -138,6 +150,8 @@ class set_grad_enabled(_GradModeContext):
         self._prev = STATE.enabled
         self.mode = bool(mode)
         STATE.enabled = self.mode
+        if DUAL_LEVEL[0] is not None:
+            _note_grad_off(self.mode)
 
     def _enter_value(self) -> bool:
         return self.mode

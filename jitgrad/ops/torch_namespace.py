@@ -33,7 +33,8 @@ __all__ = [
     "get_device", "typename", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "set_anomaly_enabled", "set_warn_always", "is_warn_always_enabled", "split_with_sizes",
     "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk", "dsplit", "narrow_copy",
-    "nonzero_static", "mode", "histogram", "gradient", "poisson", "binomial", "empty_strided",
+    "nonzero_static", "mode", "histogram", "histogramdd", "gradient", "poisson", "binomial",
+    "empty_strided",
     "resize_as_",
 ]
 
@@ -462,6 +463,84 @@ return_histogram = _histogram_return_type()
 
 
 
+def _bin_edges(column: Tensor, bins, range_d, d: int, dims: int) -> Tensor:
+    """Dimension ``d``'s bin edges: ``bins`` itself (a 1-D tensor of increasing edges) or
+    ``bins`` equal bins over ``range_d`` (``(min, max)``; None: the data's), PyTorch's
+    checks and messages."""
+    from ..creation import linspace
+
+    if isinstance(bins, Tensor):
+        if bins.dtype is not column.dtype:
+            raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have "
+                               f"the same dtype, but got input with dtype "
+                               f"{column.dtype.cpp_name} and bins for dimension {d} with "
+                               f"dtype {bins.dtype.cpp_name}")
+        if bins.dim() != 1:
+            raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but "
+                               f"got {bins.dim()} dimensions in the bins tensor for dimension "
+                               f"{d}")
+        if bins.numel() == 0:
+            raise RuntimeError(f"torch.histogramdd: bins tensor should have at least 1 element, "
+                               f"but got 0 elements in the bins tensor for dimension {d}")
+        return bins.detach().clone()
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for "
+                           f"dimension {d}")
+    if range_d is not None:
+        lo, hi = float(range_d[0]), float(range_d[1])
+    elif column.numel():
+        a = column.detach().cpu().numpy()
+        lo, hi = float(a.min()), float(a.max())
+    else:
+        lo, hi = 0.0, 1.0
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histogramdd: dimension {d}'s range [{lo:g}, {hi:g}] is "
+                           f"not finite")
+    if lo > hi:
+        raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
+                           f"{lo:g} max {hi:g} for dimension {d}")
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    return linspace(lo, hi, int(bins) + 1, dtype=column.dtype, device=column.device)
+
+
+def _histogram_nd(points: Tensor, edges: list, weight: Tensor | None, density: bool
+                  ) -> Tensor:
+    """Counts (or ``weight`` sums) of the rows of ``points`` (N x D) in the cells the
+    per-dimension ``edges`` make: ``[left, right)``, each dimension's last bin also holding
+    its right edge; rows outside any range left out."""
+    from .counting import bincount, searchsorted
+
+    nbins = [e.numel() - 1 for e in edges]
+    inside = None
+    for d, e in enumerate(edges):
+        col = points[:, d]
+        ok = (col >= e[0]) & (col <= e[-1])
+        inside = ok if inside is None else inside & ok
+    cell = None
+    for d, e in enumerate(edges):
+        col = points[:, d][inside]
+        # the bin of x: the last edge <= x; the right edge itself goes to the last bin
+        k = (searchsorted(e, col, right=True) - 1).clamp(0, max(nbins[d] - 1, 0))
+        cell = k if cell is None else cell * nbins[d] + k
+    ws = None if weight is None else weight.detach().reshape(-1)[inside].to(dtypes.float64)
+    total = math.prod(nbins)
+    hist = bincount(cell, ws, minlength=total)[:total].to(points.dtype).reshape(nbins)
+    if density:
+        hist = hist / hist.sum()
+        for d, e in enumerate(edges):
+            shape = [1] * len(edges)
+            shape[d] = -1
+            hist = hist / e.diff().reshape(shape)
+    return hist
+
+
+def _check_float_input(input: Tensor) -> None:
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogramdd\" not implemented for "
+                                  f"'{_dtype_name(input.dtype)}'")
+
+
 def histogram(input: Tensor, bins=100, *, range: Sequence[float] | None = None,  # noqa: A002
               weight: Tensor | None = None, density: bool = False) -> return_histogram:
     """``(hist, bin_edges)``: the count (or ``weight`` sum) of ``input``'s elements in each
@@ -469,63 +548,59 @@ def histogram(input: Tensor, bins=100, *, range: Sequence[float] | None = None, 
     default) or the increasing edges themselves; each bin holds ``[left, right)``, the last
     also its right edge; values outside are left out. ``density`` divides by the total and
     the bin widths. Float inputs, not differentiable."""
-    from ..creation import linspace
-    from .counting import bincount, searchsorted
-
-    name = _dtype_name(input.dtype)
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogramdd\" not implemented for '{name}'")
-    if isinstance(bins, Tensor):
-        if bins.dtype is not input.dtype:
-            raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have "
-                               f"the same dtype, but got input with dtype "
-                               f"{input.dtype.cpp_name} and bins for dimension 0 with "
-                               f"dtype {bins.dtype.cpp_name}")
-        if bins.dim() != 1:
-            raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but "
-                               f"got {bins.dim()} dimensions in the bins tensor for dimension 0")
-        if bins.numel() == 0:
-            raise RuntimeError("torch.histogramdd: bins tensor should have at least 1 element, "
-                               "but got 0 elements in the bins tensor for dimension 0")
-        edges = bins.detach().clone()
-    else:
-        if bins <= 0:
-            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for "
-                               f"dimension 0")
-        if range is not None:
-            if len(range) != 2:
-                raise RuntimeError(f"torch.histogramdd: for a 1-dimensional histogram range "
-                                   f"should have 2 elements, but got {len(range)}")
-            lo, hi = float(range[0]), float(range[1])
-        elif input.numel():
-            a = input.detach().cpu().numpy()
-            lo, hi = float(a.min()), float(a.max())
-        else:
-            lo, hi = 0.0, 1.0
-        if not (math.isfinite(lo) and math.isfinite(hi)):
-            raise RuntimeError(f"torch.histogramdd: dimension 0's range [{lo:g}, {hi:g}] is "
-                               f"not finite")
-        if lo > hi:
-            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
-                               f"{lo:g} max {hi:g} for dimension 0")
-        if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
-        edges = linspace(lo, hi, int(bins) + 1, dtype=input.dtype, device=input.device)
+    _check_float_input(input)
+    if range is not None and len(range) != 2:
+        raise RuntimeError(f"torch.histogramdd: for a 1-dimensional histogram range should "
+                           f"have 2 elements, but got {len(range)}")
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have "
                            f"the same shape as the input tensor excluding its innermost "
                            f"dimension, but got input with shape {list(input.shape) + [1]} "
                            f"and weight with shape {list(weight.shape)}")
-    nbins = edges.numel() - 1
-    flat = input.detach().reshape(-1)
-    inside = (flat >= edges[0]) & (flat <= edges[-1])
-    # the bin of x: the last edge <= x; the right edge itself goes to the last bin
-    where = (searchsorted(edges, flat[inside], right=True) - 1).clamp(0, max(nbins - 1, 0))
-    ws = None if weight is None else weight.detach().reshape(-1)[inside].to(dtypes.float64)
-    hist = bincount(where, ws, minlength=nbins)[:nbins].to(input.dtype)
-    if density:
-        hist = hist / hist.sum() / edges.diff()
-    return return_histogram(hist, edges)
+    flat = input.detach().reshape(-1, 1)
+    edges = _bin_edges(flat[:, 0], bins, range, 0, 1)
+    return return_histogram(_histogram_nd(flat, [edges], weight, density), edges)
+
+
+def _histogramdd_return_type():
+    from .decompositions import _return_type
+
+    return _return_type("histogramdd", ("hist", "bin_edges"))
+
+
+return_histogramdd = _histogramdd_return_type()
+
+
+def histogramdd(input: Tensor, bins=10, *, range: Sequence[float] | None = None,  # noqa: A002
+                weight: Tensor | None = None, density: bool = False) -> return_histogramdd:
+    """``(hist, bin_edges)`` of the points in ``input``'s rows (its last dimension is the
+    coordinates, D of them): ``bins`` is a number of bins for every dimension, a list of
+    D numbers, or a list of D 1-D tensors of edges; ``range`` is ``[min0, max0, min1,
+    max1, ...]`` (the data's by default); ``weight`` has ``input``'s shape without its last
+    dimension; ``density`` divides by the total and the cell volumes. ``hist`` has one
+    dimension per coordinate; ``bin_edges`` is a tuple of D tensors. Not differentiable."""
+    _check_float_input(input)
+    if input.dim() < 2:
+        raise RuntimeError(f"torch.histogramdd: input tensor should have at least 2 "
+                           f"dimensions, but got {input.dim()}")
+    dims = input.shape[-1]
+    points = input.detach().reshape(-1, dims)
+    per_dim = list(bins) if isinstance(bins, (list, tuple)) else [bins] * dims
+    if len(per_dim) != dims:
+        raise RuntimeError(f"torch.histogramdd: expected {dims} sequences of bin edges for "
+                           f"each of the {dims} dimensions of the input, but got "
+                           f"{len(per_dim)} bin sequences")
+    if range is not None and len(range) != 2 * dims:
+        raise RuntimeError(f"torch.histogramdd: for a {dims}-dimensional histogram range "
+                           f"should have {2 * dims} elements, but got {len(range)}")
+    if weight is not None and tuple(weight.shape) != tuple(input.shape[:-1]):
+        raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have "
+                           f"the same shape as the input tensor excluding its innermost "
+                           f"dimension, but got input with shape {list(input.shape)} and "
+                           f"weight with shape {list(weight.shape)}")
+    edges = [_bin_edges(points[:, d], b, None if range is None else range[2 * d:2 * d + 2],
+                        d, dims) for d, b in enumerate(per_dim)]
+    return return_histogramdd(_histogram_nd(points, edges, weight, density), tuple(edges))
 
 
 # -------------------------------------------------------------------------- gradient
