@@ -324,3 +324,42 @@ def test_histogramdd_matches_pytorch():
         torch.histogramdd(torch.tensor([[1, 2]]), bins=2)
     with pytest.raises(RuntimeError, match="should have 4 elements"):
         torch.histogramdd(torch.ones(3, 2), bins=2, range=[0.0, 1.0])
+
+
+# --------------------------------------------------------------- grid_sample 5-D
+def _grid_sample_3d(lib, mode, pad, align):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    inp = lib.tensor(rng.standard_normal((2, 3, 4, 5, 6)), requires_grad=True)
+    grid = lib.tensor(rng.uniform(-1.2, 1.2, (2, 3, 2, 4, 3)), requires_grad=True)
+    out = lib.nn.functional.grid_sample(inp, grid, mode=mode, padding_mode=pad,
+                                        align_corners=align)
+    weights = lib.arange(out.numel(), dtype=out.dtype).reshape(out.shape)
+    (out * weights).sum().backward()
+    return out.detach().numpy(), inp.grad.numpy(), grid.grad.numpy()
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("pad", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [False, True])
+def test_volumetric_grid_sample_matches_pytorch(mode, pad, align):
+    import numpy as np
+
+    real = pytest.importorskip("torch")
+    for ours, theirs in zip(_grid_sample_3d(torch, mode, pad, align),
+                            _grid_sample_3d(real, mode, pad, align)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-10)
+
+
+def test_volumetric_grid_sample_gradcheck_and_errors():
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    inp = torch.tensor(rng.standard_normal((1, 2, 3, 3, 4)), requires_grad=True)
+    grid = torch.tensor(rng.uniform(-0.9, 0.9, (1, 2, 2, 2, 3)), requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda i, g: torch.nn.functional.grid_sample(i, g, align_corners=False), (inp, grid))
+    with pytest.raises(RuntimeError, match="bicubic interpolation only supports 4D input"):
+        torch.nn.functional.grid_sample(torch.ones(1, 1, 2, 2, 2), torch.zeros(1, 1, 1, 1, 3),
+                                        mode="bicubic", align_corners=False)

@@ -14,6 +14,8 @@ is that of the tap weights, and 0 for "nearest".
 
 from __future__ import annotations
 
+import itertools
+import math
 import warnings
 
 from .. import creation
@@ -118,37 +120,55 @@ def _pad_coordinates(coord: Tensor, size: int, padding_mode: str,
 
 
 class _Taps:
-    """Reads input values at integer-valued coordinates: one gather per tap."""
+    """Reads input values at integer-valued coordinates: one gather per tap. Coordinates
+    come x first (along the last dimension, W), then y (H), then z (D, volumetric)."""
 
-    def __init__(self, input: Tensor, out_hw: tuple[int, int]) -> None:
-        n, c, h, w = input.shape
-        self.flat = input.reshape(n, c, h * w)
-        self.n, self.c, self.h, self.w = n, c, h, w
-        self.out_hw = out_hw
+    def __init__(self, input: Tensor, out_shape: tuple[int, ...]) -> None:
+        n, c, *spatial = input.shape
+        self.flat = input.reshape(n, c, math.prod(spatial))
+        self.n, self.c = n, c
+        self.sizes = spatial[::-1]  # (W, H) or (W, H, D): the coordinates' order
+        self.h, self.w = spatial[-2], spatial[-1]
+        self.out_shape = out_shape
 
-    def read(self, cx: Tensor, cy: Tensor) -> tuple[Tensor, Tensor]:
-        """``(values (N, C, Ho, Wo), inside (N, 1, Ho, Wo))`` at ``(cx, cy)`` (N, Ho, Wo):
-        outside the image (or NaN) reads 0."""
-        cx, cy = cx.detach(), cy.detach()
-        inside = (cx >= 0.0) & (cx <= self.w - 1.0) & (cy >= 0.0) & (cy <= self.h - 1.0)
-        pos = where(inside, cy * self.w + cx, 0.0).long()
+    def read(self, *coords: Tensor) -> tuple[Tensor, Tensor]:
+        """``(values (N, C, *out), inside (N, 1, *out))`` at ``coords`` (each (N, *out)):
+        outside the input (or NaN) reads 0."""
+        coords = [c.detach() for c in coords]
+        inside = None
+        for c, size in zip(coords, self.sizes):
+            ok = (c >= 0.0) & (c <= size - 1.0)
+            inside = ok if inside is None else inside & ok
+        pos = None  # ((z * H) + y) * W + x
+        for c, size in zip(coords[::-1], self.sizes[::-1]):
+            pos = c if pos is None else pos * size + c
+        pos = where(inside, pos, 0.0).long()
         index = pos.reshape(self.n, 1, -1).expand(self.n, self.c, pos[0].numel())
-        vals = self.flat.gather(2, index).reshape(self.n, self.c, *self.out_hw)
+        vals = self.flat.gather(2, index).reshape(self.n, self.c, *self.out_shape)
         return vals, inside.unsqueeze(1)
 
 
 def _weighted(vals: Tensor, inside: Tensor, weight: Tensor) -> Tensor:
-    """A tap's term: 0 outside the image, times its weight (NaN for a NaN coordinate)."""
+    """A tap's term: 0 outside the input, times its weight (NaN for a NaN coordinate)."""
     return where(inside, vals, 0.0) * weight.unsqueeze(1)
 
 
-def _bilinear(taps: _Taps, ix: Tensor, iy: Tensor) -> Tensor:
-    x0, y0 = ix.detach().floor(), iy.detach().floor()
-    x1, y1 = x0 + 1.0, y0 + 1.0
+def _multilinear(taps: _Taps, coords: list) -> Tensor:
+    """Bilinear (x, y) or trilinear (x, y, z) interpolation: the corner taps in order x
+    fastest, each weighted by the product of its per-coordinate weights (x's first)."""
+    lows = [c.detach().floor() for c in coords]
+    corners = []
+    for c, lo in zip(coords, lows):
+        hi = lo + 1.0
+        corners.append(((lo, hi - c), (hi, c - lo)))  # (tap coordinate, weight)
+    n = len(coords)
     out = None
-    for cx, cy, wgt in ((x0, y0, (x1 - ix) * (y1 - iy)), (x1, y0, (ix - x0) * (y1 - iy)),
-                        (x0, y1, (x1 - ix) * (iy - y0)), (x1, y1, (ix - x0) * (iy - y0))):
-        term = _weighted(*taps.read(cx, cy), wgt)
+    for bits in itertools.product((0, 1), repeat=n):  # (the last bit varies fastest: x's)
+        picks = [corners[k][bits[n - 1 - k]] for k in range(n)]  # per coordinate, x first
+        weight = picks[0][1]
+        for _, w in picks[1:]:
+            weight = weight * w
+        term = _weighted(*taps.read(*(tap for tap, _ in picks)), weight)
         out = term if out is None else out + term
     return out
 
@@ -195,9 +215,8 @@ def _check_grid_sample(input: Tensor, grid: Tensor, mode: str, padding_mode: str
         raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number "
                            f"of dimensions, but got input with sizes {shape_in} and grid with "
                            f"sizes {shape_grid}")
-    if input.dim() == 5:
-        raise NotImplementedError("grid_sample: 5-D (volumetric) inputs are not supported by "
-                                  "jitgrad yet; 4-D inputs are")
+    if input.dim() == 5 and mode == "bicubic":
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if input.shape[0] != grid.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
                            f"but got input with sizes {shape_in} and grid with sizes "
@@ -220,28 +239,31 @@ def _scalar_name(t: Tensor) -> str:
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
                 padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
     """Sample ``input`` ``(N, C, H, W)`` at the normalised points of ``grid``
-    ``(N, Ho, Wo, 2)`` (``grid[..., 0]`` is x, along W; -1 and 1 the image's edges, or its
-    corner pixels' centres with ``align_corners=True``): ``(N, C, Ho, Wo)``."""
+    ``(N, Ho, Wo, 2)`` (``grid[..., 0]`` is x, along W; -1 and 1 the input's edges, or its
+    corner pixels' centres with ``align_corners=True``): ``(N, C, Ho, Wo)``. Volumetric:
+    ``(N, C, D, H, W)`` at ``(N, Do, Ho, Wo, 3)`` (x, y, z) gives ``(N, C, Do, Ho, Wo)``
+    (bilinear is then trilinear; bicubic is 4-D only, as PyTorch's)."""
     input = as_tensor_arg(input, "input")
     grid = as_tensor_arg(grid, "grid")
     _check_grid_sample(input, grid, mode, padding_mode)
     align_corners = _align(align_corners)
-    n, c, h, w = input.shape
-    out_hw = (grid.shape[1], grid.shape[2])
-    if n * c * out_hw[0] * out_hw[1] == 0 or h * w == 0:
+    n, c, *spatial = input.shape
+    out_shape = tuple(grid.shape[1:-1])
+    if n * c * math.prod(out_shape) == 0 or math.prod(spatial) == 0:
         zero = input.sum() * 0.0 + grid.sum() * 0.0  # (keeps requires_grad)
-        return zero + creation.zeros((n, c, *out_hw), dtype=input.dtype, device=input.device)
-    ix = _unnormalize(grid[..., 0], w, align_corners)
-    iy = _unnormalize(grid[..., 1], h, align_corners)
-    taps = _Taps(input, out_hw)
+        return zero + creation.zeros((n, c, *out_shape), dtype=input.dtype,
+                                     device=input.device)
+    sizes = spatial[::-1]  # x along W, y along H, z along D
+    coords = [_unnormalize(grid[..., k], size, align_corners) for k, size in enumerate(sizes)]
+    taps = _Taps(input, out_shape)
     if mode == "bicubic":
-        return _bicubic(taps, ix, iy, padding_mode, align_corners)
-    ix = _pad_coordinates(ix, w, padding_mode, align_corners)
-    iy = _pad_coordinates(iy, h, padding_mode, align_corners)
+        return _bicubic(taps, coords[0], coords[1], padding_mode, align_corners)
+    coords = [_pad_coordinates(co, size, padding_mode, align_corners)
+              for co, size in zip(coords, sizes)]
     if mode == "bilinear":
-        return _bilinear(taps, ix, iy)
-    vals, inside = taps.read(ix.round(), iy.round())
+        return _multilinear(taps, coords)
+    vals, inside = taps.read(*(co.round() for co in coords))
     out = where(inside, vals, 0.0)
     if grid.requires_grad:  # PyTorch's grid gradient for "nearest": zeros
-        out = out + where(ix == ix, ix * 0.0, 0.0).unsqueeze(1) * 0.0
+        out = out + where(coords[0] == coords[0], coords[0] * 0.0, 0.0).unsqueeze(1) * 0.0
     return out
