@@ -150,14 +150,15 @@ class FunctionEventAvg(_Times):
         self.cpu_children: list = []
         self.cpu_parent = None
 
-    def add(self, other) -> FunctionEventAvg:
-        """Add an event (or an average) of the same key."""
+    def add(self, other, any_key: bool = False) -> FunctionEventAvg:
+        """Add an event (or an average) of the same key (``any_key``: of any key, into a
+        total)."""
         if self.key is None:
             self.key = other.key
             self.input_shapes = other.input_shapes
             self.stack = other.stack
             self.is_user_annotation = other.is_user_annotation
-        elif other.key != self.key:
+        elif other.key != self.key and not any_key:
             raise AssertionError(f"adding an event of key {other.key!r} to {self.key!r}")
         self.count += other.count
         self.cpu_time_total += other.cpu_time_total
@@ -214,12 +215,7 @@ class EventList(list):
         total = FunctionEventAvg()
         total.key = "Total"
         for e in self:
-            total.count += e.count
-            total.cpu_time_total += e.cpu_time_total
-            total.self_cpu_time_total += e.self_cpu_time_total
-            total.cpu_memory_usage += e.cpu_memory_usage
-            total.self_cpu_memory_usage += e.self_cpu_memory_usage
-            total.flops += e.flops
+            total.add(e, any_key=True)
         return total
 
     def table(self, sort_by: str | None = None, row_limit: int = 100,
