@@ -363,3 +363,113 @@ def test_volumetric_grid_sample_gradcheck_and_errors():
     with pytest.raises(RuntimeError, match="bicubic interpolation only supports 4D input"):
         torch.nn.functional.grid_sample(torch.ones(1, 1, 2, 2, 2), torch.zeros(1, 1, 1, 1, 3),
                                         mode="bicubic", align_corners=False)
+
+
+# ------------------------------------------------ integer division, rounding modes
+def test_integer_division_by_a_0d_tensor():
+    assert (torch.tensor(7) // torch.tensor(2)).item() == 3
+    assert (torch.tensor([-7, 7]) // torch.tensor(2)).tolist() == [-4, 3]
+    assert (torch.tensor([1, 0, 1]).sum() % torch.tensor(2)).item() == 0
+    assert torch.fmod(torch.tensor(-7), torch.tensor(2)).item() == -1
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        torch.tensor(7) // torch.tensor(0)
+    f = torch.compile(lambda a, b: a // b + a % b)
+    assert f(torch.tensor(9), torch.tensor(4)).item() == 3
+
+
+def _div_cases(lib):
+    big = lib.tensor([-7, 7, 2 ** 60 + 1])
+    return [
+        lib.div(big, lib.tensor([2, -2, 3]), rounding_mode="trunc"),
+        lib.div(big, 3, rounding_mode="floor"),
+        lib.div(lib.tensor([-7.0, 7.0, 1.0]), lib.tensor([2.0, -2.0, 0.0]), rounding_mode="floor"),
+        lib.div(lib.tensor([-7.0, 7.0, 1.0, -1.0]), lib.tensor([2.0, -2.0, 0.0, 0.0]),
+                rounding_mode="trunc"),
+        lib.div(7, lib.tensor([2, -2]), rounding_mode="floor"),
+        lib.div(7, lib.tensor([2, -2]), rounding_mode="trunc"),
+        lib.div(lib.tensor([5], dtype=lib.uint8), 2, rounding_mode="trunc"),
+        lib.div(lib.tensor([7]), 2.5, rounding_mode="floor"),
+        lib.div(lib.tensor([True]), 2, rounding_mode="trunc"),
+    ]
+
+
+def test_div_rounding_modes_match_pytorch_exactly_and_compile():
+    real = pytest.importorskip("torch")
+    for ours, theirs in zip(_div_cases(torch), _div_cases(real)):
+        assert ours.tolist() == theirs.tolist()
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    f = torch.compile(lambda t: torch.div(t, 4, rounding_mode="floor")
+                      + torch.div(t, 4, rounding_mode="trunc"), fullgraph=True)
+    for t in (torch.arange(-6, 9), torch.arange(-6.0, 9.0)):
+        assert f(t).tolist() == (torch.div(t, 4, rounding_mode="floor")
+                                 + torch.div(t, 4, rounding_mode="trunc")).tolist()
+
+
+def test_one_hot_with_num_classes_compiles_and_checks_every_call():
+    import jitgrad.nn.functional as F
+
+    f = torch.compile(lambda x, y: (x * F.one_hot(y, 3)).sum(), fullgraph=True)
+    assert f(torch.ones(2, 3), torch.tensor([0, 2])).item() == 2.0
+    with pytest.raises(RuntimeError, match="smaller than num_classes"):
+        f(torch.ones(2, 3), torch.tensor([0, 3]))
+    with pytest.raises(RuntimeError, match="non-negative"):
+        F.one_hot(torch.tensor([-1, 0]), 3)
+
+
+def test_remainder_keeps_the_sign_of_a_zero_result_and_unique_nans_are_distinct():
+    real = pytest.importorskip("torch")
+    for lib in (torch, real):
+        r = lib.remainder(lib.tensor([-0.0, 0.0, -3.0, -7.5]), lib.tensor([3.0, -3.0, -3.0, 2.0]))
+        assert [str(v) for v in r.tolist()] == ["-0.0", "0.0", "-0.0", "0.5"]
+        x = lib.tensor([1.0, float("nan"), 1.0, float("nan"), 0.0])
+        vals, inv, counts = lib.unique(x, return_inverse=True, return_counts=True)
+        assert str(vals.tolist()) == "[0.0, 1.0, nan, nan]"
+        assert inv.tolist() == [1, 2, 1, 3, 0] and counts.tolist() == [1, 2, 1, 1]
+
+
+# ---------------------------------------------------------------- containers
+def _container_outcomes(lib):
+    nn = lib.nn
+    out = []
+
+    def rec(f):
+        try:
+            r = f()
+            out.append([type(m).__name__ for m in r] + [list(r._modules)]
+                       if isinstance(r, nn.Module) else r)
+        except Exception as e:  # noqa: BLE001 - the outcome is what is compared
+            out.append(type(e).__name__)
+
+    m = nn.Sequential(nn.Linear(2, 2))
+    m.extend([nn.ReLU()])
+    rec(lambda: m)
+    rec(lambda: m.insert(0, nn.Tanh()))
+    rec(lambda: m.insert(-1, nn.Sigmoid()))
+    rec(lambda: m.insert(9, nn.Tanh()))
+    rec(lambda: type(m.pop(1)).__name__)
+    rec(lambda: m)
+    a, b = nn.Sequential(nn.Tanh(), nn.ReLU()), nn.Sequential(nn.Sigmoid())
+    rec(lambda: a + b)
+    rec(lambda: a * 2)
+    rec(lambda: 2 * b)
+    rec(lambda: a * 0)
+    rec(lambda: a * 1.5)
+    rec(lambda: a + [nn.ReLU()])
+    c = nn.Sequential(nn.Tanh())
+    c += b
+    rec(lambda: c)
+    c *= 3
+    rec(lambda: c)
+    ml = nn.ModuleList([nn.Tanh(), nn.ReLU(), nn.Sigmoid()])
+    rec(lambda: type(ml.pop(0)).__name__)
+    rec(lambda: ml)
+    rec(lambda: ml + [nn.Tanh()])
+    rec(lambda: m.insert(0, "x"))
+    return out
+
+
+def test_sequential_and_module_list_surgery_matches_pytorch():
+    real = pytest.importorskip("torch")
+    assert _container_outcomes(torch) == _container_outcomes(real)
+    tripled = torch.nn.Sequential(torch.nn.Linear(2, 2)) * 3
+    assert len(list(tripled.parameters())) == 2  # the same layer three times

@@ -69,6 +69,66 @@ class Sequential(Module):
         self.add_module(str(len(self)), module)
         return self
 
+    def extend(self, sequential: Iterable[Module]) -> Sequential:
+        """Add every module of ``sequential`` at the end."""
+        for layer in sequential:
+            self.append(layer)
+        return self
+
+    def insert(self, index: int, module: Module) -> Sequential:
+        """Insert ``module`` before position ``index`` (the later ones renumbered)."""
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
+        n = len(self._modules)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        if index < 0:
+            index += n
+        items = list(self._modules.items())
+        items.insert(index, (None, module))
+        self.__dict__["_modules"] = TrackedDict()
+        bump()
+        for i, (key, m) in enumerate(items):  # (named entries keep their names)
+            self.add_module(str(i) if key is None or key.isdigit() else key, m)
+        return self
+
+    def pop(self, key: int | slice):
+        """Remove and return the module (or the ``Sequential`` of a slice) at ``key``."""
+        v = self[key]
+        del self[key]
+        return v
+
+    def __add__(self, other: Sequential) -> Sequential:
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+        return Sequential().extend(self).extend(other)
+
+    def __iadd__(self, other: Sequential) -> Sequential:
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+        return self.extend(list(other))
+
+    def _repeat_check(self, other) -> None:
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and "
+                            f"{type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+
+    def __mul__(self, other: int) -> Sequential:
+        """A new ``Sequential`` of these modules (the same objects) ``other`` times over."""
+        self._repeat_check(other)
+        modules = list(self)
+        return Sequential(*(modules * other))
+
+    __rmul__ = __mul__
+
+    def __imul__(self, other: int) -> Sequential:
+        self._repeat_check(other)
+        return self.extend(list(self) * (other - 1))
+
     def forward(self, input):
         for module in self._modules.values():
             input = module(input)
@@ -118,6 +178,16 @@ class ModuleList(Module):
         for m in modules:
             self.append(m)
         return self
+
+    def pop(self, key: int | slice):
+        """Remove and return the module (or the ``ModuleList`` of a slice) at ``key``."""
+        v = self[key]
+        del self[key]
+        return v
+
+    def __add__(self, other: Iterable[Module]) -> ModuleList:
+        """A new ``ModuleList`` of these modules and ``other``'s (the same objects)."""
+        return ModuleList([*self, *other])
 
     def insert(self, index: int, module: Module) -> None:
         """Insert ``module`` before ``index``."""

@@ -215,11 +215,15 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         if tensor.numel() == 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         num_classes = int(tensor.max().item()) + 1
-    if tensor.numel():
-        if int(tensor.min().item()) < 0:
-            raise RuntimeError("Class values must be non-negative.")
-        if int(tensor.max().item()) >= num_classes:
-            raise RuntimeError("Class values must be smaller than num_classes.")
+    if tensor.numel():  # (checks a compiled plan runs at every call: no .item() in a trace)
+        from ..trace.effects import run_check
+
+        run_check(tensor, lambda a: bool((a < 0).any()),
+                  lambda: RuntimeError("Class values must be non-negative."),
+                  "one_hot's class check")
+        run_check(tensor, lambda a: bool((a >= num_classes).any()),
+                  lambda: RuntimeError("Class values must be smaller than num_classes."),
+                  "one_hot's class check")
     classes = creation.arange(num_classes, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).long()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..amp.autocast_mode import autocast_op
-from ..tensor import Tensor, wrap
+from ..tensor import Tensor
 from . import samples as S
 from .api import api
 from .dispatch import binary, unary
@@ -165,22 +165,33 @@ def mul(input, other, *, out=None) -> Tensor:
 @api(DIV, method=("div", "divide", "true_divide"), inplace="div_",
      export=("div", "divide", "true_divide"))
 def div(input, other, *, rounding_mode=None) -> Tensor:
-    """True division (``rounding_mode`` "trunc"/"floor" round the quotient, no gradient)."""
-    if not is_tensor(input):
-        r = mul(reciprocal(other), input)
-    else:
-        r = binary(DIV, input, other)
+    """True division; ``rounding_mode`` "floor" is :func:`floor_divide`, "trunc" the quotient
+    rounded toward zero -- both in the operands' promoted dtype (exact for integers, as
+    PyTorch's), traceable by ``jitgrad.compile``."""
     if rounding_mode is None:
-        return r
+        if not is_tensor(input):
+            return mul(reciprocal(other), input)
+        return binary(DIV, input, other)
     if rounding_mode not in ("trunc", "floor"):
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                          f"but found '{rounding_mode}'")
-    f = np.trunc if rounding_mode == "trunc" else np.floor
-    res = f(r._data)
-    ints = [x for x in (input, other) if is_tensor(x)]
-    if all(x._data.dtype.kind in "iub" for x in ints):
-        res = res.astype(np.result_type(*[x._data.dtype for x in ints]))
-    return wrap(res)
+    from .integer_ops import floor_divide
+
+    if rounding_mode == "floor":
+        return floor_divide(input, other)
+    from ..dtypes import result_type
+
+    dt = result_type(input, other)
+    if dt.is_floating_point:
+        return div(input, other).trunc()
+    # integers: the floor quotient, one up where it was rounded down past zero
+    from ..creation import tensor
+
+    device = (input if is_tensor(input) else other).device
+    a, b = (x.to(dt) if is_tensor(x) else tensor(x, dtype=dt, device=device)
+            for x in (input, other))
+    q = floor_divide(a, b)
+    return where((q * b != a) & ((a < 0) != (b < 0)), q + 1, q)
 
 
 true_divide = div

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..devices import array_namespace
 from ..tensor import Tensor
 from ..trace.effects import run_check
 from . import samples as S
@@ -102,7 +103,19 @@ def _overload(name: str):
     return lambda p: f"{name}Backward1" if p and p.get("tensor_other") else f"{name}Backward0"
 
 
-REMAINDER = ew("remainder", _overload("Remainder"), ("a", "b"), None, _quiet(np.remainder),
+def _remainder_ref(a, b):
+    """PyTorch's ``remainder``: ``fmod``, moved by ``b`` where its sign differs from
+    ``b``'s. (NumPy's differs only in a zero result's sign: it takes ``b``'s, PyTorch keeps
+    ``fmod``'s, the dividend's: ``-0.0 % 3.0`` is ``-0.0``.)"""
+    if np.dtype(getattr(a, "dtype", np.float64)).kind != "f":
+        return np.remainder(a, b)
+    xp = array_namespace(*[x for x in (a, b) if not np.isscalar(x)])
+    mod = xp.fmod(a, b)
+    return xp.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod).astype(mod.dtype,
+                                                                          copy=False)
+
+
+REMAINDER = ew("remainder", _overload("Remainder"), ("a", "b"), None, _quiet(_remainder_ref),
                _remainder_vjp(lambda q: floor(q)), save=(0, 1),
                samples=S.binary_nonzero_b)
 FMOD = ew("fmod", _overload("Fmod"), ("a", "b"), None, _quiet(np.fmod),

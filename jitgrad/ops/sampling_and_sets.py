@@ -54,14 +54,17 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator=None) -> Tenso
 @api(LT, method="unique", export="unique")
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
            return_counts: bool = False, dim: int | None = None):
-    """The distinct values of ``input`` (of its slices along ``dim``), sorted; with
+    """The distinct values of ``input`` (of its slices along ``dim``), sorted, each NaN
+    distinct; with
     ``return_inverse`` also where each element went, with ``return_counts`` how often each
     value occurs. On ``input``'s device."""
     input = as_tensor_arg(input)
     needs_value(input, "unique (its output's size depends on the values)")
     a = devices.to_host(input._data)
     axis = None if dim is None else dim % max(a.ndim, 1)
-    vals, inv, counts = np.unique(a, return_inverse=True, return_counts=True, axis=axis)
+    # (NaNs are all distinct, as PyTorch's; NumPy merges them by default)
+    vals, inv, counts = np.unique(a, return_inverse=True, return_counts=True, axis=axis,
+                                  **({"equal_nan": False} if axis is None else {}))
     if axis is None:
         inv = inv.reshape(a.shape)
     dev = input.device

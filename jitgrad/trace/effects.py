@@ -47,14 +47,16 @@ def run_check(t: Tensor, failed: Callable[[np.ndarray], bool],
     equation (a check of the traced call's values alone would let a later call's bad values
     through). A check has no other effect: calls with one are still speculated (a joint
     forward+backward plan runs it in the same place)."""
+    if STATE.tracer is None:
+        if failed(t._data):
+            raise error()
+        return
+
     def check(a):
         if failed(a):
             raise error()
-        return a[:0].copy()  # (an effect returns a new array)
+        return a.reshape(-1)[:0].copy()  # (an effect returns a new array; a may be 0-d)
 
-    if STATE.tracer is None:
-        check(t._data)
-        return
     run_effect("check", check, [t], what)
 
 
