@@ -321,7 +321,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 def _backward(tensors, grad_tensors, retain_graph, create_graph, inputs) -> None:
     if (type(tensors) is Tensor and grad_tensors is None and inputs is None and not create_graph
             and tensors._requires_grad and _TRACE.tracer is None and not _ANOMALY[0]
-            and _PROFILING[0] is None and _backward_chain(tensors, bool(retain_graph))):
+            and _PROFILING[0] is None and grad_mode.DUAL_LEVEL[0] is None
+            and _backward_chain(tensors, bool(retain_graph))):
         return
     tensors = _as_tuple(tensors)
     if grad_tensors is None:

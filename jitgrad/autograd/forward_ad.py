@@ -13,9 +13,11 @@ double-backward trick (the gradient of ``u -> J^T u`` at the tangents; two backw
 so the computation must be twice differentiable -- as :func:`jitgrad.func.jvp`). What this
 means for a user:
 
-* tangents propagate through the ops autograd records: grad mode must be on. A ``no_grad``
-  (or ``inference_mode``) region entered while a level is open makes :func:`unpack_dual`
-  raise rather than return a tangent that misses its ops;
+* tangents propagate through the ops autograd records: grad mode must be on for them. An
+  op run without grad mode (``no_grad``, ``inference_mode``) on a dual or on a result with a
+  graph, while a level is open, makes :func:`unpack_dual` raise rather than return a tangent
+  that misses it (ops on other tensors -- a module's initialisation -- are fine). While a
+  level is open every op takes jitgrad's Python paths (slower);
 * a dual tensor requires grad (PyTorch's does only when its primal does);
 * ``unpack_dual`` of a tensor no dual reaches gives ``tangent=None``, as PyTorch's.
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from .._thread_modes import TRACING
 from ..tensor import Tensor
 from . import grad_mode
 
@@ -31,6 +34,7 @@ __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "un
            "UnpackedDualTensor"]
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+_SLOW_PATH = "forward AD"  # what an open level puts in _thread_modes.TRACING
 
 
 class _DualLevel:
@@ -48,6 +52,7 @@ def enter_dual_level() -> int:
     if grad_mode.DUAL_LEVEL[0] is not None:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
     grad_mode.DUAL_LEVEL[0] = _DualLevel()
+    TRACING.append(_SLOW_PATH)  # (every op through the paths that note untracked ops)
     return 0
 
 
@@ -57,6 +62,8 @@ def exit_dual_level(*, level: int | None = None) -> None:
         raise RuntimeError("Trying to exit a forward AD level that was not the last one "
                            "that was created. This is not supported.")
     grad_mode.DUAL_LEVEL[0] = None
+    if _SLOW_PATH in TRACING:
+        TRACING.remove(_SLOW_PATH)
 
 
 class dual_level:
@@ -127,10 +134,10 @@ def unpack_dual(tensor, *, level: int | None = None) -> UnpackedDualTensor:
         return UnpackedDualTensor(_primal(tensor, lvl), lvl.tangents[k])
     if lvl.grad_was_off and tensor.is_floating_point():
         raise RuntimeError(
-            "a no_grad (or inference_mode) region ran inside this forward AD level: jitgrad "
-            "computes tangents by differentiating the graph autograd records, so ops run "
-            "without grad mode would carry no tangent. Keep grad mode on between make_dual "
-            "and unpack_dual")
+            "an op ran without grad mode (no_grad, inference_mode) on a tensor carrying a "
+            "tangent in this forward AD level: jitgrad computes tangents by differentiating "
+            "the graph autograd records, so that op's tangent would be missing. Keep grad "
+            "mode on for the computation between make_dual and unpack_dual")
     if not tensor.requires_grad:
         return UnpackedDualTensor(tensor, None)
     with grad_mode.enable_grad():

@@ -31,15 +31,28 @@ class _State(CountedLocal):
 
 STATE = _State()
 
-#: the open ``forward_ad.dual_level`` (or None): grad mode turned off by a user-facing
-#: context while it is open is noted on it (tangents propagate through recorded ops only)
+#: the open ``forward_ad.dual_level`` (or None). While one is open, ops take the slow
+#: paths, and an op run without grad mode on a tensor that may carry a tangent is noted on
+#: it (:func:`note_untracked`): tangents propagate through recorded ops only
 DUAL_LEVEL: list = [None]
 
 
-def _note_grad_off(mode: bool) -> None:
+def note_untracked(inputs) -> None:
+    """An op ran without recording (grad mode off) while a forward-AD level is open: if an
+    input may carry a tangent -- a dual, or a result with a graph -- the level notes that a
+    tangent may have been lost (``unpack_dual`` then raises)."""
     level = DUAL_LEVEL[0]
-    if not mode and level is not None:
-        level.grad_was_off = True
+    if level is None:
+        return
+    from .engine import _FRAMES
+
+    if _FRAMES.stack:  # a backward pass's rules (they record nothing by design)
+        return
+    for t in inputs:
+        if getattr(t, "_requires_grad", False) and (t._grad_fn is not None
+                                                     or id(t) in level.ids):
+            level.grad_was_off = True
+            return
 
 
 def is_grad_enabled() -> bool:
@@ -60,9 +73,7 @@ class _GradModeContext:
 
     def __enter__(self) -> None:
         self._prev = STATE.enabled
-        mode = STATE.enabled = self._enter_value()
-        if DUAL_LEVEL[0] is not None:
-            _note_grad_off(mode)
+        STATE.enabled = self._enter_value()
 
     def __exit__(self, *exc) -> None:
         STATE.enabled = self._prev
@@ -150,8 +161,6 @@ class set_grad_enabled(_GradModeContext):
         self._prev = STATE.enabled
         self.mode = bool(mode)
         STATE.enabled = self.mode
-        if DUAL_LEVEL[0] is not None:
-            _note_grad_off(self.mode)
 
     def _enter_value(self) -> bool:
         return self.mode

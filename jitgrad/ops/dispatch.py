@@ -27,6 +27,8 @@ from .registry import BOOL, FLOAT, OpDef
 __all__ = ["call", "unary", "binary", "elementwise", "record", "recording", "as_tensor_arg"]
 
 _STATE = grad_mode.STATE
+_DUAL = grad_mode.DUAL_LEVEL
+note_untracked = grad_mode.note_untracked
 _new = object.__new__
 _from_np = dtypes.from_numpy_dtype
 _SCALARS = (int, float, bool)
@@ -40,6 +42,8 @@ def record(op: OpDef, out: Tensor, inputs: tuple, params: dict | None, cdt=None)
     if tr is not None:
         tr.on_op(op, out, inputs, params, cdt)
     if (GRAD_OFF and not _STATE.enabled) or op.vjp is None:
+        if TRACING and _DUAL[0] is not None and not _STATE.enabled:
+            note_untracked(inputs)  # (forward AD: a tangent this op would lose)
         return out
     for t in inputs:  # (no input requiring grad, no edge: nothing to record)
         if type(t) is Tensor and t._requires_grad:
@@ -227,6 +231,8 @@ def _finish(op: OpDef, res, params, a, b, same_meta: bool, cdt) -> Tensor:
     if tr is not None:
         tr.on_op(op, out, (a,) if b is _NO_ARG else (a, b), params, cdt)
     if (GRAD_OFF and not _STATE.enabled) or op.vjp is None:
+        if TRACING and _DUAL[0] is not None and not _STATE.enabled:
+            note_untracked((a,) if b is _NO_ARG else (a, b))
         return out
     ta = type(a) is Tensor
     ea = edge(a) if ta else None

@@ -63,17 +63,37 @@ def test_errors_match_pytorch():
             fwAD.enter_dual_level()
 
 
-def test_a_no_grad_region_inside_a_level_raises_instead_of_a_missing_tangent():
+def test_an_untracked_op_on_a_dual_raises_instead_of_a_missing_tangent():
+    from jitgrad._thread_modes import TRACING
+
     x = torch.tensor([1.0, 2.0])
     with fwAD.dual_level():
         d = fwAD.make_dual(x, torch.ones(2))
         with torch.no_grad():
             z = d.exp()
-        with pytest.raises(RuntimeError, match="no_grad"):
+        with pytest.raises(RuntimeError, match="without grad mode"):
             fwAD.unpack_dual(z)
+        with pytest.raises(RuntimeError, match="without grad mode"):
+            fwAD.unpack_dual(d * 2)  # (any later unpack: the level cannot tell)
+    assert not TRACING  # (the level's slow-path marker is gone)
     with fwAD.dual_level():  # a new level starts clean
         d = fwAD.make_dual(x, torch.ones(2))
         assert fwAD.unpack_dual(d.exp()).tangent is not None
+
+
+def test_no_grad_work_on_other_tensors_and_backward_passes_are_fine():
+    x = torch.tensor([1.0, 2.0, 3.0])
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, torch.tensor([1.0, 0.0, 0.5]))
+        lin = torch.nn.Linear(3, 2)  # (its initialisation runs under no_grad)
+        with torch.no_grad():
+            for p in lin.parameters():
+                p.copy_(torch.full_like(p, 0.5))
+        assert fwAD.unpack_dual(lin(d)).tangent.tolist() == [0.75, 0.75]
+        w = torch.ones(3, requires_grad=True)
+        (w * d).sum().backward()  # (the engine's rules run without grad mode)
+        assert w.grad.tolist() == [1.0, 2.0, 3.0]
+        assert fwAD.unpack_dual(d.sin()).tangent is not None
 
 
 def test_matches_pytorch():
