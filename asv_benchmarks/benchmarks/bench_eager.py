@@ -436,3 +436,38 @@ class Jacobians:
 
     def time_hessian(self, n, mode):
         self._run(self.hess)
+
+
+class ProfilerWindow:
+    """An eager MLP training step (64-128-10, batch 32, cross-entropy, SGD) outside and
+    inside a ``jitgrad.profiler.profile`` window: what recording costs a step (the window
+    opens in ``setup`` and closes in ``teardown``; outside one the profiler wraps nothing)."""
+
+    params = [["off", "window"]]
+    param_names = ["profiler"]
+    quick_params = params
+
+    def setup(self, profiler):
+        from jitgrad.profiler import profile
+
+        jitgrad.manual_seed(0)
+        nn = jitgrad.nn
+        self.model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+        self.opt = jitgrad.optim.SGD(self.model.parameters(), lr=0.1)
+        rng = np.random.default_rng(0)
+        self.x = jitgrad.tensor(rng.standard_normal((32, 64)).astype(np.float32))
+        self.y = jitgrad.tensor(rng.integers(0, 10, 32))
+        for _ in range(3):  # (kernels loaded)
+            self.time_step(profiler)
+        self.window = profile() if profiler == "window" else None
+        if self.window is not None:
+            self.window.start()
+
+    def teardown(self, profiler):
+        if self.window is not None:
+            self.window.stop()
+
+    def time_step(self, profiler):
+        self.opt.zero_grad()
+        jitgrad.nn.functional.cross_entropy(self.model(self.x), self.y).backward()
+        self.opt.step()
