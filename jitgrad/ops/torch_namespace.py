@@ -463,7 +463,7 @@ return_histogram = _histogram_return_type()
 
 
 
-def _bin_edges(column: Tensor, bins, range_d, d: int, dims: int) -> Tensor:
+def _bin_edges(column: Tensor, bins, range_d, d: int) -> Tensor:
     """Dimension ``d``'s bin edges: ``bins`` itself (a 1-D tensor of increasing edges) or
     ``bins`` equal bins over ``range_d`` (``(min, max)``; None: the data's), PyTorch's
     checks and messages."""
@@ -558,7 +558,7 @@ def histogram(input: Tensor, bins=100, *, range: Sequence[float] | None = None, 
                            f"dimension, but got input with shape {list(input.shape) + [1]} "
                            f"and weight with shape {list(weight.shape)}")
     flat = input.detach().reshape(-1, 1)
-    edges = _bin_edges(flat[:, 0], bins, range, 0, 1)
+    edges = _bin_edges(flat[:, 0], bins, range, 0)
     return return_histogram(_histogram_nd(flat, [edges], weight, density), edges)
 
 
@@ -598,8 +598,8 @@ def histogramdd(input: Tensor, bins=10, *, range: Sequence[float] | None = None,
                            f"the same shape as the input tensor excluding its innermost "
                            f"dimension, but got input with shape {list(input.shape)} and "
                            f"weight with shape {list(weight.shape)}")
-    edges = [_bin_edges(points[:, d], b, None if range is None else range[2 * d:2 * d + 2],
-                        d, dims) for d, b in enumerate(per_dim)]
+    edges = [_bin_edges(points[:, d], b, None if range is None else range[2 * d:2 * d + 2], d)
+             for d, b in enumerate(per_dim)]
     return return_histogramdd(_histogram_nd(points, edges, weight, density), tuple(edges))
 
 

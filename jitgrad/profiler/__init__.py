@@ -35,7 +35,6 @@ internal calls (inside a module, inside a composite op) show in their caller's t
 from __future__ import annotations
 
 import enum
-import gzip
 import json
 import os
 import socket
@@ -46,7 +45,14 @@ from contextlib import ContextDecorator
 
 from .._profiling import ACTIVE, Recording, now_ns
 from . import instruments
-from .events import EventList, FunctionEvent, FunctionEventAvg, build_events, chrome_trace
+from .events import (
+    EventList,
+    FunctionEvent,
+    FunctionEventAvg,
+    build_events,
+    chrome_trace,
+    write_json,
+)
 
 __all__ = ["profile", "record_function", "ProfilerActivity", "ProfilerAction", "schedule",
            "tensorboard_trace_handler", "supported_activities", "EventList", "FunctionEvent",
@@ -304,7 +310,7 @@ class profile:
         trace = chrome_trace(self.events())
         if self._metadata:
             trace.update(self._metadata)
-        _write_json(trace, path)
+        write_json(trace, path)
 
     def export_stacks(self, path: str, metric: str = "self_cpu_time_total") -> None:
         """Write the stacks of the last window (``with_stack=True``) for flame graphs."""
@@ -319,15 +325,6 @@ class profile:
     def add_metadata_json(self, key: str, value: str) -> None:
         """A JSON entry (given as its text) in the exported trace's top level."""
         self._metadata[key] = json.loads(value)
-
-
-def _write_json(obj: dict, path: str) -> None:
-    if path.endswith(".gz"):
-        with gzip.open(path, "wt") as f:
-            json.dump(obj, f)
-    else:
-        with open(path, "w") as f:
-            json.dump(obj, f)
 
 
 def tensorboard_trace_handler(dir_name: str, worker_name: str | None = None,

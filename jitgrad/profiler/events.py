@@ -8,12 +8,14 @@ rebuilt here from them, so an event's self time is its time less its children's.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
 from collections.abc import Iterable
 
-__all__ = ["FunctionEvent", "FunctionEventAvg", "EventList", "Interval", "build_events"]
+__all__ = ["FunctionEvent", "FunctionEventAvg", "EventList", "Interval", "build_events",
+           "chrome_trace", "write_json"]
 
 _ALL_DEVICE_SORTS = ("cuda_time", "cuda_time_total", "self_cuda_time_total", "device_time",
                      "device_time_total", "self_device_time_total", "xpu_time_total")
@@ -236,8 +238,7 @@ class EventList(list):
     def export_chrome_trace(self, path: str) -> None:
         """Write the events as a Chrome trace (``chrome://tracing``, Perfetto): one
         complete ("X") event per call, its category, thread, start and duration."""
-        with open(path, "w") as f:
-            json.dump(chrome_trace(self), f)
+        write_json(chrome_trace(self), path)
 
     def export_stacks(self, path: str, metric: str = "self_cpu_time_total") -> None:
         """Write one line per event recorded with its stack (``with_stack=True``):
@@ -247,6 +248,16 @@ class EventList(list):
                 if e.stack:
                     frames = ";".join(reversed(e.stack))
                     f.write(f"{frames};{e.name} {int(getattr(e, metric))}\n")
+
+
+def write_json(obj: dict, path: str) -> None:
+    """``obj`` as JSON at ``path`` (gzip-compressed when it ends in ``.gz``)."""
+    if path.endswith(".gz"):
+        with gzip.open(path, "wt") as f:
+            json.dump(obj, f)
+    else:
+        with open(path, "w") as f:
+            json.dump(obj, f)
 
 
 def chrome_trace(events: Iterable) -> dict:
