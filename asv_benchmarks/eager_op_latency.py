@@ -43,6 +43,7 @@ def cases(lib) -> dict:
 
     x, y, z = t(32, 64), t(32, 64), t(32, 64)
     w, b = t(16, 64), t(16)
+    row, col = t(64), t(32, 1)
     cond = x > 0
     gx, gy, gz = t(32, 64, grad=True), t(32, 64, grad=True), t(32, 64, grad=True)
     gw, gb = t(16, 64, grad=True), t(16, grad=True)
@@ -60,6 +61,8 @@ def cases(lib) -> dict:
         "F.linear(x, w, b)": lambda: F.linear(x, w, b),
         "x @ x.T": lambda: x @ x.T,
         "x * y + x": lambda: x * y + x,
+        "x + row (bias)": lambda: x + row,
+        "x * col": lambda: x * col,
         "relu": lambda: x.relu(),
         "sum(dim=1)": lambda: x.sum(dim=1),
         "mean()": lambda: x.mean(),
@@ -72,6 +75,7 @@ def cases(lib) -> dict:
         "grad softmax(dim=1)": lambda: gx.softmax(dim=1),
         "grad F.linear": lambda: F.linear(gx, gw, gb),
         "grad x * y + x": lambda: gx * gy + gx,
+        "grad x + row (bias)": lambda: gx + row,
         "grad sum(dim=1)": lambda: gx.sum(dim=1),
         "backward (x*y).sum()": lambda: (gx * gy).sum().backward(),
     }

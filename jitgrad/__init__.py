@@ -98,6 +98,9 @@ from .dtypes import (
 )
 from .dtypes import (
     bfloat16,
+    complex32,
+    complex64,
+    complex128,
     float16,
     float32,
     float64,
@@ -122,8 +125,10 @@ from .memory_format import (
     memory_format,
     preserve_format,
 )
+from .ops import complex_functions as _complex_functions
 from .ops import legacy_linalg as _legacy_linalg
 from .ops import nn_namespace as _nn_namespace
+from .ops import spectral as _spectral
 from .ops import torch_namespace as _torch_namespace
 from .ops import view_copies as _view_copies
 from .ops.api import export_table as _export_table
@@ -133,9 +138,11 @@ from .ops.as_strided import as_strided
 # PyTorch's top-level names written with existing ops (not ops of their own): each module's
 # __all__ is the one list of them -- cholesky, triangular_solve, nuclear_norm...; conv2d,
 # dropout, layer_norm, embedding...; asarray, mode, exp_, strided, gradient...; t_copy...
+from .ops.complex_functions import *  # noqa: F403
 from .ops.legacy_linalg import *  # noqa: F403
 from .ops.nn_namespace import *  # noqa: F403
 from .ops.numpy_names import accept_numpy_names as _accept_numpy_names
+from .ops.spectral import *  # noqa: F403
 from .ops.tensor_extras import detach, is_nonzero, is_same_size, is_signed, nonzero
 from .ops.torch_namespace import *  # noqa: F403
 from .ops.view_copies import *  # noqa: F403
@@ -171,6 +178,9 @@ _choose_blas_core()
 float = float32  # noqa: A001 - PyTorch's aliases
 double = float64
 half = float16
+cfloat = complex64
+cdouble = complex128
+chalf = complex32
 int = int32  # noqa: A001
 long = int64
 short = int16
@@ -275,12 +285,13 @@ sys.modules[__name__ + ".trace"].__class__ = _TracePackage
 
 #: subpackages imported on first use, not by ``import jitgrad``
 _LAZY_SUBMODULES = frozenset({"distributions", "func", "serialization", "testing", "_dynamo",
-                               "version", "multiprocessing", "profiler"})
+                               "version", "multiprocessing", "profiler", "fft"})
 
 
 def __getattr__(name: str):
     """``jitgrad.distributions``, ``jitgrad.func``, ``jitgrad.version``,
-    ``jitgrad.multiprocessing``, ``jitgrad.profiler`` (the lazily loaded subpackages),
+    ``jitgrad.multiprocessing``, ``jitgrad.profiler``, ``jitgrad.fft`` (the lazily loaded
+    subpackages),
     ``jitgrad.vmap`` (``torch.vmap``, from ``jitgrad.func``), ``jitgrad.save`` / ``load``
     (from ``jitgrad.serialization``) and the ``jitgrad._foreach_*`` functions (from
     ``jitgrad.ops.foreach``), imported on first use."""
@@ -317,7 +328,8 @@ __all__ = [
     "get_float32_matmul_precision", "set_float32_matmul_precision", "bfloat16",
     "utils", "Generator", "default_generator",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
-    "float", "double", "half", "int", "long", "short",
+    "float", "double", "half", "int", "long", "short", "complex64", "complex128", "cfloat",
+    "cdouble", "complex32", "chalf",
     "get_default_dtype", "set_default_dtype", "result_type", "set_printoptions",
     "get_printoptions", *autograd.grad_mode.__all__, "manual_seed", "seed", "initial_seed",
     "tensor", "as_tensor", "from_numpy", "from_dlpack", "scalar_tensor", "zeros", "ones", "full",
@@ -338,7 +350,9 @@ __all__ = [
     "set_flush_denormal", "get_num_interop_threads", "set_num_interop_threads", "is_storage",
     "get_device_module", "sym_int", "sym_float", "sym_max", "sym_min", "sym_not", "sym_ite",
     "sym_sqrt", "sym_sum", "svd_lowrank", "pca_lowrank",
-    *_legacy_linalg.__all__, *_nn_namespace.__all__, *_torch_namespace.__all__,
+    *_complex_functions.__all__, *_spectral.__all__, *_legacy_linalg.__all__,
+    *_nn_namespace.__all__,
+    *_torch_namespace.__all__,
     *_view_copies.__all__,
     *_OP_EXPORTS,
 ]

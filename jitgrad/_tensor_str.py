@@ -116,6 +116,8 @@ def dtype_suffix_needed(np_dtype: Any, default_float: Any = np.float32) -> bool:
     :func:`format_tensor` adds that suffix by itself.)
     """
     d = np.dtype(np_dtype)
+    if d.kind == "c":  # the default complex dtype (complex64 under float32) is hidden
+        return d != np.result_type(np.dtype(default_float), np.complex64)
     return d != np.dtype(default_float) and d not in _ALWAYS_HIDDEN
 
 
@@ -128,8 +130,17 @@ def dtype_suffix(np_dtype: Any) -> str:
 # formatting of elements
 
 
+def _complex_join(real: str, imag: str) -> str:
+    """PyTorch's text of one complex value from its parts' texts: ``1.+2.j``, ``0.5000-1.j``."""
+    imag = (imag + "j").lstrip()
+    return real + imag if imag[0] in "+-" else real + "+" + imag
+
+
 def _scalar_str(value: Any, kind: str, opts: dict[str, Any]) -> str:
     """The text of a 0-d tensor's single value (a width-1 formatter never pads)."""
+    if kind == "c":
+        return _complex_join(_scalar_str(value.real, "f", opts),
+                             _scalar_str(value.imag, "f", opts))
     if kind != "f":
         return str(value)
     if value == 0 or not math.isfinite(value):
@@ -153,6 +164,10 @@ def _element_strings(values: np.ndarray, kind: str, opts: dict[str, Any]) -> tup
     Returns the strings (already right-aligned) and the common width.
     """
     flat = values.reshape(-1)
+    if kind == "c":  # the real and imaginary parts each formatted as a float tensor
+        real, wr = _element_strings(np.ascontiguousarray(flat.real), "f", opts)
+        imag, wi = _element_strings(np.ascontiguousarray(flat.imag), "f", opts)
+        return [_complex_join(r, i) for r, i in zip(real, imag)], wr + wi + 1
     items = flat.tolist()
     if kind == "b":
         width = 1
@@ -279,11 +294,11 @@ def format_tensor(
     ``grad_fn=<AddBackward0>``), placed after ``size=``/``dtype=``. ``dtype_suffix``: the
     ``dtype=jitgrad.float64`` text, passed when :func:`dtype_suffix_needed` says so. For an empty
     tensor without one, ``dtype=`` is added automatically unless the dtype is ``default_float``.
-    Supported dtypes: bool, signed/unsigned integers, float16/32/64.
+    Supported dtypes: bool, signed/unsigned integers, float16/32/64, complex64/128.
     """
     data = np.asarray(data)
     kind = data.dtype.kind
-    if kind not in "fiub":
+    if kind not in "fiubc":
         raise TypeError(f"cannot print tensors of dtype {data.dtype}")
     opts = _OPTS
     indent = len(prefix)

@@ -25,14 +25,19 @@ __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty"
 
 def _promote(a: np.dtype | None, b: np.dtype) -> np.dtype:
     """PyTorch's promotion of two item dtypes: the higher category (bool < integer <
-    floating) wins; within one, NumPy's (``uint8`` with ``int8`` is ``int16``)."""
+    floating < complex) wins (a complex with a float64: complex128); within one, NumPy's
+    (``uint8`` with ``int8`` is ``int16``)."""
     if a is None or a == b:
         return b
-    ca = 2 if a.kind == "f" else (1 if a.kind in "iu" else 0)
-    cb = 2 if b.kind == "f" else (1 if b.kind in "iu" else 0)
+    ca, cb = _CATEGORY.get(a.kind, 0), _CATEGORY.get(b.kind, 0)
     if ca != cb:
+        if max(ca, cb) == 3 and min(ca, cb) == 2:
+            return np.promote_types(a, b)
         return a if ca > cb else b
     return np.promote_types(a, b)
+
+
+_CATEGORY = {"c": 3, "f": 2, "i": 1, "u": 1}
 
 
 def _infer_dtype(data) -> np.dtype:
@@ -40,14 +45,14 @@ def _infer_dtype(data) -> np.dtype:
     item's dtype -- a tensor's, a NumPy array's or scalar's own (``[np.float64(0.1)]`` is
     float64, ``[np.int32(1)]`` int32), a Python float the default dtype, an int int64, a
     bool bool."""
-    py = 0  # Python scalars seen: 1 bool, 2 int, 3 float
+    py = 0  # Python scalars seen: 1 bool, 2 int, 3 float, 4 complex
     typed = None  # promotion of the dtypes of tensors and NumPy items
     stack = [data]
     while stack:
         x = stack.pop()
         tx = type(x)
         if tx is float:
-            py = 3
+            py = max(py, 3)
         elif tx is int:
             py = max(py, 2)
         elif tx is bool:
@@ -61,25 +66,26 @@ def _infer_dtype(data) -> np.dtype:
                 stack.extend(x.ravel().tolist())
             else:
                 typed = _promote(typed, x.dtype)
-        elif isinstance(x, np.generic) and not isinstance(x, np.complexfloating):
+        elif isinstance(x, np.generic):
             typed = _promote(typed, x.dtype)
         elif isinstance(x, bool):
             py = max(py, 1)
         elif isinstance(x, numbers.Integral):
             py = max(py, 2)
         elif isinstance(x, numbers.Real):
-            py = 3
+            py = max(py, 3)
         elif isinstance(x, (list, tuple)):
             stack.extend(x)
         elif isinstance(x, numbers.Complex):
-            raise TypeError("complex tensors are not supported by jitgrad")
+            py = 4
         else:
             raise TypeError(
                 f"Could not infer dtype of {type(x).__name__}"
             )
     if py:
-        typed = _promote(typed, (None, np.dtype(np.bool_), np.dtype(np.int64),
-                                 dtypes.get_default_dtype().np)[py])
+        default = dtypes.get_default_dtype()
+        typed = _promote(typed, (None, np.dtype(np.bool_), np.dtype(np.int64), default.np,
+                                 default.to_complex().np)[py])
     if typed is None:
         return dtypes.get_default_dtype().np
     dtypes.from_numpy_dtype(typed)  # raises for a dtype jitgrad does not have
@@ -216,7 +222,7 @@ def _finish(arr: np.ndarray, requires_grad: bool, regen=None, kind: str = "fill"
         else:
             tr.on_constant(t)
     if requires_grad:
-        if arr.dtype.kind != "f":
+        if arr.dtype.kind not in "fc":
             raise RuntimeError(
                 "Only Tensors of floating point and complex dtype can require gradients"
             )
@@ -465,6 +471,8 @@ def rand(*sizes, size=None, generator=None, dtype=None, device=None,
     shape = _size(sizes, size, "rand")
 
     def make():
+        if d.kind == "c":  # uniform real and imaginary parts, as PyTorch's
+            return _complex_draws(rng(generator).random, shape, d, 1.0)
         arr = rng(generator).random(shape, dtype=d if d.kind == "f" and d.itemsize >= 4
                                     else np.float64)
         return arr.astype(d, copy=False)
@@ -479,10 +487,22 @@ def randn(*sizes, size=None, generator=None, dtype=None, device=None,
     shape = _size(sizes, size, "randn")
 
     def make():
+        if d.kind == "c":  # parts of variance 1/2: E|z|^2 = 1, as PyTorch's
+            return _complex_draws(rng(generator).standard_normal, shape, d, np.sqrt(0.5))
         arr = rng(generator).standard_normal(shape, dtype=d if d.kind == "f" and
                                              d.itemsize >= 4 else np.float64)
         return arr.astype(d, copy=False)
     return _finish(make(), requires_grad, make, "random", device=dev)
+
+
+def _complex_draws(draw, shape: tuple, d: np.dtype, scale: float) -> np.ndarray:
+    """A complex array of dtype ``d`` whose real and imaginary parts are ``scale`` times
+    ``draw``'s samples of the parts' float dtype (drawn interleaved: real, imaginary)."""
+    part = np.dtype(d.type(0).real.dtype)
+    pairs = draw((*shape, 2), dtype=part)
+    if scale != 1.0:
+        pairs *= part.type(scale)
+    return np.ascontiguousarray(pairs).view(d).reshape(shape)
 
 
 _NORMAL_OVERLOADS = (

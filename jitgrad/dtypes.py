@@ -19,6 +19,8 @@ __all__ = [
     "bool_",
     "float16",
     "bfloat16",
+    "complex64",
+    "complex128",
     "UnsupportedDType",
     "int8",
     "int16",
@@ -35,15 +37,16 @@ __all__ = [
 class DType:
     """A tensor element type; ``jitgrad.float32`` and friends are its instances."""
 
-    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "category",
-                 "tensor_type", "__weakref__")
+    __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize",
+                 "category", "tensor_type", "__weakref__")
 
     def __init__(self, name: str, np_dtype: type, category: int, tensor_type: str) -> None:
         self.name = name
         self.np = np.dtype(np_dtype)
-        self.category = category  # 0 bool, 1 integer, 2 floating
+        self.category = category  # 0 bool, 1 integer, 2 floating, 3 complex
         self.is_floating_point = category == 2
-        self.is_signed = self.np.kind in "if"
+        self.is_complex = category == 3
+        self.is_signed = self.np.kind in "ifc"
         self.itemsize = self.np.itemsize
         self.tensor_type = tensor_type
 
@@ -57,6 +60,22 @@ class DType:
         """The NumPy dtype backing this dtype."""
         return self.np
 
+    def to_real(self) -> DType:
+        """The real dtype of a complex dtype's parts (``complex64`` -> ``float32``); a real
+        dtype is its own."""
+        return _BY_NP[np.dtype(self.np.type(0).real.dtype)] if self.category == 3 else self
+
+    def to_complex(self) -> DType:
+        """The complex dtype whose parts are this float dtype (``float32`` -> ``complex64``);
+        a complex dtype is its own. PyTorch's error for other dtypes."""
+        if self.category == 3:
+            return self
+        if self is float16:
+            raise complex32.error()
+        if self is float32 or self is float64:
+            return complex64 if self is float32 else complex128
+        raise RuntimeError(f"to_complex is not supported for {self}")
+
     @property
     def cpp_name(self) -> str:
         """ATen's C++ name of the type, as PyTorch's error messages print it ("float",
@@ -67,7 +86,8 @@ class DType:
 #: ATen's C++ names of the dtypes, in its error messages
 CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-             "uint8": "unsigned char", "bool": "bool"}
+             "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+             "complex128": "c10::complex<double>"}
 
 
 class UnsupportedDType:
@@ -110,13 +130,20 @@ int16 = DType("int16", np.int16, 1, "ShortTensor")
 int32 = DType("int32", np.int32, 1, "IntTensor")
 int64 = DType("int64", np.int64, 1, "LongTensor")
 bool_ = DType("bool", np.bool_, 0, "BoolTensor")
+complex64 = DType("complex64", np.complex64, 3, "ComplexFloatTensor")
+complex128 = DType("complex128", np.complex128, 3, "ComplexDoubleTensor")
+complex32 = UnsupportedDType(
+    "complex32", 4, "NumPy has no complex type of two float16 parts. Use jitgrad.complex64")
 
-_ALL = (float16, float32, float64, uint8, int8, int16, int32, int64, bool_)
+_ALL = (float16, float32, float64, uint8, int8, int16, int32, int64, bool_, complex64,
+        complex128)
 _BY_NP: dict[np.dtype, DType] = {d.np: d for d in _ALL}
 _BY_NAME: dict[str, DType] = {d.name: d for d in _ALL}
 _BY_TENSOR_TYPE: dict[str, DType] = {d.tensor_type: d for d in _ALL}
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "int": int32,
-                 "long": int64, "short": int16})
+                 "long": int64, "short": int16, "cfloat": complex64, "cdouble": complex128})
+_UNSUPPORTED = {d.name: d for d in (bfloat16, complex32)}
+_UNSUPPORTED["chalf"] = complex32
 
 _default_float = float32
 
@@ -146,7 +173,8 @@ def from_numpy_dtype(np_dtype) -> DType:
     except (KeyError, TypeError):
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types "
-            "are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+            "are: float64, float32, float16, complex64, complex128, int64, int32, int16, int8, "
+            "uint8, and bool."
         ) from None
 
 
@@ -166,8 +194,8 @@ def to_dtype(dtype) -> DType:
         name = dtype.removeprefix("jitgrad.").removeprefix("torch.")
         if name in _BY_NAME:
             return _BY_NAME[name]
-        if name == bfloat16.name:
-            raise bfloat16.error()
+        if name in _UNSUPPORTED:
+            raise _UNSUPPORTED[name].error()
         if name in _BY_TENSOR_TYPE:  # "torch.FloatTensor", as Tensor.type() takes it
             return _BY_TENSOR_TYPE[name]
         raise TypeError(f"unknown dtype {dtype!r}")
@@ -184,7 +212,10 @@ def _wider(a: DType, b: DType) -> DType:
     if a is b:
         return a
     if a.category != b.category:
-        return a if a.category > b.category else b
+        hi, lo = (a, b) if a.category > b.category else (b, a)
+        if hi.category == 3 and lo is float64:  # complex64 with float64: complex128
+            return complex128
+        return hi
     return _BY_NP[np.promote_types(a.np, b.np)]
 
 
@@ -210,6 +241,8 @@ def scalar_dtype(value) -> DType:
         return int64
     if t is float or isinstance(value, np.floating):
         return _default_float
+    if t is complex or isinstance(value, np.complexfloating):
+        return _default_float.to_complex()
     raise TypeError(f"unsupported scalar type {t.__name__}")
 
 
@@ -217,11 +250,13 @@ def promote_scalar(a: DType, value) -> DType:
     """Result dtype of tensor ``a`` combined with a Python scalar (a "wrapped number")."""
     t = type(value)
     if t is float:
-        return a if a.category == 2 else _default_float
+        return a if a.category >= 2 else _default_float
     if t is int:
         return a if a.category >= 1 else int64
     if t is bool:
         return a
+    if t is complex:
+        return a.to_complex() if a.category >= 2 else _default_float.to_complex()
     return _promote_uncached(((a, True),), (value,))
 
 
@@ -234,13 +269,17 @@ def _promote_uncached(tensors, scalars) -> DType:
             zero = d if zero is None else _wider(zero, d)
     result = dim
     if zero is not None and (result is None or zero.category > result.category):
-        result = zero
+        result = result.to_complex() if zero.category == 3 and result is not None and \
+            result.category == 2 else zero
     for s in scalars:
         sd = scalar_dtype(s)
         if result is None:
             result = sd
         elif sd.category > result.category:
-            result = _default_float if sd.category == 2 else sd
+            if sd.category == 3:  # a complex number: the complex type of a float result
+                result = result.to_complex() if result.category == 2 else sd
+            else:
+                result = _default_float if sd.category == 2 else sd
     if result is None:
         raise TypeError("cannot determine a result dtype without operands")
     return result

@@ -58,7 +58,8 @@ _ORDERED_DICT = TorchGlobal("collections", "OrderedDict")
 _STORAGE_NAMES = {"float32": "FloatStorage", "float64": "DoubleStorage",
                   "float16": "HalfStorage", "int64": "LongStorage", "int32": "IntStorage",
                   "int16": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage",
-                  "bool": "BoolStorage"}
+                  "bool": "BoolStorage", "complex64": "ComplexFloatStorage",
+                  "complex128": "ComplexDoubleStorage"}
 _STORAGE_GLOBALS = {k: TorchGlobal("torch", v) for k, v in _STORAGE_NAMES.items()}
 _BFLOAT16 = "BFloat16Storage"
 

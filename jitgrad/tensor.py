@@ -342,7 +342,7 @@ class Tensor:
                 "var_no_grad = var.detach()."
             )
         value = bool(value)
-        if value and self._data.dtype.kind != "f":
+        if value and self._data.dtype.kind not in "fc":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if TRACING and _TRACE.tracer is not None and value != self._requires_grad:
             _TRACE.tracer.on_requires_grad(self)

@@ -17,7 +17,8 @@ __all__ = ["assert_close", "assert_allclose", "make_tensor"]
 
 #: PyTorch's defaults, (rtol, atol) by dtype
 _TOLERANCES = {np.dtype(np.float16): (1e-3, 1e-5), np.dtype(np.float32): (1.3e-6, 1e-5),
-               np.dtype(np.float64): (1e-7, 1e-7)}
+               np.dtype(np.float64): (1e-7, 1e-7), np.dtype(np.complex64): (1.3e-6, 1e-5),
+               np.dtype(np.complex128): (1e-7, 1e-7)}
 
 
 def _dtype_name(a: np.ndarray) -> str:
@@ -39,13 +40,15 @@ def _compare_arrays(actual: np.ndarray, expected: np.ndarray, rtol, atol, equal_
     exact = actual.dtype.kind not in "fc"
     if rtol is None:
         rtol, atol = (0.0, 0.0) if exact else _TOLERANCES.get(actual.dtype, (1.3e-6, 1e-5))
-    a, b = actual.astype(np.float64), expected.astype(np.float64)
+    wide = np.complex128 if actual.dtype.kind == "c" or expected.dtype.kind == "c" \
+        else np.float64  # (complex: |a - b| <= atol + rtol |b| with complex moduli)
+    a, b = actual.astype(wide), expected.astype(wide)
     with np.errstate(invalid="ignore", over="ignore"):
         close = np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan) | (a == b)
     if close.all():
         return
     # (the differences in the compared dtype -- float32 for integers --, as PyTorch's)
-    ft = actual.dtype if actual.dtype.kind == "f" else np.dtype(np.float32)
+    ft = actual.dtype if actual.dtype.kind in "fc" else np.dtype(np.float32)
     af, bf = actual.astype(ft), expected.astype(ft)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         diff = np.abs(af - bf)

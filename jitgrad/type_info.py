@@ -43,6 +43,8 @@ class finfo:  # noqa: N801 - PyTorch's name
 
     def __init__(self, type: DType | UnsupportedDType | None = None) -> None:  # noqa: A002
         dt = dtypes.get_default_dtype() if type is None else _dtype_arg(type, "finfo", "type")
+        if getattr(dt, "is_complex", False):  # a complex dtype: its parts' (as PyTorch)
+            dt = dt.to_real()
         if not dt.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use "
                             "torch.iinfo to handle 'torch.finfo'")
@@ -111,6 +113,8 @@ class iinfo:  # noqa: N801 - PyTorch's name
 
 
 def _category(dt) -> int:
+    if getattr(dt, "is_complex", False):
+        return 3
     return 2 if dt.is_floating_point else (0 if dt is dtypes.bool_ else 1)
 
 
@@ -125,6 +129,8 @@ def promote_types(type1: DType, type2: DType) -> DType:
         return a
     ca, cb = _category(a), _category(b)
     if ca != cb:
+        if max(ca, cb) == 3 and 2 in (ca, cb):  # complex64 with float64: complex128
+            return dtypes.promote(a, True, b, True)
         return a if ca > cb else b
     if isinstance(a, UnsupportedDType) or isinstance(b, UnsupportedDType):  # bfloat16
         other = b if isinstance(a, UnsupportedDType) else a
@@ -138,6 +144,6 @@ def can_cast(from_: DType, to: DType) -> bool:
     a = _dtype_arg(from_, "can_cast", "from_")
     b = _dtype_arg(to, "can_cast", "to", 2)
     ca, cb = _category(a), _category(b)
-    if ca == 2 and cb < 2:
+    if ca >= 2 and cb < ca:
         return False
     return not (cb == 0 and ca != 0)

@@ -256,3 +256,22 @@ def assert_raises_like_torch(call: Callable, exc: type) -> None:
         with pytest.raises(exc) as want:
             call(torch)
     assert str(got.value).replace("jitgrad.", "torch.") == str(want.value)
+
+
+def wirtinger_numerical_grad(loss, a, eps: float = 1e-6):
+    """PyTorch's gradient of a real ``loss`` (a function of one tensor) at the NumPy array
+    ``a``, by central differences: ``dL/dx + i dL/dy`` for a complex ``a = x + iy``, ``dL/da``
+    for a real one."""
+    import numpy as np
+
+    import jitgrad
+
+    g = np.zeros_like(a)
+    for idx in np.ndindex(a.shape):
+        for unit in ((1.0, 1j) if a.dtype.kind == "c" else (1.0,)):
+            ap, am = a.copy(), a.copy()
+            ap[idx] += eps * unit
+            am[idx] -= eps * unit
+            g[idx] += unit * (loss(jitgrad.tensor(ap)).item()
+                              - loss(jitgrad.tensor(am)).item()) / (2 * eps)
+    return g

@@ -83,7 +83,8 @@ def _fusable_op(op) -> bool:
 
 def _plain(node) -> bool:
     """A node the region may take: a registered op's, fusable, no hooks, saved intact."""
-    return (_fusable_op(getattr(node, "op", None)) and node._tensor_hooks is None
+    return (_fusable_op(getattr(node, "op", None)) and not node.complex_rule
+            and node._tensor_hooks is None
             and node._retain is None and node._pre_hooks is None
             and node._post_hooks is None and not node._freed)
 

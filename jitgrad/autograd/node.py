@@ -187,6 +187,7 @@ class Node:
     _pre_hooks = None
     _post_hooks = None
     _user_code = False    # its apply runs user code (a custom Function's backward)
+    complex_rule = False  # it runs an op's complex rule (ops/complex_ops.py): never fused
     n_outputs = 1
 
     def name(self) -> str:

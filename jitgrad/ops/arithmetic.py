@@ -23,21 +23,23 @@ __all__ = ["add", "sub", "rsub", "mul", "div", "true_divide", "neg", "pow", "squ
 
 # ---------------------------------------------------------------------------- arithmetic
 ADD = ew("add", "AddBackward0", ("a", "b"), "a + b", np.add,
-         lambda g, ins, out, p, n: (g, g), samples=S.binary)
+         lambda g, ins, out, p, n: (g, g), samples=S.binary, complex="holomorphic")
 ADD_SCALED = ew("add_scaled", "AddBackward0", ("a", "b"), "a + alpha * b",
                 lambda a, b, alpha: np.add(a, np.multiply(b, np.asarray(alpha, b.dtype))),
                 lambda g, ins, out, p, n: (g if n[0] else None,
                                            g * p["alpha"] if n[1] else None),
-                params=("alpha",), samples=S.binary_scaled)
+                params=("alpha",), samples=S.binary_scaled, complex="holomorphic")
 SUB = ew("sub", "SubBackward0", ("a", "b"), "a - b", np.subtract,
-         lambda g, ins, out, p, n: (g, -g if n[1] else None), samples=S.binary)
+         lambda g, ins, out, p, n: (g, -g if n[1] else None), samples=S.binary,
+         complex="holomorphic")
 RSUB = ew("rsub", lambda p: "RsubBackward0" if p and p.get("tensor_other") else "RsubBackward1",
           ("a", "b"), "b - a", lambda a, b: np.subtract(b, a),
-          lambda g, ins, out, p, n: (-g if n[0] else None, g), samples=S.binary)
+          lambda g, ins, out, p, n: (-g if n[0] else None, g), samples=S.binary,
+          complex="holomorphic")
 MUL = ew("mul", "MulBackward0", ("a", "b"), "a * b", np.multiply,
          lambda g, ins, out, p, n: (g * ins[1] if n[0] else None,
                                     g * ins[0] if n[1] else None),
-         save=(0, 1), save_for=((0, 1), (1, 0)), samples=S.binary)
+         save=(0, 1), save_for=((0, 1), (1, 0)), samples=S.binary, complex="holomorphic")
 
 
 def _div_vjp(g, ins, out, p, n):
@@ -47,9 +49,9 @@ def _div_vjp(g, ins, out, p, n):
 
 DIV = ew("div", "DivBackward0", ("a", "b"), "a / b", np.true_divide, _div_vjp, save=(0, 1),
          save_for=((0, 1),),
-         dtype_rule=FLOAT, samples=S.binary_nonzero_b)
+         dtype_rule=FLOAT, samples=S.binary_nonzero_b, complex="holomorphic")
 NEG = ew("neg", "NegBackward0", ("a",), "-a", np.negative,
-         lambda g, ins, out, p, n: (-g,), samples=S.unary)
+         lambda g, ins, out, p, n: (-g,), samples=S.unary, complex="holomorphic")
 
 
 # -------------------------------------------------------------------------------- powers
@@ -60,7 +62,7 @@ def _pow_scalar_ref(a, exponent):
 POW_SCALAR = ew("pow_scalar", "PowBackward0", ("a",), "pow_scalar(a, exponent)",
                 _pow_scalar_ref,
                 lambda g, ins, out, p, n: (pow_backward(g, ins[0], p["exponent"]),),
-                params=("exponent",), save=(0,), samples=S.pow_scalar)
+                params=("exponent",), save=(0,), samples=S.pow_scalar, complex="holomorphic")
 
 
 def _pow_vjp(g, ins, out, p, n):
@@ -220,7 +222,7 @@ def pow(input, exponent) -> Tensor:  # noqa: A001 - PyTorch's name
         if not isinstance(exponent, (int, float, bool)):
             exponent = as_tensor(exponent)
             return binary(POW, input, exponent)
-        if input._data.dtype.kind != "f" and (isinstance(exponent, float) or exponent < 0):
+        if input._data.dtype.kind not in "fc" and (isinstance(exponent, float) or exponent < 0):
             if not isinstance(exponent, float):
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
             input = input.to(default_float())

@@ -57,10 +57,16 @@ def _relayout(out: Tensor, fmt) -> None:
         out._data = arr
 
 
+def _to_dtype_ref(a, dtype, in_dtype):
+    if a.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+        a = a.real  # (PyTorch's cast: the real part; to_dtype warns as PyTorch does)
+    return a.astype(dtype)
+
+
 TO_DTYPE = defop(name="to_dtype", kind=MOVEMENT, inputs=("a",), params=("dtype", "in_dtype"),
-                 node="ToCopyBackward0", ref=lambda a, dtype, in_dtype: a.astype(dtype),
+                 node="ToCopyBackward0", ref=_to_dtype_ref,
                  vjp=lambda g, ins, out, p, n: (to_dtype(g, dtypes.from_numpy_dtype(
-                     p["in_dtype"])) if np.dtype(p["in_dtype"]).kind == "f" else None,))
+                     p["in_dtype"])) if np.dtype(p["in_dtype"]).kind in "fc" else None,))
 
 
 @api(TO_DTYPE)
@@ -69,7 +75,20 @@ def to_dtype(input: Tensor, dtype, copy: bool = False) -> Tensor:
     d = dtypes.to_dtype(dtype)
     if input._data.dtype == d.np and not copy:
         return input
+    if input._data.dtype.kind == "c" and d.category < 3 and not _in_backward():
+        import warnings
+
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      UserWarning, stacklevel=3)
     return call(TO_DTYPE, (input,), {"dtype": d.np, "in_dtype": input._data.dtype})
+
+
+def _in_backward() -> bool:
+    """Whether a backward pass runs on this thread (a gradient rule's cast to a real
+    input's dtype takes the real part silently, as PyTorch's does)."""
+    from ..autograd.engine import _FRAMES
+
+    return bool(_FRAMES.stack)
 
 
 TO_DEVICE = defop(name="to_device", kind=MOVEMENT, inputs=("a",), params=("device", "in_device"),

@@ -130,6 +130,8 @@ def _check(name: str, A: Tensor, kernel: str | None, *, square: bool = False,
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
     if A.dtype.is_floating_point and (A.dtype.np.itemsize >= 4 or kernel is None):
         return  # (no kernel: float16 too)
+    if A.dtype.is_complex:
+        raise RuntimeError(f"{name}: complex matrices are not supported by jitgrad")
     if A.dtype.is_floating_point or int_error == "not_implemented":
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(A)}'")
     raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "

@@ -21,7 +21,7 @@ from ..tensor import Tensor, mark_view, wrap
 from ..trace.numbers import TracedFloat
 from ..trace.numpy_args import base_array
 from ..trace.state import STATE as _TRACE
-from . import eager_kernels, native
+from . import complex_ops, eager_kernels, native
 from .registry import BOOL, FLOAT, OpDef
 
 __all__ = ["call", "unary", "binary", "elementwise", "record", "recording", "as_tensor_arg"]
@@ -51,6 +51,8 @@ def record(op: OpDef, out: Tensor, inputs: tuple, params: dict | None, cdt=None)
     else:
         return out
     if out._data.dtype.kind != "f":
+        if out._data.dtype.kind == "c":  # (a view or copy of a complex tensor)
+            return complex_ops.attach(op, out, inputs, params)
         return out
     edges = tuple(edge(t) if type(t) is Tensor else None for t in inputs)
     _attach(op, params, out, edges, tuple((t._data.shape, t._data.dtype) if type(t) is Tensor
@@ -85,9 +87,10 @@ def _saved(op: OpDef, inputs: tuple, out: Tensor):
     return tuple(sv)
 
 
-def _attach(op: OpDef, params, out: Tensor, edges: tuple, in_meta, saved) -> None:
-    """Make ``op``'s node and make it ``out``'s ``grad_fn``."""
-    node = make_node(op.node_cls or op.node_class_for(params), edges, saved, in_meta)
+def _attach(op: OpDef, params, out: Tensor, edges: tuple, in_meta, saved, cls=None) -> None:
+    """Make ``op``'s node (of class ``cls``, by default the op's) and make it ``out``'s
+    ``grad_fn``."""
+    node = make_node(cls or op.node_cls or op.node_class_for(params), edges, saved, in_meta)
     node.op = op
     node.params = params
     out._requires_grad = True
@@ -116,6 +119,9 @@ def call(op: OpDef, inputs: tuple, params: dict | None = None, view_of: Tensor |
     version counter and base, as PyTorch views do.
     """
     arrays = [t._data for t in inputs]
+    for a in arrays:
+        if a.dtype.kind == "c":
+            return complex_ops.call(op, inputs, params, view_of)
     if len(inputs) > 1:
         _same_device(inputs)
     fwd = op.fwd or op.ref
@@ -314,6 +320,8 @@ def unary(op: OpDef, a: Tensor, params: dict | None = None) -> Tensor:
         res = _device_same_layout(op, (ad,), params)
         if res is not None:
             return _finish(op, res, params, a, _NO_ARG, res.dtype == dt, dt)
+    if dt.kind == "c":
+        return complex_ops.elementwise(op, (a,), params)
     if op.dtype_rule == FLOAT and dt.kind != "f":
         cdt = dtypes.get_default_dtype().np
         arr = ad.astype(cdt)
@@ -479,15 +487,18 @@ def _binary_general(op: OpDef, a, b, params) -> Tensor:
         return _binary_traced_float(op, a, b, params)
     ta = type(a) is Tensor
     tb = type(b) is Tensor
-    if not ta and type(a) not in _SCALARS:
+    if not ta and type(a) not in _SCALARS and type(a) is not complex:
         a = as_tensor_arg(a, "input")
         ta = True
     if not tb and type(b) not in _SCALARS:
-        if isinstance(b, (np.floating, np.integer, np.bool_)):
+        if isinstance(b, (np.floating, np.integer, np.bool_, np.complexfloating)):
             b = b.item()
-        else:
+        elif type(b) is not complex:
             b = as_tensor_arg(b, "other")
             tb = True
+    if (ta and a._data.dtype.kind == "c") or (tb and b._data.dtype.kind == "c") or \
+            type(b) is complex or type(a) is complex:
+        return complex_ops.elementwise(op, (a, b), params)
     if ta and tb:
         if type(a._data) is not _ndarray or type(b._data) is not _ndarray:
             a, b = _on_one_device(a, b)
@@ -521,6 +532,8 @@ def elementwise(op: OpDef, args: tuple, params: dict | None = None) -> Tensor:
     tensors = [x for x in args if type(x) is Tensor]
     if not tensors:
         raise TypeError(f"{op.name}: expected at least one Tensor argument")
+    if any(complex_ops.is_complex_operand(x) for x in args):
+        return complex_ops.elementwise(op, args, params)
     if len(tensors) > 1:
         _same_device(tensors)
         broadcast_many([t._data.shape for t in tensors], op.name)

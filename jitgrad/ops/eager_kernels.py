@@ -28,6 +28,7 @@ import numpy as np
 
 from ..kernels.parallel import HOT_MIN_SIZE, PARALLEL_MIN_SIZE
 from ..kernels.pool import run_sized
+from ..shapes import broadcast_shapes
 from ..trace.state import STATE as _TRACE
 from .registry import OpDef
 
@@ -189,7 +190,7 @@ def run(op: OpDef, operands: tuple, params, cdt, odt) -> np.ndarray:
     out_shape = shapes[0] if shapes else ()
     for s in shapes:
         if s != out_shape:
-            out_shape = np.broadcast_shapes(*shapes)
+            out_shape = _broadcast_all(shapes)
             break
     out = _empty(out_shape, odt)
     if out.size == 0:
@@ -212,6 +213,13 @@ def run(op: OpDef, operands: tuple, params, cdt, odt) -> np.ndarray:
     return out
 
 
+def _broadcast_all(shapes: list) -> tuple:
+    out = shapes[0]
+    for s in shapes[1:]:
+        out = broadcast_shapes(out, s)
+    return out
+
+
 def by_value(x) -> bool:
     """Whether the array operand ``x`` is passed to a kernel as a number: it has one element,
     or one element broadcast to its shape (every stride 0: the gradient of a full sum, an
@@ -228,27 +236,48 @@ def _value(x):
 
 def _run_broadcast(op, operands, pargs, cdt, odt, out):
     """Broadcasting: a ``rows`` kernel when one split of the output shape makes every array
-    full, a row or a column (contiguous); else the ``strided`` kernel over 2-D views."""
+    full, a row or a column (contiguous); else the ``strided`` kernel over 2-D views. The
+    choice (kernel, rows, columns) is made once per op, dtypes and operand layouts."""
+    shape = out.shape
+    key = (op, cdt, odt, shape, *[
+        (x.shape, x.flags.c_contiguous) if type(x) is _ndarray and not by_value(x) else None
+        for x in operands])
+    plan = _broadcast_plans.get(key, _MISSING)
+    if plan is _MISSING:
+        if len(_broadcast_plans) >= 4096:  # (bounded: shapes that change every call)
+            _broadcast_plans.clear()
+        plan = _broadcast_plans[key] = _rows_plan(op, operands, cdt, odt, shape)
+    if plan is None:
+        return _run_strided(op, operands, pargs, cdt, odt, out)
+    fn, R, C = plan
+    args, numbers = [], []
+    for x in operands:
+        if type(x) is _ndarray and not by_value(x):
+            args.append(x.reshape(-1))
+        else:
+            numbers.append(_value(x))
+    _run_rows(fn, R, C, (*args, *numbers, *pargs, out.reshape(-1)))
+    return out
+
+
+_broadcast_plans: dict = {}
+_MISSING = object()
+
+
+def _rows_plan(op, operands, cdt, odt, shape):
+    """``(rows kernel, R, C)`` for the first split of ``shape`` (from the right) at which
+    every array operand is full, a row or a column and contiguous; None when there is none
+    (the strided kernel runs)."""
     from ..compiler.fusion import operand_fits, pattern
 
-    shape = out.shape
-    arrays = [(k, x) for k, x in enumerate(operands) if type(x) is _ndarray and not by_value(x)]
+    arrays = [x for x in operands if type(x) is _ndarray and not by_value(x)]
     for p in range(len(shape) - 1, 0, -1):
-        if all(operand_fits(x.shape, shape, p) and x.flags.c_contiguous for _, x in arrays):
-            R = int(np.prod(shape[:p]))
-            C = int(np.prod(shape[p:]))
-            pats, args, numbers = [], [], []
-            for x in operands:
-                if type(x) is _ndarray and not by_value(x):
-                    pats.append(pattern(x.shape, shape, p))
-                    args.append(x.reshape(-1))
-                else:
-                    pats.append("arg")
-                    numbers.append(_value(x))
-            fn = kernel_fn(op, cdt, tuple(pats), "rows", odt)
-            _run_rows(fn, R, C, (*args, *numbers, *pargs, out.reshape(-1)))
-            return out
-    return _run_strided(op, operands, pargs, cdt, odt, out)
+        if all(operand_fits(x.shape, shape, p) and x.flags.c_contiguous for x in arrays):
+            pats = tuple(pattern(x.shape, shape, p) if type(x) is _ndarray and not by_value(x)
+                         else "arg" for x in operands)
+            return (kernel_fn(op, cdt, pats, "rows", odt), math.prod(shape[:p]),
+                    math.prod(shape[p:]))
+    return None
 
 
 def _run_rows(fn, R: int, C: int, args: tuple) -> None:

@@ -31,7 +31,7 @@ def _sigmoid_bwd_vjp(g, ins, out, p, n):
 
 TANH_BACKWARD = ew("tanh_backward", "TanhBackwardBackward0", ("g", "y"), "g * (1.0 - y * y)",
                    lambda g, y: g * (1 - y * y), _tanh_bwd_vjp, save=(0, 1),
-                   samples=S.binary_same)
+                   samples=S.binary_same, complex="holomorphic")
 SIGMOID_BACKWARD = ew("sigmoid_backward", "SigmoidBackwardBackward0", ("g", "y"),
                       "g * y * (1.0 - y)", lambda g, y: g * y * (1 - y), _sigmoid_bwd_vjp,
                       save=(0, 1), samples=S.binary_same)
@@ -60,7 +60,7 @@ def _pow_bwd_vjp(g, ins, out, p, n):
 POW_BACKWARD = ew("pow_backward", "PowBackwardBackward0", ("g", "a"),
                   "0.0 if exponent == 0.0 else g * (exponent * pow_scalar(a, exponent - 1.0))",
                   _pow_bwd_ref, _pow_bwd_vjp, params=("exponent",), save=(0, 1),
-                  samples=S.pow_backward)
+                  samples=S.pow_backward, complex="holomorphic")
 CLAMP_BACKWARD = ew(
    "clamp_backward", "ClampBackwardBackward0", ("g", "a"),
    "g if (a >= min and a <= max) else 0.0",

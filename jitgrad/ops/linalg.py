@@ -51,6 +51,8 @@ def _blas_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     matrix: ``kernels.blas_batch``)."""
     if not PREPARED:
         prepare_process()
+    if a.dtype.kind == "c":  # (complex: NumPy's own product, never the float kernels)
+        return np.matmul(a, b)
     if a.dtype == _F16 and isinstance(a, np.ndarray):
         return _half_via_float(a, b)
     if a.ndim > 2 or b.ndim > 2:
@@ -138,6 +140,7 @@ def _reduce_to(g: Tensor, shape) -> Tensor:
 MATMUL = defop(name="matmul", kind=OPAQUE, inputs=("a", "b"), params=("ndims",),
                node=_node_name, ref=lambda a, b, ndims, bmm=False: _blas_matmul(a, b),
                vjp=_matmul_vjp, save=(0, 1), cast_grads=True, matmul=True,
+               complex="holomorphic",
                extra={"into": _blas_matmul_into})
 
 

@@ -33,29 +33,39 @@ def _sign_ref(a):
 
 SIGN = ew("sign", "SignBackward0", ("a",), "1.0 if a > 0.0 else (-1.0 if a < 0.0 else 0.0)",
           _sign_ref, lambda g, ins, out, p, n: (g * 0.0,), samples=S.unary)
+def _abs_complex_vjp(g, ins, out, p, n):
+    """``g * z / |z|`` (0 where ``z`` is 0): PyTorch's gradient of ``|z|``."""
+    from .selection import where
+
+    z = ins[0]
+    r = abs(z)
+    return (g * (z / where(r == 0, 1.0, r)),)
+
+
 ABS = ew("abs", "AbsBackward0", ("a",), "abs(a)", np.abs,
-         lambda g, ins, out, p, n: (g * sign(ins[0]),), save=(0,), samples=S.unary_away_from_0)
+         lambda g, ins, out, p, n: (g * sign(ins[0]),), save=(0,), samples=S.unary_away_from_0,
+         complex=_abs_complex_vjp)
 EXP = ew("exp", "ExpBackward0", ("a",), "exp(a)", np.exp,
          lambda g, ins, out, p, n: (g * out,), save_out=True, dtype_rule=FLOAT,
-         samples=S.unary)
+         samples=S.unary, complex="holomorphic")
 EXPM1 = ew("expm1", "Expm1Backward0", ("a",), "expm1(a)", np.expm1,
            lambda g, ins, out, p, n: (g * (out + 1.0),), save_out=True, dtype_rule=FLOAT,
            samples=S.unary)
 LOG = ew("log", "LogBackward0", ("a",), "log(a)", np.log,
          lambda g, ins, out, p, n: (g / ins[0],), save=(0,), dtype_rule=FLOAT,
-         samples=S.unary_positive)
+         samples=S.unary_positive, complex="holomorphic")
 LOG1P = ew("log1p", "Log1PBackward0", ("a",), "log1p(a)", np.log1p,
            lambda g, ins, out, p, n: (g / (ins[0] + 1.0),), save=(0,), dtype_rule=FLOAT,
            samples=S.unary_positive)
 SQRT = ew("sqrt", "SqrtBackward0", ("a",), "sqrt(a)", np.sqrt,
           lambda g, ins, out, p, n: (g / (out * 2.0),), save_out=True, dtype_rule=FLOAT,
-          samples=S.unary_positive)
+          samples=S.unary_positive, complex="holomorphic")
 RSQRT = ew("rsqrt", "RsqrtBackward0", ("a",), "rsqrt(a)", lambda a: 1.0 / np.sqrt(a),
            lambda g, ins, out, p, n: (g * (out * out * out) * -0.5,), save_out=True,
-           dtype_rule=FLOAT, samples=S.unary_positive)
+           dtype_rule=FLOAT, samples=S.unary_positive, complex="holomorphic")
 RECIPROCAL = ew("reciprocal", "ReciprocalBackward0", ("a",), "1.0 / a", np.reciprocal,
                 lambda g, ins, out, p, n: (-g * out * out,), save_out=True, dtype_rule=FLOAT,
-                samples=S.unary_away_from_0)
+                samples=S.unary_away_from_0, complex="holomorphic")
 
 
 def _libm(op, a):
@@ -82,13 +92,13 @@ def _trig_fwd(name):
 # for any input
 SIN = ew("sin", "SinBackward0", ("a",), "sin(a)", np.sin,
          lambda g, ins, out, p, n: (g * cos(ins[0]),), save=(0,), dtype_rule=FLOAT,
-         fwd=_trig_fwd("sin"), fusable=False, samples=S.unary)
+         fwd=_trig_fwd("sin"), fusable=False, samples=S.unary, complex="holomorphic")
 COS = ew("cos", "CosBackward0", ("a",), "cos(a)", np.cos,
          lambda g, ins, out, p, n: (g * -sin(ins[0]),), save=(0,), dtype_rule=FLOAT,
-         fwd=_trig_fwd("cos"), fusable=False, samples=S.unary)
+         fwd=_trig_fwd("cos"), fusable=False, samples=S.unary, complex="holomorphic")
 TANH = ew("tanh", "TanhBackward0", ("a",), "tanh(a)", np.tanh,
           lambda g, ins, out, p, n: (tanh_backward(g, out),), save_out=True, dtype_rule=FLOAT,
-          samples=S.unary)
+          samples=S.unary, complex="holomorphic")
 
 
 def _sigmoid_ref(a):

@@ -53,6 +53,8 @@ def _square(name: str, a: Tensor) -> None:
     if s[-1] != s[-2]:
         raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
                            f"{s[-2]} by {s[-1]} matrices")
+    if a.dtype.is_complex:
+        raise RuntimeError(f"{name}: complex matrices are not supported by jitgrad")
     if not a.dtype.is_floating_point:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
                            f"Got {a.dtype.tensor_type.replace('Tensor', '')}")

@@ -22,6 +22,7 @@ from ..tensor import Tensor, wrap
 from ..trace.state import STATE as _TRACE
 from . import movement as M
 from .api import method_table
+from .complex_functions import TENSOR_METHODS as COMPLEX_METHODS
 from .diagonals import fill_diagonal_
 from .inplace import (
     apply_inplace,
@@ -33,6 +34,7 @@ from .inplace import (
 )
 from .numpy_names import accept_numpy_names
 from .random_inplace import sampler_methods
+from .spectral import TENSOR_METHODS as SPECTRAL_METHODS
 from .tensor_compat import COMPAT_METHODS
 from .tensor_extras import EXTRA_METHODS
 from .torch_namespace import TENSOR_METHODS
@@ -356,7 +358,9 @@ METHODS = {
 
 
 METHODS.update(EXTRA_METHODS)  # sizes, conversions, new, apply_/map_, H/mH... (no ops)
-METHODS.update(TENSOR_METHODS)  # mode, dsplit, sum_to_size, layout, is_complex... (no ops)
+METHODS.update(TENSOR_METHODS)  # mode, dsplit, sum_to_size, layout... (no ops)
+METHODS.update(COMPLEX_METHODS)  # real, imag, conj, angle, is_complex...
+METHODS.update(SPECTRAL_METHODS)  # stft, istft
 METHODS.update(COMPAT_METHODS)  # untyped_storage, resize, as_subclass, dim_order... (no ops)
 METHODS.update(sampler_methods(_random_inplace))  # random_, exponential_, cauchy_...
 

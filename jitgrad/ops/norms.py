@@ -125,6 +125,8 @@ def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *, d
     o = _ord_arg(ord)
     if dtype is not None:
         x = x.to(dtype)
+    if x.dtype.is_complex:  # the norm of the moduli (real, the parts' dtype)
+        x = x.abs()
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
                            f"as input. Got {_type_name(x)}")

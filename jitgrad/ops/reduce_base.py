@@ -61,5 +61,9 @@ def reduce_params(a: Tensor, dim, keepdim, name):
 
 def call_reduce(op, a, p):
     """Run reduction ``op`` eagerly on ``a`` with params ``p`` and record its node."""
+    if a._data.dtype.kind == "c":
+        from .complex_ops import reduce
+
+        return reduce(op, a, p)
     res = (op.fwd or op.ref)(a._data, p["dims"], p["keepdim"], p["shape"])
     return record(op, wrap(res), (a,), p)

@@ -154,6 +154,15 @@ class OpDef:
     """A matrix product ``a @ b`` on BLAS, which takes transposed operands for free:
     ``transpose_matmuls`` rewrites ``(a @ b).T`` as ``b.T @ a.T``."""
 
+    complex: str | Callable | None = None
+    """How the op takes complex64/complex128 operands (:mod:`jitgrad.ops.complex_ops`):
+    None (default) -- it rejects them with PyTorch's "not implemented for 'ComplexFloat'"
+    error (a movement op takes them: its default is ``"holomorphic"``); ``"holomorphic"`` --
+    its forward is its NumPy ``ref`` and its ``vjp`` gives PyTorch's (conjugate Wirtinger)
+    gradient when run on the *conjugates* of its saved tensors and complex params (true of
+    holomorphic functions and of real-linear ones: ``g * b`` becomes ``g * conj(b)``); or a
+    callable -- the op's VJP rule for complex operands (``abs``, ``angle``, ``real``...)."""
+
     api: tuple = ()
     """The public functions that run the op and the names they go by (``Tensor`` methods,
     in-place variants, ``jitgrad`` exports): :class:`jitgrad.ops.api.Api` records, added by
@@ -170,6 +179,8 @@ class OpDef:
     def __post_init__(self) -> None:
         self._node_classes: dict[str, type] = {}
         self.fast_kernels: dict = {}  # dtype -> eager kernels (filled on first use)
+        if self.complex is None and self.kind == MOVEMENT:
+            self.complex = "holomorphic"  # (moves values: no arithmetic to conjugate)
         if isinstance(self.node, str):
             self.node_cls = node_class(self.node, OpNode)
         else:

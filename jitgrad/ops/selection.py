@@ -59,20 +59,22 @@ def _where_vjp(g, ins, out, p, n):
 
 
 WHERE = ew("where", "WhereBackward0", ("cond", "a", "b"), "a if cond else b", np.where,
-           _where_vjp, save=(0,), extra={"no_promote": (0,)}, samples=S.where)
+           _where_vjp, save=(0,), extra={"no_promote": (0,)}, samples=S.where,
+           complex="holomorphic")
 MASKED_FILL = ew("masked_fill", "MaskedFillBackward0", ("a", "mask"), "value if mask else a",
                  lambda a, mask, value: np.where(mask, np.asarray(value, a.dtype), a),
                  lambda g, ins, out, p, n: (where(ins[1], 0.0, g), None), params=("value",),
-                 save=(1,), extra={"no_promote": (1,)}, samples=S.masked_fill)
+                 save=(1,), extra={"no_promote": (1,)}, samples=S.masked_fill,
+                 complex="holomorphic")
 
 
 # --------------------------------------------------------------------------- comparisons
-def _cmp(name, expr, ref):
-    return ew(name, None, ("a", "b"), expr, ref, dtype_rule=BOOL, samples=S.binary)
+def _cmp(name, expr, ref, **kw):
+    return ew(name, None, ("a", "b"), expr, ref, dtype_rule=BOOL, samples=S.binary, **kw)
 
 
-EQ = _cmp("eq", "a == b", np.equal)
-NE = _cmp("ne", "a != b", np.not_equal)
+EQ = _cmp("eq", "a == b", np.equal, complex="holomorphic")  # (no gradient: any value)
+NE = _cmp("ne", "a != b", np.not_equal, complex="holomorphic")
 LT = _cmp("lt", "a < b", np.less)
 LE = _cmp("le", "a <= b", np.less_equal)
 GT = _cmp("gt", "a > b", np.greater)

@@ -59,7 +59,7 @@ LOGSUMEXP = defop(name="logsumexp", kind=REDUCE, inputs=("a",),
 @autocast_op
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(input), dim))``, computed stably."""
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fc":  # (complex: LOGSUMEXP's error)
         input = input.to(dtypes.get_default_dtype())
     return call_reduce(LOGSUMEXP, input, reduce_params(input, dim, keepdim, "logsumexp"))
 
@@ -169,7 +169,7 @@ LOG_SOFTMAX = defop(name="log_softmax", kind=REDUCE, inputs=("a",), params=("dim
 def _dim_op(op, input, dim, dtype, name):
     if dtype is not None:
         input = input.to(dtype)
-    elif input._data.dtype.kind != "f":
+    elif input._data.dtype.kind not in "fc":  # (complex: the op's error)
         input = input.to(dtypes.get_default_dtype())
     if dim is None:
         raise TypeError(f"{name}() missing required argument 'dim'")

@@ -48,7 +48,7 @@ def _mean_eager(a, dims, keepdim, shape, full=False):
 SUM = defop(name="sum", kind=REDUCE, inputs=("a",), params=("dims", "keepdim", "shape"),
             node=lambda p: "SumBackward0" if p.get("full") else "SumBackward1",
             ref=_sum_ref, fwd=_sum_eager, vjp=lambda g, ins, out, p, n: (expand_back(g, p),),
-            fusable_reduction=True, samples=S.reduce)
+            fusable_reduction=True, samples=S.reduce, complex="holomorphic")
 
 
 def _mean_ref(a, dims, keepdim, shape, full=False):
@@ -60,7 +60,7 @@ MEAN = defop(name="mean", kind=REDUCE, inputs=("a",), params=("dims", "keepdim",
              ref=_mean_ref, fwd=_mean_eager, fusable_reduction=True, averages=True,
              vjp=lambda g, ins, out, p, n: (expand_back(g, p) / float(
                  _b.max(count(p["shape"], p["dims"]), 1)),),
-             samples=S.reduce)
+             samples=S.reduce, complex="holomorphic")
 
 
 def _full_sum_result(a: Tensor, res: np.ndarray) -> Tensor:
@@ -120,7 +120,7 @@ def mean(input: Tensor, dim=ALL, keepdim: bool = False, *, dtype=None) -> Tensor
     """Arithmetic mean over all elements, or over ``dim``."""
     if dtype is not None:
         input = input.to(dtype)
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fc":
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
             f"or complex dtype. Got: {input.dtype.tensor_type.replace('Tensor', '')}"

@@ -180,14 +180,23 @@ def _H(self) -> Tensor:  # noqa: N802 - PyTorch's name
         extra = " For batches of matrices, consider using tensor.mH" if nd > 2 else ""
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
                            f"{nd}-D tensor.{extra}")
-    return M.transpose(self, 0, 1)
+    return M.transpose(_conj(self), 0, 1)
 
 
 def _mH(self) -> Tensor:  # noqa: N802 - PyTorch's name
     if self.dim() < 2:
         raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
                            f"Got {self.dim()}-D tensor.")
-    return M.transpose(self, -2, -1)
+    return M.transpose(_conj(self), -2, -1)
+
+
+def _conj(t: Tensor) -> Tensor:
+    """``t``'s complex conjugate (a real tensor itself)."""
+    if t._data.dtype.kind != "c":
+        return t
+    from .complex_functions import conj
+
+    return conj(t)
 
 
 EXTRA_METHODS = {

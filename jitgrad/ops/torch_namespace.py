@@ -3,10 +3,9 @@ with the ones jitgrad has: the top-level in-place forms (``torch.exp_(x)`` is
 ``x.exp_()``), ``asarray``, ``fill``, the splits (``split_with_sizes``, ``dsplit``,
 ``unsafe_split``...), ``narrow_copy``, ``mode``, ``histogram``, ``gradient`` (numerical
 differentiation), the samplers ``poisson`` / ``binomial``, ``empty_strided``, the type and
-mode queries (``is_complex``, ``typename``, ``is_anomaly_enabled``, ``set_warn_always``...),
-the real-tensor forms of the complex functions (``conj``, ``resolve_conj``, ``real``...), the
-``strided`` layout, and the ``Tensor`` members of these (:data:`TENSOR_METHODS`, installed by
-:mod:`jitgrad.ops.methods`).
+mode queries (``typename``, ``is_anomaly_enabled``, ``set_warn_always``...; the complex
+ones are in :mod:`jitgrad.ops.complex_functions`), the ``strided`` layout, and the
+``Tensor`` members of these (:data:`TENSOR_METHODS`, installed by :mod:`jitgrad.ops.methods`).
 
 Each has PyTorch's signature and errors and computes with existing ops, so gradients flow
 through them (``mode``'s values are a ``gather``, ``gradient`` is slices and arithmetic).
@@ -28,8 +27,7 @@ from ..tensor import Tensor, wrap
 
 __all__ = [
     # in-place forms (generated below) come first in the module's namespace
-    "layout", "strided", "asarray", "fill", "is_complex", "isreal", "is_conj", "is_neg",
-    "conj", "conj_physical", "resolve_conj", "resolve_neg", "real", "imag", "adjoint",
+    "layout", "strided", "asarray", "fill", "is_neg", "resolve_neg",
     "get_device", "typename", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "set_anomaly_enabled", "set_warn_always", "is_warn_always_enabled", "split_with_sizes",
     "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk", "dsplit", "narrow_copy",
@@ -194,64 +192,14 @@ def fill(input: Tensor, value) -> Tensor:
 
 
 # ------------------------------------------------------------------------ type queries
-def is_complex(input: Tensor) -> bool:
-    """Whether ``input`` has a complex dtype: never, jitgrad's dtypes are real."""
-    return False
-
-
-def isreal(input: Tensor) -> Tensor:
-    """Element-wise "is real-valued": all True (jitgrad's dtypes are real)."""
-    from ..creation import ones_like
-
-    return ones_like(input, dtype=dtypes.bool_)
-
-
-def is_conj(input: Tensor) -> bool:
-    """Whether ``input``'s conjugate bit is set: never (real tensors)."""
-    return False
-
-
 def is_neg(input: Tensor) -> bool:
     """Whether ``input``'s negative bit is set: never (real tensors)."""
     return False
 
 
-def conj(input: Tensor) -> Tensor:
-    """The complex conjugate: ``input`` itself for a real tensor, as PyTorch's."""
-    return input
-
-
-def conj_physical(input: Tensor) -> Tensor:
-    """The complex conjugate, computed: ``input`` itself for a real tensor, as PyTorch's."""
-    return input
-
-
-def resolve_conj(input: Tensor) -> Tensor:
-    """``input`` with its conjugate bit resolved: itself (real tensors have none)."""
-    return input
-
-
 def resolve_neg(input: Tensor) -> Tensor:
     """``input`` with its negative bit resolved: itself (real tensors have none)."""
     return input
-
-
-def real(input: Tensor) -> Tensor:
-    """The real part: ``input`` itself for a real tensor."""
-    return input
-
-
-def imag(input: Tensor) -> Tensor:
-    """The imaginary part: PyTorch's error, as jitgrad's tensors are real."""
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-
-
-def adjoint(input: Tensor) -> Tensor:
-    """The conjugate transpose of the last two dims (a view; real tensors: ``mT``)."""
-    if input.dim() < 2:
-        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
-                           f"matrices. Got {input.dim()}-D tensor.")
-    return input.transpose(-2, -1)
 
 
 def get_device(input: Tensor) -> int:
@@ -830,11 +778,7 @@ def _nn(name: str):
 
 #: the ``Tensor`` members this module adds (:mod:`jitgrad.ops.methods` installs them)
 TENSOR_METHODS = {
-    "is_complex": is_complex, "isreal": isreal, "is_conj": is_conj, "is_neg": is_neg,
-    "conj": conj, "conj_physical": conj_physical, "resolve_conj": resolve_conj,
-    "resolve_neg": resolve_neg, "adjoint": adjoint,
-    "real": property(real, doc="The real part: the tensor itself (jitgrad's are real)."),
-    "imag": property(imag, doc="The imaginary part: an error (jitgrad's tensors are real)."),
+    "is_neg": is_neg, "resolve_neg": resolve_neg,
     "split_with_sizes": split_with_sizes, "unsafe_split": _unsafe_split_method,
     "unsafe_split_with_sizes": unsafe_split_with_sizes, "unsafe_chunk": unsafe_chunk,
     "dsplit": dsplit, "narrow_copy": narrow_copy, "sum_to_size": _sum_to_size,

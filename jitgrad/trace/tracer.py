@@ -189,6 +189,8 @@ class Tracer:
     def add_input(self, t, index: int) -> Var:
         self.arg_index.setdefault(id(t), index)
         arr = t._data
+        if arr.dtype.kind == "c":
+            self.graph_break("a complex tensor argument (compiled plans are real-valued)")
         flags = getattr(arr, "flags", None)
         if flags is not None and not (flags.c_contiguous or flags.f_contiguous):
             self.strided_inputs = True

@@ -28,12 +28,13 @@ NOT_OPS = {
 
 
 def _op_modules() -> list:
-    """The modules under jitgrad.ops that hold ops (their own, or re-exported: the functions
-    checked are those defined in the module)."""
+    """The modules under jitgrad.ops that hold registered ops (their own, or re-exported: the
+    functions checked are those defined in the module). ``complex_functions``' ops are not
+    registered (complex-only; tests/test_complex.py covers them)."""
     out = []
     for info in pkgutil.walk_packages(jitgrad.ops.__path__, "jitgrad.ops."):
         mod = importlib.import_module(info.name)
-        if any(isinstance(v, OpDef) for v in vars(mod).values()):
+        if any(isinstance(v, OpDef) and REGISTRY.get(v.name) is v for v in vars(mod).values()):
             out.append(mod)
     return out
 
