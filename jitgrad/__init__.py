@@ -285,7 +285,8 @@ sys.modules[__name__ + ".trace"].__class__ = _TracePackage
 
 #: subpackages imported on first use, not by ``import jitgrad``
 _LAZY_SUBMODULES = frozenset({"distributions", "func", "serialization", "testing", "_dynamo",
-                               "version", "multiprocessing", "profiler", "fft"})
+                               "version", "multiprocessing", "profiler", "fft",
+                               "_inductor"})
 
 
 def __getattr__(name: str):

@@ -96,8 +96,8 @@ class BackwardCFunction(Node, FunctionCtx):
             from ..creation import zeros
             from ..dtypes import from_numpy_dtype
 
-            grads = [zeros(m[0], dtype=from_numpy_dtype(m[1])) if g is None else g
-                     for g, m in zip(grads, metas)]
+            grads = [zeros(m[0], dtype=from_numpy_dtype(m[1])) if g is None and m is not None
+                     else g for g, m in zip(grads, metas)]  # (a non-tensor output: None)
         result = fn_cls.backward(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)

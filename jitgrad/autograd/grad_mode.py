@@ -203,7 +203,7 @@ class inference_mode(_GradModeContext):
         self.mode = bool(mode)
 
     def _enter_value(self) -> bool:
-        return STATE.enabled if not self.mode else False
+        return not self.mode  # (PyTorch's InferenceMode(false) turns grad mode on)
 
     def __enter__(self) -> None:
         self._prev_inf = STATE.inference

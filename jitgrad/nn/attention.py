@@ -7,6 +7,8 @@ NaN."""
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import math
 
 import numpy as np
@@ -14,7 +16,38 @@ import numpy as np
 from ..amp.autocast_mode import autocast_op
 from ..tensor import Tensor
 
-__all__ = ["scaled_dot_product_attention"]
+__all__ = ["scaled_dot_product_attention", "SDPBackend", "sdpa_kernel"]
+
+
+class SDPBackend(enum.IntEnum):
+    """PyTorch's attention kernels, for :func:`sdpa_kernel`."""
+
+    ERROR = -1
+    MATH = 0
+    FLASH_ATTENTION = 1
+    EFFICIENT_ATTENTION = 2
+    CUDNN_ATTENTION = 3
+    OVERRIDEABLE = 4
+
+
+_SWITCH = {SDPBackend.MATH: "math", SDPBackend.FLASH_ATTENTION: "flash",
+           SDPBackend.EFFICIENT_ATTENTION: "mem_efficient", SDPBackend.CUDNN_ATTENTION: "cudnn"}
+
+
+@contextlib.contextmanager
+def sdpa_kernel(backends, set_priority: bool = False):
+    """Allow only ``backends`` (one :class:`SDPBackend` or a list) in
+    ``scaled_dot_product_attention`` for the block, as PyTorch's context manager
+    (:mod:`jitgrad.backends.cuda` says what that changes in jitgrad); restores the switches
+    after. ``set_priority`` is accepted (jitgrad has one kernel)."""
+    from ..backends.cuda import sdp_switches
+
+    chosen = [backends] if isinstance(backends, SDPBackend) else list(backends)
+    for b in chosen:
+        if not isinstance(b, SDPBackend):
+            raise AssertionError("Backend must be an instance of SDPBackend")
+    with sdp_switches({name: b in chosen for b, name in _SWITCH.items()}):
+        yield
 
 
 def _dtype_name(t: Tensor) -> str:
@@ -81,6 +114,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     from .functional import dropout
 
     _check(query, key, value, attn_mask)
+    from ..backends.cuda import check_sdp_backend
+
+    check_sdp_backend(query.device.type == "cuda")
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     hq, hk, hv = query.shape[-3:-2], key.shape[-3:-2], value.shape[-3:-2]

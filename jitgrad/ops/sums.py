@@ -95,7 +95,10 @@ def sum(input: Tensor, dim=ALL, keepdim: bool = False, *, dtype=None) -> Tensor:
             return _full_sum_result(input, res)
     if dtype is not None:
         input = input.to(dtype)
-    return call_reduce(SUM, input, reduce_params(input, dim, keepdim, "sum"))
+    out = call_reduce(SUM, input, reduce_params(input, dim, keepdim, "sum"))
+    if dtype is not None and out._data.dtype != input._data.dtype:
+        out = out.to(dtype)  # an integer sum in ``dtype``: int64's, wrapped as PyTorch's
+    return out
 
 
 def sum_dims(input: Tensor, dims: tuple, keepdim: bool) -> Tensor:

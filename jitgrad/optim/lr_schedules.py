@@ -65,9 +65,9 @@ class MultiplicativeLR(_LambdaSchedule):
     """Each epoch multiplies the learning rate by ``lr_lambda(epoch)``."""
 
     def get_lr(self) -> list[float]:
-        if self.last_epoch > 0:
-            return [lr * fn(self.last_epoch) for fn, lr in zip(self.lr_lambdas, self._lrs())]
-        return self._lrs()
+        if self._is_initial:  # (made, or resumed with last_epoch: the lr as it is)
+            return self._lrs()
+        return [lr * fn(self.last_epoch) for fn, lr in zip(self.lr_lambdas, self._lrs())]
 
 
 class MultiStepLR(LRScheduler):
@@ -133,7 +133,7 @@ class LinearLR(LRScheduler):
         e, s, f, n = self.last_epoch, self.start_factor, self.end_factor, self.total_iters
         if e == 0:
             return [lr * s for lr in self._lrs()]
-        if e > n:
+        if self._is_initial or e > n:  # (resumed with last_epoch: the lr as it is)
             return self._lrs()
         return [lr * (1.0 + (f - s) / (n * s + (e - 1) * (f - s))) for lr in self._lrs()]
 
@@ -150,7 +150,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
-        if self.last_epoch == 0:
+        if self.last_epoch == 0 or self._is_initial:
             return self._lrs()
         return [lr * self.gamma for lr in self._lrs()]
 
@@ -170,7 +170,7 @@ class PolynomialLR(LRScheduler):
 
     def get_lr(self) -> list[float]:
         e, n = self.last_epoch, self.total_iters
-        if e == 0 or e > n:
+        if e == 0 or self._is_initial or e > n:
             return self._lrs()
         factor = ((1.0 - e / n) / (1.0 - (e - 1) / n)) ** self.power
         return [lr * factor for lr in self._lrs()]
