@@ -9,9 +9,9 @@ singular values), ``inv``, ``det``, ``slogdet``, ``solve``, ``solve_triangular``
 (:mod:`jitgrad.ops.householder`); ``cond``, ``vander``, ``diagonal``, ``tensorinv``,
 ``tensorsolve`` (:mod:`jitgrad.ops.linalg_composites`). All are differentiable with PyTorch's
 gradients, for real (float32, float64) matrices and batches of them; a singular matrix
-raises :class:`LinAlgError` with PyTorch's message. Complex inputs (``eig``, ``eigvals``)
-and the symmetric-indefinite ``ldl_factor`` / ``ldl_factor_ex`` / ``ldl_solve`` are not
-there.
+raises :class:`LinAlgError` with PyTorch's message. ``eig`` / ``eigvals`` of general
+matrices give complex results (:mod:`jitgrad.ops.eig`); other complex inputs and the
+symmetric-indefinite ``ldl_factor`` / ``ldl_factor_ex`` / ``ldl_solve`` are not there.
 
 >>> import jitgrad
 >>> jitgrad.linalg.vector_norm(jitgrad.tensor([[3.0, 4.0], [6.0, 8.0]]), dim=1)
@@ -36,6 +36,7 @@ from .ops.decompositions import (
     svdvals,
 )
 from .ops.decompositions import linalg_qr as qr
+from .ops.eig import eig, eigvals
 from .ops.decompositions import linalg_svd as svd
 from .ops.householder import householder_product
 from .ops.linalg import matmul
@@ -57,7 +58,7 @@ from .ops.numpy_names import accept_numpy_names
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "multi_dot", "cross", "inv", "det",
            "slogdet", "solve", "cholesky", "matrix_power", "vecdot", "svd", "svdvals", "qr",
-           "eigh", "eigvalsh", "pinv", "lstsq", "matrix_rank", "solve_triangular",
+           "eigh", "eigvalsh", "eig", "eigvals", "pinv", "lstsq", "matrix_rank", "solve_triangular",
            "matrix_exp", "cholesky_ex", "inv_ex", "LinAlgError", "cond", "vander", "diagonal",
            "tensorinv", "tensorsolve", "solve_ex", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
            "householder_product"]

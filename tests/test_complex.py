@@ -471,3 +471,69 @@ def test_public_names():
         assert getattr(jitgrad, name).__doc__
     for name in ("real", "imag", "conj", "angle", "is_complex", "adjoint"):
         assert hasattr(jitgrad.Tensor, name)
+
+
+# ----------------------------------------------------------------------- linalg.eig
+_A = np.array([[2.0, 1.0, 0.0], [0.5, 3.0, 0.2], [0.0, 0.4, 1.0]])
+_ROT = np.array([[0.0, -2.0, 0.3], [1.0, 0.5, 0.0], [0.2, 0.0, 1.5]])  # complex pair
+
+
+@pytest.mark.parametrize("a", [_A, _ROT, _ROT + 1j * _A, np.stack([_A, _ROT])])
+def test_eig_decomposes(a):
+    t = jitgrad.tensor(a)
+    L, V = jitgrad.linalg.eig(t)
+    assert L.dtype is jitgrad.complex128 and V.shape == a.shape
+    np.testing.assert_allclose((t.to(jitgrad.complex128) @ V).numpy(),
+                               (V * L.unsqueeze(-2)).numpy(), atol=1e-12)
+    np.testing.assert_allclose(np.sort_complex(jitgrad.linalg.eigvals(t).numpy().ravel()),
+                               np.sort_complex(np.linalg.eigvals(a).ravel()), atol=1e-12)
+    assert jitgrad.linalg.eig(t).eigenvalues.shape == L.shape
+
+
+def _eig_loss(lib, use_vectors):
+    def loss(t):
+        if use_vectors:
+            L, V = lib.linalg.eig(t)
+            return (L * L).real.sum() + (V.abs() ** 2 * lib.arange(3.0)).sum() + L.abs().sum()
+        return (lib.linalg.eigvals(t) ** 2).imag.sum() + lib.linalg.eigvals(t).abs().sum()
+    return loss
+
+
+@pytest.mark.parametrize("use_vectors", [False, True])
+@pytest.mark.parametrize("a", [_A, _ROT, _ROT + 0.5j * _A])
+def test_eig_gradient_against_central_differences(a, use_vectors):
+    loss = _eig_loss(jitgrad, use_vectors)
+    t = jitgrad.tensor(a, requires_grad=True)
+    loss(t).backward()
+    assert t.grad.dtype is t.dtype
+    np.testing.assert_allclose(t.grad.numpy(), wirtinger_numerical_grad(loss, a), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_eig_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    for a in (_A, _ROT, _ROT + 0.5j * _A):
+        out = []
+        for lib in (jitgrad, torch):
+            t = lib.tensor(a, requires_grad=True)
+            _eig_loss(lib, True)(t).backward()
+            out.append((lib.linalg.eigvals(t.detach()).numpy(), t.grad.numpy()))
+        np.testing.assert_allclose(np.sort_complex(out[0][0]), np.sort_complex(out[1][0]),
+                                   atol=1e-10)
+        np.testing.assert_allclose(out[0][1], out[1][1], atol=1e-8)
+
+
+def test_eig_errors():
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        jitgrad.linalg.eig(jitgrad.ones(3))
+    with pytest.raises(RuntimeError, match="square matrices"):
+        jitgrad.linalg.eigvals(jitgrad.ones(2, 3))
+    t = jitgrad.tensor(_ROT, requires_grad=True)
+    L, V = jitgrad.linalg.eig(t)
+    with pytest.raises(RuntimeError, match="ill-defined"):
+        V.real.sum().backward()  # depends on the eigenvectors' phases
+    assert t.grad is None
+    g = jitgrad.tensor(_A, requires_grad=True)
+    (gl,) = jitgrad.autograd.grad(jitgrad.linalg.eigvals(g).abs().sum(), g, create_graph=True)
+    with pytest.raises(RuntimeError, match="differentiate twice"):
+        gl.sum().backward()

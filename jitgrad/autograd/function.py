@@ -264,7 +264,7 @@ def _wrap_outputs(ctx, args, outputs, record):
             o = _alias(o)  # returning an input unchanged: give a new tensor object
         out_meta.append((o._data.shape, o._data.dtype))
         if record:
-            if id(o) in non_diff or o._data.dtype.kind != "f":
+            if id(o) in non_diff or o._data.dtype.kind not in "fc":
                 o._requires_grad = False
             else:
                 o._requires_grad = True
@@ -312,7 +312,7 @@ def once_differentiable(fn):
         node = make_node(_DelayedError, edges, None, None)
         wrapped = []
         for o in outs:
-            if isinstance(o, Tensor) and o._data.dtype.kind == "f":
+            if isinstance(o, Tensor) and o._data.dtype.kind in "fc":
                 o = _alias(o)
                 o._requires_grad = True
                 o._grad_fn = node
