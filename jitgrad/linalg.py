@@ -36,8 +36,8 @@ from .ops.decompositions import (
     svdvals,
 )
 from .ops.decompositions import linalg_qr as qr
-from .ops.eig import eig, eigvals
 from .ops.decompositions import linalg_svd as svd
+from .ops.eig import eig, eigvals
 from .ops.householder import householder_product
 from .ops.linalg import matmul
 from .ops.linalg_composites import cond, diagonal, tensorinv, tensorsolve, vander
