@@ -32,6 +32,8 @@ note_untracked = grad_mode.note_untracked
 _new = object.__new__
 _from_np = dtypes.from_numpy_dtype
 _SCALARS = (int, float, bool)
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
 _modules = sys.modules
 
 
@@ -120,7 +122,8 @@ def call(op: OpDef, inputs: tuple, params: dict | None = None, view_of: Tensor |
     """
     arrays = [t._data for t in inputs]
     for a in arrays:
-        if a.dtype.kind == "c":
+        dt = a.dtype
+        if dt is not _F32 and dt is not _F64 and dt.kind == "c":
             return complex_ops.call(op, inputs, params, view_of)
     if len(inputs) > 1:
         _same_device(inputs)
@@ -532,8 +535,9 @@ def elementwise(op: OpDef, args: tuple, params: dict | None = None) -> Tensor:
     tensors = [x for x in args if type(x) is Tensor]
     if not tensors:
         raise TypeError(f"{op.name}: expected at least one Tensor argument")
-    if any(complex_ops.is_complex_operand(x) for x in args):
-        return complex_ops.elementwise(op, args, params)
+    for x in args:
+        if (type(x) is Tensor and x._data.dtype.kind == "c") or type(x) is complex:
+            return complex_ops.elementwise(op, args, params)
     if len(tensors) > 1:
         _same_device(tensors)
         broadcast_many([t._data.shape for t in tensors], op.name)
