@@ -274,6 +274,7 @@ _PAR_MIN = eager_kernels.HOT_MIN_SIZE  # from here the pool may run the kernel
 _PART = (1 << eager_kernels.CHUNK_SHIFT) - 1   # n + _PART >> _SHIFT: a flat kernel's parts
 _SHIFT = eager_kernels.CHUNK_SHIFT
 _run_kernel = eager_kernels.run_kernel
+_broadcast_pair = eager_kernels.broadcast_pair
 _empty = np.empty
 _ndarray = np.ndarray
 _MISSING = object()
@@ -486,6 +487,14 @@ def _device_into(op: OpDef, a: Tensor, rest: tuple, params, recording: bool) -> 
 
 
 def _binary_general(op: OpDef, a, b, params) -> Tensor:
+    if type(a) is Tensor and type(b) is Tensor and not params and (
+            not TRACING or _TRACE.tracer is None):
+        ad, bd = a._data, b._data
+        if ad.dtype is bd.dtype and type(ad) is _ndarray and type(bd) is _ndarray and \
+                ad.dtype.kind == "f":  # broadcasting two float arrays: a cached rows plan
+            res = _broadcast_pair(op, ad, bd)
+            if res is not None:
+                return _finish(op, res, None, a, b, False, ad.dtype)
     if type(b) is TracedFloat or type(a) is TracedFloat:  # a compiled call's dynamic float
         return _binary_traced_float(op, a, b, params)
     ta = type(a) is Tensor

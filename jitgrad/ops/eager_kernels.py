@@ -264,6 +264,42 @@ _broadcast_plans: dict = {}
 _MISSING = object()
 
 
+def broadcast_pair(op: OpDef, a: np.ndarray, b: np.ndarray):
+    """``op(a, b)`` for two host arrays of one float dtype and different shapes whose
+    broadcast one ``rows`` kernel computes (a bias row, a column...), or None: the plan
+    (kernel, rows, columns, output shape) is kept per op, shapes, strides and dtype, so a
+    repeated call skips :func:`run`'s general preparation. The same kernel on the same
+    views as :func:`run`'s: the same bits. (The caller checked the types and the dtype.)"""
+    key = (op, a.shape, a.strides, b.shape, b.strides, a.dtype)
+    plan = _pair_plans.get(key, _MISSING)
+    if plan is _MISSING:
+        if len(_pair_plans) >= 4096:
+            _pair_plans.clear()
+        plan = _pair_plans[key] = _pair_plan(op, a, b)
+    if plan is None:
+        return None
+    fn, R, C, shape, odt = plan
+    out = _empty(shape, odt)
+    run_sized(fn, R, R * C, (R, C, a.reshape(-1), b.reshape(-1), out.reshape(-1)))
+    return out
+
+
+_pair_plans: dict = {}
+
+
+def _pair_plan(op: OpDef, a: np.ndarray, b: np.ndarray):
+    dt = a.dtype
+    if op.expr is None or op.params or (dt != _F32 and dt != _F64) or \
+            not _elementwise_kernels() or by_value(a) or by_value(b):
+        return None
+    shape = broadcast_shapes(a.shape, b.shape)  # (PyTorch's error where they do not)
+    if not math.prod(shape):
+        return None
+    odt = np.dtype(np.bool_) if op.dtype_rule == "bool" else dt
+    rows = _rows_plan(op, (a, b), _F32 if dt == _F32 else _F64, odt, shape)
+    return None if rows is None else (*rows, shape, odt)
+
+
 def _rows_plan(op, operands, cdt, odt, shape):
     """``(rows kernel, R, C)`` for the first split of ``shape`` (from the right) at which
     every array operand is full, a row or a column and contiguous; None when there is none

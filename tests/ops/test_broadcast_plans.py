@@ -36,16 +36,41 @@ def test_broadcast_results_equal_numpy_in_every_layout(sa, sb, dtype):
 
 
 def test_plan_is_reused_and_keyed_by_layout():
+    eager_kernels._pair_plans.clear()
     eager_kernels._broadcast_plans.clear()
     x = jitgrad.randn(8, 6)
     row = jitgrad.randn(6)
     for _ in range(3):
         x + row
-    assert len(eager_kernels._broadcast_plans) == 1
-    xt = jitgrad.randn(6, 8).T  # same shape, not contiguous: another plan (strided)
+    assert len(eager_kernels._pair_plans) == 1  # two tensors: dispatch's pair plan
+    xt = jitgrad.randn(6, 8).T  # same shape, other strides: no rows kernel (strided)
     np.testing.assert_array_equal((xt + row).numpy(), xt.numpy() + row.numpy())
-    assert len(eager_kernels._broadcast_plans) == 2
-    assert None in eager_kernels._broadcast_plans.values()
+    assert len(eager_kernels._pair_plans) == 2 and None in eager_kernels._pair_plans.values()
+    np.testing.assert_array_equal((x + 2.0 * row.numpy()).numpy(),
+                                  x.numpy() + 2.0 * row.numpy())  # (an array: the run plan)
+    assert len(eager_kernels._broadcast_plans) >= 1
+
+
+def test_pair_plan_matches_the_general_path_bit_for_bit():
+    """dispatch's pair plan (two tensors) against eager_kernels.run's own broadcasting."""
+    rng = np.random.default_rng(3)
+    for sa, sb in CASES:
+        a = jitgrad.tensor(rng.standard_normal(sa).astype(np.float32))
+        b = jitgrad.tensor(rng.standard_normal(sb).astype(np.float32))
+        for op in (jitgrad.add, jitgrad.mul, jitgrad.sub, jitgrad.div, jitgrad.maximum,
+                   jitgrad.eq):
+            fast = op(a, b)
+            general = eager_kernels.run(_op_of(op), (a.numpy(), b.numpy()), None,
+                                        np.float32, np.bool_ if op is jitgrad.eq
+                                        else np.float32)
+            np.testing.assert_array_equal(fast.numpy(), general)
+
+
+def _op_of(fn):
+    from jitgrad.ops import REGISTRY
+
+    return REGISTRY[{jitgrad.add: "add", jitgrad.mul: "mul", jitgrad.sub: "sub",
+                     jitgrad.div: "div", jitgrad.maximum: "maximum", jitgrad.eq: "eq"}[fn]]
 
 
 def test_gradients_through_cached_plans():
