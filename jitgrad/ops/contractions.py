@@ -340,10 +340,11 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
 
 @api(MUL, SUM, method="vdot", export="vdot")
 def vdot(input: Tensor, other: Tensor) -> Tensor:
-    """Dot product of two 1-D tensors (real: ``dot``)."""
+    """Dot product of two 1-D tensors, the first conjugated (real tensors: ``dot``)."""
+    from .complex_functions import conj
     from .linalg import dot
 
-    return dot(input, other)
+    return dot(conj(input), other)
 
 
 @api(MATMUL, MUL, ADD, method="addr", export="addr")

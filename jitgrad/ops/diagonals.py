@@ -46,7 +46,8 @@ DIAGONAL_BACKWARD = defop(
     vjp=lambda gg, ins, out, p, n: (call(DIAGONAL, (gg,), {
         "offset": p["offset"], "dim1": p["dim1"], "dim2": p["dim2"],
         "input_shape": tuple(p["input_shape"])}),),
-    samples=S.diagonal_backward)
+    samples=S.diagonal_backward,
+    complex="holomorphic")
 
 def _diagonal_vjp(g, ins, out, p, n):
     return (call(DIAGONAL_BACKWARD, (g,), {"input_shape": p["input_shape"],
@@ -59,7 +60,8 @@ DIAGONAL = defop(
                                                          "input_shape"),
     node="DiagonalBackward0", cast_grads=True, vjp=_diagonal_vjp,
     ref=lambda a, offset, dim1, dim2, input_shape=None: _view(a, offset, dim1, dim2),
-    samples=S.diagonal)
+    samples=S.diagonal,
+    complex="holomorphic")
 
 
 @api(DIAGONAL, method="diagonal", export="diagonal")

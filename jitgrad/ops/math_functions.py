@@ -18,7 +18,7 @@ from .fused_backward import sigmoid_backward, tanh_backward, threshold_backward
 from .registry import FLOAT
 
 __all__ = [
-    "sign", "abs", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "reciprocal", "sin",
+    "sign", "sgn", "abs", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "reciprocal", "sin",
     "cos", "tanh", "sigmoid", "relu", "erf", "atan2",
 ]
 
@@ -161,9 +161,23 @@ def abs(input: Tensor) -> Tensor:  # noqa: A001 - PyTorch's name
     return unary(ABS, input)
 
 
-@api(SIGN, method=("sign", "sgn"), export=("sign", "sgn"))
+@api(SIGN, method="sign", export="sign")
 def sign(input: Tensor) -> Tensor:
-    """-1, 0 or 1."""
+    """-1, 0 or 1 (PyTorch's error for a complex tensor: :func:`sgn` is its sign)."""
+    if type(input) is Tensor and input._data.dtype.kind == "c":
+        raise RuntimeError("Unlike NumPy, torch.sign is not intended to support complex "
+                           "numbers. Please use torch.sgn instead.")
+    return unary(SIGN, input)
+
+
+@api(SIGN, ABS, method="sgn", export="sgn")
+def sgn(input: Tensor) -> Tensor:
+    """:func:`sign` of a real tensor; ``z / |z|`` (0 where ``z`` is 0) of a complex one."""
+    if type(input) is Tensor and input._data.dtype.kind == "c":
+        from .selection import where
+
+        r = abs(input)
+        return input / where(r == 0, 1.0, r)
     return unary(SIGN, input)
 
 

@@ -50,7 +50,8 @@ def _cumsum_vjp(g, ins, out, p, n):
 
 CUMSUM = defop(name="cumsum", kind=REDUCE, inputs=("a",), params=("dim", "dtype"),
                node="CumsumBackward0", ref=_cumsum_ref, vjp=_cumsum_vjp, cast_grads=True,
-               samples=S.cumsum)
+               samples=S.cumsum,
+               complex="holomorphic")
 
 
 @api(CUMSUM, method="cumsum", inplace="cumsum_", export="cumsum")

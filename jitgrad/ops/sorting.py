@@ -116,13 +116,15 @@ def _gather_backward_ref(g, index, dim, shape, unique=False):
 
 GATHER = defop(name="gather", kind=OPAQUE, node=lambda p: p["node"],
                inputs=("a", "index"), params=("dim", "shape", "node", "keepdim"),
-               ref=_gather_ref, vjp=_gather_vjp, save=(1,), cast_grads=True, samples=S.gather)
+               ref=_gather_ref, vjp=_gather_vjp, save=(1,), cast_grads=True, samples=S.gather,
+               complex="holomorphic")
 GATHER_BACKWARD = defop(
     name="gather_backward", kind=OPAQUE,
     node=lambda p: "ScatterBackward0" if p["unique"] else "ScatterAddBackward0",
     inputs=("g", "index"), params=("dim", "shape", "unique"), ref=_gather_backward_ref,
     vjp=lambda gg, ins, out, p, n: (gather(gg, p["dim"], ins[1]) if n[0] else None, None),
-    save=(1,), cast_grads=True, samples=S.gather_backward)
+    save=(1,), cast_grads=True, samples=S.gather_backward,
+    complex="holomorphic")
 
 
 def _check_index(input: Tensor, dim: int, index: Tensor, name: str) -> None:

@@ -171,6 +171,12 @@ STD = defop(name="std", kind=REDUCE, inputs=("a",),
 def _moment(op, input, dim, correction, keepdim, unbiased, name):
     if unbiased is not None:
         correction = 1 if unbiased else 0
+    if input._data.dtype.kind == "c":  # the parts' variances add (a real result)
+        from .complex_functions import imag, real
+
+        v = var(real(input), dim, correction=correction, keepdim=keepdim) + \
+            var(imag(input), dim, correction=correction, keepdim=keepdim)
+        return v if op is VAR else v.sqrt()
     if input._data.dtype.kind != "f":
         raise RuntimeError(
             f"{name}(): could not infer output dtype. Input dtype must be either a floating "

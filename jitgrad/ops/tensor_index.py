@@ -119,11 +119,13 @@ def _backward_samples(rng, dtype):
 INDEX_TENSOR = defop(
     name="index_tensor", kind=OPAQUE, node=lambda p: p["node"], inputs=("a", "index"),
     params=("template", "shape", "node", "stacked"), ref=_index_ref, vjp=_index_vjp,
-    save=(1,), samples=_samples)
+    save=(1,), samples=_samples,
+    complex="holomorphic")
 INDEX_TENSOR_BACKWARD = defop(
     name="index_tensor_backward", kind=OPAQUE, node="IndexPutImplBackward0",
     inputs=("g", "index"), params=("template", "shape", "stacked"), ref=_index_backward_ref,
-    vjp=_index_backward_vjp, save=(1,), samples=_backward_samples)
+    vjp=_index_backward_vjp, save=(1,), samples=_backward_samples,
+    complex="holomorphic")
 
 
 def has_index_tensors(index) -> bool:
@@ -235,7 +237,8 @@ def _put_samples(rng, dtype):
 INDEX_PUT_TENSOR = defop(
     name="index_put_tensor", kind=OPAQUE, node="IndexPutBackward0",
     inputs=("a", "value", "index"), params=("template", "stacked", "vshape"), ref=_put_ref,
-    vjp=_put_vjp, save=(2,), cast_grads=True, samples=_put_samples)
+    vjp=_put_vjp, save=(2,), cast_grads=True, samples=_put_samples,
+    complex="holomorphic")
 
 
 @api(INDEX_PUT_TENSOR)

@@ -68,7 +68,8 @@ UNFOLD_BACKWARD = defop(
     vjp=lambda gg, ins, out, p, n: (call(UNFOLD, (gg,), {
         "dim": p["dim"], "size": p["size"], "step": p["step"],
         "input_shape": tuple(p["input_shape"])}),),
-    samples=S.unfold_backward)
+    samples=S.unfold_backward,
+    complex="holomorphic")
 
 
 def _unfold_vjp(g, ins, out, p, n):
@@ -79,7 +80,8 @@ def _unfold_vjp(g, ins, out, p, n):
 UNFOLD = defop(
     name="unfold", kind=OPAQUE, inputs=("a",), params=("dim", "size", "step", "input_shape"),
     node="UnfoldBackward0", cast_grads=True, vjp=_unfold_vjp, ref=_unfold_ref,
-    samples=S.unfold)
+    samples=S.unfold,
+    complex="holomorphic")
 
 
 @api(UNFOLD, method="unfold")

@@ -38,7 +38,7 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
     close = input == other
-    if input.dtype.is_floating_point:
+    if input.dtype.is_floating_point or input.dtype.is_complex:  # (complex: moduli)
         near = (input - other).abs() <= (other.abs() * rtol + atol)
         close = close | (_finite(input) & _finite(other) & near)
         if equal_nan:
@@ -65,6 +65,11 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
     (by default the dtype's largest and lowest finite values); the gradient passes where
     ``input`` is finite."""
     input = as_tensor_arg(input, "input")
+    if input.dtype.is_complex:  # the real and imaginary parts each, as PyTorch's
+        from .complex_functions import complex as make_complex
+
+        return make_complex(nan_to_num(input.real, nan, posinf, neginf),
+                            nan_to_num(input.imag, nan, posinf, neginf))
     if not input.dtype.is_floating_point:
         return input.clone()
     info = np.finfo(input.dtype.np)
