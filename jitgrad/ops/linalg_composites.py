@@ -121,7 +121,7 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:  # noqa: N803 - PyTorc
     n = x.shape[-1] if N is None else int(N)
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or dt.is_complex):
         x = x.to(dtypes.int64)
     powers = x.unsqueeze(-1).expand(*x.shape, n - 1).cumprod(-1)
     return cat([ones(*x.shape, 1, dtype=x.dtype, device=x.device), powers], -1)

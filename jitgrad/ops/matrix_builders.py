@@ -45,7 +45,7 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     cols = n if N is None else int(N)
     if cols < 0:
         raise RuntimeError("N must be non-negative.")
-    dt = x.dtype if x.dtype.is_floating_point else dtypes.int64
+    dt = x.dtype if x.dtype.is_floating_point or x.dtype.is_complex else dtypes.int64
     x = x.to(dt)
     if cols <= 1:
         out = ones(n, cols, dtype=dt, device=x.device)

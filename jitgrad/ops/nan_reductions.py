@@ -48,6 +48,8 @@ def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Ten
     input = as_tensor_arg(input)
     if dtype is not None:
         input = input.to(dtype)
+    if input.dtype.is_complex:
+        raise RuntimeError("nansum does not support complex inputs")
     x = where(_not_nan(input), input, 0.0) if input.dtype.is_floating_point else input
     return x.sum() if dim is None else x.sum(dim, keepdim=keepdim)
 

@@ -22,7 +22,9 @@ __all__ = ["deg2rad", "rad2deg", "copysign", "fmax", "fmin", "float_power", "pos
 def _floating(t: Tensor) -> Tensor:
     from .. import dtypes
 
-    return t if t.dtype.is_floating_point else t.to(dtypes.get_default_dtype())
+    if t.dtype.is_floating_point or t.dtype.is_complex:  # (complex: each op says if it can)
+        return t
+    return t.to(dtypes.get_default_dtype())
 
 
 @api(MUL, method="deg2rad", inplace="deg2rad_", export="deg2rad")

@@ -316,6 +316,8 @@ def xlog1py(input, other) -> Tensor:
     """``input * log1p(other)``, and 0 where ``input`` is 0 (unless ``other`` is NaN)."""
     x = input if isinstance(input, Tensor) else as_tensor_arg(input)
     y = other if isinstance(other, Tensor) else as_tensor_arg(other)
+    if x.dtype.is_complex or y.dtype.is_complex:
+        raise RuntimeError("\"xlog1py\" not implemented for 'ComplexFloat'")
     if not y.dtype.is_floating_point:
         y = y.to(x.dtype if x.dtype.is_floating_point else default_float())
     return zero_times_log(x, y, log1p, lower=-1.0, neutral=0.0)
@@ -393,4 +395,6 @@ def _is_number(v) -> bool:
 
 
 def _floating(t: Tensor) -> Tensor:
-    return t if t.dtype.is_floating_point else t.to(default_float())
+    if t.dtype.is_floating_point or t.dtype.is_complex:  # (complex: each op says if it can)
+        return t
+    return t.to(default_float())

@@ -42,7 +42,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an "
                          f"input with {input.ndim} dimensions")
     x = input.reshape(1, -1) if input.ndim < 2 else input
-    if not x.dtype.is_floating_point:
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(dtypes.get_default_dtype())
     n_obs = x.shape[1]
     w = None
@@ -76,7 +76,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     else:
         norm = norm.clamp_min(0)
     xm = x - avg.unsqueeze(1)
-    c = (xm * w if w is not None else xm) @ xm.t()
+    c = (xm * w if w is not None else xm) @ xm.mH  # (complex: conjugated, as PyTorch's)
     out = c / norm
     return out.reshape(()) if input.ndim < 2 else out
 

@@ -124,6 +124,8 @@ def xlogy(input, other) -> Tensor:
 
     x = input if isinstance(input, Tensor) else as_tensor_arg(input)
     y = other if isinstance(other, Tensor) else as_tensor_arg(other)
+    if x.dtype.is_complex or y.dtype.is_complex:
+        raise RuntimeError("\"xlogy_cpu\" not implemented for 'ComplexFloat'")
     if not y.dtype.is_floating_point:
         y = y.to(x.dtype if x.dtype.is_floating_point else None)
     return zero_times_log(x, y, LOG_FN, lower=0.0, neutral=1.0)

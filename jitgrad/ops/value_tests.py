@@ -106,6 +106,8 @@ def isin(elements, test_elements, *, assume_unique: bool = False,
 def isneginf(input: Tensor) -> Tensor:
     """Whether each element is -inf."""
     input = as_tensor_arg(input)
+    if input.dtype.is_complex:
+        raise RuntimeError("isneginf does not support complex inputs.")
     return input == float("-inf") if input.dtype.is_floating_point else input != input
 
 
@@ -113,6 +115,8 @@ def isneginf(input: Tensor) -> Tensor:
 def isposinf(input: Tensor) -> Tensor:
     """Whether each element is +inf."""
     input = as_tensor_arg(input)
+    if input.dtype.is_complex:
+        raise RuntimeError("isposinf does not support complex inputs.")
     return input == float("inf") if input.dtype.is_floating_point else input != input
 
 
