@@ -503,6 +503,28 @@ def test_compile_with_a_complex_argument():
         assert f(z).item() == (z * z).real.sum().item()
 
 
+def test_compile_with_a_complex_buffer_view_only():
+    """A complex value the function only slices (no complex op to stop the trace) is a graph
+    break too: the tracer stops at any complex value it meets."""
+    class M(jitgrad.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("fc", jitgrad.polar(jitgrad.ones(4), jitgrad.arange(4.0)))
+
+        def forward(self, x):
+            return self.fc[:2], x * 2
+
+    m = M()
+    f = jitgrad.compile(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            a, b = f(jitgrad.ones(2))
+            assert a.tolist() == m.fc[:2].tolist() and b.tolist() == [2.0, 2.0]
+    with pytest.raises(Exception, match="a complex tensor"):
+        jitgrad.compile(lambda x: m.fc[1:3] * x, fullgraph=True)(jitgrad.ones(1))
+
+
 def test_public_names():
     for name in COMPLEX_FUNCTIONS:
         assert getattr(jitgrad, name).__doc__

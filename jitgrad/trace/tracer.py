@@ -159,6 +159,8 @@ class Tracer:
 
     # ---------------------------------------------------------------- variables
     def _new_var(self, arr: np.ndarray, kind: str, source=None) -> Var:
+        if arr.dtype.kind == "c":  # (an argument, a module's buffer, a view of either)
+            self.graph_break("a complex tensor (compiled plans are real-valued)")
         if type(arr) is not np.ndarray and not is_cpu_array(arr):
             self.graph.device = "cuda"
         v = Var(self.n, tuple(arr.shape), arr.dtype, kind, source)
@@ -189,8 +191,6 @@ class Tracer:
     def add_input(self, t, index: int) -> Var:
         self.arg_index.setdefault(id(t), index)
         arr = t._data
-        if arr.dtype.kind == "c":
-            self.graph_break("a complex tensor argument (compiled plans are real-valued)")
         flags = getattr(arr, "flags", None)
         if flags is not None and not (flags.c_contiguous or flags.f_contiguous):
             self.strided_inputs = True
