@@ -239,3 +239,36 @@ def test_scheduler_resumed_with_last_epoch_keeps_the_lr(make):
 def test_scheduler_resumed_with_last_epoch_matches_pytorch(make):
     torch = pytest.importorskip("torch")
     assert _lrs(jitgrad, make) == pytest.approx(_lrs(torch, make), rel=1e-12)
+
+
+# ----------------------------------------------------------------------- fifth probe
+def test_det_gradient_at_singular_matrices_is_the_cofactor_matrix():
+    import numpy as np
+
+    for a in ([[1.0, 2.0], [2.0, 4.0]], [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]],
+              [[0.0, 0.0], [0.0, 0.0]]):
+        a = np.array(a)
+        t = jitgrad.tensor(a, requires_grad=True)
+        jitgrad.linalg.det(t).backward()
+        eps, num = 1e-6, np.zeros_like(a)
+        for idx in np.ndindex(a.shape):
+            hi, lo = a.copy(), a.copy()
+            hi[idx] += eps
+            lo[idx] -= eps
+            num[idx] = (np.linalg.det(hi) - np.linalg.det(lo)) / (2 * eps)
+        np.testing.assert_allclose(t.grad.numpy(), num, atol=1e-8)
+    batch = jitgrad.tensor(np.stack([np.eye(2) * 2, [[1.0, 2.0], [2.0, 4.0]]]),
+                           requires_grad=True)  # one singular matrix in the batch
+    jitgrad.det(batch).sum().backward()
+    np.testing.assert_allclose(batch.grad.numpy(), [[[2, 0], [0, 2]], [[4, -2], [-2, 1]]],
+                               atol=1e-12)
+
+
+def test_consume_prefix_in_state_dict_if_present():
+    import collections
+
+    sd = collections.OrderedDict(
+        ("module." + k, v) for k, v in jitgrad.nn.Linear(2, 2).state_dict().items())
+    sd._metadata = collections.OrderedDict([("", {}), ("module", {}), ("module.fc", {})])
+    jitgrad.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, "module.")
+    assert list(sd) == ["weight", "bias"] and list(sd._metadata) == ["", "fc"]  # (torch's)

@@ -270,6 +270,16 @@ GRAD_CASES = {
     "to_real_parts": lambda z: jitgrad.complex(z.real * 2, z.imag.exp()),
     "polar_roundtrip": lambda z: jitgrad.polar(z.abs(), z.angle()),
     "norm": lambda z: z.norm(),
+    "linear_bias": lambda z: jitgrad.nn.functional.linear(
+        z, jitgrad.tensor(_crand((2, 4), seed=5)), jitgrad.tensor(_crand(2, seed=6))),
+    "addmm": lambda z: jitgrad.addmm(z[:, :2], z, jitgrad.tensor(_crand((4, 2), seed=5))),
+    "prod": lambda z: z.prod(1),
+    "prod_all": lambda z: (z[:, :2] * 0.5).prod(),
+    "cumprod": lambda z: (z * 0.7).cumprod(1),
+    "lerp": lambda z: jitgrad.lerp(z, z.conj() * 2, 0.3),
+    "lerp_tensor": lambda z: jitgrad.lerp(z, jitgrad.ones_like(z), z * 0.1),
+    "addcdiv": lambda z: jitgrad.addcdiv(z, z * z, z + 3, value=0.5),
+    "addcmul": lambda z: jitgrad.addcmul(z, z, z.conj(), value=2.0),
     "sgn": lambda z: z.sgn(),
     "var": lambda z: z.var(0),
     "std": lambda z: z.std(),
@@ -382,7 +392,7 @@ def test_unsupported_ops_raise_before_computing():
     z = jitgrad.tensor([1 + 2j, 3 - 1j], requires_grad=True)
     for f, name in ((jitgrad.relu, "relu"), (jitgrad.sigmoid, "sigmoid"),
                     (lambda t: t.max(), "amax"), (lambda t: t.logcumsumexp(0), "logcumsumexp"),
-                    (lambda t: t.prod(), "prod")):
+                    (lambda t: t.sort(), "sort")):
         with pytest.raises(RuntimeError, match=f"{name}.* not implemented for 'ComplexFloat'"):
             f(z)
     assert z.grad is None and z.grad_fn is None
@@ -523,6 +533,54 @@ def test_compile_with_a_complex_buffer_view_only():
             assert a.tolist() == m.fc[:2].tolist() and b.tolist() == [2.0, 2.0]
     with pytest.raises(Exception, match="a complex tensor"):
         jitgrad.compile(lambda x: m.fc[1:3] * x, fullgraph=True)(jitgrad.ones(1))
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax",
+                                  "NAdam", "RAdam", "Adadelta"])
+def test_optimizers_on_complex_parameters_match_pytorch(name):
+    """PyTorch runs every optimizer on view_as_real views of complex parameters (Adam's
+    second moment is per part, not g * g); so does jitgrad. The state stays complex."""
+    torch = pytest.importorskip("torch")
+    out = []
+    for lib in (jitgrad, torch):
+        p = lib.nn.Parameter(lib.tensor(_crand((2, 3), seed=3).astype(np.complex64)))
+        opt = getattr(lib.optim, name)([p], lr=0.05)
+        for _ in range(3):
+            opt.zero_grad()
+            ((p * lib.tensor(_crand((2, 3), seed=4).astype(np.complex64))).abs() ** 2
+             ).sum().backward()
+            opt.step()
+        states = [v for v in opt.state[p].values() if isinstance(v, lib.Tensor) and v.dim()]
+        assert all(v.is_complex() for v in states)
+        out.append(p.detach().numpy().copy())
+    np.testing.assert_allclose(out[0], out[1], rtol=1e-5, atol=1e-6)
+
+
+def test_optimizer_state_of_a_complex_parameter_round_trips():
+    p = jitgrad.nn.Parameter(jitgrad.tensor([1 + 1j, 2 - 1j]))
+    q = jitgrad.nn.Parameter(jitgrad.tensor([0.5]))
+    opt = jitgrad.optim.Adam([p, q], lr=0.1)
+    for _ in range(2):
+        opt.zero_grad()
+        ((p.abs() ** 2).sum() + q.sum()).backward()
+        opt.step()
+    sd = opt.state_dict()
+    assert sd["state"][0]["exp_avg"].dtype is jitgrad.complex64
+    assert sd["state"][1]["exp_avg"].dtype is jitgrad.float32
+    assert len(opt.state) == 2  # (no view left behind)
+
+
+def test_random_fills_of_complex_tensors():
+    jitgrad.manual_seed(0)
+    u = jitgrad.empty(20000, dtype=jitgrad.cfloat).uniform_(-1, 3).numpy()
+    for part in (u.real, u.imag):
+        assert part.min() >= -1 and part.max() < 3 and abs(part.mean() - 1) < 0.05
+    n = jitgrad.empty(20000, dtype=jitgrad.cfloat).normal_(1.0, 2.0).numpy()
+    for part in (n.real, n.imag):  # each part: mean 1, std 2 / sqrt(2), as PyTorch's
+        assert abs(part.mean() - 1) < 0.05 and abs(part.std() - 2 ** 0.5) < 0.05
+    lin = jitgrad.nn.Linear(4, 3, dtype=jitgrad.cfloat)
+    assert lin.weight.dtype is jitgrad.complex64 and lin.bias.is_complex()
+    assert float(lin.weight.imag.abs().max()) <= 0.5
 
 
 def test_public_names():

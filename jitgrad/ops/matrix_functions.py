@@ -104,7 +104,24 @@ def _det_ref(a):
 
 def _det_vjp(g, ins, out, p, n):
     a, = ins
+    from ..trace.state import STATE
+
+    if STATE.tracer is None and bool((out == 0).any()):  # a singular matrix: no inverse
+        return (g.unsqueeze(-1).unsqueeze(-1) * _cofactors(a),)
     return ((g * out).unsqueeze(-1).unsqueeze(-1) * inv(a).mT,)
+
+
+def _cofactors(a: Tensor) -> Tensor:
+    """The cofactor matrices of ``a`` (``det(a) * inv(a).mT`` where that exists; the
+    derivative of ``det`` also at singular matrices), from its SVD ``U diag(s) Vh``:
+    ``det(U) det(Vh) U diag(prod_{j != i} s_j) Vh`` (no division by a zero ``s``)."""
+    from .decompositions import linalg_svd
+    from .products import _exclusive
+
+    u, s, vh = linalg_svd(a)
+    others = _exclusive(s, s.dim() - 1, False) * _exclusive(s, s.dim() - 1, True)
+    sign = (det(u) * det(vh)).unsqueeze(-1).unsqueeze(-1)
+    return sign * (u * others.unsqueeze(-2)) @ vh
 
 
 DET = defop(name="det", kind=OPAQUE, inputs=("a",), node="LinalgDetBackward0",

@@ -192,14 +192,28 @@ def _check_copy_shapes(dst: tuple, src: tuple) -> None:
                            f"{list(full)}")
 
 
-def _random_inplace(sampler, check=None):
-    """An in-place sampler method: ``self`` filled with ``sampler(rng, shape, *args)``;
-    ``check(self, *args, **kwargs)`` raises PyTorch's errors for bad arguments first."""
+def _parts(sampler):
+    """A complex tensor's sampler: its real and imaginary parts drawn by ``sampler`` (as
+    PyTorch's ``uniform_`` / ``normal_`` do; ``normal_``'s parts have ``std / sqrt(2)``)."""
+    def draw(r, shape, *args, **kwargs):
+        pairs = np.asarray(sampler(r, (*shape, 2), *args, **kwargs))
+        return pairs[..., 0] + 1j * pairs[..., 1]
+    return draw
+
+
+def _random_inplace(sampler, check=None, complex_sampler=None):
+    """An in-place sampler method: ``self`` filled with ``sampler(rng, shape, *args)``
+    (``complex_sampler``'s for a complex tensor); ``check(self, *args, **kwargs)`` raises
+    PyTorch's errors for bad arguments first."""
     def method(self, *args, generator=None, **kwargs):
         from ..random import rng
 
         if check is not None:
             check(self, *args, **kwargs)
+        if complex_sampler is not None and self._data.dtype.kind == "c":
+            sampler_ = complex_sampler
+        else:
+            sampler_ = sampler
         check_inplace_allowed(self, False) if _STATE.enabled else None
         if _TRACE.tracer is not None:
             from ..creation import _finish
@@ -207,11 +221,11 @@ def _random_inplace(sampler, check=None):
             shape, dt = self._data.shape, self._data.dtype
 
             def make():
-                return np.asarray(sampler(rng(generator), shape, *args, **kwargs), dtype=dt)
+                return np.asarray(sampler_(rng(generator), shape, *args, **kwargs), dtype=dt)
             return apply_inplace(self, _finish(make(), False, make, "random",
                                                device=self.device))
         check_writeable(self)
-        values = sampler(rng(generator), self._data.shape, *args, **kwargs)
+        values = sampler_(rng(generator), self._data.shape, *args, **kwargs)
         values = devices.to_device(np.asarray(values, self._data.dtype), self.device)
         if _STATE.enabled and (self._requires_grad or views_autograd(self)):
             # new values that depend on nothing: the tensor's (and its base's) history says so
@@ -223,7 +237,7 @@ def _random_inplace(sampler, check=None):
 
 
 def _floating_only(self, kernel: str) -> None:
-    if self._data.dtype.kind != "f":
+    if self._data.dtype.kind not in "fc":  # (complex: both parts drawn, :func:`_parts`)
         name = self.dtype.tensor_type[:-len("Tensor")]
         raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
 
@@ -346,9 +360,11 @@ METHODS = {
     "cpu": _cpu, "cuda": _cuda, "is_pinned": _is_pinned,
     # in-place writes
     "fill_": _fill_, "zero_": _zero_, "copy_": _copy_,
-    "uniform_": _random_inplace(lambda r, s, a=0.0, b=1.0: r.uniform(a, b, s), _check_uniform),
+    "uniform_": _random_inplace(lambda r, s, a=0.0, b=1.0: r.uniform(a, b, s), _check_uniform,
+                                _parts(lambda r, s, a=0.0, b=1.0: r.uniform(a, b, s))),
     "normal_": _random_inplace(lambda r, s, mean=0.0, std=1.0: r.normal(mean, std, s),
-                               _check_normal),
+                               _check_normal, _parts(lambda r, s, mean=0.0, std=1.0: r.normal(
+                                   mean, std * 0.7071067811865476, s))),
     "bernoulli_": _random_inplace(lambda r, s, p=0.5: r.random(s) < p, _check_bernoulli),
     # misc
     "allclose": _allclose, "equal": _equal, "nonzero": _nonzero,

@@ -131,7 +131,7 @@ def _prod_vjp(g, ins, out, p, n):
 PROD = defop(name="prod", kind=REDUCE, inputs=("a",), params=("dim", "keepdim", "dtype"),
              node=lambda p: "ProdBackward0" if p["dim"] is None else "ProdBackward1",
              ref=_prod_ref, vjp=_prod_vjp, save=(0,), save_out=True, cast_grads=True,
-             samples=S.prod)
+             samples=S.prod, complex="holomorphic")
 
 
 def _cumprod_with_zeros(g: Tensor, x: Tensor, d: int) -> Tensor:
@@ -164,7 +164,7 @@ def _cumprod_vjp(g, ins, out, p, n):
 
 CUMPROD = defop(name="cumprod", kind=REDUCE, inputs=("a",), params=("dim", "dtype"),
                 node="CumprodBackward0", ref=_cumprod_ref, vjp=_cumprod_vjp, save=(0,),
-                save_out=True, cast_grads=True, samples=S.cumprod)
+                save_out=True, cast_grads=True, samples=S.cumprod, complex="holomorphic")
 
 
 @api(PROD, method="prod", export="prod")

@@ -195,8 +195,46 @@ class Optimizer:
         with no_grad():
             for group in self.param_groups:
                 if not (fused and group.get("fused")):
-                    self._step_group(group)
+                    self._run_group(group)
         return loss
+
+    def _run_group(self, group: dict) -> None:
+        """:meth:`_step_group`, with PyTorch's handling of complex parameters: the step
+        runs on ``view_as_real`` views of each complex parameter, its gradient and its
+        state, so every optimizer treats the real and imaginary parts as two real numbers
+        (Adam's second moment of a part is that part squared, not ``g * g``). The state
+        stays complex, as PyTorch keeps it."""
+        for p in group["params"]:
+            if p._data.dtype.kind == "c":
+                break
+        else:
+            self._step_group(group)
+            return
+        from ..ops.complex_functions import view_as_complex, view_as_real
+
+        views, params = [], []
+        for p in group["params"]:
+            if p._data.dtype.kind != "c":
+                params.append(p)
+                continue
+            v = view_as_real(p)
+            if p.grad is not None:
+                v.grad = view_as_real(p.grad)
+            state = self.state.get(p)
+            if state:
+                self.state[v] = {k: view_as_real(t) if isinstance(t, Tensor) and
+                                 t._data.dtype.kind == "c" else t for k, t in state.items()}
+            views.append((v, p))
+            params.append(v)
+        try:
+            self._step_group({**group, "params": params})
+        finally:
+            for v, p in views:
+                state = self.state.pop(v, None)
+                if state is not None:  # (a state made on the view: made complex again)
+                    self.state[p] = {k: view_as_complex(t) if isinstance(t, Tensor) and
+                                     t.shape == v.shape and t._data.dtype.kind == "f"
+                                     else t for k, t in state.items()}
 
     def _fused_step(self) -> Callable[[], None]:
         """The update of the groups with ``fused=True`` as one function compiled by
@@ -216,7 +254,7 @@ class Optimizer:
                 with no_grad():
                     for group in self.param_groups:
                         if group.get("fused"):
-                            self._step_group(group)
+                            self._run_group(group)
 
             fused_groups_step.__name__ = f"{type(self).__name__}.step"
             fn = jit_compile(fused_groups_step)

@@ -32,6 +32,7 @@ from . import (
     sparse,
     transformer,
     upsampling,
+    utils,  # noqa: F401 - torch.nn.modules.utils, an attribute of the package as in PyTorch
 )
 from .activation import *  # noqa: F403
 from .batchnorm import *  # noqa: F403

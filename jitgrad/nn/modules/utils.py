@@ -1,7 +1,8 @@
 """PyTorch's ``torch.nn.modules.utils``: the argument normalisers layers use --
 ``_single`` / ``_pair`` / ``_triple`` / ``_quadruple`` (an int repeated into a tuple, an
 iterable made a tuple), ``_ntuple(n)`` making one for any ``n``, ``_reverse_repeat_tuple``
-(``F.pad``'s amounts from a padding tuple) and ``_list_with_default``.
+(``F.pad``'s amounts from a padding tuple), ``_list_with_default``, and
+``consume_prefix_in_state_dict_if_present`` (a DDP checkpoint's ``module.`` prefix stripped).
 
 >>> from jitgrad.nn.modules.utils import _pair, _triple
 >>> _pair(3), _triple((1, 2, 3)), _pair([4, 5])
@@ -16,7 +17,7 @@ from itertools import repeat
 from typing import Any
 
 __all__ = ["_ntuple", "_single", "_pair", "_triple", "_quadruple", "_reverse_repeat_tuple",
-           "_list_with_default"]
+           "_list_with_default", "consume_prefix_in_state_dict_if_present"]
 
 
 def _ntuple(n: int, name: str = "parse") -> Callable[[Any], tuple]:
@@ -52,3 +53,17 @@ def _list_with_default(out_size: Any, defaults: list[int]) -> list[int]:
         raise ValueError(f"Input dimension should be at least {len(out_size) + 1}")
     return [v if v is not None else d
             for v, d in zip(out_size, defaults[-len(out_size):])]
+
+
+def consume_prefix_in_state_dict_if_present(state_dict: dict, prefix: str) -> None:
+    """Strip ``prefix`` from the keys of ``state_dict`` that start with it, in place (and
+    from its ``_metadata`` keys, as PyTorch's): a state dict saved from a
+    ``DistributedDataParallel`` model (``module.``) then loads into the bare model."""
+    for key in list(state_dict.keys()):
+        if key.startswith(prefix):
+            state_dict[key[len(prefix):]] = state_dict.pop(key)
+    metadata = getattr(state_dict, "_metadata", None)
+    if metadata is not None:
+        for key in list(metadata.keys()):
+            if key and (key == prefix.replace(".", "") or key.startswith(prefix)):
+                metadata[key[len(prefix):]] = metadata.pop(key)

@@ -42,7 +42,7 @@ def _addmm_vjp(g, ins, out, p, n):
 
 ADDMM = defop(name="addmm", kind=OPAQUE, node="AddmmBackward0", inputs=("bias", "mat1", "mat2"),
               ref=_addmm_ref, fwd=_addmm_eager, vjp=_addmm_vjp, save=(1, 2), cast_grads=True,
-              samples=S.addmm,
+              samples=S.addmm, complex="holomorphic",
               # a plan may run it as matmul + add, the add fused into the readers' kernel
               extra={"fresh_output": True, "epilogue": ("matmul", "add")})
 

@@ -34,7 +34,7 @@ def _lerp_ref(a, end, weight):
 ADDCDIV = defop(name="addcdiv", kind=ELEMENTWISE, node="AddcdivBackward0",
                 inputs=("a", "t1", "t2"), params=("value",), expr="a + value * t1 / t2",
                 ref=lambda a, t1, t2, value: a + np.asarray(value, a.dtype) * t1 / t2,
-                vjp=_addcdiv_vjp, save=(1, 2), samples=S.addcdiv)
+                vjp=_addcdiv_vjp, save=(1, 2), samples=S.addcdiv, complex="holomorphic")
 LERP = defop(name="lerp", kind=ELEMENTWISE, node="LerpBackward0", inputs=("a", "end"),
              params=("weight",),
              expr="a + weight * (end - a) if abs(weight) < 0.5 "
@@ -42,7 +42,7 @@ LERP = defop(name="lerp", kind=ELEMENTWISE, node="LerpBackward0", inputs=("a", "
              ref=_lerp_ref,
              vjp=lambda g, ins, out, p, n: (g * (1.0 - p["weight"]) if n[0] else None,
                                             g * p["weight"] if n[1] else None),
-             samples=S.lerp)
+             samples=S.lerp, complex="holomorphic")
 LERP_TENSOR = defop(name="lerp_tensor", kind=ELEMENTWISE, node="LerpBackward1",
                     inputs=("a", "end", "weight"),
                     expr="a + weight * (end - a) if abs(weight) < 0.5 "
@@ -51,13 +51,14 @@ LERP_TENSOR = defop(name="lerp_tensor", kind=ELEMENTWISE, node="LerpBackward1",
                     vjp=lambda g, ins, out, p, n: (g * (1.0 - ins[2]) if n[0] else None,
                                                    g * ins[2] if n[1] else None,
                                                    g * (ins[1] - ins[0]) if n[2] else None),
-                    save=(0, 1, 2), samples=S.lerp_tensor)
+                    save=(0, 1, 2), samples=S.lerp_tensor, complex="holomorphic")
 
 
 def _check_float(op_name: str, *ts: Tensor) -> None:
     for t in ts:
-        if t._data.dtype.kind != "f":
-            raise RuntimeError(f"{op_name}: jitgrad supports floating-point tensors only, got "
+        if t._data.dtype.kind not in "fc":
+            raise RuntimeError(f"{op_name}: jitgrad supports floating-point and complex "
+                               f"tensors only, got "
                                f"{t.dtype.name}")
 
 
