@@ -270,6 +270,8 @@ GRAD_CASES = {
     "to_real_parts": lambda z: jitgrad.complex(z.real * 2, z.imag.exp()),
     "polar_roundtrip": lambda z: jitgrad.polar(z.abs(), z.angle()),
     "norm": lambda z: z.norm(),
+    "inv": lambda z: jitgrad.linalg.inv(z[:, :3] + 2 * jitgrad.eye(3)),
+    "det": lambda z: jitgrad.linalg.det(z[:, 1:] + jitgrad.eye(3)),
     "linear_bias": lambda z: jitgrad.nn.functional.linear(
         z, jitgrad.tensor(_crand((2, 4), seed=5)), jitgrad.tensor(_crand(2, seed=6))),
     "addmm": lambda z: jitgrad.addmm(z[:, :2], z, jitgrad.tensor(_crand((4, 2), seed=5))),
@@ -429,7 +431,12 @@ def test_conjugate_transposes_and_norms():
     assert abs(z.norm().item() - np.sqrt(14)) < 1e-6
     assert z.norm().dtype is jitgrad.float32
     with pytest.raises(RuntimeError, match="complex matrices are not supported"):
-        jitgrad.linalg.inv(jitgrad.eye(2, dtype=jitgrad.cfloat))
+        jitgrad.linalg.cholesky(jitgrad.eye(2, dtype=jitgrad.cfloat))
+    a = _crand((3, 3), seed=8)
+    np.testing.assert_allclose(jitgrad.linalg.inv(jitgrad.tensor(a)).numpy(),
+                               np.linalg.inv(a), rtol=1e-12)
+    np.testing.assert_allclose(jitgrad.linalg.det(jitgrad.tensor(a)).item(),
+                               np.linalg.det(a), rtol=1e-12)
 
 
 def test_view_errors():

@@ -46,7 +46,7 @@ class return_slogdet(tuple):  # noqa: N801 - PyTorch's torch.return_types.slogde
         return f"torch.return_types.slogdet(sign={self[0]!r}, logabsdet={self[1]!r})"
 
 
-def _square(name: str, a: Tensor) -> None:
+def _square(name: str, a: Tensor, complex_ok: bool = False) -> None:
     s = a.shape
     if a.ndim < 2:
         raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
@@ -54,6 +54,8 @@ def _square(name: str, a: Tensor) -> None:
         raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
                            f"{s[-2]} by {s[-1]} matrices")
     if a.dtype.is_complex:
+        if complex_ok:
+            return
         raise RuntimeError(f"{name}: complex matrices are not supported by jitgrad")
     if not a.dtype.is_floating_point:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
@@ -94,7 +96,7 @@ def _inv_ref(a):
 INV = defop(name="inv", kind=OPAQUE, inputs=("a",), node="LinalgInvExBackward0",
             ref=_inv_ref, save_out=True, cast_grads=True,
             vjp=lambda g, ins, out, p, n: (-(out.mT @ g @ out.mT),),
-            samples=S.square_matrices(2.0))
+            samples=S.square_matrices(2.0), complex="holomorphic")
 
 
 def _det_ref(a):
@@ -126,7 +128,7 @@ def _cofactors(a: Tensor) -> Tensor:
 
 DET = defop(name="det", kind=OPAQUE, inputs=("a",), node="LinalgDetBackward0",
             ref=_det_ref, vjp=_det_vjp, save=(0,), save_out=True, cast_grads=True,
-            samples=S.square_matrices(0.0))
+            samples=S.square_matrices(0.0), complex="holomorphic")
 
 
 def _logabsdet_ref(a):
@@ -213,7 +215,7 @@ CHOLESKY = defop(name="cholesky", kind=OPAQUE, inputs=("a",), node="LinalgCholes
 def inv(A: Tensor, *, out=None) -> Tensor:
     """The inverse of each square matrix of ``A`` (``torch.linalg.inv``)."""
     A = as_tensor_arg(A, "A")
-    _square("linalg.inv", A)
+    _square("linalg.inv", A, complex_ok=True)
     if A.dtype.np.itemsize < 4:
         raise RuntimeError(f"linalg.inv: Low precision dtypes not supported. Got "
                            f"{A.dtype.tensor_type.replace('Tensor', '')}")
@@ -229,7 +231,7 @@ def inv(A: Tensor, *, out=None) -> Tensor:
 def det(A: Tensor) -> Tensor:
     """The determinant of each square matrix of ``A``."""
     A = as_tensor_arg(A, "A")
-    _square("linalg.det", A)
+    _square("linalg.det", A, complex_ok=True)
     return call(DET, (A,))
 
 
