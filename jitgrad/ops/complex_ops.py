@@ -165,14 +165,6 @@ class ComplexOpNode(OpNode):
     __slots__ = ()
     complex_rule = True
 
-    def apply(self, grads: list) -> tuple:
-        saved = self.unpack_saved()
-        nin = len(self.next_edges)
-        ins = saved[:nin] if saved else (None,) * nin
-        out = saved[nin] if self.op.save_out and saved else None
-        return complex_rule(self.op, self.params, self.in_meta,
-                            tuple(e is not None for e in self.next_edges), ins, out, grads)
-
 
 def complex_rule(op: OpDef, params, in_meta, needs: tuple, ins: tuple, out, grads) -> tuple:
     """``op``'s gradients for operands one of which is complex (see the module doc): one
@@ -222,3 +214,6 @@ def real(x: Tensor) -> Tensor:
     from .complex_functions import real as _r
 
     return _r(x)
+
+
+ComplexOpNode.rule_runner = staticmethod(complex_rule)

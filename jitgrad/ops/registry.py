@@ -54,8 +54,8 @@ class OpNode(Node):
         nin = len(self.next_edges)
         ins = saved[:nin] if saved else (None,) * nin
         out = saved[nin] if self.op.save_out and saved else None
-        return run_rule(self.op, self.params, self.in_meta,
-                        tuple(e is not None for e in self.next_edges), ins, out, grads)
+        return self.rule_runner(self.op, self.params, self.in_meta,
+                                tuple(e is not None for e in self.next_edges), ins, out, grads)
 
 
 def run_rule(op: OpDef, params, in_meta, needs: tuple, ins: tuple, out, grads: list) -> tuple:
@@ -82,6 +82,9 @@ def run_rule(op: OpDef, params, in_meta, needs: tuple, ins: tuple, out, grads: l
             g = g.to(_jdtype(dtype))
         fixed.append(g)
     return tuple(fixed)
+
+
+OpNode.rule_runner = staticmethod(run_rule)  # (ComplexOpNode runs the complex rule)
 
 
 def _jdtype(np_dtype):
