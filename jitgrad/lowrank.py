@@ -3,7 +3,7 @@
 ``niter`` subspace iterations, then the SVD of the projected matrix). Written with
 jitgrad's ops (``randn``, ``linalg.qr``, ``linalg.svd``, ``matmul``), so differentiable,
 batched over leading dims, and on whatever device ``A`` is. Dense real matrices only
-(jitgrad has no sparse or complex tensors).
+(jitgrad has no sparse tensors, and its SVD and QR are real).
 
 >>> import jitgrad
 >>> _ = jitgrad.manual_seed(0)

@@ -1,9 +1,9 @@
 """Tensor methods and functions that are no op of their own: sizes and storage
 (``nbytes``, ``storage_offset``), conversions (``short``, ``byte``, ``char``), the legacy
 constructor ``new``, the CPU-only ``apply_`` / ``map_`` (a Python callable per element),
-the conjugate transposes ``H`` / ``mH`` (real tensors: ``T`` / ``mT``), truth and shape
-queries (``is_nonzero``, ``is_same_size``, ``is_signed``), ``share_memory_``, and the
-``jitgrad.*`` functions of methods (``nonzero``, ``detach``...).
+the conjugate transposes ``H`` / ``mH`` (``T`` / ``mT`` of the conjugate; of a real tensor
+itself), truth and shape queries (``is_nonzero``, ``is_same_size``, ``is_signed``),
+``share_memory_``, and the ``jitgrad.*`` functions of methods (``nonzero``, ``detach``...).
 
 ``share_memory_`` returns the tensor unchanged: jitgrad's CPU tensors are NumPy arrays in
 the process's memory, and ``jitgrad.multiprocessing`` has no shared-memory reducers to move

@@ -193,12 +193,12 @@ def fill(input: Tensor, value) -> Tensor:
 
 # ------------------------------------------------------------------------ type queries
 def is_neg(input: Tensor) -> bool:
-    """Whether ``input``'s negative bit is set: never (real tensors)."""
+    """Whether ``input``'s negative bit is set: never (jitgrad computes negations)."""
     return False
 
 
 def resolve_neg(input: Tensor) -> Tensor:
-    """``input`` with its negative bit resolved: itself (real tensors have none)."""
+    """``input`` with its negative bit resolved: itself (jitgrad's tensors have none)."""
     return input
 
 
