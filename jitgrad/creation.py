@@ -173,6 +173,8 @@ def _filled(name: str, shape: tuple, d, dev, *value):
     xp = devices.array_module(dev)
     if xp is np:
         return getattr(np, name)(shape, *value, d)
+    if np.dtype(d).kind == "c":  # (to_device's error: complex tensors are CPU-only)
+        return devices.to_device(np.empty(0, d), dev)
     if value:
         value = (np.full((), value[0], d)[()],)
     return getattr(xp, name)(shape, *value, d)

@@ -183,9 +183,14 @@ def to_host(a):
 
 
 def to_device(a, dev: device):
-    """Array ``a`` on ``dev`` (itself when already there, else a copy)."""
+    """Array ``a`` on ``dev`` (itself when already there, else a copy). Complex arrays stay
+    on the CPU: PyTorch's-style error (jitgrad's CUDA kernels are real-valued)."""
     if dev.type == "cpu":
         return to_host(a)
+    if a.dtype.kind == "c":
+        raise RuntimeError("complex tensors are CPU-only in jitgrad (its CUDA kernels are "
+                           "generated for real dtypes): keep this tensor on the CPU, or "
+                           "move torch.view_as_real(z) instead")
     from .cuda.runtime import to_device as todev
 
     return todev(a)

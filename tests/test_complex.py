@@ -590,6 +590,20 @@ def test_random_fills_of_complex_tensors():
     assert float(lin.weight.imag.abs().max()) <= 0.5
 
 
+def test_complex_tensors_stay_on_the_cpu():
+    """jitgrad's CUDA kernels are real-valued: moving or making a complex tensor on CUDA is
+    a clear error, never a silent copy left on the host."""
+    if not jitgrad.cuda.is_available():
+        pytest.skip("no CUDA (not even Numba's simulator)")
+    makers = (lambda: jitgrad.tensor([1j]).cuda(), lambda: jitgrad.tensor([1j]).to("cuda"),
+              lambda: jitgrad.zeros(2, dtype=jitgrad.cfloat, device="cuda"),
+              lambda: jitgrad.randn(2, dtype=jitgrad.cfloat, device="cuda"),
+              lambda: jitgrad.tensor([1j], device="cuda"))
+    for make in makers:
+        with pytest.raises(RuntimeError, match="complex tensors are CPU-only"):
+            make()
+
+
 def test_public_names():
     for name in COMPLEX_FUNCTIONS:
         assert getattr(jitgrad, name).__doc__
