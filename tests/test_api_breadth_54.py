@@ -272,3 +272,15 @@ def test_consume_prefix_in_state_dict_if_present():
     sd._metadata = collections.OrderedDict([("", {}), ("module", {}), ("module.fc", {})])
     jitgrad.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, "module.")
     assert list(sd) == ["weight", "bias"] and list(sd._metadata) == ["", "fc"]  # (torch's)
+
+
+def test_compiled_attention_sees_a_later_change_of_the_sdpa_switches():
+    bc = jitgrad.backends.cuda
+    f = jitgrad.compile(lambda q: F.scaled_dot_product_attention(q, q, q).sum())
+    q = jitgrad.randn(1, 2, 3, 4)
+    assert f(q).item() == pytest.approx(F.scaled_dot_product_attention(q, q, q).sum().item())
+    with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):  # as eager: no CPU kernel allowed
+        with pytest.raises(RuntimeError, match="No viable backend"):
+            f(q)
+    assert f(q).item() == pytest.approx(F.scaled_dot_product_attention(q, q, q).sum().item())
+    assert bc.math_sdp_enabled()

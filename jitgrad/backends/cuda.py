@@ -140,9 +140,19 @@ def sdp_switches(values: dict):
         SDP_ENABLED.update(before)
 
 
+def sdp_state() -> tuple:
+    """The four switches, as a compiled function's guard reads them."""
+    return tuple(SDP_ENABLED.values())
+
+
 def check_sdp_backend(on_gpu: bool) -> None:
     """PyTorch's error when no allowed SDPA kernel exists for the device (the CPU has the
-    math and the flash kernels)."""
+    math and the flash kernels). A traced call records the switches as a setting it read:
+    a later change retraces (and raises there, as eager mode would)."""
+    from ..trace.state import STATE
+
+    if STATE.tracer is not None:
+        STATE.tracer.on_read_setting(sdp_state, sdp_state())
     allowed = SDP_ENABLED["math"] or SDP_ENABLED["flash"] or (on_gpu and (
         SDP_ENABLED["mem_efficient"] or SDP_ENABLED["cudnn"]))
     if not allowed:

@@ -36,18 +36,10 @@ from ..tensor import Tensor, mark_view, wrap
 from ..trace.state import STATE as _TRACE
 from .registry import BOOL, FLOAT, MOVEMENT, OpDef, OpNode
 
-__all__ = ["is_complex_operand", "not_implemented", "elementwise", "call", "reduce",
-           "record", "attach"]
+__all__ = ["not_implemented", "elementwise", "call", "reduce", "attach"]
 
 _STATE = grad_mode.STATE
 _NAMES = {np.dtype(np.complex64): "ComplexFloat", np.dtype(np.complex128): "ComplexDouble"}
-
-
-def is_complex_operand(x) -> bool:
-    """Whether ``x`` (a tensor or a number) is complex."""
-    if type(x) is Tensor:
-        return x._data.dtype.kind == "c"
-    return type(x) is complex or isinstance(x, np.complexfloating)
 
 
 def not_implemented(op: OpDef, np_dtype) -> RuntimeError:
@@ -135,8 +127,6 @@ def _record(op: OpDef, out: Tensor, inputs: tuple, params) -> Tensor:
         return out
     return attach(op, out, inputs, params)
 
-
-record = _record
 
 
 def attach(op: OpDef, out: Tensor, inputs: tuple, params) -> Tensor:
