@@ -1,6 +1,7 @@
 """Row-wise softmax family over the last axis of a C-contiguous ``(R, C)`` array.
 
-Forward: softmax, log_softmax, logsumexp (max-shifted, float64 row sums); backward:
+Forward: softmax, log_softmax, logsumexp (max-shifted, float64 row sums: softmax's and its
+backward's of partial sums ``SUM_BLOCK`` elements long in the row's type); backward:
 ``softmax_backward(g, y) = y * (g - sum(g * y))`` and
 ``log_softmax_backward(g, y) = g - exp(y) * sum(g)``. Every kernel computes rows
 ``[lo, hi)`` and releases the GIL: the caller runs ``k(0, R, ...)`` on its own thread, or
@@ -75,22 +76,40 @@ def _row_max(x, r):
     return row.dtype.type(np.nan) if nan else m
 
 
+#: A row's sums add partial sums of ``SUM_BLOCK`` consecutive elements, each in the row's
+#: type, into a float64 total: a partial's loop vectorises in the row's type, and the total
+#: keeps the float64 sum's range and most of its accuracy (32x1024 float32 softmax: 49 -> 20
+#: us, against 16 for PyTorch's float32 sums; the error stays ~2-3e-7 relative, as PyTorch's).
+SUM_BLOCK = 64
+
+
 @njit(inline="always")
 def _softmax_row(x, out, r):
     # a row holding +inf, or only -inf, gives NaNs (as PyTorch): no masking of the max here
     m = _row_max(x, r)
+    xr, orow = x[U(r)], out[U(r)]
+    n = xr.shape[0]
+    dt = xr.dtype.type
     s = 0.0
-    for c in range(x.shape[1]):
-        e = exp(x[r, c] - m)
-        out[r, c] = e
-        s += e
-    inv = 1.0 / s
-    for c in range(x.shape[1]):
-        out[r, c] = out[r, c] * inv
+    for c0 in range(0, n, SUM_BLOCK):
+        p = dt(0.0)
+        for c in range(c0, min(c0 + SUM_BLOCK, n)):
+            e = exp(xr[U(c)] - m)
+            orow[U(c)] = e
+            p += e
+        s += p
+    inv = dt(1.0 / s)  # (the scaling in the row's type: in float64 it doubled the kernel)
+    for c in range(n):
+        orow[U(c)] = orow[U(c)] * inv
 
 
 @njit(inline="always")
 def _lse_row(x, r):
+    """The row's maximum and its float64 sum of exps, element by element: the log-softmax
+    family keeps whole float64 sums (unlike softmax's ``SUM_BLOCK`` partials) for its
+    accuracy next to the row's maximum, where ``log(sum)`` is tiny and its error is the
+    result's (``tests/test_pytorch_semantics.py::test_log_softmax_is_exact_near_the_maximum``:
+    float32 partials were 2 ulps of the sum off)."""
     m = _row_max(x, r)
     if m == np.inf or m == -np.inf:  # PyTorch masks an infinite max to 0
         m = np.float32(0.0)  # unifies to the array's float type
@@ -213,12 +232,18 @@ def logsumexp(lo, hi, x, out):
 
 @njit(inline="always")
 def _softmax_bwd_row(g, y, out, r):
+    gr, yr, orow = g[U(r)], y[U(r)], out[U(r)]
+    n = gr.shape[0]
+    dt = yr.dtype.type
     s = 0.0
-    for c in range(g.shape[1]):
-        s += g[r, c] * y[r, c]
-    t = y.dtype.type(s)
-    for c in range(g.shape[1]):
-        out[r, c] = y[r, c] * (g[r, c] - t)
+    for c0 in range(0, n, SUM_BLOCK):
+        p = dt(0.0)
+        for c in range(c0, min(c0 + SUM_BLOCK, n)):
+            p += gr[U(c)] * yr[U(c)]
+        s += p
+    t = dt(s)
+    for c in range(n):
+        orow[U(c)] = yr[U(c)] * (gr[U(c)] - t)
 
 
 @cached_njit(nogil=True, fastmath=KERNEL_FASTMATH, error_model="numpy")
