@@ -34,6 +34,7 @@ _from_np = dtypes.from_numpy_dtype
 _SCALARS = (int, float, bool)
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
+_BOOL = np.dtype(np.bool_)
 _modules = sys.modules
 
 
@@ -539,8 +540,42 @@ def _binary_traced_float(op: OpDef, a, b, params) -> Tensor:
     return binary(op, a, b, params)
 
 
+def _one_float_layout(op: OpDef, args: tuple):
+    """The float dtype of ``args`` when they are all host tensors of one shape, the promoted
+    ones of one float32/float64 dtype and the ``no_promote`` ones (where's condition) bool:
+    the general path would then compute in that dtype with no broadcast, cast or device
+    move. None otherwise."""
+    keep = op.extra.get("no_promote", ())
+    dt = shape = None
+    for i, x in enumerate(args):
+        if type(x) is not Tensor:
+            return None
+        d = x._data
+        if type(d) is not _ndarray:
+            return None
+        if shape is None:
+            shape = d.shape
+        elif d.shape != shape:
+            return None
+        if i in keep:
+            if d.dtype is not _BOOL:
+                return None
+        elif dt is None:
+            dt = d.dtype
+            if dt is not _F32 and dt is not _F64:
+                return None
+        elif d.dtype is not dt:
+            return None
+    return dt
+
+
 def elementwise(op: OpDef, args: tuple, params: dict | None = None) -> Tensor:
     """Eager element-wise op with any number of inputs (tensors or scalars)."""
+    dt = _one_float_layout(op, args)
+    if dt is not None:  # (what the general path finds for these inputs, without the search)
+        res = eager_kernels.run(op, tuple(x._data for x in args), params, dt,
+                                _BOOL if op.dtype_rule == BOOL else dt)
+        return record(op, wrap(res), args, params, dt)
     tensors = [x for x in args if type(x) is Tensor]
     if not tensors:
         raise TypeError(f"{op.name}: expected at least one Tensor argument")
