@@ -16,7 +16,7 @@ import numpy as np
 __all__ = ["device", "CPU", "CUDA0", "device_of", "parse", "check_same_device",
            "is_cpu_array", "to_host", "to_device", "array_namespace", "get_default_device",
            "set_default_device", "factory_device", "array_module", "first_outside", "add_at",
-           "as_array", "is_writeable"]
+           "as_array", "is_writeable", "row_major"]
 
 _ndarray = np.ndarray
 _TYPES = ("cpu", "cuda", "meta", "mps", "xpu")
@@ -205,6 +205,13 @@ def array_namespace(*arrays):
 
             return xp()
     return np
+
+
+def row_major(a):
+    """``a`` itself when C-contiguous, else a C-contiguous copy on its device: a result
+    NumPy computes in its input's memory order (a concatenation or reduction of transposed
+    arrays) made row-major, as PyTorch makes such results (``.view()`` of it works)."""
+    return a if a.flags.c_contiguous else array_namespace(a).ascontiguousarray(a)
 
 
 def array_module(dev: device | None):

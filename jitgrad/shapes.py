@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -154,9 +155,11 @@ def as_shape(args) -> Shape:
 
 
 def _size_int(x) -> int:
+    """A size as an int: an int, bool or integer NumPy value or 0-d tensor; a float (the
+    ``x.view(B, C / 2)`` slip) raises, as PyTorch's, where ``int()`` truncated it."""
     if type(x) is int:
         return x
     dt = getattr(x, "dtype", None)  # (a tensor or NumPy value: an integer one)
     if dt is not None and np.dtype(getattr(dt, "np", dt)).kind not in "iub":
         raise TypeError(f"a size must be an integer, got a {dt} value")
-    return int(x)
+    return operator.index(x)

@@ -116,7 +116,10 @@ def _pad_coordinates(coord: Tensor, size: int, padding_mode: str,
     if padding_mode == "reflection":
         coord = (_reflect(coord, 0, 2 * (size - 1)) if align_corners
                  else _reflect(coord, -1, 2 * size - 1))
-    return coord.clamp(0.0, size - 1.0)
+    # clamped into the input, with PyTorch's gradient (``clip_coordinates_set_grad``): a
+    # coordinate on a border counts as outside, gradient 0 (``clamp``'s passes it there)
+    hi = size - 1.0
+    return where((coord > 0.0) & (coord < hi), coord, coord.detach().clamp(0.0, hi))
 
 
 class _Taps:

@@ -7,6 +7,7 @@ import numpy as np
 from .. import dtypes
 from ..amp.autocast_mode import autocast_op
 from ..creation import zeros
+from ..devices import row_major
 from ..shapes import fmt_shape, wrap_dim
 from ..tensor import Tensor
 from .api import api
@@ -31,7 +32,9 @@ def _cat_vjp(g, ins, out, p, n):
 
 
 def _cat_ref(*arrs, dim, sizes):
-    return np.concatenate([a for a, s in zip(arrs, sizes) if s is not None], axis=dim)
+    # (row-major, as PyTorch's: NumPy concatenates F-ordered inputs in F order)
+    return row_major(np.concatenate([a for a, s in zip(arrs, sizes) if s is not None],
+                                    axis=dim))
 
 
 CAT = defop(name="cat", kind=MOVEMENT, inputs=("*tensors",), params=("dim", "sizes"),
@@ -40,7 +43,7 @@ def _stack_ref(*arrs, dim, sizes):
     """``np.stack(arrs, axis=dim)`` for arrays of one shape (``stack`` checked them): its
     concatenation of ``a[..., None, ...]`` views, without its per-call checks."""
     at = (slice(None),) * (dim if dim >= 0 else dim + arrs[0].ndim + 1) + (None,)
-    return np.concatenate([a[at] for a in arrs], axis=dim)
+    return row_major(np.concatenate([a[at] for a in arrs], axis=dim))
 
 
 STACK = defop(name="stack", kind=MOVEMENT, inputs=("*tensors",), params=("dim", "sizes"),

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ..amp.autocast_mode import autocast_op
-from ..devices import array_namespace
+from ..devices import array_namespace, row_major
 from ..tensor import Tensor
 from . import samples as S
 from .api import api
@@ -43,7 +43,8 @@ def _vector_norm_ref(a, dims, keepdim, shape, ord=2.0):
             r = np.sum(x != 0, axis=dims, keepdims=keepdim)
         else:
             r = np.sum(x ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
-    return array_namespace(a).asarray(r, dtype=a.dtype)
+    # (row-major, as PyTorch's: NumPy reduces in the input's memory order)
+    return row_major(array_namespace(a).asarray(r, dtype=a.dtype))
 
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..devices import row_major
 from ..shapes import fmt_shape
 from ..tensor import Tensor
 from . import samples as S
@@ -27,8 +28,8 @@ def _pad_ref(a, pad, value):
     widths = _widths(a.ndim, pad)
     crop = tuple(slice(max(-lo, 0), a.shape[d] - max(-hi, 0))
                  for d, (lo, hi) in enumerate(widths))
-    return np.pad(a[crop], [(max(lo, 0), max(hi, 0)) for lo, hi in widths],
-                  constant_values=np.asarray(value, a.dtype))
+    return row_major(np.pad(a[crop], [(max(lo, 0), max(hi, 0)) for lo, hi in widths],
+                            constant_values=np.asarray(value, a.dtype)))
 
 
 CONSTANT_PAD = defop(

@@ -3,6 +3,7 @@ and the call of a reduction's eager forward."""
 
 from __future__ import annotations
 
+from ..devices import row_major
 from ..shapes import wrap_dims
 from ..tensor import Tensor, wrap
 from .dispatch import record, recording
@@ -65,5 +66,6 @@ def call_reduce(op, a, p):
         from .complex_ops import reduce
 
         return reduce(op, a, p)
-    res = (op.fwd or op.ref)(a._data, p["dims"], p["keepdim"], p["shape"])
+    # (row-major, as PyTorch's results: NumPy reduces in the input's memory order)
+    res = row_major((op.fwd or op.ref)(a._data, p["dims"], p["keepdim"], p["shape"]))
     return record(op, wrap(res), (a,), p)

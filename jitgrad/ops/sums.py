@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import builtins as _b
+import math
 
 import numpy as np
 
@@ -11,7 +12,7 @@ from .._thread_modes import GRAD_OFF
 from ..amp.autocast_mode import autocast_op
 from ..autograd import grad_mode
 from ..autograd.node import make_node
-from ..devices import array_namespace
+from ..devices import array_namespace, row_major
 from ..shapes import sum_axes_to
 from ..tensor import Tensor, wrap
 from . import samples as S
@@ -147,7 +148,9 @@ def _centered(x: Tensor, p) -> tuple:
 
 def _var_vjp(g, ins, out, p, n):
     d, dof = _centered(ins[0], p)
-    return (expand_back(g, p) * d * (2.0 / dof),)
+    # no degrees of freedom (a batch of one): PyTorch's IEEE 2 / 0 = inf, so the gradient
+    # is NaN where d is 0 and infinite elsewhere, not an error
+    return (expand_back(g, p) * d * (2.0 / dof if dof else math.inf),)
 
 
 def _std_vjp(g, ins, out, p, n):
@@ -184,7 +187,7 @@ def _moment(op, input, dim, correction, keepdim, unbiased, name):
         )
     p = reduce_params(input, dim, keepdim, name)
     p["correction"] = correction
-    res = op.ref(input._data, p["dims"], p["keepdim"], p["shape"], correction)
+    res = row_major(op.ref(input._data, p["dims"], p["keepdim"], p["shape"], correction))
     return record(op, wrap(res), (input,), p)
 
 

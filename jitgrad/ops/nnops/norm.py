@@ -16,8 +16,9 @@ import math
 import numpy as np
 
 from ...amp.autocast_mode import autocast_op
-from ...devices import array_namespace, is_cpu_array
+from ...devices import array_namespace, is_cpu_array, row_major
 from ...kernels.pool import run_sized
+from ...memory_format import channels_last, channels_last_3d, has_layout
 from ...shapes import as_shape, fmt_shape
 from ...tensor import Tensor
 from .. import samples as S
@@ -254,10 +255,20 @@ def _per_channel(a, x):
 def _bn_ref(x, w, b, rm, rv, training, eps):
     w, b = _per_channel(w, x), _per_channel(b, x)
     if training:
-        return _np_norm(x, w, b, _bn_dims(x), eps)
+        return _bn_layout(_np_norm(x, w, b, _bn_dims(x), eps), x)
     y = (x.astype(np.float64) - _per_channel(rm, x)) / np.sqrt(_per_channel(rv, x) + eps)
     y = y if w is None else y * w
-    return (y if b is None else y + b).astype(x.dtype)
+    return _bn_layout((y if b is None else y + b).astype(x.dtype), x)
+
+
+def _bn_layout(y, x):
+    """``y`` in the layout of PyTorch's batch-norm result (``suggest_memory_format``):
+    channels-last where the input is, else row-major (NumPy computes in the input's order:
+    a transposed input gave a transposed result, which ``.view()`` refused)."""
+    fmt = {4: channels_last, 5: channels_last_3d}.get(x.ndim)
+    if fmt is not None and not x.flags.c_contiguous and has_layout(x, fmt):
+        return y
+    return row_major(y)
 
 
 def _bn_grad_ref(g, x, w, rm, rv, training, eps):
