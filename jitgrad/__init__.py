@@ -286,13 +286,14 @@ sys.modules[__name__ + ".trace"].__class__ = _TracePackage
 #: subpackages imported on first use, not by ``import jitgrad``
 _LAZY_SUBMODULES = frozenset({"distributions", "func", "serialization", "testing", "_dynamo",
                                "version", "multiprocessing", "profiler", "fft",
-                               "_inductor"})
+                               "_inductor", "signal"})
 
 
 def __getattr__(name: str):
     """``jitgrad.distributions``, ``jitgrad.func``, ``jitgrad.version``,
-    ``jitgrad.multiprocessing``, ``jitgrad.profiler``, ``jitgrad.fft`` (the lazily loaded
-    subpackages),
+    ``jitgrad.multiprocessing``, ``jitgrad.profiler``, ``jitgrad.fft``, ``jitgrad.signal``
+    (the lazily loaded subpackages), ``jitgrad.empty_permuted`` / ``cond`` (from
+    ``jitgrad._extra_names``),
     ``jitgrad.vmap`` (``torch.vmap``, from ``jitgrad.func``), ``jitgrad.save`` / ``load``
     (from ``jitgrad.serialization``) and the ``jitgrad._foreach_*`` functions (from
     ``jitgrad.ops.foreach``), imported on first use."""
@@ -304,6 +305,10 @@ def __getattr__(name: str):
         from .func import vmap
 
         return vmap
+    if name in ("empty_permuted", "cond"):  # jitgrad._extra_names: loaded on first use
+        from . import _extra_names
+
+        return getattr(_extra_names, name)
     if name in ("save", "load"):  # jitgrad.serialization: loaded on first use
         from . import serialization
 
@@ -351,6 +356,7 @@ __all__ = [
     "set_flush_denormal", "get_num_interop_threads", "set_num_interop_threads", "is_storage",
     "get_device_module", "sym_int", "sym_float", "sym_max", "sym_min", "sym_not", "sym_ite",
     "sym_sqrt", "sym_sum", "svd_lowrank", "pca_lowrank",
+    "empty_permuted", "cond",  # noqa: F405 - loaded on first use (module __getattr__)
     *_complex_functions.__all__, *_spectral.__all__, *_legacy_linalg.__all__,
     *_nn_namespace.__all__,
     *_torch_namespace.__all__,

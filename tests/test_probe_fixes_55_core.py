@@ -128,6 +128,7 @@ _ROW_MAJOR = {
     "dstack": lambda M, xt, x3: M.dstack([xt, xt]),
     "column_stack": lambda M, xt, x3: M.column_stack([xt, xt]),
     "pad": lambda M, xt, x3: M.nn.functional.pad(xt, (1, 1)),
+    "one_hot": lambda M, xt, x3: M.nn.functional.one_hot(xt.long() % 3).float(),
     "norm_dim": lambda M, xt, x3: x3.norm(dim=0),
     "amax": lambda M, xt, x3: x3.amax(0),
     "amin": lambda M, xt, x3: x3.amin(0),

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import warnings
 
-from . import cuda, cudnn, mkldnn, mps, openmp
+from . import cuda, cudnn, mha, mkldnn, mps, openmp
 
-__all__ = ["cuda", "cudnn", "mkldnn", "mps", "openmp", "get_float32_matmul_precision",
+__all__ = ["cuda", "cudnn", "mha", "mkldnn", "mps", "openmp", "get_float32_matmul_precision",
            "set_float32_matmul_precision"]
 
 _PRECISIONS = ("highest", "high", "medium")

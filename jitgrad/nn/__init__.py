@@ -120,7 +120,7 @@ __all__ = [
     "SyncBatchNorm", "DataParallel", "NLLLoss2d", "AdaptiveMaxPool3d", "LazyBatchNorm1d",
     "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
     "LazyInstanceNorm3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
-    "modules", "common_types", "grad",
+    "modules", "common_types", "grad", "AdaptiveLogSoftmaxWithLoss",
 ]
 
 
@@ -155,6 +155,7 @@ _LAZY = {
                      "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyConvTranspose1d",
                      "LazyConvTranspose2d", "LazyConvTranspose3d"), "lazy"),
     "SyncBatchNorm": "sync_batchnorm",
+    "AdaptiveLogSoftmaxWithLoss": "adaptive",
     "DataParallel": "parallel.data_parallel",
     **dict.fromkeys(("MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
                      "TransformerDecoderLayer", "TransformerDecoder", "Transformer"),

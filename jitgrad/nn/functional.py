@@ -94,7 +94,8 @@ _OTHER_LAZY = {"conv_transpose1d": "conv_transpose", "adaptive_max_pool2d": "ada
                **dict.fromkeys(("rrelu", "rrelu_", "alpha_dropout", "feature_alpha_dropout"),
                                "random_activations"),
                **dict.fromkeys(("relu_", "elu_", "leaky_relu_", "hardtanh_", "selu_", "celu_",
-                                "threshold_"), "inplace_activations")}
+                                "threshold_"), "inplace_activations"),
+               "multi_head_attention_forward": "transformer"}
 
 __all__ = ["linear", "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout",
            "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "layer_norm",
@@ -115,7 +116,9 @@ _LAZY = {**dict.fromkeys(_MORE_LOSSES, "more_losses"),
          **dict.fromkeys(_MORE_LAYERS, "more_layers"), **_OTHER_LAZY,
          "conv_transpose2d": "conv_transpose", "interpolate": "interpolation",
          "conv1d": "one_dimensional", "max_pool1d": "one_dimensional",
-         "avg_pool1d": "one_dimensional"}
+         "avg_pool1d": "one_dimensional",
+         # PyTorch's private mask helpers, which custom attention modules call
+         "_canonical_mask": "transformer", "_none_or_dtype": "transformer"}
 
 
 def __getattr__(name: str):
@@ -225,7 +228,8 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
                   lambda: RuntimeError("Class values must be smaller than num_classes."),
                   "one_hot's class check")
     classes = creation.arange(num_classes, device=tensor.device)
-    return (tensor.unsqueeze(-1) == classes).long()
+    # (row-major, as PyTorch's one_hot: a comparison keeps a transposed input's order)
+    return (tensor.unsqueeze(-1) == classes).long().contiguous()
 
 
 @autocast_op

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from . import (
     activation,
+    adaptive,
     batchnorm,
     channelshuffle,
     container,
@@ -35,6 +36,7 @@ from . import (
     utils,  # noqa: F401 - torch.nn.modules.utils, an attribute of the package as in PyTorch
 )
 from .activation import *  # noqa: F403
+from .adaptive import *  # noqa: F403
 from .batchnorm import *  # noqa: F403
 from .channelshuffle import *  # noqa: F403
 from .container import *  # noqa: F403
@@ -57,7 +59,7 @@ from .transformer import *  # noqa: F403
 from .upsampling import *  # noqa: F403
 
 #: every public layer of the submodules (their ``__all__``), as PyTorch's package exports
-_PARTS = (activation, batchnorm, channelshuffle, container, conv, distance, dropout, flatten,
-          fold, instancenorm, linear, loss, normalization, padding, pixelshuffle, pooling, rnn,
-          sparse, transformer, upsampling)
+_PARTS = (activation, adaptive, batchnorm, channelshuffle, container, conv, distance, dropout,
+          flatten, fold, instancenorm, linear, loss, normalization, padding, pixelshuffle,
+          pooling, rnn, sparse, transformer, upsampling)
 __all__ = ["Module"] + [n for part in _PARTS for n in part.__all__ if not n.startswith("_")]
