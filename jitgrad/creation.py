@@ -78,10 +78,10 @@ def _infer_dtype(data) -> np.dtype:
             stack.extend(x)
         elif isinstance(x, numbers.Complex):
             py = 4
+        elif isinstance(x, (str, bytes)):
+            raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
         else:
-            raise TypeError(
-                f"Could not infer dtype of {type(x).__name__}"
-            )
+            raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
     if py:
         default = dtypes.get_default_dtype()
         typed = _promote(typed, (None, np.dtype(np.bool_), np.dtype(np.int64), default.np,
@@ -330,12 +330,25 @@ def _device(device, like: Tensor | None = None):
 
 
 def _size(sizes: tuple, size, name: str) -> tuple:
-    """The shape of a factory call: positional sizes, or the ``size=`` keyword (not both)."""
+    """The shape of a factory call: positional sizes, or the ``size=`` keyword (not both),
+    checked non-negative (:func:`check_sizes`)."""
     if size is None:
-        return as_shape(sizes)
+        return check_sizes(as_shape(sizes), name)
     if sizes:
         raise TypeError(f"{name}() got multiple values for argument 'size'")
-    return as_shape((size,))
+    return check_sizes(as_shape((size,)), name)
+
+
+def check_sizes(shape: tuple, name: str = "") -> tuple:
+    """``shape``, after PyTorch's check that a new tensor's sizes are non-negative (with its
+    messages: ``jitgrad.zeros`` has its own), where NumPy's ``ValueError`` would leak."""
+    for n in shape:
+        if n < 0:
+            if name == "zeros":
+                raise RuntimeError("zeros: Dimension size must be non-negative.")
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: "
+                               f"{list(shape)}")
+    return shape
 
 
 def _out(t: Tensor, out, name: str) -> Tensor:
@@ -395,9 +408,12 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
     """A tensor filled with ``fill_value`` (dtype inferred from it, as PyTorch)."""
     _check_layout(layout)
     dev = _device(device)
+    if not isinstance(fill_value, (numbers.Number, Tensor)):
+        raise TypeError(f"full(): argument 'fill_value' (position 2) must be Number, not "
+                        f"{type(fill_value).__name__}")
     if dtype is None:
         dtype = dtypes.scalar_dtype(fill_value)
-    shape, d = as_shape((size,)), _dt(dtype)
+    shape, d = _size((), size, "full"), _dt(dtype)
     return _fill_factory("full", shape, d, dev, requires_grad, fill_value,
                          pin_memory=pin_memory)
 
@@ -407,6 +423,9 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None,
     """The identity matrix (``n x m``)."""
     dev = _device(device)
     d = _dt(dtype)
+    for name, k in (("n", n), ("m", m)):
+        if k is not None and k < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {k}")
     return _finish(np.eye(n, m, dtype=d), requires_grad, lambda: np.eye(n, m, dtype=d),
                    device=dev)
 
@@ -449,10 +468,16 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
     return _finish(make(), requires_grad, make, device=dev)
 
 
+def _check_steps(steps: int) -> None:
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+
+
 def linspace(start, end, steps: int, *, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     dev = _device(device)
+    _check_steps(steps)
     return _finish(np.linspace(start, end, steps).astype(_dt(dtype)), requires_grad,
                    device=dev)
 
@@ -461,6 +486,7 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
              requires_grad: bool = False) -> Tensor:
     """``base ** linspace(start, end, steps)``."""
     dev = _device(device)
+    _check_steps(steps)
     return _finish(np.logspace(start, end, steps, base=base).astype(_dt(dtype)), requires_grad,
                    device=dev)
 
@@ -583,7 +609,7 @@ def normal(mean=None, std=None, size=None, *, generator=None, out=None, dtype=No
     if isinstance(size, numbers.Integral):
         raise _normal_overload_error((mean, std, size), {})
     _check_layout(layout)
-    shape, d = as_shape((size,)), _dt(dtype)
+    shape, d = _size((), size, "normal"), _dt(dtype)
     if d.kind != "f":
         raise _not_floating(dtypes.from_numpy_dtype(d))
     _check_std(float(std))
@@ -648,7 +674,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
         low, high, size = 0, low, high
     elif high is None:
         low, high = 0, low
-    shape, d = as_shape((size,)), _dt(dtype, dtypes.int64)
+    shape, d = _size((), size, "randint"), _dt(dtype, dtypes.int64)
     if not low < high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                            f"from={low} >= to={high}")
@@ -663,6 +689,7 @@ def randperm(n: int, *, generator=None, dtype=None, device=None,
     """A random permutation of ``0..n-1``."""
     dev = _device(device)
     d = _dt(dtype, dtypes.int64)
+    check_sizes((n,))
 
     def make():
         return rng(generator).permutation(n).astype(d)

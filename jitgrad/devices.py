@@ -8,6 +8,7 @@ nothing CUDA is imported until a CUDA array exists.
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 
@@ -20,6 +21,8 @@ __all__ = ["device", "CPU", "CUDA0", "device_of", "parse", "check_same_device",
 
 _ndarray = np.ndarray
 _TYPES = ("cpu", "cuda", "meta", "mps", "xpu")
+#: PyTorch's form of a device string: a type, then optionally ``:`` and an index
+_DEVICE_STRING = re.compile(r"([a-zA-Z_]+)(?::([1-9]\d*|0))?")
 
 
 class device:  # noqa: N801 - PyTorch's name
@@ -45,7 +48,12 @@ class device:  # noqa: N801 - PyTorch's name
         if not isinstance(type, str):
             raise TypeError(f"device() received an invalid combination of arguments - got "
                             f"({_typename(type)})")
-        name, _, idx = type.partition(":")
+        if not type:
+            raise RuntimeError("Device string must not be empty")
+        m = _DEVICE_STRING.fullmatch(type)
+        if m is None:
+            raise RuntimeError(f"Invalid device string: '{type}'")
+        name, idx = m.groups()
         if name not in _TYPES:
             raise RuntimeError(
                 "Expected one of cpu, cuda, xpu, mps, meta device type at start of device "
@@ -54,8 +62,6 @@ class device:  # noqa: N801 - PyTorch's name
             if index is not None:
                 raise RuntimeError(f"type (string) must not include an index because index "
                                    f"was passed explicitly: {type}")
-            if not idx.isdigit():
-                raise RuntimeError(f"Invalid device string: '{type}'")
             index = int(idx)
         if index is not None and index < 0:
             raise RuntimeError(f"Device index must not be negative, got {index}")

@@ -109,19 +109,20 @@ def wrap_dims(dim, ndim: int, op: str = "") -> tuple[int, ...]:
 def infer_size(shape: Sequence[int], numel: int) -> Shape:
     """Resolve a single ``-1`` in ``shape`` for a tensor of ``numel`` elements."""
     shape = tuple(map(int, shape))
-    known, neg, bad = 1, None, None  # product of the known sizes, where -1 is, a bad size
+    known, neg, bad = 1, None, None  # product of the known sizes, where -1 is, a bad one
     for i, s in enumerate(shape):
         if s >= 0:
             known *= s
         elif s != -1:
             if bad is None:
-                bad = s
+                bad = i
         elif neg is None:
             neg = i
         else:
             raise RuntimeError("only one dimension can be inferred")
     if bad is not None:
-        raise RuntimeError(f"invalid shape dimension {bad}")
+        raise RuntimeError(f"invalid shape dimension {shape[bad]} at index {bad} of shape "
+                           f"{fmt_shape(shape)}")
     if neg is None:
         if known != numel:
             raise RuntimeError(f"shape '{fmt_shape(shape)}' is invalid for input of size {numel}")

@@ -343,7 +343,8 @@ class Tensor:
             )
         value = bool(value)
         if value and self._data.dtype.kind not in "fc":
-            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point and complex dtype can require "
+                               "gradients")
         if TRACING and _TRACE.tracer is not None and value != self._requires_grad:
             _TRACE.tracer.on_requires_grad(self)
         self._requires_grad = value
@@ -353,6 +354,8 @@ class Tensor:
         ``True``: nothing to change, as PyTorch's)."""
         if requires_grad and self._grad_fn is not None:
             return self
+        if requires_grad and self._data.dtype.kind not in "fc":  # (the setter's text differs)
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = requires_grad
         return self
 
@@ -558,7 +561,9 @@ class Tensor:
         if _TRACE.tracer is not None:
             _TRACE.tracer.escape("bool(tensor) (an `if` or `while` on a tensor)")
         if self._data.size != 1:
-            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError(f"Boolean value of Tensor with "
+                               f"{'more than one value' if self._data.size else 'no values'} "
+                               f"is ambiguous")
         return bool(self._data.reshape(()))
 
     def __len__(self) -> int:

@@ -104,14 +104,16 @@ def _softmax_row(x, out, r):
 
 
 @njit(inline="always")
-def _lse_row(x, r):
+def _lse_row(x, r, mask_inf):
     """The row's maximum and its float64 sum of exps, element by element: the log-softmax
     family keeps whole float64 sums (unlike softmax's ``SUM_BLOCK`` partials) for its
     accuracy next to the row's maximum, where ``log(sum)`` is tiny and its error is the
     result's (``tests/test_pytorch_semantics.py::test_log_softmax_is_exact_near_the_maximum``:
-    float32 partials were 2 ulps of the sum off)."""
+    float32 partials were 2 ulps of the sum off). ``mask_inf``: an infinite maximum is
+    taken as 0, as PyTorch's ``logsumexp`` does (its ``log_softmax`` does not: a row
+    holding +inf, or only -inf, gives NaNs)."""
     m = _row_max(x, r)
-    if m == np.inf or m == -np.inf:  # PyTorch masks an infinite max to 0
+    if mask_inf and (m == np.inf or m == -np.inf):
         m = np.float32(0.0)  # unifies to the array's float type
     s = 0.0
     for c in range(x.shape[1]):
@@ -133,17 +135,15 @@ BLOCK = 8
 
 @njit(inline="always")
 def _lse_block(x, r0, m, s):
-    """``_lse_row`` for the ``BLOCK`` rows from ``r0``, ending with each row's maximum in
-    ``m`` and the log of its sum in ``s``: each loop runs across the block's rows (the sums add each
-    row's exps in column order). A block past the last row repeats that row in its extra
-    lanes, so every row is computed by the same (vectorised) code wherever it falls."""
+    """``_lse_row`` (log-softmax's: an infinite maximum unmasked) for the ``BLOCK`` rows
+    from ``r0``, ending with each row's maximum in ``m`` and the log of its sum in ``s``:
+    each loop runs across the block's rows (the sums add each row's exps in column order).
+    A block past the last row repeats that row in its extra lanes, so every row is computed
+    by the same (vectorised) code wherever it falls."""
     dt = x.dtype.type
     last = x.shape[0] - 1
     for i in range(BLOCK):
-        mi = _row_max(x, min(r0 + i, last))
-        if mi == np.inf or mi == -np.inf:  # PyTorch masks an infinite max to 0
-            mi = dt(0.0)
-        m[i] = mi  # (float64 scratch: exact, read back as the array's type)
+        m[i] = _row_max(x, min(r0 + i, last))  # (float64 scratch: exact, read back as dt)
         s[i] = 0.0
     for c in range(x.shape[1]):
         for i in range(BLOCK):
@@ -194,7 +194,7 @@ def _log_softmax_rows(x, out):
             _log_softmax_block(x, out, r0, m, s)
         return
     for r in range(x.shape[0]):
-        m, s = _lse_row(x, r)
+        m, s = _lse_row(x, r, False)
         _shifted(x, out, r, m, log(x.dtype.type(s)))
 
 
@@ -226,7 +226,7 @@ def logsumexp(lo, hi, x, out):
     """``out[r] = log(sum(exp(x[r])))``, max-shifted."""
     x, out = x[lo:hi], out[lo:hi]
     for r in range(x.shape[0]):
-        m, s = _lse_row(x, r)
+        m, s = _lse_row(x, r, True)
         out[r] = m + log(x.dtype.type(s))
 
 
@@ -290,7 +290,7 @@ def cross_entropy(x, t, ignore_index, scale, y, gy, gx, picked):
         if k == ignore_index or k < 0 or k >= n:
             return False
     for r in range(x.shape[0]):
-        m, s = _lse_row(x, r)
+        m, s = _lse_row(x, r, False)
         _shifted(x, y, r, m, log(x.dtype.type(s)))
         k = t[r]
         picked[r] = -np.float64(y[r, k])

@@ -11,7 +11,8 @@ no result depends on the launch configuration. The arithmetic is the CPU kernels
 maximum subtracted in the array's dtype, ``exp`` of the array's dtype, the sums in float64
 (``sum(exp(x - m))``, ``sum(g * y)``, ``sum(g)``) rounded once to the dtype where the CPU
 rounds them, softmax scaled by the float64 ``1 / sum``; a row holding +inf, or only -inf,
-gives NaNs, and logsumexp masks an infinite maximum to 0, as PyTorch. Layer norm is the
+gives NaNs in softmax and log_softmax, and logsumexp masks an infinite maximum to 0, as
+PyTorch. Layer norm is the
 CPU's two-pass float64 mean and variance, ``(x - mean) * rstd * w + b`` in float64 rounded
 once. What differs from the CPU: the sums' order (the CPU's kernels may reassociate them)
 and ``exp``/``log`` (libdevice's on a GPU, NumPy's in the simulator, vmath's on the CPU), so
@@ -100,17 +101,18 @@ def exp_sum(x, r, m, slanes, out):
 
 
 @cuda.jit(device=True)
-def row_max_log_sum(x, r, mlanes, slanes):
-    """(the row's maximum -- an infinite one masked to 0 --, log(sum(exp(x[r] - max))))."""
+def row_max_log_sum(x, r, mlanes, slanes, mask_inf):
+    """(the row's maximum -- an infinite one masked to 0 if mask_inf, as logsumexp's, not
+    log_softmax's --, log(sum(exp(x[r] - max))))."""
     m = row_max(x, r, mlanes)
-    m = ZERO if (m == INF or m == -INF) else m
+    m = ZERO if mask_inf and (m == INF or m == -INF) else m
     return m, log(F(exp_sum(x, r, m, slanes, x[:, :0])))
 
 
 @cuda.jit(device=True)
 def row_logsumexp(x, r, mlanes, slanes):
     """log(sum(exp(x[r]))) shifted by the row's maximum (an infinite one masked to 0)."""
-    m, ls = row_max_log_sum(x, r, mlanes, slanes)
+    m, ls = row_max_log_sum(x, r, mlanes, slanes, True)
     return m + ls
 
 
@@ -130,7 +132,7 @@ def log_softmax(x, out):
     mlanes = cuda.shared.array(L, {F})
     slanes = cuda.shared.array(L, float64)
     for r in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
-        m, ls = row_max_log_sum(x, r, mlanes, slanes)
+        m, ls = row_max_log_sum(x, r, mlanes, slanes, False)
         for c in range(cuda.threadIdx.x, x.shape[1], cuda.blockDim.x):
             out[r, c] = (x[r, c] - m) - ls  # (PyTorch's grouping, the CPU kernel's)
 
@@ -285,7 +287,7 @@ def cross_entropy_rows(x, t, ignore_index, mean, g, stats, picked, gx):
     gv = float64(g[0])
     C = x.shape[1]
     for r in range(cuda.blockIdx.x, x.shape[0], cuda.gridDim.x):
-        m, ls = row_max_log_sum(x, r, mlanes, slanes)
+        m, ls = row_max_log_sum(x, r, mlanes, slanes, False)
         v = t[r]
         valid = v != ignore_index and v >= 0 and v < C
         col = v if v != ignore_index else 0

@@ -44,8 +44,9 @@ def _addindent(s: str, n: int) -> str:
 def _check_name(kind: str, name) -> None:
     if not isinstance(name, str):
         raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
-    if "." in name:
-        raise KeyError(f'{kind} name can\'t contain "."')
+    if "." in name:  # (PyTorch's add_module says which name)
+        got = f", got: {name}" if kind == "module" else ""
+        raise KeyError(f'{kind} name can\'t contain "."{got}')
     if name == "":
         raise KeyError(f'{kind} name can\'t be empty string ""')
 
@@ -323,9 +324,13 @@ class Module:
 
     def _get_member(self, target: str, store: str, kind: str):
         """The entry of ``store`` (``_parameters`` or ``_buffers``) at dotted path ``target``;
-        AttributeError "`name` is not <kind>" when the module there has none by that name."""
+        AttributeError "`name` is not <kind>" when the module there has none by that name
+        (but another attribute), "<Module> has no attribute `name`" when it has nothing."""
         path, _, name = target.rpartition(".")
-        members = getattr(self.get_submodule(path), store)
+        mod = self.get_submodule(path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        members = getattr(mod, store)
         if name not in members:
             raise AttributeError(f"`{name}` is not {kind}")
         return members[name]

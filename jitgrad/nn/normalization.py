@@ -197,7 +197,8 @@ class GroupNorm(_Affine):
                  affine: bool = True, bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
         if num_channels % num_groups:
-            raise ValueError("num_channels must be divisible by num_groups")
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
         self.num_groups, self.num_channels = num_groups, num_channels
         self.eps, self.affine = eps, affine
         _affine(self, (num_channels,), affine, affine and bias, dtype)

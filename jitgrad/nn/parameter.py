@@ -55,6 +55,9 @@ class Parameter(metaclass=_ParameterMeta):
         t = wrap(data._data)
         t._vc = data._vc  # the same storage: in-place changes show through both
         t._is_param = True
+        if requires_grad and not (t.is_floating_point() or t.is_complex()):
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                               "gradients")
         t.requires_grad_(requires_grad)
         return t
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..amp.autocast_mode import autocast_op
 from ..ops.dispatch import as_tensor_arg
+from ..shapes import broadcast_sizes
 from ..tensor import Tensor
 from .module import Module
 
@@ -30,9 +31,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     if not (x1.dtype.is_floating_point or x2.dtype.is_floating_point):
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
                            f"{x1.dtype.tensor_type[:-6]}")
-    import numpy as np
-
-    shape = np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+    shape = broadcast_sizes(tuple(x1.shape), tuple(x2.shape))
     if tuple(x1.shape) != shape:
         x1 = x1.expand(*shape)
     if tuple(x2.shape) != shape:

@@ -16,7 +16,7 @@ from .fused_backward import pow_backward
 from .inplace import write_out
 from .math_functions import RECIPROCAL, log, reciprocal
 from .registry import FLOAT
-from .selection import where
+from .selection import kept_in_graph, where
 
 __all__ = ["add", "sub", "rsub", "mul", "div", "true_divide", "neg", "pow", "square"]
 
@@ -179,8 +179,9 @@ def div(input, other, *, rounding_mode=None) -> Tensor:
                          f"but found '{rounding_mode}'")
     from .integer_ops import floor_divide
 
-    if rounding_mode == "floor":
-        return floor_divide(input, other)
+    if rounding_mode == "floor":  # (PyTorch's DivBackward2: zero gradients, not none)
+        q = floor_divide(*(x.detach() if is_tensor(x) else x for x in (input, other)))
+        return kept_in_graph(q, input, other)
     from ..dtypes import result_type
 
     dt = result_type(input, other)

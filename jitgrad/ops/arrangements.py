@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..creation import check_sizes
 from ..shapes import as_shape, keyword_sizes
 from ..tensor import Size, Tensor
 from .api import api
@@ -39,10 +40,9 @@ def repeat(input: Tensor, *sizes, repeats=None) -> Tensor:
     if len(reps) < len(shape):
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than "
                            "number of dimensions of tensor")
-    if any(r < 0 for r in reps):
-        raise RuntimeError(f"Trying to create tensor with negative dimension {min(reps)}: "
-                           f"{list(reps)}")
     shape = (1,) * (len(reps) - len(shape)) + shape
+    if any(r < 0 for r in reps):  # (PyTorch's message names the result's shape)
+        check_sizes(tuple(r * s for r, s in zip(reps, shape)))
     interleaved = [n for pair in zip((1,) * len(shape), shape) for n in pair]
     expanded = [n for pair in zip(reps, shape) for n in pair]
     out = input.reshape(*interleaved).expand(*expanded)
@@ -140,23 +140,25 @@ def atleast_3d(*tensors):
     return _at_least(3, tensors)
 
 
-def _listed(tensors) -> list:
+def _listed(tensors, name: str) -> list:
     if not isinstance(tensors, (list, tuple)):
         raise TypeError(f"expected a sequence of tensors, got {type(tensors).__name__}")
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
     return list(tensors)
 
 
 @api(CAT, RESHAPE, export="hstack")
 def hstack(tensors) -> Tensor:
     """Concatenated horizontally: along dim 1, or dim 0 for 1-D tensors."""
-    ts = _at_least(1, (_listed(tensors),))
+    ts = _at_least(1, (_listed(tensors, "hstack"),))
     return cat(list(ts), 0 if ts[0].dim() == 1 else 1)
 
 
 @api(CAT, RESHAPE, export=("vstack", "row_stack"))
 def vstack(tensors) -> Tensor:
     """Concatenated vertically (along dim 0), vectors taken as rows."""
-    return cat(list(_at_least(2, (_listed(tensors),))), 0)
+    return cat(list(_at_least(2, (_listed(tensors, "vstack"),))), 0)
 
 
 row_stack = vstack
@@ -165,14 +167,14 @@ row_stack = vstack
 @api(CAT, RESHAPE, export="dstack")
 def dstack(tensors) -> Tensor:
     """Concatenated in depth (along dim 2), after :func:`atleast_3d`."""
-    return cat(list(_at_least(3, (_listed(tensors),))), 2)
+    return cat(list(_at_least(3, (_listed(tensors, "dstack"),))), 2)
 
 
 @api(CAT, RESHAPE, export="column_stack")
 def column_stack(tensors) -> Tensor:
     """Vectors (and 0-d tensors) as columns, then concatenated along dim 1."""
     ts = [t.reshape(-1, 1) if t.dim() <= 1 else t
-          for t in (as_tensor_arg(t) for t in _listed(tensors))]
+          for t in (as_tensor_arg(t) for t in _listed(tensors, "column_stack"))]
     return cat(ts, 1)
 
 

@@ -56,8 +56,10 @@ def _seq_tensors(tensors, name):
     if isinstance(tensors, Tensor):
         raise TypeError(f"{name}(): argument 'tensors' must be tuple of Tensors, not Tensor")
     ts = list(tensors)
-    if not ts:
-        raise RuntimeError(f"{name}(): expected a non-empty list of Tensors")
+    if not ts:  # (PyTorch's two messages and types)
+        if name == "cat":
+            raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
     return [t if type(t) is Tensor else as_tensor_arg(t, "tensors") for t in ts]
 
 

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..amp.autocast_mode import autocast_op
 from ..devices import check_same_device
+from ..dtypes import from_numpy_dtype
 from ..kernels.parallel import note_blas
 from ..shapes import fmt_shape
 from ..tensor import Tensor
@@ -516,14 +517,11 @@ def _conv_pair(v, name):
     return r
 
 
-_TYPE_NAMES = {"float32": ("Float", "float"), "float64": ("Double", "double")}
-
-
 def _type_name(dt, c=False) -> str:
-    names = _TYPE_NAMES.get(np.dtype(dt).name)
-    if names is None:
-        return np.dtype(dt).name
-    return names[1] if c else names[0]
+    """PyTorch's name of NumPy dtype ``dt`` in its errors: the scalar type's ("Float",
+    "Long"), or with ``c`` ATen's C++ type's ("float", "long int")."""
+    d = from_numpy_dtype(dt)
+    return d.cpp_name if c else d.tensor_type[:-len("Tensor")]
 
 
 @api(CONV2D)
@@ -604,11 +602,11 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
             f"size: ({kernel[0]} x {kernel[1]}). Kernel size can't be greater than actual input "
             f"size")
     dt, wdt = input._data.dtype, weight._data.dtype
-    if dt != wdt:
-        raise RuntimeError(f"expected scalar type {_type_name(dt)} but found {_type_name(wdt)}")
-    if bias is not None and bias._data.dtype != dt:
+    if bias is not None and bias._data.dtype != dt:  # (checked first, as PyTorch's)
         raise RuntimeError(f"Input type ({_type_name(dt, True)}) and bias type "
                            f"({_type_name(bias._data.dtype, True)}) should be the same")
+    if dt != wdt:
+        raise RuntimeError(f"expected scalar type {_type_name(dt)} but found {_type_name(wdt)}")
     check_same_device([t._data for t in (input, weight, bias) if t is not None])
     _check_float(input, "conv2d")
     _check_float(weight, "conv2d")

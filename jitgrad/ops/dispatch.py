@@ -110,7 +110,7 @@ def as_tensor_arg(x, name: str = "input") -> Tensor:
 
     try:
         return tensor(x)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RuntimeError):  # (tensor(None): "Could not infer dtype")
         raise TypeError(f"{name} must be a Tensor, got {type(x).__name__}") from None
 
 

@@ -279,7 +279,7 @@ def _normalise_index(index, shape):
                 if n != shape[dim + k]:
                     raise IndexError(f"The shape of the mask {list(it.shape)} at index {k} "
                                      f"does not match the shape of the indexed tensor "
-                                     f"{list(shape[dim:dim + it.ndim])} at index {k}")
+                                     f"{list(shape)} at index {dim + k}")
         if isinstance(it, np.ndarray):
             arrays += it.ndim if it.dtype == np.bool_ else 1
     if arrays > 1:
@@ -438,7 +438,13 @@ def getitem(input: Tensor, index, _node: str | None = None) -> Tensor:
 @api(GETITEM, method="select", export="select")
 def select(input: Tensor, dim: int, index: int, _node: str = "SelectBackward0") -> Tensor:
     """``input`` indexed with ``index`` along ``dim`` (the dim is removed)."""
-    d = wrap_dim(dim, input._data.ndim)
+    shape = input._data.shape
+    if not shape:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, len(shape))
+    if not -shape[d] <= index < shape[d]:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(shape)} at dimension {d}")
     return getitem(input, (slice(None),) * d + (index,), _node)
 
 
@@ -467,13 +473,24 @@ def narrow(input: Tensor, dim: int, start: int, length: int,
 @api(GETITEM, method="split", export="split")
 def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Split into chunks of ``split_size`` (or the given section sizes) along ``dim``."""
+    if input._data.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = wrap_dim(dim, input._data.ndim)
     n = input._data.shape[d]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
-        sizes = [min(step, n - s) for s in range(0, n, step)] or [0]
+        if step < 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got "
+                               f"split_size={step}")
+        if step == 0 and n:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {n}")
+        sizes = [min(step, n - s) for s in range(0, n, step)] if n else [0]
     else:
         sizes = list(split_size_or_sections)
+        if any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative "
+                               f"entries, but got split_sizes={sizes}")
         if sum(sizes) != n:
             raise RuntimeError(
                 f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size "
@@ -508,6 +525,10 @@ def unmark_multi_output(outs) -> tuple:
 @api(GETITEM, method="chunk", export="chunk")
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """Split into ``chunks`` nearly equal parts along ``dim``."""
+    if input._data.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     n = input._data.shape[wrap_dim(dim, input._data.ndim)]
     step = -(-n // chunks)
     return split(input, max(step, 1), dim)

@@ -47,10 +47,15 @@ def _floor_divide_ref(a, b):
         return xp.where(b == 0, a / b, floor).astype(a.dtype)
 
 
+def _floor_divide_vjp(g, ins, out, p, n):
+    raise RuntimeError("derivative for aten::floor_divide is not implemented")
+
+
 GCD = ew("gcd", None, ("a", "b"), None, np.gcd, samples=S.integer_pairs)
 LCM = ew("lcm", None, ("a", "b"), None, np.lcm, samples=S.integer_pairs)
-FLOOR_DIVIDE = ew("floor_divide", None, ("a", "b"), None, _floor_divide_ref,
-                  samples=S.integer_pairs)
+# (a float result requires grad when an operand does, but has no derivative: PyTorch's)
+FLOOR_DIVIDE = ew("floor_divide", "torch::autograd::NotImplemented", ("a", "b"), None,
+                  _floor_divide_ref, _floor_divide_vjp, samples=S.floor_divide)
 
 
 def require_tensor(fn: str, arg: str, position: int, value) -> None:

@@ -189,8 +189,11 @@ def matmul(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     other = as_tensor_arg(other, "other")
     sa, sb = input._data.shape, other._data.shape
     _check_shapes(sa, sb)
-    da, db = input._data.dtype, other._data.dtype
-    if da != db:
+    if input._data.dtype != other._data.dtype:
+        if len(sa) == len(sb) == 1:  # (PyTorch's dot)
+            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                               f"{input.dtype.tensor_type[:-6]} and "
+                               f"{other.dtype.tensor_type[:-6]}")
         raise RuntimeError(
             f"expected m1 and m2 to have the same dtype, but got: {input.dtype.cpp_name} != "
             f"{other.dtype.cpp_name}"
@@ -249,12 +252,18 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     if sb[0] != sa[0] or sb[1] != sa[2]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{sa[0]}, {sa[2]}] but got: [{sb[0]}, {sb[1]}].")
+    if input._data.dtype != mat2._data.dtype:
+        raise RuntimeError(f"expected scalar type {input.dtype.tensor_type[:-6]} but found "
+                           f"{mat2.dtype.tensor_type[:-6]}")
     return call(MATMUL, (input, mat2), {"ndims": (3, 3), "bmm": True})
 
 
 @api(MUL, method="outer", export="outer")
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     """Outer product of two 1-D tensors."""
+    for name, t in (("self", input), ("vec2", vec2)):
+        if t.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.ndim}-D")
     return input.unsqueeze(1) * vec2.unsqueeze(0)
 
 

@@ -10,7 +10,8 @@ by its reciprocal and the trailing matrix updated. A zero pivot is left in place
 scaled) and ``info`` is the 1-based column of the first one, as LAPACK's. ``pivots`` are
 LAPACK's (1-based, int32): row ``i`` was exchanged with row ``pivots[i] - 1``. float32
 updates are made in float64 and rounded once, as the fused multiply-adds of MKL (PyTorch's
-LAPACK on the CPU) round them: small float32 factorisations have PyTorch's bits. Otherwise
+LAPACK on the CPU) round them where the CPU has that path (Intel's; MKL on an AMD EPYC
+rounds each multiply and add): small float32 factorisations have PyTorch's bits. Otherwise
 the rounding differs from a blocked LAPACK's by a few ulp; the pivots are the same but for
 near ties.
 

@@ -52,10 +52,24 @@ def _lift(x, like):
 
 
 # -------------------------------------------------------------------- conversions
+_TO_OVERLOADS = (
+    " * (torch.device device = None, torch.dtype dtype = None, bool non_blocking = False, "
+    "bool copy = False, *, torch.memory_format memory_format = None)\n"
+    " * (torch.dtype dtype, bool non_blocking = False, bool copy = False, *, "
+    "torch.memory_format memory_format = None)\n"
+    " * (Tensor tensor, bool non_blocking = False, bool copy = False, *, "
+    "torch.memory_format memory_format = None)\n")
+
+
 def parse_to_args(args: tuple, kwargs: dict, what: str) -> tuple:
     """``(dtype or None, copy, device or None)`` from ``to()``'s arguments (``to(dtype)``,
     ``to(device)``, ``to(other)``, ``to(device, dtype)``, keywords; ``what`` names the
     caller in errors: "tensors", "modules")."""
+    if isinstance(kwargs.get("dtype"), str):  # (a dtype's name is no dtype, in PyTorch)
+        got = ", ".join(type(a).__name__ for a in args) + ", " * bool(args and kwargs) + \
+            "".join(f"{k}={type(v).__name__}, " for k, v in kwargs.items())
+        raise TypeError(f"to() received an invalid combination of arguments - got ({got}), but "
+                        f"expected one of:\n{_TO_OVERLOADS}")
     dtype = kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
@@ -267,6 +281,11 @@ def _check_bernoulli(self, p=0.5) -> None:
 
 def _new_factory(fn):
     def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+        from ..creation import check_sizes
+        from ..shapes import as_shape
+
+        if size:  # (checked here for PyTorch's message: zeros's own is not new_zeros's)
+            check_sizes(as_shape(size))
         return fn(*size, dtype=self.dtype if dtype is None else dtype,
                   device=self.device if device is None else device,
                   requires_grad=requires_grad, **kw)

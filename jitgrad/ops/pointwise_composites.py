@@ -13,7 +13,7 @@ from .api import api
 from .arithmetic import MUL, POW, mul, pow
 from .dispatch import as_tensor_arg
 from .math_functions import SIN
-from .selection import WHERE, where
+from .selection import WHERE, kept_in_graph, where
 
 __all__ = ["deg2rad", "rad2deg", "copysign", "fmax", "fmin", "float_power", "positive",
            "sinc"]
@@ -52,7 +52,8 @@ def copysign(input: Tensor, other) -> Tensor:
     # the sign bit from comparisons (traceable): x < 0, or -0.0 (1 / -0.0 is -inf); a NaN
     # counts as positive whatever its sign bit (PyTorch reads the bit)
     negative = (other < 0) | ((other == 0) & (1.0 / other < 0))
-    return where(negative, -mag, mag)
+    # other's gradient is 0 (PyTorch's CopysignBackward0), but the result requires grad
+    return kept_in_graph(where(negative, -mag, mag), other)
 
 
 def _nan_skipping(a, b, take_a_when):

@@ -56,8 +56,8 @@ def flip(input: Tensor, *args, dims=None) -> Tensor:
     nd = input._data.ndim
     wrapped = tuple(wrap_dim(d, nd) for d in _int_list(list(dims), "dims", "flip"))
     if len(set(wrapped)) != len(wrapped):
-        raise RuntimeError(f"dims has duplicates, original flip dims size={len(wrapped)}, "
-                           f"but unique flip dims size={len(set(wrapped))}")
+        dup = next(d for i, d in enumerate(wrapped) if d in wrapped[:i])
+        raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
     return call(FLIP, (input,), {"dims": tuple(sorted(wrapped))})
 
 

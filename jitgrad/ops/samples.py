@@ -139,6 +139,16 @@ def binary_scaled(rng, dtype):
             for (a, b), alpha in zip(BROADCASTS, (-0.01, 2.0, 0.5, -3.0, 1.5))]
 
 
+def zero_times_log(rng, dtype):
+    """``xlogy`` / ``xlog1py``: any ``x`` (zeros among them), ``y`` in (0.3, 2)."""
+    out = []
+    for a, b in BROADCASTS:
+        x = _r(rng, a, dtype)
+        x[x < -1.5] = 0
+        out.append(((x, _r(rng, b, dtype, 0.3, 2.0)), {}))
+    return out
+
+
 def binary_same(rng, dtype):
     return [((_r(rng, s, dtype), _r(rng, s, dtype)), {}) for s in SHAPES]
 
@@ -1141,6 +1151,12 @@ def integer_pairs(rng, dtype):
     out.append(((rng.integers(0, 100, (4,)).astype(np.uint8),
                  rng.integers(1, 20, (4,)).astype(np.uint8)), {}))
     return out
+
+
+def floor_divide(rng, dtype):
+    """:func:`integer_pairs`, not differentiated (floor_divide's derivative is not
+    implemented, as PyTorch's)."""
+    return [(args, {**p, "_nograd": True}) for args, p in integer_pairs(rng, dtype)]
 
 
 def frexp(rng, dtype):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..shapes import broadcast_sizes
 from ..tensor import Tensor
 from . import samples as S
 from .api import api
@@ -158,12 +159,31 @@ def where(condition, input=_NO_ARG, other=_NO_ARG) -> Tensor:
     return elementwise(WHERE, (condition, input, other))
 
 
-@api(MASKED_FILL, WHERE, method="masked_fill", inplace="masked_fill_",
-     export="masked_fill")
+def kept_in_graph(result: Tensor, *operands) -> Tensor:
+    """``result``, its values unchanged, in the graph of each tensor of ``operands`` that
+    requires grad (in grad mode), with a zero gradient for it: through a never-true
+    ``where`` (NaN-safe, unlike ``operand * 0 + result``). For PyTorch's nodes whose
+    gradients are zero (``copysign``'s for ``other``, ``div(rounding_mode="floor")``'s)."""
+    from ..autograd.grad_mode import is_grad_enabled
+
+    graph = [t for t in operands if is_tensor(t) and t._requires_grad]
+    if not graph or not is_grad_enabled():
+        return result
+    from ..creation import tensor
+
+    never, d = tensor(False, device=result.device), result.dtype
+    for t in graph:
+        result = where(never, t, result).to(d)
+    return result
+
+
+@api(MASKED_FILL, WHERE, method="masked_fill", export="masked_fill")
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     """``value`` where ``mask`` is true, else ``input``."""
     if not is_tensor(mask):
         mask = as_tensor(mask)
+    if mask._data.shape != input._data.shape:  # (PyTorch's message names the mask tensor a)
+        broadcast_sizes(mask._data.shape, input._data.shape)
     if mask._data.dtype != np.bool_:
         raise RuntimeError(
             f"masked_fill_ only supports boolean masks, but got mask with dtype "
@@ -179,6 +199,16 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
             return where(mask, value, input)
         value = value.item()
     return elementwise(MASKED_FILL, (input, mask), {"value": value})
+
+
+@api(MASKED_FILL, WHERE, inplace="masked_fill_")
+def _masked_fill_inplace(input: Tensor, mask: Tensor, value) -> Tensor:
+    """``input.masked_fill_(mask, value)``'s new value: :func:`masked_fill`, where a mask
+    that does not broadcast is named tensor b in PyTorch's message (a: ``input``)."""
+    shape = getattr(mask, "shape", None)
+    if shape is not None and tuple(shape) != input._data.shape:
+        broadcast_sizes(input._data.shape, tuple(shape))
+    return masked_fill(input, mask, value)
 
 
 def _compare(op, input, other):

@@ -65,13 +65,15 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
 
 
 # ----------------------------------------------------------------- softmax / log_softmax
+# (an infinite maximum is not masked, unlike logsumexp's: a row holding +inf, or only -inf,
+# gives NaNs, as PyTorch's softmax and log_softmax)
 def _softmax_ref(a, dim):
     if a.size == 0:  # an empty result, as PyTorch (np.max has no identity)
         return np.empty_like(a)
     m = np.max(a, axis=dim, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0)
-    e = np.exp(a - m)
-    e /= np.sum(e, axis=dim, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(a - m)
+        e /= np.sum(e, axis=dim, keepdims=True)
     return e
 
 
@@ -79,9 +81,8 @@ def _log_softmax_ref(a, dim):
     if a.size == 0:
         return np.empty_like(a)
     m = np.max(a, axis=dim, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0)
     s = a - m
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         return s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))
 
 
@@ -169,12 +170,14 @@ LOG_SOFTMAX = defop(name="log_softmax", kind=REDUCE, inputs=("a",), params=("dim
 def _dim_op(op, input, dim, dtype, name):
     if dtype is not None:
         input = input.to(dtype)
-    elif input._data.dtype.kind not in "fc":  # (complex: the op's error)
-        input = input.to(dtypes.get_default_dtype())
     if dim is None:
         raise TypeError(f"{name}() missing required argument 'dim'")
     a = input._data
     d = wrap_dim(dim, a.ndim) if a.ndim else 0
+    if a.dtype.kind not in "fc":  # (no integer kernels, as PyTorch's; complex: the op's error)
+        kernel = f"{name}_lastdim" if d == max(a.ndim - 1, 0) else name
+        raise NotImplementedError(f'"{kernel}_kernel_impl" not implemented for '
+                                  f"'{input.dtype.tensor_type[:-len('Tensor')]}'")
     if a.ndim == 0:
         res = op.ref(a.reshape(1), 0).reshape(())
         return record(op, wrap(res), (input,), {"dim": None})

@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from ..devices import array_namespace
 from ..dtypes import float16, result_type
 from ..tensor import Tensor
 from . import samples as S
@@ -34,10 +35,10 @@ from .arithmetic import MUL
 from .dispatch import as_tensor_arg, binary, unary
 from .elementwise_base import default_float, ew, unary_public
 from .integer_ops import require_tensor
-from .math_functions import ERF, LOG, LOG1P, exp, log, log1p, sign
+from .math_functions import ERF, exp, log, sign
 from .registry import FLOAT
-from .selection import WHERE, where
-from .transcendental import zero_times_log
+from .selection import where
+from .transcendental import float_operands, zero_times_log_op
 
 __all__ = ["lgamma", "digamma", "polygamma", "erfc", "erfinv", "erfcx", "i0", "i0e", "i1",
            "i1e", "ndtri", "log_ndtr", "ndtr", "mvlgamma", "entr", "xlog1py", "zeta", "igamma",
@@ -301,26 +302,36 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     return terms + p * (p - 1) / 4.0 * math.log(math.pi)
 
 
-@api(LOG, WHERE)
+def _entr_ref(a):
+    xp = array_namespace(a)
+    with np.errstate(all="ignore"):
+        body = -a * xp.log(a)
+    return xp.where(a > 0, body, xp.where(a < 0, -xp.inf, a * 0 + 0)).astype(a.dtype,
+                                                                          copy=False)
+
+
+# (-inf below 0 as log(-0.0): an expr has no inf literal; a * 0.0 + 0.0: 0 at +-0, NaN at NaN)
+ENTR = ew("entr", "SpecialEntrBackward0", ("a",),
+          "-a * log(a) if a > 0.0 else "
+          "(log(maximum(a, -1.0) * 0.0) if a < 0.0 else a * 0.0 + 0.0)", _entr_ref,
+          lambda g, ins, out, p, n: (g * -(log(ins[0]) + 1.0),), save=(0,),
+          dtype_rule=FLOAT, samples=S.unary_positive)
+
+
+@api(ENTR)
 def entr(input: Tensor) -> Tensor:
-    """Element-wise entropy ``-input * log(input)``: 0 at 0, -inf below 0 (the gradient is
-    0 there; PyTorch's is inf at 0 and NaN below: a known difference)."""
-    x = _floating(as_tensor_arg(input))
-    safe = where(x > 0.0, x, 1.0)
-    body = -x * log(safe)
-    return where(x > 0.0, body, where(x == 0.0, 0.0, where(x < 0.0, float("-inf"), x)))
+    """Element-wise entropy ``-input * log(input)``: 0 at 0, -inf below 0; the gradient is
+    PyTorch's ``-(1 + log(input))`` everywhere (inf at 0, NaN below)."""
+    return unary(ENTR, _floating(as_tensor_arg(input)))
 
 
-@api(LOG1P, MUL, WHERE)
+XLOG1PY = zero_times_log_op("xlog1py", "SpecialXlog1PyBackward0", "log1p", -1.0)
+
+
+@api(XLOG1PY)
 def xlog1py(input, other) -> Tensor:
     """``input * log1p(other)``, and 0 where ``input`` is 0 (unless ``other`` is NaN)."""
-    x = input if isinstance(input, Tensor) else as_tensor_arg(input)
-    y = other if isinstance(other, Tensor) else as_tensor_arg(other)
-    if x.dtype.is_complex or y.dtype.is_complex:
-        raise RuntimeError("\"xlog1py\" not implemented for 'ComplexFloat'")
-    if not y.dtype.is_floating_point:
-        y = y.to(x.dtype if x.dtype.is_floating_point else default_float())
-    return zero_times_log(x, y, log1p, lower=-1.0, neutral=0.0)
+    return binary(XLOG1PY, *float_operands(input, other, "xlog1py_cpu"))
 
 
 @api(ZETA)

@@ -180,11 +180,7 @@ def _moment(op, input, dim, correction, keepdim, unbiased, name):
         v = var(real(input), dim, correction=correction, keepdim=keepdim) + \
             var(imag(input), dim, correction=correction, keepdim=keepdim)
         return v if op is VAR else v.sqrt()
-    if input._data.dtype.kind != "f":
-        raise RuntimeError(
-            f"{name}(): could not infer output dtype. Input dtype must be either a floating "
-            f"point or complex dtype. Got: {input.dtype.tensor_type.replace('Tensor', '')}"
-        )
+    _check_moment_dtype(input, "std and var")
     p = reduce_params(input, dim, keepdim, name)
     p["correction"] = correction
     res = row_major(op.ref(input._data, p["dims"], p["keepdim"], p["shape"], correction))
@@ -198,10 +194,17 @@ def var(input: Tensor, dim=None, *, correction: int = 1, keepdim: bool = False,
     return _moment(VAR, input, dim, correction, keepdim, unbiased, "var")
 
 
+def _check_moment_dtype(input: Tensor, name: str) -> None:
+    """PyTorch's error for the variance of an integer or bool tensor."""
+    if input._data.dtype.kind not in "fc":
+        raise RuntimeError(f"{name} only support floating point and complex dtypes")
+
+
 @api(VAR, MEAN, export="var_mean")
 def var_mean(input: Tensor, dim=None, *, correction: int = 1, keepdim: bool = False,
              unbiased=None) -> tuple[Tensor, Tensor]:
     """``(var(input, dim), mean(input, dim))``, the variance with Bessel's ``correction``."""
+    _check_moment_dtype(input, "var_mean")
     return (var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased),
             _mean_over(input, dim, keepdim))
 
@@ -210,6 +213,7 @@ def var_mean(input: Tensor, dim=None, *, correction: int = 1, keepdim: bool = Fa
 def std_mean(input: Tensor, dim=None, *, correction: int = 1, keepdim: bool = False,
              unbiased=None) -> tuple[Tensor, Tensor]:
     """``(std(input, dim), mean(input, dim))``, the deviation with Bessel's ``correction``."""
+    _check_moment_dtype(input, "std_mean")
     return (std(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased),
             _mean_over(input, dim, keepdim))
 

@@ -1,23 +1,23 @@
 """Element-wise functions NumPy's (or CuPy's) ufuncs compute, with no generated kernel of
 jitgrad's own: ``log2``, ``log10``, ``exp2``, ``hypot`` and the hyperbolic and inverse
 trigonometric functions (``sinh cosh tan asin acos atan asinh acosh atanh``). Their gradients
-are PyTorch's formulas (derivatives.yaml), written with ops. Also ``logit`` and ``xlogy``,
-composites of those ops."""
+are PyTorch's formulas (derivatives.yaml), written with ops. Also ``logit``, a composite of
+those ops, and ``xlogy`` (as ``special.xlog1py``): an op with a kernel expression, for
+PyTorch's gradients at ``x = 0`` (:func:`zero_times_log_op`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..devices import array_namespace
 from ..tensor import Tensor
 from . import samples as S
 from .api import api
-from .arithmetic import MUL
 from .dispatch import binary
 from .elementwise_base import ew, unary_public
 from .math_functions import LOG
-from .math_functions import log as LOG_FN
 from .registry import FLOAT
-from .selection import CLAMP, WHERE, where
+from .selection import CLAMP
 
 __all__ = ["log2", "log10", "exp2", "sinh", "cosh", "tan", "asin", "acos",
            "atan", "asinh", "acosh", "atanh", "hypot", "logit", "xlogy"]
@@ -105,27 +105,42 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
     return (z / (1.0 - z)).log()
 
 
-def zero_times_log(x: Tensor, y: Tensor, log_fn, lower: float, neutral: float) -> Tensor:
-    """``x * log_fn(y)``, and 0 where ``x`` is 0 and ``y`` is not NaN (``xlogy``,
-    ``xlog1py``): the gradients are PyTorch's, ``log_fn(y)`` for ``x`` (0 where ``y`` is at
-    or below ``lower``, the log's domain, or inf) and ``g x / ...`` for ``y`` (0 where ``x``
-    is 0). ``neutral`` is an argument where ``log_fn`` is 0."""
-    keep = (x != 0) | (y != y)
-    finite = (y > lower) & (y < float("inf"))
-    safe = where(keep | finite, y, neutral)  # no -inf * 0 in a value or gradient dropped
-    prod = x * log_fn(safe)
-    return where(keep, prod, prod + 0.0)  # +0.0, not -0.0, where x is 0
+def zero_times_log_op(name: str, node: str, log: str, lower: float):
+    """The element-wise op ``x * log(y)`` (``log``: "log" or "log1p"), and 0 where ``x`` is
+    0 and ``y`` is not NaN (``xlogy``, ``xlog1py``; ``lower``: where the log's argument is
+    0), with PyTorch's gradients: for ``x``, the op of ``(g, y)``, 0 where ``x`` is 0 and
+    ``y <= lower``; for ``y``, ``g x / (y - lower)`` (NaN at ``x = 0, y = lower``)."""
+    def ref(x, y):
+        with np.errstate(all="ignore"):
+            prod = x * getattr(np, log)(y)
+        return array_namespace(prod).where((x == 0) & (y == y), 0, prod)
+
+    def vjp(g, ins, out, p, n):
+        x, y = ins
+        return (binary(op, g, y).masked_fill((x == 0) & (y <= lower), 0.0) if n[0] else None,
+                g * x / (y - lower) if n[1] else None)
+
+    op = ew(name, node, ("x", "y"), f"0.0 if (x == 0.0 and y == y) else x * {log}(y)", ref,
+            vjp, save=(0, 1), dtype_rule=FLOAT, samples=S.zero_times_log)
+    return op
 
 
-@api(LOG, MUL, WHERE, method="xlogy", inplace="xlogy_", export="xlogy")
-def xlogy(input, other) -> Tensor:
-    """``input * log(other)``, and 0 where ``input`` is 0 (unless ``other`` is NaN)."""
+def float_operands(input, other, kernel: str) -> tuple:
+    """``(input, other)`` as tensors for ``xlogy`` / ``xlog1py`` (``kernel``: PyTorch's
+    kernel's name in the error for complex ones)."""
     from .dispatch import as_tensor_arg
 
     x = input if isinstance(input, Tensor) else as_tensor_arg(input)
     y = other if isinstance(other, Tensor) else as_tensor_arg(other)
     if x.dtype.is_complex or y.dtype.is_complex:
-        raise RuntimeError("\"xlogy_cpu\" not implemented for 'ComplexFloat'")
-    if not y.dtype.is_floating_point:
-        y = y.to(x.dtype if x.dtype.is_floating_point else None)
-    return zero_times_log(x, y, LOG_FN, lower=0.0, neutral=1.0)
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'ComplexFloat'")
+    return x, y
+
+
+XLOGY = zero_times_log_op("xlogy", "XlogyBackward0", "log", 0.0)
+
+
+@api(XLOGY, method="xlogy", inplace="xlogy_", export="xlogy")
+def xlogy(input, other) -> Tensor:
+    """``input * log(other)``, and 0 where ``input`` is 0 (unless ``other`` is NaN)."""
+    return binary(XLOGY, *float_operands(input, other, "xlogy_cpu"))

@@ -15,6 +15,8 @@ from .api import api
 from .dispatch import call, record
 from .registry import MOVEMENT, defop
 
+_ndarray = np.ndarray
+
 __all__ = [
     "reshape", "view", "flatten", "unflatten", "squeeze", "unsqueeze", "permute",
     "transpose", "swapaxes", "t", "T", "movedim", "expand", "expand_as", "meshgrid",
@@ -48,9 +50,16 @@ def _reshape(input: Tensor, shape, node: str, must_view: bool = False) -> Tensor
     a = input._data
     if shape == a.shape or must_view:
         p = {"shape": shape, "in_shape": a.shape, "node": node, "strict": must_view}
+        if type(a) is _ndarray and a.dtype.kind != "c":  # (what call() does, inline)
+            out = wrap(_reshape_fwd(a, shape, a.shape, node, must_view))
+            mark_view(out, input)
+            return record(RESHAPE, out, (input,), p)
         return call(RESHAPE, (input,), p, view_of=input)
-    res = np.reshape(a, shape)
-    copied = a.size > 1 and not np.may_share_memory(res, a)
+    if a.flags.c_contiguous:  # (a view, always)
+        res, copied = a.reshape(shape), False
+    else:
+        res = np.reshape(a, shape)
+        copied = a.size > 1 and not np.may_share_memory(res, a)
     if copied and node == "ViewBackward0":
         node = "UnsafeViewBackward0"
     p = {"shape": shape, "in_shape": a.shape, "node": node, "strict": False}
@@ -63,6 +72,8 @@ def _reshape(input: Tensor, shape, node: str, must_view: bool = False) -> Tensor
 @api(RESHAPE, method="reshape", export="reshape")
 def reshape(input: Tensor, *args, shape=None) -> Tensor:
     """Same data in a new shape (a view when possible, one ``-1`` inferred)."""
+    if shape is None and _all_ints(args):  # (the common x.reshape(n, -1))
+        return _reshape(input, infer_size(args, input._data.size), "ViewBackward0")
     shape = keyword_sizes(args, shape, "reshape", "shape")
     return _reshape(input, infer_size(as_shape(shape), input._data.size), "ViewBackward0")
 
@@ -73,11 +84,22 @@ def view(input: Tensor, *args, size=None, dtype=None) -> Tensor:
     the same memory read as another dtype (see :func:`_view_dtype`)."""
     if dtype is not None and not args and size is None:
         return _view_dtype(input, dtype)
+    if size is None and dtype is None and _all_ints(args):  # (the common x.view(n, -1))
+        return _reshape(input, infer_size(args, input._data.size), "ViewBackward0",
+                        must_view=True)
     shape = keyword_sizes(args, size, "view", "size")
     if len(shape) == 1 and isinstance(shape[0], (dtypes.DType, dtypes.UnsupportedDType)):
         return _view_dtype(input, shape[0])
     return _reshape(input, infer_size(as_shape(shape), input._data.size), "ViewBackward0",
                     must_view=True)
+
+
+def _all_ints(args: tuple) -> bool:
+    """Whether ``args`` are one or more Python ints (sizes given as numbers)."""
+    for x in args:
+        if type(x) is not int:
+            return False
+    return bool(args)
 
 
 def _view_dtype(input: Tensor, dtype) -> Tensor:
@@ -147,7 +169,14 @@ def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
     """Split dim ``dim`` into ``sizes``."""
     s = input._data.shape
     d = wrap_dim(dim, len(s))
-    sizes = infer_size(tuple(sizes), s[d])
+    sizes = tuple(sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    known = int(np.prod([n for n in sizes if n != -1], dtype=np.int64))
+    if (known != s[d]) if -1 not in sizes else (known == 0 or s[d] % known):
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
+                           f"size of dim {d} ({s[d]}) in the input tensor")
+    sizes = infer_size(sizes, s[d])
     return _reshape(input, s[:d] + sizes + s[d + 1:], "ViewBackward0")
 
 

@@ -1,9 +1,13 @@
 """Cyclic learning-rate schedules (PyTorch's): ``CyclicLR`` and ``OneCycleLR``, which also
-cycle the optimizer's momentum (``momentum``, or Adam's ``beta1``) the other way."""
+cycle the optimizer's momentum (``momentum``, or Adam's ``beta1``) the other way. Their
+state is PyTorch's attributes (``use_beta1``, ``_schedule_phases``, ``_anneal_func_type``),
+so a ``state_dict`` has PyTorch's keys; one of an older jitgrad (``_momentum_key``,
+``_phases``, ``anneal_strategy``) still loads."""
 
 from __future__ import annotations
 
 import math
+import types
 from collections.abc import Callable
 
 from .lr_scheduler import LRScheduler
@@ -22,20 +26,37 @@ def _per_group_values(optimizer: Optimizer, name: str, value) -> list:
     return [value] * n
 
 
-def _momentum_key(optimizer: Optimizer) -> str:
-    """``"betas"`` (Adam's beta1 is cycled) or ``"momentum"``; PyTorch's error when the
-    optimizer has neither."""
+def _use_beta1(optimizer: Optimizer) -> bool:
+    """Whether the cycled momentum is Adam's beta1 (else ``momentum``); PyTorch's error when
+    the optimizer has neither."""
     if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
         raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` "
                          "option enabled")
-    return "betas" if "betas" in optimizer.defaults else "momentum"
+    return "betas" in optimizer.defaults
 
 
-def _set_momentum(group: dict, key: str, value: float) -> None:
-    if key == "betas":
+def _set_momentum(group: dict, use_beta1: bool, value: float) -> None:
+    if use_beta1:
         group["betas"] = (value, *group["betas"][1:])
     else:
         group["momentum"] = value
+
+
+def _init_momentums(optimizer: Optimizer, use_beta1: bool, highs: list, lows: list) -> None:
+    """Each group's momentum at its maximum, and its ``max_momentum`` / ``base_momentum``
+    (PyTorch's keys)."""
+    for hi, lo, group in zip(highs, lows, optimizer.param_groups):
+        _set_momentum(group, use_beta1, hi)
+        group["max_momentum"], group["base_momentum"] = hi, lo
+
+
+def _legacy_state(state: dict) -> dict:
+    """A copy of a scheduler's ``state``, an older jitgrad's ``_momentum_key`` as PyTorch's
+    ``use_beta1``."""
+    state = dict(state)
+    if "_momentum_key" in state:
+        state["use_beta1"] = state.pop("_momentum_key") == "betas"
+    return state
 
 
 class CyclicLR(LRScheduler):
@@ -66,12 +87,12 @@ class CyclicLR(LRScheduler):
             "iterations" if mode == "exp_range" else "cycle")
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            self._momentum_key = _momentum_key(optimizer)
+            self.use_beta1 = _use_beta1(optimizer)
             self.base_momentums = _per_group_values(optimizer, "base_momentum", base_momentum)
             self.max_momentums = _per_group_values(optimizer, "max_momentum", max_momentum)
             if last_epoch == -1:
-                for m, group in zip(self.max_momentums, optimizer.param_groups):
-                    _set_momentum(group, self._momentum_key, m)
+                _init_momentums(optimizer, self.use_beta1, self.max_momentums,
+                                self.base_momentums)
         super().__init__(optimizer, last_epoch)
         self.base_lrs = base_lrs
 
@@ -97,13 +118,30 @@ class CyclicLR(LRScheduler):
         if self.cycle_momentum:
             for group, lo, hi in zip(self.optimizer.param_groups, self.base_momentums,
                                      self.max_momentums):
-                _set_momentum(group, self._momentum_key, hi - (hi - lo) * scale_factor * scale)
+                _set_momentum(group, self.use_beta1, hi - (hi - lo) * scale_factor * scale)
         return lrs
 
     def state_dict(self) -> dict:
-        """Everything but the optimizer and a custom ``scale_fn`` (a function)."""
-        return {k: v for k, v in self.__dict__.items()
-                if k not in ("optimizer", "_scale_fn_custom")}
+        """Everything but the optimizer; a custom ``scale_fn`` as PyTorch saves it: None for
+        a function, a callable object's ``__dict__``."""
+        state = super().state_dict()
+        fn = state["_scale_fn_custom"]
+        state["_scale_fn_custom"] = None if fn is None or isinstance(
+            fn, types.FunctionType) else fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """PyTorch's, or an older jitgrad's, ``state_dict``; a saved callable ``scale_fn``'s
+        attributes go to this scheduler's."""
+        state = _legacy_state(state_dict)
+        fn = state.pop("_scale_fn_custom", None)
+        super().load_state_dict(state)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+
+
+#: the keys of a ``OneCycleLR`` phase (PyTorch's ``_SchedulePhase``)
+_PHASE_KEYS = ("end_step", "start_lr", "end_lr", "start_momentum", "end_momentum")
 
 
 class OneCycleLR(LRScheduler):
@@ -137,20 +175,21 @@ class OneCycleLR(LRScheduler):
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got "
                              f"{anneal_strategy}")
-        self.anneal_strategy = anneal_strategy
+        self._anneal_func_type = anneal_strategy
         n = self.total_steps
         if three_phase:
-            self._phases = [
+            phases = [
                 (float(pct_start * n) - 1, "initial_lr", "max_lr", "max_momentum",
                  "base_momentum"),
                 (float(2 * pct_start * n) - 2, "max_lr", "initial_lr", "base_momentum",
                  "max_momentum"),
                 (n - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
         else:
-            self._phases = [
+            phases = [
                 (float(pct_start * n) - 1, "initial_lr", "max_lr", "max_momentum",
                  "base_momentum"),
                 (n - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")]
+        self._schedule_phases = [dict(zip(_PHASE_KEYS, p)) for p in phases]
         max_lrs = _per_group_values(optimizer, "max_lr", max_lr)
         if last_epoch == -1:
             for lr, group in zip(max_lrs, optimizer.param_groups):
@@ -159,17 +198,25 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            self._momentum_key = _momentum_key(optimizer)
+            self.use_beta1 = _use_beta1(optimizer)
             if last_epoch == -1:
-                highs = _per_group_values(optimizer, "max_momentum", max_momentum)
-                lows = _per_group_values(optimizer, "base_momentum", base_momentum)
-                for hi, lo, group in zip(highs, lows, optimizer.param_groups):
-                    _set_momentum(group, self._momentum_key, hi)
-                    group["max_momentum"], group["base_momentum"] = hi, lo
+                _init_momentums(optimizer, self.use_beta1,
+                                _per_group_values(optimizer, "max_momentum", max_momentum),
+                                _per_group_values(optimizer, "base_momentum", base_momentum))
         super().__init__(optimizer, last_epoch)
 
+    def load_state_dict(self, state_dict: dict) -> None:
+        """PyTorch's, or an older jitgrad's, ``state_dict`` (``_phases`` as tuples,
+        ``anneal_strategy``)."""
+        state = _legacy_state(state_dict)
+        if "_phases" in state:
+            state["_schedule_phases"] = [dict(zip(_PHASE_KEYS, p)) for p in state.pop("_phases")]
+        if "anneal_strategy" in state:
+            state["_anneal_func_type"] = state.pop("anneal_strategy")
+        super().load_state_dict(state)
+
     def _anneal(self, start: float, end: float, pct: float) -> float:
-        if self.anneal_strategy == "cos":
+        if self._anneal_func_type == "cos":
             return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
         return (end - start) * pct + start
 
@@ -181,13 +228,15 @@ class OneCycleLR(LRScheduler):
         lrs = []
         for group in self.optimizer.param_groups:
             start = 0.0
-            for i, (end, lr_from, lr_to, m_from, m_to) in enumerate(self._phases):
-                if step <= end or i == len(self._phases) - 1:
+            for i, phase in enumerate(self._schedule_phases):
+                end = phase["end_step"]
+                if step <= end or i == len(self._schedule_phases) - 1:
                     pct = (step - start) / (end - start)
-                    lrs.append(self._anneal(group[lr_from], group[lr_to], pct))
+                    lrs.append(self._anneal(group[phase["start_lr"]], group[phase["end_lr"]],
+                                            pct))
                     if self.cycle_momentum:
-                        _set_momentum(group, self._momentum_key,
-                                      self._anneal(group[m_from], group[m_to], pct))
+                        _set_momentum(group, self.use_beta1, self._anneal(
+                            group[phase["start_momentum"]], group[phase["end_momentum"]], pct))
                     break
                 start = end
         return lrs

@@ -227,8 +227,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             else:
                 self.T_i = self.T_0
                 self.T_cur = epoch
+        # (no _step_count += 1: PyTorch's override of step never counts, so it stays 0)
         self.last_epoch = math.floor(epoch)
-        self._step_count += 1
         for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
             group["lr"] = lr
         self._last_lr = self._lrs()

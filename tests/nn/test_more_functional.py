@@ -340,7 +340,8 @@ def test_normalisation_errors_and_gradcheck():
         nn.BatchNorm2d(3)(jitgrad.ones(2, 3, 4))
     with pytest.raises(ValueError, match=r"expected 5D input \(got 4D input\)"):
         nn.BatchNorm3d(3)(jitgrad.ones(2, 3, 4, 4))
-    with pytest.raises(ValueError, match="num_channels must be divisible by num_groups"):
+    with pytest.raises(ValueError,
+                       match=r"num_channels \(6\) must be divisible by num_groups \(4\)"):
         nn.GroupNorm(4, 6)
     with pytest.raises(RuntimeError, match="divisible by num_groups, but got input of shape "
                                            r"\[2, 6\] and num_groups=4"):

@@ -70,7 +70,14 @@ def test_pruning_session_by_hand():
 
 def test_pruning_session_matches_torch():
     torch = pytest.importorskip("torch")
-    assert _run(jg) == _run(torch)
+    ours, theirs = _run(jg), _run(torch)
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        if isinstance(a, list) and a and isinstance(a[0], list) and \
+                isinstance(a[0][0], float):  # outputs and gradients: BLAS rounding apart
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=2e-5)
+        else:
+            assert a == b
 
 
 def test_random_methods_prune_the_amount_asked():

@@ -1267,7 +1267,9 @@ def _special(name: str):
 
 ADAPTERS.update({name: _special(name) for name in (
     "lgamma", "digamma", "erfc", "erfinv", "erfcx", "i0", "i0e", "i1", "i1e", "ndtri",
-    "log_ndtr")})
+    "log_ndtr", "entr")})
+ADAPTERS["xlogy"] = lambda M, ts, p: M.xlogy(ts[0], ts[1])
+ADAPTERS["xlog1py"] = lambda M, ts, p: M.special.xlog1py(ts[0], ts[1])
 ADAPTERS["polygamma"] = lambda M, ts, p: M.polygamma(p["n"], ts[0])
 # zeta, igamma / igammac (two operands), the Bessel and Airy functions (torch.special only)
 # and the orthogonal polynomials (special.<name>(x, n)): ops/bessel_polynomials.py
@@ -1314,7 +1316,9 @@ def _ctc_backward(M, ts, p):
 #: ops whose VJP raises PyTorch's "derivative for ... is not implemented" (as PyTorch's do):
 #: no differentiable samples to check
 DERIVATIVE_NOT_IMPLEMENTED = {"ctc_loss_backward": "PyTorch's CTC gradient is not "
-                                                   "differentiable; jitgrad's raises its error"}
+                                                   "differentiable; jitgrad's raises its error",
+                              "floor_divide": "PyTorch's floor_divide has no derivative; "
+                                              "jitgrad's raises its error"}
 
 
 ADAPTERS["ctc_loss"] = _ctc

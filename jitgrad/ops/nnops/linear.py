@@ -75,13 +75,10 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
         raise RuntimeError(
             f"addmm: input of shape {fmt_shape(input._data.shape)} cannot be broadcast to the "
             f"product's shape {fmt_shape((sa[0], sb[1]))}") from None
-    dt = mat1._data.dtype  # (NumPy dtypes: one per jitgrad dtype)
-    if mat2._data.dtype != dt:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{mat1.dtype.cpp_name} != {mat2.dtype.cpp_name}")
-    if input._data.dtype != dt:
-        raise RuntimeError(f"addmm: bias has dtype {input.dtype.name}, the matrices "
-                           f"{mat1.dtype.name}")
+    for name, t in (("self", input), ("mat1", mat1)):  # (PyTorch's order and messages)
+        if t._data.dtype != mat2._data.dtype:  # (NumPy dtypes: one per jitgrad dtype)
+            raise RuntimeError(f"{name} and mat2 must have the same dtype, but got "
+                               f"{t.dtype.tensor_type[:-6]} and {mat2.dtype.tensor_type[:-6]}")
     if beta == 1 and alpha == 1:
         return call(ADDMM, (input, mat1, mat2))
     product = matmul(mat1, mat2)

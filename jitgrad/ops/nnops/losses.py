@@ -9,6 +9,7 @@ import numpy as np
 
 from ...amp.autocast_mode import autocast_op
 from ...devices import array_namespace
+from ...dtypes import result_type
 from ...shapes import fmt_shape
 from ...tensor import Tensor
 from .. import samples as S
@@ -76,6 +77,15 @@ MSE_LOSS = defop(name="mse_loss", kind=REDUCE, node="MseLossBackward0",
                  vjp=_mse_vjp, save=(0, 1), cast_grads=True, samples=S.mse_loss)
 
 
+def _promoted_pair(input, target) -> tuple:
+    """``input`` and ``target`` as tensors in their promoted dtype, as PyTorch's binary ops
+    (``mse_loss(int_input, float_target)`` is float, ``(float32, float64)`` float64)."""
+    input = as_tensor_arg(input, "input")
+    target = as_tensor_arg(target, "target")
+    d = result_type(input, target)
+    return input.to(d), target.to(d)
+
+
 def _float_pair(input, target, name):
     input = as_tensor_arg(input, "input")
     target = as_tensor_arg(target, "target")
@@ -98,7 +108,11 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     reduction = reduction_arg(size_average, reduce, reduction)
     if weight is not None:
         raise NotImplementedError("mse_loss: weight is not supported by jitgrad")
-    input, target = broadcast_pair(*_float_pair(input, target, "mse_loss"))
+    input, target = _promoted_pair(input, target)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"mse_cpu" not implemented for '
+                                  f"'{input.dtype.tensor_type[:-len('Tensor')]}'")
+    input, target = broadcast_pair(input, target)
     return _call_optional(MSE_LOSS, [input, target], {"reduction": reduction})
 
 
@@ -116,7 +130,9 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     reduction = reduction_arg(size_average, reduce, reduction)
     if weight is not None:
         raise NotImplementedError("l1_loss: weight is not supported by jitgrad")
-    input, target = broadcast_pair(*_float_pair(input, target, "l1_loss"))
+    # (no promotion first: ``input - target`` promotes, and refuses bools, as PyTorch's)
+    input, target = broadcast_pair(as_tensor_arg(input, "input"),
+                                   as_tensor_arg(target, "target"))
     loss = (input - target).abs()
     if reduction == "none":
         return loss

@@ -104,11 +104,13 @@ def lerp(input: Tensor, end: Tensor, weight: float | Tensor) -> Tensor:
     >>> jitgrad.lerp(jitgrad.zeros(2), jitgrad.tensor([1.0, 2.0]), 0.25)
     tensor([0.2500, 0.5000])
     """
-    ts = [as_tensor_arg(t) for t in (input, end)]
+    a, b = ts = [as_tensor_arg(t) for t in (input, end)]
+    if b.dtype is not a.dtype:  # (no promotion, as PyTorch's)
+        raise RuntimeError(f"expected dtype {a.dtype.cpp_name} for `end` but got dtype "
+                           f"{b.dtype.cpp_name}")
     _check_float("lerp", *ts)
     if not isinstance(weight, Tensor):
         return elementwise(LERP, tuple(ts), {"weight": float(weight)})
-    a, b = ts
     if weight.dim() == 0 and weight.dtype.is_floating_point:
         # rounded as a number weight is; on the others' device (a host 0-d tensor with CUDA
         # ones, as PyTorch allows: a traced optimizer beta is one)

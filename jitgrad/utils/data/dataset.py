@@ -40,8 +40,7 @@ class TensorDataset(Dataset):
             raise ValueError("TensorDataset needs at least one tensor")
         n = len(tensors[0])
         if any(len(t) != n for t in tensors):
-            raise AssertionError("Size mismatch between tensors: lengths "
-                                 f"{[len(t) for t in tensors]}")
+            raise AssertionError("Size mismatch between tensors")
         self.tensors = tuple(tensors)
 
     def __getitem__(self, index):
