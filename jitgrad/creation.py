@@ -475,11 +475,83 @@ def _check_steps(steps: int) -> None:
 
 def linspace(start, end, steps: int, *, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
-    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (complex when
+    either end is complex and no ``dtype`` is given), bit for bit as PyTorch's CPU kernel
+    computes them (:func:`_linspace_values`)."""
     dev = _device(device)
     _check_steps(steps)
-    return _finish(np.linspace(start, end, steps).astype(_dt(dtype)), requires_grad,
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    if dtype is None and any(isinstance(v, complex) for v in (start, end)):
+        dtype = dtypes.complex128 if dtypes.get_default_dtype() is dtypes.float64 else \
+            dtypes.complex64
+    return _finish(_linspace_values(start, end, int(steps), _dt(dtype)), requires_grad,
                    device=dev)
+
+
+#: the C++ names PyTorch's "cannot be converted" error gives each dtype
+_C_TYPE_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+                 "int64": "int64_t", "float16": "c10::Half", "float32": "float",
+                 "float64": "double"}
+
+
+def _check_fits(v, d: np.dtype) -> None:
+    """PyTorch's check of a number converted to the dtype ``d`` (``c10::checked_convert``):
+    an integer dtype takes the numbers in its range (an unsigned one also the negative
+    integers down to ``-max``, wrapped), a floating one any number but a finite one beyond
+    its largest value."""
+    if d.kind in "iu":
+        info = np.iinfo(d)
+        if isinstance(v, (bool, int, np.integer)):
+            bad = (v > info.max or -v > info.max) if d.kind == "u" and v < 0 else \
+                not info.min <= v <= info.max
+        else:
+            bad = not info.min <= v <= info.max  # (NaN too)
+    elif d.kind == "f":
+        bad = math.isfinite(v) and abs(v) > float(np.finfo(d).max)
+    else:
+        return
+    if bad:
+        raise RuntimeError(f"value cannot be converted to type {_C_TYPE_NAMES[d.name]} "
+                           "without overflow")
+
+
+def _linspace_values(start, end, steps: int, d: np.dtype) -> np.ndarray:
+    """PyTorch's ``linspace_kernel``: ``start + step * i`` over the first half, ``end -
+    step * (steps - i - 1)`` over the rest, in the dtype ``d`` (``kernels/ranges.py``: one
+    FMA each for float32 / float64; each operation rounded for float16, as ``c10::Half``'s
+    operators do; float64 truncated for integers, whose ends are truncated first)."""
+    if d.kind == "b":
+        raise RuntimeError('"linspace_cpu" not implemented for \'Bool\'')
+    if d.kind == "c":  # each part is a real linspace (c10::complex's operators are per part)
+        part = np.dtype(np.float32 if d == np.complex64 else np.float64)
+        start, end = complex(start), complex(end)
+        out = np.empty(steps, dtype=d)
+        out.real = _linspace_values(start.real, end.real, steps, part)
+        out.imag = _linspace_values(start.imag, end.imag, steps, part)
+        return out
+    for v in (start, end)[:steps]:  # (one step converts the start only, none neither)
+        _check_fits(v, d)
+    if d.kind in "iu":  # the ends in the dtype (wrapped, as C++ converts them)
+        start, end = (int(np.array(int(v)).astype(d)) for v in (start, end))
+    out = np.empty(steps, dtype=np.float64 if d.kind in "iu" else d)
+    if steps <= 1:
+        out[:] = start
+        return out.astype(d, copy=False)
+    i = np.arange(steps)
+    first = i < steps // 2
+    back = np.where(first, i, steps - i - 1)
+    if d == np.float16:
+        h, f = np.float16, np.float32
+        s, e = h(start), h(end)
+        step = f(h(f(h(f(e) - f(s))) / f(h(steps - 1))))
+        prod = (step * back.astype(h).astype(f)).astype(h).astype(f)
+        return np.where(first, f(s) + prod, f(e) - prod).astype(h)
+    from .kernels.ranges import linspace_fill
+
+    ft = out.dtype.type
+    s, e = ft(start), ft(end)
+    linspace_fill(out, s, e, ft((ft(e) - ft(s)) / ft(steps - 1)))
+    return out.astype(d, copy=False)
 
 
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
@@ -814,9 +886,11 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     """``num_samples`` category indices (int64) drawn from each row of ``input`` (1-D or 2-D
     non-negative weights, not necessarily normalised), as ``torch.multinomial``: with
     ``replacement`` independently, else without repeats (the exponential-race sampling
-    PyTorch uses on the CPU). The draws come from ``generator`` (the default generator when
-    None). The values decide the draw, so a compiled function stops tracing here (a graph
-    break: ``fullgraph=True`` raises).
+    PyTorch uses on the CPU; a row with fewer positive weights than ``num_samples`` does
+    not raise: it ends with its zero-weight categories, here in index order, where PyTorch
+    orders them as its ``topk`` breaks ties). The draws come from ``generator`` (the
+    default generator when None). The values decide the draw, so a compiled function stops
+    tracing here (a graph break: ``fullgraph=True`` raises).
 
     >>> import jitgrad
     >>> jitgrad.multinomial(jitgrad.tensor([0.0, 1.0, 0.0]), 2, replacement=True)
@@ -840,9 +914,6 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     total = p.sum(axis=1, keepdims=True)
     if (total <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    if not replacement and ((p > 0).sum(axis=1) < num_samples).any():
-        raise RuntimeError("invalid multinomial distribution (with replacement=False, not "
-                           "enough non-negative category to sample)")
     tr = _TRACE.tracer
     if tr is not None:
         tr.graph_break("multinomial() draws from the values of a tensor")

@@ -29,7 +29,8 @@ from .ops.registry import OPAQUE, OpDef
 from .tensor import Tensor, wrap
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
-           "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+           "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq",
+           "rfftfreq", "fftshift", "ifftshift"]
 
 _NORMS = ("backward", "forward", "ortho")
 _DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
@@ -208,11 +209,16 @@ def ifft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = 
 def rfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None
          ) -> Tensor:
     """The FFT of a real signal: its ``n // 2 + 1`` non-negative frequencies."""
-    x, d, n = _signal(input, n, dim, "rfft")
+    return _rfft(input, n, dim, _norm(norm), "rfft")
+
+
+def _rfft(input, n, dim: int, norm: str, name: str) -> Tensor:
+    """``rfft`` of a real signal, its error naming ``name`` (``rfft`` or ``ihfft``)."""
+    x, d, n = _signal(input, n, dim, name)
     if x.is_complex():
-        raise RuntimeError(f"rfft expects a real input tensor, but got "
+        raise RuntimeError(f"{name} expects a real input tensor, but got "
                            f"{x.dtype.tensor_type[:-len('Tensor')]}")
-    return call(RFFT, (x,), {"n": n, "dim": d, "norm": _norm(norm), "in_len": x.shape[d]})
+    return call(RFFT, (x,), {"n": n, "dim": d, "norm": norm, "in_len": x.shape[d]})
 
 
 def irfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None
@@ -239,7 +245,7 @@ def ihfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None =
     """The inverse of :func:`hfft`: the conjugate of ``rfft`` with the dual norm."""
     from .ops.complex_functions import conj
 
-    return conj(rfft(input, n, dim, _DUAL[_norm(norm)]))
+    return conj(_rfft(input, n, dim, _DUAL[_norm(norm)], "ihfft"))
 
 
 # ----------------------------------------------------------------------- n-D
@@ -301,6 +307,36 @@ def irfftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor:
     return irfft(x, sizes[-1], dims[-1], norm)
 
 
+def hfftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor:
+    """The n-D FFT of a Hermitian-symmetric signal given by its half (the last of ``dim``
+    halved, as ``irfftn`` takes it): a real result, ``irfftn`` of the conjugate with the
+    dual norm, as :func:`hfft` is in 1-D (PyTorch's ``c2c`` over the other dims, then
+    ``c2r`` of the conjugate over the last)."""
+    from .ops.complex_functions import conj
+
+    x = _input(input, "hfftn")
+    dims, sizes = _dims_sizes(x, s, dim, "hfftn")
+    if s is None:
+        sizes[-1] = 2 * (x.shape[dims[-1]] - 1)
+    if sizes[-1] < 1:
+        raise RuntimeError(f"Invalid number of data points ({sizes[-1]}) specified")
+    return irfftn(conj(x), sizes, dims, _DUAL[_norm(norm)])
+
+
+def ihfftn(input: Tensor, s=None, dim=None, norm: str | None = None) -> Tensor:
+    """The inverse of :func:`hfftn`: :func:`ihfft` over the last of ``dim`` (the one-sided
+    half), then the inverse FFT over the others, as PyTorch orders them. ``input`` is real."""
+    x = _input(input, "ihfftn")
+    if x.is_complex():
+        raise RuntimeError(f"Only supports floating-point dtypes, but found: "
+                           f"{x.dtype.tensor_type[:-len('Tensor')]}")
+    dims, sizes = _dims_sizes(x, s, dim, "ihfftn")
+    x = ihfft(x, sizes[-1], dims[-1], norm)
+    for d, n in zip(dims[:-1], sizes[:-1]):
+        x = _fft_op(x, n, d, _norm(norm), True)
+    return x
+
+
 def fft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tensor:
     """The 2-D FFT (over the last two dims by default)."""
     return fftn(input, s, dim, norm)
@@ -319,6 +355,16 @@ def rfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tenso
 def irfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tensor:
     """The inverse of :func:`rfft2`."""
     return irfftn(input, s, dim, norm)
+
+
+def hfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tensor:
+    """The 2-D FFT of a Hermitian-symmetric half signal (:func:`hfftn` over two dims)."""
+    return hfftn(input, s, dim, norm)
+
+
+def ihfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None) -> Tensor:
+    """The inverse of :func:`hfft2`."""
+    return ihfftn(input, s, dim, norm)
 
 
 # ----------------------------------------------------------------------- helpers

@@ -7,6 +7,7 @@ PyTorch's (which uses a Mersenne twister with its own transforms).
 from __future__ import annotations
 
 import contextlib
+import operator
 import weakref
 from collections.abc import Iterator
 
@@ -44,7 +45,7 @@ class Generator:
 
         if STATE.tracer is not None:  # (a compiled plan would draw on from the traced state)
             STATE.tracer.graph_break("seeding a random generator")
-        self._seed = int(seed)
+        self._seed = _seed_value(seed)
         self.np = np.random.Generator(np.random.PCG64(self._seed))
         return self
 
@@ -83,9 +84,22 @@ class Generator:
 default_generator = Generator()
 
 
+def _seed_value(seed) -> int:
+    """A seed as PyTorch's ``Generator.manual_seed`` takes it: an integer in
+    ``[-2**63, 2**64)``, a negative one wrapped to its unsigned 64-bit value (``-1`` seeds
+    ``2**64 - 1``, which ``initial_seed`` returns); a float or bool raises its error."""
+    if isinstance(seed, (bool, float)):
+        raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
+    seed = operator.index(seed)
+    if not -2**63 <= seed < 2**64:
+        raise ValueError("Overflow when unpacking long long")
+    return seed % 2**64
+
+
 def manual_seed(seed: int) -> Generator:
-    """Seed the default generator (as ``torch.manual_seed``)."""
-    return default_generator.manual_seed(seed)
+    """Seed the default generator (as ``torch.manual_seed``, which takes ``int(seed)``, so a
+    float seed is truncated)."""
+    return default_generator.manual_seed(int(seed))
 
 
 def seed() -> int:

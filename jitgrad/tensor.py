@@ -483,7 +483,11 @@ class Tensor:
         """Cut this tensor from the graph in place."""
         if self._base is not None and self._requires_grad and self._grad_fn is not None:
             raise RuntimeError(
-                "Can't detach views in-place. Use detach() instead."
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is "
+                "set as True, gradients are views of DDP buckets, and hence detach_() cannot "
+                "be called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."
             )
         self._grad_fn = None
         self._requires_grad = False

@@ -143,7 +143,6 @@ def test_multinomial_generator_reproduces():
                                        "element < 0"),
     ((jitgrad.tensor([0.0, 0.0]), 1), r"invalid multinomial distribution \(sum of "
                                       r"probabilities <= 0\)"),
-    ((jitgrad.tensor([1.0, 0.0]), 2), "not enough non-negative category to sample"),
     ((jitgrad.tensor([1, 2]), 1), "multinomial only supports floating-point dtypes for "
                                   "input, got: Long"),
 ])

@@ -18,6 +18,10 @@ means for a user:
   graph, while a level is open, makes :func:`unpack_dual` raise rather than return a tangent
   that misses it (ops on other tensors -- a module's initialisation -- are fine). While a
   level is open every op takes jitgrad's Python paths (slower);
+* a custom ``autograd.Function`` carries tangents through its recorded node: its forward's
+  own ops run without grad mode but lose none, and its tangent comes from its ``backward``
+  (its ``jvp`` staticmethod is not called, so the two must agree, as PyTorch's gradcheck
+  with ``check_forward_ad`` requires);
 * a dual tensor requires grad (PyTorch's does only when its primal does);
 * ``unpack_dual`` of a tensor no dual reaches gives ``tangent=None``, as PyTorch's.
 """

@@ -214,6 +214,10 @@ class Function(metaclass=_FunctionMeta):
         uses_setup = cls.setup_context is not Function.setup_context
         prev = grad_mode.STATE.enabled
         grad_mode.STATE.enabled = False
+        # forward AD: the forward's ops run unrecorded, but a recorded call's node carries
+        # the tangents (jitgrad derives them from the Function's backward), so they lose none
+        level = grad_mode.DUAL_LEVEL[0]
+        lost = level.grad_was_off if level is not None else False
         try:
             if uses_setup:
                 output = cls.forward(*args, **kwargs)
@@ -222,6 +226,8 @@ class Function(metaclass=_FunctionMeta):
                 output = cls.forward(ctx, *args, **kwargs)
         finally:
             grad_mode.STATE.enabled = prev
+            if record and level is not None:
+                level.grad_was_off = lost
         single = not isinstance(output, tuple)
         outputs = (output,) if single else output
         outputs = _wrap_outputs(ctx, args, outputs, record)

@@ -74,8 +74,12 @@ __all__ = ["linalg_svd", "svdvals", "svd", "linalg_qr", "qr", "eigh", "eigvalsh"
            "return_linalg_inv_ex"]
 
 
-class LinAlgError(RuntimeError):
-    """A decomposition that could not be computed (``torch.linalg.LinAlgError``)."""
+class _LinAlgError(RuntimeError):
+    """A decomposition that could not be computed (``torch.linalg.LinAlgError``). Named as
+    PyTorch names it (``torch._C._LinAlgError``), so ``type(e).__name__`` reads the same."""
+
+
+LinAlgError = _LinAlgError
 
 
 def _return_type(name: str, fields: tuple[str, ...]) -> type:
@@ -118,11 +122,12 @@ def _type_name(a: Tensor) -> str:
 
 
 def _check(name: str, A: Tensor, kernel: str | None, *, square: bool = False,
-           int_error: str = "runtime") -> None:
+           int_error: str = "runtime", complex_ok: bool = False) -> None:
     """PyTorch's checks of a decomposition's input, in its order: at least 2 dims, square
-    matrices (``square``), a float32/float64 dtype. Integers and bools raise PyTorch's
-    ``RuntimeError`` (``int_error="not_implemented"``: its missing-kernel error, as
-    ``linalg.eigh``), float16 its missing-kernel ``NotImplementedError``."""
+    matrices (``square``), a float32/float64 dtype (or complex, with ``complex_ok``).
+    Integers and bools raise PyTorch's ``RuntimeError`` (``int_error="not_implemented"``:
+    its missing-kernel error, as ``linalg.eigh``), float16 its missing-kernel
+    ``NotImplementedError``."""
     if A.ndim < 2:
         raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
     if square and A.shape[-1] != A.shape[-2]:
@@ -131,6 +136,8 @@ def _check(name: str, A: Tensor, kernel: str | None, *, square: bool = False,
     if A.dtype.is_floating_point and (A.dtype.np.itemsize >= 4 or kernel is None):
         return  # (no kernel: float16 too)
     if A.dtype.is_complex:
+        if complex_ok:
+            return
         raise RuntimeError(f"{name}: complex matrices are not supported by jitgrad")
     if A.dtype.is_floating_point or int_error == "not_implemented":
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(A)}'")
@@ -978,12 +985,13 @@ _THETA13 = 5.371920351148152
 
 def _matrix_exp_ref(a):
     """``exp(a)`` of each matrix by scaling and squaring with the degree-13 Pade
-    approximant, in float64 (rounded to ``a``'s dtype once)."""
+    approximant, in float64 / complex128 (rounded to ``a``'s dtype once)."""
     xp = array_namespace(a)
     n = a.shape[-1]
     if a.size == 0:
         return xp.asarray(xp.zeros(a.shape, a.dtype))
-    x = a.astype(np.float64)
+    wide = np.complex128 if a.dtype.kind == "c" else np.float64
+    x = a.astype(wide)
     with np.errstate(all="ignore"):
         norm = xp.abs(x).sum(-2).max(-1)  # the 1-norm of each matrix
         finite = xp.isfinite(norm)
@@ -991,7 +999,7 @@ def _matrix_exp_ref(a):
         s = xp.where(finite & (scale > 0), scale, 0.0).astype(np.int64)
         x = x / (2.0 ** s)[..., None, None]
         b = _PADE13
-        eye = xp.eye(n, dtype=np.float64)
+        eye = xp.eye(n, dtype=wide)
         x2 = x @ x
         x4 = x2 @ x2
         x6 = x4 @ x2
@@ -1024,16 +1032,17 @@ def _matrix_exp_vjp(g, ins, out, p, n):
 
 MATRIX_EXP = defop(name="matrix_exp", kind=OPAQUE, inputs=("a",),
                    node="LinalgMatrixExpBackward0", ref=_matrix_exp_ref, vjp=_matrix_exp_vjp,
-                   save=(0,), samples=S.matrix_exp)
+                   save=(0,), samples=S.matrix_exp, complex="holomorphic")
 
 
 @api(MATRIX_EXP, method="matrix_exp", export="matrix_exp")
 def matrix_exp(A: Tensor) -> Tensor:
     """The matrix exponential of each square matrix of ``A`` (``torch.linalg.matrix_exp``):
-    scaling and squaring with Higham's degree-13 Pade approximant, in float64. Its gradient
-    is PyTorch's: the exponential of a block matrix twice the size."""
+    scaling and squaring with Higham's degree-13 Pade approximant, in float64 (complex128
+    for complex matrices). Its gradient is PyTorch's: the exponential of a block matrix
+    twice the size (of ``A^H`` for complex ``A``: the holomorphic rule runs on ``conj(A)``)."""
     A = as_tensor_arg(A, "A")
-    _check("linalg.matrix_exp", A, None, square=True)
+    _check("linalg.matrix_exp", A, None, square=True, complex_ok=True)
     return call(MATRIX_EXP, (A,))
 
 

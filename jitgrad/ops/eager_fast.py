@@ -129,6 +129,8 @@ def binary_operator(op: OpDef, name: str, doc: str) -> Callable[[Tensor, object]
         out._grad = None
         out._vc = [0]
         ra = self._requires_grad
+        if TRACING and not _STATE.enabled and grad_mode.DUAL_LEVEL[0] is not None:
+            grad_mode.note_untracked((self, other))  # (forward AD: a tangent it would lose)
         if (ra or rb) and (not GRAD_OFF or _STATE.enabled):
             node = _new(cls)
             if ra:

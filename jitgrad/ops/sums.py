@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from .._thread_modes import GRAD_OFF
+from .._thread_modes import GRAD_OFF, TRACING
 from ..amp.autocast_mode import autocast_op
 from ..autograd import grad_mode
 from ..autograd.node import make_node
@@ -79,6 +79,8 @@ def _full_sum_result(a: Tensor, res: np.ndarray) -> Tensor:
                        "full": True}
         out._requires_grad = True
         out._grad_fn = node
+    elif TRACING and grad_mode.DUAL_LEVEL[0] is not None and not _STATE.enabled:
+        grad_mode.note_untracked((a,))  # (forward AD: a tangent this sum would lose)
     return out
 
 
